@@ -1,0 +1,42 @@
+"""Small building blocks shared by every mixer: RMSNorm, SwiGLU, helpers."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def exists(x) -> bool:
+    return x is not None
+
+
+def default(x, d):
+    return x if x is not None else d
+
+
+class RMSNorm(nn.Module):
+    """y = x / rms(x) * weight (Zhang & Sennrich 2019)."""
+
+    def __init__(self, dim: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x = x.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (x * self.weight.float()).to(dtype)
+
+
+class SwiGLU(nn.Module):
+    """FFN(x) = W_down(silu(W_gate x) * W_up x) (Shazeer 2020), no biases."""
+
+    def __init__(self, dim: int, hidden_dim: int):
+        super().__init__()
+        self.w_gate = nn.Linear(dim, hidden_dim, bias=False)
+        self.w_up = nn.Linear(dim, hidden_dim, bias=False)
+        self.w_down = nn.Linear(hidden_dim, dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))

@@ -1,0 +1,142 @@
+"""Parameter counts from the real modules, instantiated on the meta device (no memory used).
+
+Convention for "active" (what one token's forward pass multiplies with): every non-routed weight
+counts fully, including the LM head; routed experts count top_k / E; the input embedding does NOT
+count, because a token only looks up one row of it (no matmul). With tied embeddings the table is
+the LM head too, so then it counts. Applied identically to every preset. (DeepSeek-V3's weights
+README counts the embedding in: "36.7B activated including 0.9B embedding and 0.9B head"; labs differ.)
+
+CLI:  python -m k3lite.params --preset NAME [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+
+import torch
+
+from k3lite.config import PRESETS, K3Config, get_preset
+
+COMPONENTS = (
+    "embedding", "lm_head", "attention_kda", "attention_mla", "dense_ffn", "routed_experts",
+    "shared_experts", "latent_proj", "router", "attn_res", "norms",
+)
+
+
+def _component(name: str) -> str:
+    """Which bucket a parameter (by its dotted name in K3Model) belongs to."""
+    parts = name.split(".")
+    if parts[0] == "embed":
+        return "embedding"
+    if parts[0] == "lm_head":
+        return "lm_head"
+    if parts[0] in ("norm",):
+        return "norms"
+    if parts[0] == "res_final":
+        return "attn_res"
+    # layers.<i>.<sub>...
+    sub = parts[2]
+    if sub in ("attn_norm", "ffn_norm"):
+        return "norms"
+    if sub in ("res_mixer", "res_ffn"):
+        return "attn_res"
+    if sub == "mixer":
+        return "mixer"  # resolved by the caller (kda or mla)
+    if sub == "ffn":
+        what = parts[3]
+        if what == "experts":
+            return "routed_experts"
+        if what == "shared":
+            return "shared_experts"
+        if what == "router":
+            return "router"
+        if what in ("down_proj", "up_proj", "latent_norm"):
+            return "latent_proj"
+        return "dense_ffn"  # w_gate / w_up / w_down of a dense SwiGLU
+    raise ValueError(f"unclassified parameter {name}")
+
+
+@dataclass
+class ParamReport:
+    name: str
+    total: int
+    active: int
+    by_component: dict[str, int]
+    active_by_component: dict[str, int]
+
+    @property
+    def activation_ratio(self) -> float:
+        return self.active / self.total
+
+    def to_dict(self) -> dict:
+        return {
+            "preset": self.name,
+            "total": self.total,
+            "active": self.active,
+            "activation_ratio": self.activation_ratio,
+            "by_component": self.by_component,
+            "active_by_component": self.active_by_component,
+        }
+
+
+def build_meta_model(cfg: K3Config):
+    from k3lite.model import K3Model
+
+    with torch.device("meta"):
+        return K3Model(cfg)
+
+
+def count_params(cfg: K3Config) -> ParamReport:
+    """Instantiate `K3Model(cfg)` on the meta device and bucket every parameter."""
+    model = build_meta_model(cfg)
+    total = dict.fromkeys(COMPONENTS, 0)
+    active = dict.fromkeys(COMPONENTS, 0)
+    frac_routed = cfg.moe.top_k / cfg.moe.n_routed_experts
+    for name, p in model.named_parameters():  # tied weights are yielded once
+        comp = _component(name)
+        if comp == "mixer":
+            comp = "attention_" + model.layers[int(name.split(".")[1])].mixer_type
+        n = p.numel()
+        total[comp] += n
+        if comp == "routed_experts":
+            active[comp] += round(n * frac_routed)
+        elif comp == "embedding" and not cfg.tie_embeddings:
+            pass  # a lookup, not a matmul: not active (see module docstring)
+        else:
+            active[comp] += n
+    return ParamReport(cfg.name, sum(total.values()), sum(active.values()), total, active)
+
+
+def fmt(n: float) -> str:
+    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return str(int(n))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m k3lite.params", description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default="lite", help=f"one of {sorted(PRESETS)}")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    args = ap.parse_args(argv)
+    try:
+        rep = count_params(get_preset(args.preset))
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(rep.to_dict(), indent=2))
+        return 0
+    print(f"{rep.name}: total {fmt(rep.total)} ({rep.total:,}), active {fmt(rep.active)} "
+          f"({rep.active:,}), activation {100 * rep.activation_ratio:.2f}%")
+    print(f"{'component':<16}{'total':>14}{'active':>14}")
+    for c in COMPONENTS:
+        if rep.by_component[c]:
+            print(f"{c:<16}{fmt(rep.by_component[c]):>14}{fmt(rep.active_by_component[c]):>14}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
