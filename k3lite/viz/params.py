@@ -1,0 +1,28 @@
+"""Figures for parameter counts (no Streamlit): take a ParamReport, return a plotly figure."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from k3lite.params import COMPONENTS, ParamReport
+
+# published totals (params), with where they were stated; used for the "ours vs stated" table
+PUBLISHED = {
+    "deepseek-v3": (671e9, 37e9, "DeepSeek-V3 technical report, arXiv 2412.19437 (MTP module excluded)"),
+    "kimi-k2": (1.04e12, 32e9, "Kimi K2 report, arXiv 2507.20534"),
+    "kimi-linear-48b-a3b": (48e9, 3e9, "Kimi Linear tech report, arXiv 2510.26692"),
+    "k3-estimated": (2.8e12, None, "K3 announcement (the seed article); active not stated"),
+}
+
+
+def breakdown_figure(report: ParamReport) -> go.Figure:
+    """Horizontal bars per component: total vs active parameters, log x axis."""
+    comps = [c for c in COMPONENTS if report.by_component[c]]
+    fig = go.Figure()
+    fig.add_bar(y=comps, x=[report.by_component[c] for c in comps], orientation="h", name="total",
+                marker_color="#9fb7d9")
+    fig.add_bar(y=comps, x=[report.active_by_component[c] for c in comps], orientation="h",
+                name="active per token", marker_color="#d9534f")
+    fig.update_layout(barmode="group", height=60 + 32 * len(comps), margin=dict(l=10, r=10, t=30, b=10),
+                      xaxis=dict(type="log", title="parameters (log scale)"), yaxis=dict(autorange="reversed"),
+                      legend=dict(orientation="h", y=1.08), title=f"{report.name}: where the parameters live")
+    return fig

@@ -1,0 +1,107 @@
+"""Home: what K3 is, and where its parameters live (counted from the real modules on the meta device)."""
+import pandas as pd
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from k3lite.config import PRESETS, get_preset
+from k3lite.params import count_params, fmt
+from k3lite.viz.params import PUBLISHED, breakdown_figure
+from pages.common import push_url, url_state, user_errors
+
+st.title("k3lite: the Kimi K3 design, running live")
+st.markdown(
+    """
+**Kimi K3** is a 2.8-trillion-parameter model that only *uses* a small slice of itself for each token:
+896 routed experts, of which each token visits 16 (about 1.8%), plus 2 always-on shared experts
+(figures as stated in the K3 announcement, the seed article of this app). Five ideas make that cheap:
+
+1. **Stable LatentMoE** — tokens are squeezed into a smaller *latent* vector before they are sent to
+   experts on other GPUs, so less data crosses the wire and each expert does less work.
+2. **Quantile balancing** — experts are assigned by *rank* within the batch ("grading on a curve"),
+   not by raw router score, so no expert is swamped and no tuning knob is needed.
+3. **Kimi Delta Attention (KDA)** — a linear-attention layer with a fixed-size memory that forgets
+   per channel and corrects itself (the delta rule), so long contexts cost no growing cache.
+4. **A 3:1 hybrid** — three KDA layers for every global attention (MLA) layer keeps full recall where it counts.
+5. **Attention Residuals** — each layer looks back over earlier layers' outputs with a softmax over depth,
+   grouped into blocks to stay cheap.
+
+Every page runs a small PyTorch implementation of one idea on this server's CPU; every chart comes from
+code that just executed. Below: the parameter count of each configuration, **counted by building the real
+k3lite modules on PyTorch's `meta` device** (shapes only, no memory), not from a formula.
+"""
+)
+
+names = list(PRESETS)
+url_state("home_preset", "k3-estimated", choices=names)
+preset = st.selectbox("Configuration", names, key="home_preset",
+                      help="Published configs, our K3 estimate, and the tiny `lite` model this app runs.")
+base = get_preset(preset)
+
+with st.expander("Change the configuration (the count updates live)"):
+    c1, c2, c3, c4 = st.columns(4)
+    experts = c1.number_input("routed experts", 1, 4096, base.moe.n_routed_experts, key=f"home_experts_{preset}")
+    top_k = c2.number_input("top-k (experts per token)", 1, 64, base.moe.top_k, key=f"home_top_k_{preset}")
+    layers = c3.number_input("layers", 1, 200, base.n_layers, key=f"home_layers_{preset}")
+    latent = c4.number_input("latent dim (0 = classic MoE)", 0, 16384, base.moe.latent_dim,
+                             key=f"home_latent_{preset}", help="LatentMoE: experts work in this smaller dimension.")
+push_url("home_preset")
+
+
+def _knobs(cfg):
+    return cfg.moe.n_routed_experts, cfg.moe.top_k, cfg.n_layers, cfg.moe.latent_dim
+
+
+@st.cache_data(show_spinner="Counting parameters on the meta device…", max_entries=64)
+def cached_count(preset: str, experts: int, top_k: int, layers: int, latent: int):
+    cfg = get_preset(preset).with_(n_layers=layers, moe={"n_routed_experts": experts, "top_k": top_k,
+                                                          "latent_dim": latent})
+    return count_params(cfg)
+
+
+with user_errors():
+    report = cached_count(preset, int(experts), int(top_k), int(layers), int(latent))
+
+m1, m2, m3 = st.columns(3)
+m1.metric("total parameters", fmt(report.total))
+m2.metric("active per token", fmt(report.active))
+m3.metric("activation ratio (active / total)", f"{100 * report.activation_ratio:.2f} %")
+st.plotly_chart(breakdown_figure(report))
+st.caption(
+    "**Active** = what one token multiplies with: all attention, router, shared-expert, dense-FFN and LM-head "
+    "weights, plus top-k / E of the routed experts. The input embedding is *not* counted as active: a token "
+    "only looks up one row of it (DeepSeek's own README counts it in; labs differ). With tied embeddings "
+    "the table doubles as the LM head, and then it counts."
+)
+
+st.subheader("Our count vs the published totals")
+rows = []
+for name, (total, active, source) in PUBLISHED.items():
+    ours = cached_count(name, *_knobs(get_preset(name)))
+    rows.append({
+        "config": name, "stated total": fmt(total), "our total": fmt(ours.total),
+        "total diff": f"{100 * (ours.total / total - 1):+.1f} %",
+        "stated active": fmt(active) if active else "—", "our active": fmt(ours.active),
+        "active diff": f"{100 * (ours.active / active - 1):+.1f} %" if active else "—", "source": source,
+    })
+st.dataframe(pd.DataFrame(rows), hide_index=True)
+st.caption(
+    "Kimi K2: its config.json counts to about 1.026T; the stated 1.04T is rounded and includes the "
+    "multi-token-prediction layer. K3: only the totals, expert counts and ratios are published; hidden size, "
+    "layers, expert and latent sizes come from unofficial copies of a K3 text config and are marked "
+    "*secondary/estimated* (see `k3lite/config.py`, `k3_estimated`)."
+)
+if base.notes:
+    st.caption(" · ".join(f"**{k}**: {v}" for k, v in base.notes.items()))
+
+st.subheader("Where to go next")
+cols = st.columns(4)
+for i, (path, label) in enumerate([
+    ("pages/moe.py", "Routing & balancing"), ("pages/kda.py", "Kimi Delta Attention"),
+    ("pages/hybrid_attention.py", "3:1 hybrid"), ("pages/attention_residuals.py", "Attention Residuals"),
+    ("pages/forward_pass.py", "Forward pass"), ("pages/interconnect.py", "Bytes on the wire"),
+    ("pages/cost_per_task.py", "Cost per task"), ("pages/lab.py", "The lab"),
+]):
+    try:
+        cols[i % 4].page_link(path, label=label)
+    except StreamlitAPIException:  # the page script run on its own (no st.navigation): plain text instead
+        cols[i % 4].markdown(f"{label} (`{path}`)")
