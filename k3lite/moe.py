@@ -1,19 +1,131 @@
-"""Mixture of experts: router, balancing (aux-loss / bias / quantile), LatentMoE, shared experts.
+"""Mixture of experts: router, balancing (aux-loss / bias / quantile), LatentMoE, shared experts, dispatch.
 
-SKELETON (issue 2): parameter layout for params.py; issue 4 adds routing, balancing and dispatch.
-Routed experts are stored as batched weights [E, in, out] so dispatch can use grouped matmuls.
+    x (B, T, d) --router(full d)--> scores (N, E) --select top-k--> topk_idx (N, k), topk_weight (N, k)
+      |--down_proj d->l--> latent (N, l) --dispatch: sort by expert, one matmul per expert slice-->
+      |                    combine: sum_k weight * expert(latent) --up_proj l->d--> routed (N, d)
+      |--shared SwiGLU (full d, always on)--------------------------------------> + shared (N, d)
+
+Sources
+- Router, sigmoid scores, group-limited top-k, gate weights from raw scores renormalised over the chosen k
+  times `route_scale`: DeepSeek-V3 (arXiv 2412.19437; `inference/model.py` `Gate`).
+- Balancing, selected by `MoEConfig.balancing`:
+    none      plain top-k of the raw scores.
+    aux_loss  Switch / GShard auxiliary loss  L = alpha * E * sum_i f_i * P_i  (Fedus et al., arXiv 2101.03961),
+              f_i = fraction of the N*k assignments that went to expert i, P_i = mean routing probability.
+    bias      DeepSeek-V3 auxiliary-loss-free balancing (Wang et al., arXiv 2408.15664): a per-expert bias b is
+              added to the scores for *selection only*; after each step b_i += gamma * sign(mean_load - load_i).
+    quantile  Quantile Balancing (J. Su, "MoE环游记 6", kexue.fm/archives/11619): the dual of the assignment LP
+              "each token gets k experts, each expert gets N*k/E tokens". Route with top-k of s - beta (the
+              previous beta); then alpha_i = (k+1)-th largest of row s_i - beta and beta_j = (N*k/E + 1)-th
+              largest of column s_:,j - alpha. No step size: beta is *read off* the score distribution, like
+              grading on a curve. At batch 1 / decode the running beta is used unchanged.
+  The `Router.bias` buffer holds b (bias method, selection = s + b) or beta (quantile, selection = s - beta).
+- LatentMoE (NVIDIA, arXiv 2601.18089): experts run in a latent_dim < d_model space; only the latent crosses
+  the expert-parallel interconnect. latent_dim = 0 is a classic MoE.
+- Capacity factor with token dropping: Switch Transformer / GShard (first come, first served in token order).
+
+Routed experts are stored as batched weights [E, in, out] so dispatch can run one matmul per expert slice.
 """
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from k3lite.config import MoEConfig
 from k3lite.nn import RMSNorm, SwiGLU
 
+BYTES_PER_ELEMENT = 2  # bf16 activations on the wire (what `RoutingStats.bytes_dispatched` assumes)
 
+
+# ------------------------------------------------------------------------------------------ results
+class RouterOutput(NamedTuple):
+    topk_idx: torch.Tensor  # (N, k) long: chosen experts (selected on balanced scores)
+    topk_weight: torch.Tensor  # (N, k): raw scores of the chosen experts, renormalised over k, x route_scale
+    scores: torch.Tensor  # (N, E): raw router scores (sigmoid or softmax), no bias / beta
+    aux_loss: torch.Tensor  # (): Switch aux loss when balancing == "aux_loss", else 0
+
+
+class DispatchResult(NamedTuple):
+    out: torch.Tensor  # (N, dim): sum over kept choices of weight * expert(x)
+    kept: torch.Tensor  # (N, k) bool: False where the choice was dropped by the capacity limit
+    load: torch.Tensor  # (E,) long: assignments requested per expert (before dropping)
+    dropped: int  # number of (token, expert) assignments dropped
+    capacity: int  # per-expert capacity in assignments (0 = unlimited)
+
+
+class RoutingStats(NamedTuple):
+    """What one MoE layer's routing looked like; the Trace stores this per layer."""
+
+    topk_idx: torch.Tensor  # (B, T, k) long
+    topk_weight: torch.Tensor  # (B, T, k)
+    scores: torch.Tensor  # (B, T, E) raw router scores
+    load: torch.Tensor  # (E,) long: tokens routed to each expert (requested, before capacity drops)
+    max_violation: float  # max(load) / mean(load) - 1   (0 = perfectly balanced)
+    cv: float  # std(load) / mean(load), population std
+    dropped: int  # (token, expert) assignments dropped by the capacity limit
+    entropy: float  # entropy of the load distribution load/sum(load), nats; log(E) = uniform
+    dispatch_dim: int  # elements sent per (token, expert) copy: latent_dim, or d_model for a classic MoE
+    bytes_dispatched: float  # bytes per token, ONE direction (dispatch; combine is the same again):
+    #                          top_k * dispatch_dim * BYTES_PER_ELEMENT (bf16), counting every copy as remote
+
+
+class MoEOutput(NamedTuple):
+    out: torch.Tensor  # (B, T, d)
+    aux_loss: torch.Tensor  # ()
+    stats: RoutingStats
+
+
+# ------------------------------------------------------------------------------------------ metrics
+def routing_metrics(topk_idx: torch.Tensor, n_experts: int) -> tuple[torch.Tensor, float, float, float]:
+    """(load (E,), max_violation, cv, entropy in nats) of a routing decision topk_idx (..., k)."""
+    load = torch.bincount(topk_idx.reshape(-1), minlength=n_experts)  # (E,)
+    if load.sum() == 0:
+        return load, 0.0, 0.0, 0.0
+    lf = load.double()
+    mean = lf.mean()
+    max_violation = float(lf.max() / mean - 1)
+    cv = float(lf.std(unbiased=False) / mean)
+    p = lf / lf.sum()
+    entropy = float(-(p[p > 0] * p[p > 0].log()).sum())
+    return load, max_violation, cv, entropy
+
+
+def quantile_beta(scores: torch.Tensor, k: int, beta: torch.Tensor, n_iters: int = 1) -> torch.Tensor:
+    """One (or more) Quantile Balancing dual updates; returns the new beta (E,).
+
+    scores (N, E), beta (E,) the previous beta. Per iteration:
+        alpha_i = (k+1)-th largest of s_i,: - beta          (the token's "cut": exactly k experts above it)
+        beta_j  = (c+1)-th largest of s_:,j - alpha, c = N*k/E  (the expert's "curve": c tokens above it)
+    A fractional c interpolates linearly between the neighbouring order statistics. Needs c >= 1 and
+    k < E; otherwise (batch 1 / decode, or k == E) beta is returned unchanged.
+    """
+    n_tokens, n_experts = scores.shape
+    capacity = n_tokens * k / n_experts
+    if capacity < 1 or k >= n_experts or capacity >= n_tokens:
+        return beta
+    s = scores.detach().float()
+    beta = beta.detach().float()
+    lo, frac = int(math.floor(capacity)), capacity - math.floor(capacity)
+    hi = min(lo + 1, n_tokens - 1)
+    for _ in range(n_iters):
+        alpha = torch.topk(s - beta, k + 1, dim=-1).values[:, k]  # (N,) (k+1)-th largest per row
+        col = torch.topk(s - alpha[:, None], hi + 1, dim=0).values  # (hi+1, E) sorted descending
+        beta = (1 - frac) * col[lo] + frac * col[hi]  # (E,) (c+1)-th largest per column
+    return beta
+
+
+# ------------------------------------------------------------------------------------------ router
 class Router(nn.Module):
-    """Scores for E routed experts from the *full* hidden state (sigmoid by default)."""
+    """Scores for E routed experts from the *full* hidden state (sigmoid by default).
+
+    forward(x (N, d) or (B, T, d), update_balance) -> RouterOutput with flat (N, ...) tensors.
+    `update_balance=True` applies the bias / quantile update from this batch's routing (training steps);
+    the update runs after selection, so this batch is routed with the previous bias / beta.
+    """
 
     def __init__(self, d_model: int, cfg: MoEConfig):
         super().__init__()
@@ -23,7 +135,82 @@ class Router(nn.Module):
         # selection-only bias (DeepSeek-V3 bias method) / running beta (quantile balancing): not trained by SGD
         self.register_buffer("bias", torch.zeros(cfg.n_routed_experts), persistent=True)
 
+    def score(self, x: torch.Tensor) -> torch.Tensor:
+        """Raw scores (N, E) in fp32 from x (N, d)."""
+        logits = F.linear(x.float(), self.weight.float())  # (N, E)
+        return logits.sigmoid() if self.cfg.score_func == "sigmoid" else logits.softmax(dim=-1)
 
+    def selection_scores(self, scores: torch.Tensor) -> torch.Tensor:
+        """Scores used only to *choose* experts (N, E): raw, + bias, or - beta, then the group limit."""
+        cfg = self.cfg
+        if cfg.balancing == "bias":
+            sel = scores + self.bias
+        elif cfg.balancing == "quantile":
+            sel = scores - self.bias
+        else:
+            sel = scores
+        if cfg.n_groups > 1 and cfg.topk_groups < cfg.n_groups:
+            n, e = sel.shape
+            grouped = sel.view(n, cfg.n_groups, e // cfg.n_groups)  # (N, G, E/G)
+            # DeepSeek-V3 Gate: rank groups by the sum of their top-2 (max if a group has one expert)
+            group_score = grouped.topk(min(2, grouped.shape[-1]), dim=-1).values.sum(-1)  # (N, G)
+            keep = group_score.topk(cfg.topk_groups, dim=-1).indices  # (N, topk_groups)
+            mask = torch.ones(n, cfg.n_groups, dtype=torch.bool, device=sel.device).scatter_(1, keep, False)
+            sel = grouped.masked_fill(mask[..., None], float("-inf")).view(n, e)
+        return sel
+
+    def select(self, scores: torch.Tensor) -> torch.Tensor:
+        """topk_idx (N, k) from raw scores (N, E) with the current bias / beta and group limit."""
+        return self.selection_scores(scores).topk(self.cfg.top_k, dim=-1).indices
+
+    def forward(self, x: torch.Tensor, update_balance: bool = False) -> RouterOutput:
+        cfg = self.cfg
+        if x.shape[-1] != self.weight.shape[1]:
+            raise ValueError(f"router input dim {x.shape[-1]} != d_model {self.weight.shape[1]}")
+        x = x.reshape(-1, x.shape[-1])  # (N, d)
+        scores = self.score(x)  # (N, E)
+        topk_idx = self.select(scores.detach())  # (N, k)
+        weight = scores.gather(1, topk_idx)  # (N, k) raw scores of the chosen experts
+        weight = weight / weight.sum(-1, keepdim=True).clamp_min(1e-20) * cfg.route_scale
+
+        aux_loss = scores.new_zeros(())
+        if cfg.balancing == "aux_loss" and x.shape[0] > 0:
+            e = cfg.n_routed_experts
+            f = torch.bincount(topk_idx.reshape(-1), minlength=e).float() / topk_idx.numel()  # (E,)
+            probs = scores if cfg.score_func == "softmax" else scores / scores.sum(-1, keepdim=True)
+            aux_loss = cfg.aux_loss_alpha * e * (f * probs.mean(0)).sum()
+
+        if update_balance and x.shape[0] > 0:
+            with torch.no_grad():
+                if cfg.balancing == "bias":
+                    load = torch.bincount(topk_idx.reshape(-1), minlength=cfg.n_routed_experts).float()
+                    self.bias += cfg.bias_gamma * torch.sign(load.mean() - load)
+                elif cfg.balancing == "quantile":
+                    self.bias.copy_(quantile_beta(scores, cfg.top_k, self.bias))
+        return RouterOutput(topk_idx, weight.to(x.dtype), scores, aux_loss)
+
+
+def selection_stability(router: Router, x: torch.Tensor, eps: float = 1e-3, seed: int = 0) -> float:
+    """Fraction of top-k choices that flip when the raw scores get Gaussian noise of std `eps`.
+
+    0 = perfectly stable; the "sensitive selection" problem: near-tied scores make top-k jumpy, so a tiny
+    change of weights or input reroutes a token (and its bytes) to a different GPU.
+    """
+    if eps < 0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    with torch.no_grad():
+        scores = router.score(x.reshape(-1, x.shape[-1]))  # (N, E)
+        gen = torch.Generator(device="cpu").manual_seed(seed)
+        noise = torch.randn(scores.shape, generator=gen).to(scores.device) * eps
+        a, b = router.select(scores), router.select(scores + noise)  # (N, k) each
+        ma = torch.zeros_like(scores, dtype=torch.bool).scatter_(1, a, True)
+        mb = torch.zeros_like(scores, dtype=torch.bool).scatter_(1, b, True)
+        if a.numel() == 0:
+            return 0.0
+        return float(1 - (ma & mb).sum() / a.numel())
+
+
+# ------------------------------------------------------------------------------------------ experts
 class RoutedExperts(nn.Module):
     """E SwiGLU experts with stacked weights: w_gate, w_up [E, dim, ffn]; w_down [E, ffn, dim]."""
 
@@ -35,13 +222,125 @@ class RoutedExperts(nn.Module):
         for w, fan_in in ((self.w_gate, dim), (self.w_up, dim), (self.w_down, ffn_dim)):
             nn.init.normal_(w, std=fan_in**-0.5)
 
+    @property
+    def n_experts(self) -> int:
+        return self.w_gate.shape[0]
 
+    def one(self, e: int, x: torch.Tensor) -> torch.Tensor:
+        """Expert e on rows x (M, dim) -> (M, dim)."""
+        return (F.silu(x @ self.w_gate[e]) * (x @ self.w_up[e])) @ self.w_down[e]
+
+
+def _check_ids(experts: RoutedExperts, x: torch.Tensor, expert_ids: torch.Tensor) -> None:
+    if x.dim() != 2 or expert_ids.shape != x.shape[:1]:
+        raise ValueError(f"expected x (M, dim) and expert_ids (M,), got {tuple(x.shape)} and {tuple(expert_ids.shape)}")
+    if expert_ids.numel() and (int(expert_ids.min()) < 0 or int(expert_ids.max()) >= experts.n_experts):
+        raise ValueError(f"expert_ids must be in [0, {experts.n_experts}), got range "
+                         f"[{int(expert_ids.min())}, {int(expert_ids.max())}]")
+
+
+def expert_forward_naive(experts: RoutedExperts, x: torch.Tensor, expert_ids: torch.Tensor) -> torch.Tensor:
+    """Reference: row m goes through expert expert_ids[m], one row at a time. x (M, dim) -> (M, dim)."""
+    _check_ids(experts, x, expert_ids)
+    rows = [experts.one(int(e), x[m : m + 1]) for m, e in enumerate(expert_ids.tolist())]
+    return torch.cat(rows) if rows else torch.zeros_like(x)
+
+
+def expert_forward(experts: RoutedExperts, x: torch.Tensor, expert_ids: torch.Tensor) -> torch.Tensor:
+    """Grouped dispatch: sort rows by expert, run each expert once on its contiguous slice, unsort.
+
+    x (M, dim), expert_ids (M,) long -> (M, dim). Python loops over experts that got rows (<= E matmul
+    triples), never over tokens; works on any subset of experts (an expert-parallel rank calls it with the
+    rows it received).
+    """
+    _check_ids(experts, x, expert_ids)
+    if x.shape[0] == 0:
+        return torch.zeros_like(x)
+    order = torch.argsort(expert_ids, stable=True)  # (M,)
+    counts = torch.bincount(expert_ids, minlength=experts.n_experts).tolist()  # (E,)
+    slices = torch.split(x[order], counts)  # E slices, contiguous per expert
+    outs = [experts.one(e, xs) for e, xs in enumerate(slices) if xs.shape[0]]
+    sorted_out = torch.cat(outs)  # (M, dim) in sorted order
+    inverse = torch.empty_like(order)
+    inverse[order] = torch.arange(order.numel(), device=order.device)
+    return sorted_out[inverse]  # (M, dim) back in input order
+
+
+def capacity_for(n_tokens: int, top_k: int, n_experts: int, capacity_factor: float) -> int:
+    """Per-expert capacity in assignments: ceil(factor * N * k / E); 0 = unlimited (factor 0)."""
+    if capacity_factor < 0:
+        raise ValueError(f"capacity_factor must be >= 0, got {capacity_factor}")
+    if capacity_factor == 0:
+        return 0
+    return max(1, math.ceil(capacity_factor * n_tokens * top_k / n_experts))
+
+
+def capacity_mask(topk_idx: torch.Tensor, n_experts: int, capacity: int) -> torch.Tensor:
+    """kept (N, k) bool: an expert keeps its first `capacity` assignments in token order (row-major)."""
+    flat = topk_idx.reshape(-1)  # (N*k,)
+    if capacity <= 0:
+        return torch.ones_like(topk_idx, dtype=torch.bool)
+    order = torch.argsort(flat, stable=True)  # assignments grouped by expert, token order inside
+    counts = torch.bincount(flat, minlength=n_experts)  # (E,)
+    starts = torch.cumsum(counts, 0) - counts  # (E,)
+    rank_sorted = torch.arange(flat.numel(), device=flat.device) - starts[flat[order]]
+    rank = torch.empty_like(rank_sorted)
+    rank[order] = rank_sorted  # position of each assignment inside its expert's queue
+    return (rank < capacity).view_as(topk_idx)
+
+
+def dispatch_combine(experts: RoutedExperts, x: torch.Tensor, topk_idx: torch.Tensor,
+                     topk_weight: torch.Tensor, capacity: int = 0) -> DispatchResult:
+    """out_n = sum over kept j of topk_weight[n, j] * expert_{topk_idx[n, j]}(x_n), grouped dispatch.
+
+    x (N, dim), topk_idx / topk_weight (N, k); capacity 0 = unlimited. Dropped choices contribute nothing
+    (the residual stream carries the token on), and `dropped` counts them exactly.
+    """
+    n, k = topk_idx.shape
+    load = torch.bincount(topk_idx.reshape(-1), minlength=experts.n_experts)  # (E,)
+    kept = capacity_mask(topk_idx, experts.n_experts, capacity)  # (N, k)
+    token = torch.arange(n, device=x.device).repeat_interleave(k)[kept.reshape(-1)]  # (M,)
+    ids = topk_idx.reshape(-1)[kept.reshape(-1)]  # (M,)
+    w = topk_weight.reshape(-1)[kept.reshape(-1)]  # (M,)
+    y = expert_forward(experts, x[token], ids) * w[:, None].to(x.dtype)  # (M, dim)
+    out = torch.zeros_like(x).index_add_(0, token, y)  # (N, dim)
+    return DispatchResult(out, kept, load, int((~kept).sum()), capacity)
+
+
+def dispatch_combine_naive(experts: RoutedExperts, x: torch.Tensor, topk_idx: torch.Tensor,
+                           topk_weight: torch.Tensor, capacity: int = 0) -> DispatchResult:
+    """Reference for dispatch_combine: loop over tokens and their k choices, count capacity by hand."""
+    n, k = topk_idx.shape
+    used = [0] * experts.n_experts
+    out = torch.zeros_like(x)
+    kept = torch.zeros(n, k, dtype=torch.bool)
+    for i in range(n):
+        for j in range(k):
+            e = int(topk_idx[i, j])
+            if capacity and used[e] >= capacity:
+                continue
+            used[e] += 1
+            kept[i, j] = True
+            out[i] += topk_weight[i, j].to(x.dtype) * experts.one(e, x[i : i + 1])[0]
+    load = torch.bincount(topk_idx.reshape(-1), minlength=experts.n_experts)
+    return DispatchResult(out, kept.to(x.device), load, int((~kept).sum()), capacity)
+
+
+# ------------------------------------------------------------------------------------------ the layer
 class LatentMoE(nn.Module):
-    """Route on the full hidden state; dispatch a latent (d_model -> latent_dim) when latent_dim > 0."""
+    """Route on the full hidden state; dispatch a latent (d_model -> latent_dim) when latent_dim > 0.
+
+    y = up_proj( sum_j w_j * expert_j( latent_norm(down_proj x) ) ) + shared(x)
+    With latent_dim = 0 the experts work on x itself (classic DeepSeek-style MoE). Shared experts always see
+    the full-d input. forward(x (B, T, d), update_balance) -> MoEOutput(out (B, T, d), aux_loss, stats).
+    """
 
     def __init__(self, d_model: int, cfg: MoEConfig, norm_eps: float = 1e-6):
         super().__init__()
         self.cfg = cfg
+        self.d_model = d_model
+        if cfg.latent_dim > d_model:
+            raise ValueError(f"moe.latent_dim ({cfg.latent_dim}) must be <= d_model ({d_model})")
         self.router = Router(d_model, cfg)
         expert_dim = cfg.latent_dim or d_model
         if cfg.latent_dim:
@@ -53,5 +352,39 @@ class LatentMoE(nn.Module):
             # always-on shared experts work on the full-d input; merged into one SwiGLU of n x size
             self.shared = SwiGLU(d_model, cfg.n_shared_experts * cfg.one_shared_ffn_dim)
 
-    def forward(self, x, *args, **kwargs):  # filled in by issue 4
-        raise NotImplementedError("LatentMoE.forward arrives with issue 4")
+    @property
+    def dispatch_dim(self) -> int:
+        return self.cfg.latent_dim or self.d_model
+
+    def forward(self, x: torch.Tensor, update_balance: bool = False) -> MoEOutput:
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"LatentMoE expects x (B, T, {self.d_model}), got {tuple(x.shape)}")
+        cfg = self.cfg
+        b, t, d = x.shape
+        flat = x.reshape(b * t, d)  # (N, d)
+        route = self.router(flat, update_balance)  # flat (N, k) / (N, E)
+        h = flat
+        if cfg.latent_dim:
+            h = self.down_proj(flat)  # (N, l)
+            if self.latent_norm is not None:
+                h = self.latent_norm(h)
+        capacity = capacity_for(b * t, cfg.top_k, cfg.n_routed_experts, cfg.capacity_factor)
+        res = dispatch_combine(self.experts, h, route.topk_idx, route.topk_weight, capacity)  # (N, l)
+        y = self.up_proj(res.out) if cfg.latent_dim else res.out  # (N, d)
+        if cfg.n_shared_experts:
+            y = y + self.shared(flat)
+        load, max_violation, cv, entropy = routing_metrics(route.topk_idx, cfg.n_routed_experts)
+        stats = RoutingStats(
+            topk_idx=route.topk_idx.view(b, t, -1),
+            topk_weight=route.topk_weight.detach().view(b, t, -1),
+            scores=route.scores.detach().view(b, t, -1),
+            load=load, max_violation=max_violation, cv=cv, dropped=res.dropped, entropy=entropy,
+            dispatch_dim=self.dispatch_dim,
+            bytes_dispatched=float(cfg.top_k * self.dispatch_dim * BYTES_PER_ELEMENT),
+        )
+        return MoEOutput(y.view(b, t, d), route.aux_loss, stats)
+
+
+def active_expert_flops_per_token(dim: int, ffn_dim: int, top_k: int) -> int:
+    """Multiply-adds x 2 of the routed experts for one token: top_k SwiGLUs of 3 matmuls dim x ffn."""
+    return 2 * 3 * dim * ffn_dim * top_k
