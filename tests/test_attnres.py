@@ -1,0 +1,124 @@
+"""Attention Residuals: the depth softmax vs a loop reference; block S=1 == full; weights sum to 1."""
+import pytest
+import torch
+
+from k3lite.attnres import DepthAttention, ResidualStream, attnres_cost, depth_attention_reference
+
+TOL = dict(atol=1e-5, rtol=1e-5)
+
+
+def run_stream(mode, block_size, emb, outputs_fn, attns, final):
+    """Drive a stream through len(attns) sublayers; sublayer i's output = outputs_fn(i, its input)."""
+    stream = ResidualStream(emb, mode, block_size)
+    mixes = []
+    for i, a in enumerate(attns):
+        mix = stream.mix(a)
+        mixes.append(mix)
+        stream.add(outputs_fn(i, mix.h))
+    mixes.append(stream.mix(final))
+    return mixes
+
+
+def random_attns(n, d, seed=0):
+    torch.manual_seed(seed)
+    attns = [DepthAttention(d) for _ in range(n + 1)]
+    with torch.no_grad():
+        for a in attns:
+            a.query.normal_()
+            a.key_norm.weight.uniform_(0.5, 1.5)
+    return attns[:-1], attns[-1]
+
+
+def nonlinear_sublayers(d, n, seed=1):
+    torch.manual_seed(seed)
+    ws = [torch.randn(d, d) / d**0.5 for _ in range(n)]
+    return lambda i, h: torch.tanh(h @ ws[i])
+
+
+def test_depth_attention_matches_loop_reference_and_sums_to_one():
+    attn = random_attns(1, 16)[1]
+    srcs = [torch.randn(2, 5, 16) for _ in range(4)]
+    h, w = attn(torch.stack(srcs))
+    torch.testing.assert_close(h, depth_attention_reference(attn, srcs), **TOL)
+    assert w.shape == (2, 5, 4)
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 5), **TOL)
+    assert (w > 0).all()
+
+
+def test_zero_query_gives_uniform_weights():
+    attn = DepthAttention(8)
+    h, w = attn(torch.randn(3, 1, 2, 8))
+    torch.testing.assert_close(w, torch.full((1, 2, 3), 1 / 3))
+
+
+@pytest.mark.parametrize("n_sub", [1, 4, 7])
+def test_block_size_one_equals_full(n_sub):
+    d = 12
+    attns, final = random_attns(n_sub, d)
+    f = nonlinear_sublayers(d, n_sub)
+    emb = torch.randn(2, 3, d)
+    full = run_stream("full", 1, emb, f, attns, final)
+    block = run_stream("block", 1, emb, f, attns, final)
+    for a, b in zip(full, block):
+        torch.testing.assert_close(a.h, b.h, **TOL)
+        torch.testing.assert_close(a.weights, b.weights, **TOL)
+    # full AttnRes: sublayer l reads the embedding and every earlier output
+    assert [m.weights.shape[-1] for m in full] == list(range(1, n_sub + 2))
+
+
+def test_block_sources_are_embedding_completed_blocks_and_partial():
+    d, n_sub, S = 8, 7, 3
+    attns, final = random_attns(n_sub, d)
+    mixes = run_stream("block", S, torch.randn(1, 2, d), nonlinear_sublayers(d, n_sub), attns, final)
+    # sublayer s reads 1 + floor(s/S) completed sources + (1 if a partial block is open)
+    expected = [1 + s // S + (1 if s % S else 0) for s in range(n_sub + 1)]
+    assert [m.weights.shape[-1] for m in mixes] == expected
+    for m in mixes:
+        torch.testing.assert_close(m.weights.sum(-1), torch.ones(1, 2), **TOL)
+
+
+def test_block_with_manual_sums():
+    """Block S=2 on known outputs: the sources are exactly emb, v1+v2, and the partial v3."""
+    d = 6
+    emb = torch.randn(1, 1, d)
+    outs = [torch.randn(1, 1, d) for _ in range(3)]
+    attns, final = random_attns(3, d, seed=3)
+    mixes = run_stream("block", 2, emb, lambda i, h: outs[i], attns, final)
+    want = depth_attention_reference(final, [emb, outs[0] + outs[1], outs[2]])
+    torch.testing.assert_close(mixes[-1].h, want, **TOL)
+
+
+def test_standard_is_the_plain_sum():
+    d = 6
+    emb = torch.randn(1, 2, d)
+    outs = [torch.randn(1, 2, d) for _ in range(4)]
+    mixes = run_stream("standard", 1, emb, lambda i, h: outs[i], [None] * 4, None)
+    torch.testing.assert_close(mixes[-1].h, emb + sum(outs))
+    assert (mixes[-1].weights == 1).all() and mixes[-1].weights.shape[-1] == 5
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="mode"):
+        ResidualStream(torch.zeros(1, 1, 2), "dense")
+    with pytest.raises(ValueError, match="block_size"):
+        ResidualStream(torch.zeros(1, 1, 2), "block", 0)
+    with pytest.raises(ValueError, match="DepthAttention"):
+        ResidualStream(torch.zeros(1, 1, 2), "full").mix(None)
+    with pytest.raises(ValueError, match="sources"):
+        DepthAttention(4)(torch.zeros(2, 1, 1, 5))
+
+
+def test_cost_model_block_grouping_saves_reads_and_memory():
+    L, d = 64, 1024
+    full = attnres_cost(L, d, "full")
+    block = attnres_cost(L, d, "block", block_size=8)
+    std = attnres_cost(L, d, "standard")
+    assert full.live_sources == 2 * L + 1  # the embedding plus every sublayer output
+    assert block.live_sources == 1 + 2 * L // 8  # embedding + 16 block sums (the last partial just completed)
+    assert full.source_reads == sum(range(1, 2 * L + 2))  # 1 + 2 + ... + (2L + 1)
+    assert std.source_reads == 2 * L + 1
+    assert std.read_bytes < block.read_bytes < full.read_bytes
+    # block size 1 is full
+    assert attnres_cost(L, d, "block", block_size=1).source_reads == full.source_reads
+    with pytest.raises(ValueError):
+        attnres_cost(0, d, "full")
