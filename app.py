@@ -1,23 +1,23 @@
 """k3lite: the Kimi K3 design as a textbook that runs. Entry point: `streamlit run app.py`."""
 import streamlit as st
 
-st.set_page_config(page_title="k3lite — the Kimi K3 design, live", page_icon="🧮", layout="wide")
+st.set_page_config(page_title="k3lite — the Kimi K3 design, live", page_icon=":material/memory:", layout="wide")
 
 PAGES = {
     "Overview": [
-        st.Page("pages/home.py", title="Home: the K3 design", icon="🏠", default=True, url_path="home"),
+        st.Page("pages/home.py", title="Home: the K3 design", icon=":material/home:", default=True, url_path="home"),
     ],
     "Mechanisms": [
-        st.Page("pages/moe.py", title="Stable LatentMoE & routing", icon="🔀", url_path="moe"),
-        st.Page("pages/kda.py", title="Kimi Delta Attention", icon="📉", url_path="kda"),
-        st.Page("pages/hybrid_attention.py", title="3:1 hybrid attention", icon="🧩", url_path="hybrid"),
-        st.Page("pages/attention_residuals.py", title="Attention Residuals", icon="🪜", url_path="attnres"),
+        st.Page("pages/moe.py", title="Stable LatentMoE & routing", icon=":material/alt_route:", url_path="moe"),
+        st.Page("pages/kda.py", title="Kimi Delta Attention", icon=":material/trending_down:", url_path="kda"),
+        st.Page("pages/hybrid_attention.py", title="3:1 hybrid attention", icon=":material/extension:", url_path="hybrid"),
+        st.Page("pages/attention_residuals.py", title="Attention Residuals", icon=":material/stairs:", url_path="attnres"),
     ],
     "The whole model": [
-        st.Page("pages/forward_pass.py", title="Step through a forward pass", icon="▶️", url_path="forward"),
-        st.Page("pages/interconnect.py", title="Interconnect bytes per token", icon="🔌", url_path="interconnect"),
-        st.Page("pages/cost_per_task.py", title="Cost per task", icon="💰", url_path="cost"),
-        st.Page("pages/lab.py", title="The lab: recall tasks", icon="🧪", url_path="lab"),
+        st.Page("pages/forward_pass.py", title="Step through a forward pass", icon=":material/play_arrow:", url_path="forward"),
+        st.Page("pages/interconnect.py", title="Interconnect bytes per token", icon=":material/cable:", url_path="interconnect"),
+        st.Page("pages/cost_per_task.py", title="Cost per task", icon=":material/payments:", url_path="cost"),
+        st.Page("pages/lab.py", title="The lab: recall tasks", icon=":material/science:", url_path="lab"),
     ],
 }
 

@@ -61,10 +61,11 @@ def cached_count(preset: str, experts: int, top_k: int, layers: int, latent: int
 with user_errors():
     report = cached_count(preset, int(experts), int(top_k), int(layers), int(latent))
 
-m1, m2, m3 = st.columns(3)
+m1, m2, m3, m4 = st.columns(4)
 m1.metric("total parameters", fmt(report.total))
 m2.metric("active per token", fmt(report.active))
-m3.metric("activation ratio (active / total)", f"{100 * report.activation_ratio:.2f} %")
+m3.metric("activation ratio (active / total params)", f"{100 * report.activation_ratio:.2f} %")
+m4.metric("experts used per token (top-k / E)", f"{100 * int(top_k) / int(experts):.2f} %")
 st.plotly_chart(breakdown_figure(report))
 st.caption(
     "**Active** = what one token multiplies with: all attention, router, shared-expert, dense-FFN and LM-head "
