@@ -246,6 +246,26 @@ def expert_forward_naive(experts: RoutedExperts, x: torch.Tensor, expert_ids: to
     return torch.cat(rows) if rows else torch.zeros_like(x)
 
 
+def _grouped_sorted(experts: RoutedExperts, xs: torch.Tensor, counts: list[int]) -> torch.Tensor:
+    """Rows xs (M, dim) already sorted by expert, counts[e] rows for expert e -> (M, dim), same order.
+
+    One matmul triple per expert that got rows. Without autograd the results are written straight into
+    one preallocated buffer (no concatenation: on CPU the copies cost as much as the matmuls).
+    """
+    if torch.is_grad_enabled() and (xs.requires_grad or experts.w_gate.requires_grad):
+        slices = torch.split(xs, counts)
+        return torch.cat([experts.one(e, part) for e, part in enumerate(slices) if part.shape[0]])
+    ys = torch.empty_like(xs)  # (M, dim)
+    start = 0
+    for e, count in enumerate(counts):
+        if count:
+            part = xs[start : start + count]  # (m_e, dim) contiguous
+            h = F.silu(part @ experts.w_gate[e]).mul_(part @ experts.w_up[e])  # (m_e, ffn)
+            torch.mm(h, experts.w_down[e], out=ys[start : start + count])  # (m_e, dim)
+            start += count
+    return ys
+
+
 def expert_forward(experts: RoutedExperts, x: torch.Tensor, expert_ids: torch.Tensor) -> torch.Tensor:
     """Grouped dispatch: sort rows by expert, run each expert once on its contiguous slice, unsort.
 
@@ -258,9 +278,7 @@ def expert_forward(experts: RoutedExperts, x: torch.Tensor, expert_ids: torch.Te
         return torch.zeros_like(x)
     order = torch.argsort(expert_ids, stable=True)  # (M,)
     counts = torch.bincount(expert_ids, minlength=experts.n_experts).tolist()  # (E,)
-    slices = torch.split(x[order], counts)  # E slices, contiguous per expert
-    outs = [experts.one(e, xs) for e, xs in enumerate(slices) if xs.shape[0]]
-    sorted_out = torch.cat(outs)  # (M, dim) in sorted order
+    sorted_out = _grouped_sorted(experts, x[order], counts)  # (M, dim) in sorted order
     inverse = torch.empty_like(order)
     inverse[order] = torch.arange(order.numel(), device=order.device)
     return sorted_out[inverse]  # (M, dim) back in input order
@@ -299,11 +317,15 @@ def dispatch_combine(experts: RoutedExperts, x: torch.Tensor, topk_idx: torch.Te
     n, k = topk_idx.shape
     load = torch.bincount(topk_idx.reshape(-1), minlength=experts.n_experts)  # (E,)
     kept = capacity_mask(topk_idx, experts.n_experts, capacity)  # (N, k)
-    token = torch.arange(n, device=x.device).repeat_interleave(k)[kept.reshape(-1)]  # (M,)
-    ids = topk_idx.reshape(-1)[kept.reshape(-1)]  # (M,)
-    w = topk_weight.reshape(-1)[kept.reshape(-1)]  # (M,)
-    y = expert_forward(experts, x[token], ids) * w[:, None].to(x.dtype)  # (M, dim)
-    out = torch.zeros_like(x).index_add_(0, token, y)  # (N, dim)
+    ids = topk_idx.reshape(-1)  # (N*k,)
+    if capacity:
+        ids = ids.masked_fill(~kept.reshape(-1), experts.n_experts)  # dropped copies sort last, then cut
+    order = torch.argsort(ids, stable=True)[: int(kept.sum())]  # (M,) kept copies grouped by expert
+    token = order // k  # (M,) source token of each copy
+    counts = torch.bincount(ids[order], minlength=experts.n_experts).tolist()  # (E,)
+    y = _grouped_sorted(experts, x[token], counts)  # (M, dim): one gather = the "dispatch"
+    y = y * topk_weight.reshape(-1)[order, None].to(x.dtype)  # (M, dim)
+    out = torch.zeros_like(x).index_add_(0, token, y)  # (N, dim): the "combine"
     return DispatchResult(out, kept, load, int((~kept).sum()), capacity)
 
 

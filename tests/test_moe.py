@@ -260,3 +260,20 @@ def test_latent_moe_output_and_stats():
     assert s.dispatch_dim == 8 and s.bytes_dispatched == 4 * 8 * 2
     with pytest.raises(ValueError, match="expects x"):
         layer(torch.randn(3, 10, 31))
+
+
+def test_inference_mode_buffer_path_matches_naive():
+    """Without autograd the grouped path writes into one preallocated buffer: check that path too."""
+    torch.manual_seed(5)
+    experts = RoutedExperts(32, 12, 16)
+    x = torch.randn(40, 12)
+    idx = skewed_scores(40, 32, seed=5).topk(4).indices
+    w = torch.rand(40, 4)
+    with torch.inference_mode():
+        for capacity in (0, 3):
+            a = dispatch_combine(experts, x, idx, w, capacity)
+            b = dispatch_combine_naive(experts, x, idx, w, capacity)
+            torch.testing.assert_close(a.out, b.out, **TOL)
+            assert a.dropped == b.dropped
+        ids = idx[:, 0]
+        torch.testing.assert_close(expert_forward(experts, x, ids), expert_forward_naive(experts, x, ids), **TOL)
