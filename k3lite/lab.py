@@ -1,0 +1,554 @@
+"""The lab: tiny 2-layer, 2-head models trained on recall tasks, one sequence mixer swapped at a time.
+
+Kimi Linear tech report (arXiv 2510.26692), synthetic tasks: with 2 layers and 2 heads, KDA solves MQAR and
+Palindrome at longer sequence lengths than Gated DeltaNet, which in turn beats a Mamba-2-style model.
+This module lets anyone rerun that comparison on a laptop CPU.
+
+Every model here is the same stack; only the sequence mixer changes:
+
+    x = embed(tokens)                                          # (B, T, d)
+    for each of the 2 layers:
+        x = x + mixer(RMSNorm(x))                              # linear | mamba2 | deltanet | gdn | kda | attention
+        x = x + SwiGLU(RMSNorm(x))
+    logits = head(RMSNorm(x))                                  # (B, T, vocab)
+
+The recurrent mixers share one skeleton (q, k, v projections; kernel-4 causal conv + SiLU; L2-normalised q, k;
+per-head RMSNorm; sigmoid output gate) and differ only in the state update, all run by the kernels of
+`k3lite.kda` (no copies here):
+
+    linear    S_t = S_{t-1} + k_t v_t^T                            (Katharopoulos et al. 2020)
+    mamba2    S_t = a_t S_{t-1} + dt_t k_t v_t^T, a_t = exp(-A dt_t) scalar/head (Mamba-2 SSD: no delta)
+    deltanet  S_t = (I - b_t k_t k_t^T) S_{t-1} + b_t k_t v_t^T     (Schlag et al. 2021; Yang et al. 2024)
+    gdn       S_t = (I - b_t k_t k_t^T) a_t S_{t-1} + b_t k_t v_t^T (Gated DeltaNet, arXiv 2412.06464)
+    kda       S_t = (I - b_t k_t k_t^T) Diag(a_t) S_{t-1} + b_t k_t v_t^T, a_t per channel (Kimi Linear)
+    o_t = S_t^T q_t * K^-0.5
+
+`attention` is causal softmax attention (F.scaled_dot_product_attention) with the same projections, conv and
+output gate and no positional encoding (Kimi Linear's MLA layers are NoPE too; the conv gives local order).
+`hybrid` is the 2-layer reading of Kimi Linear's 3:1 pattern: every layer but the last is KDA, the last is
+global softmax attention (Kimi Linear always makes the final layer global), so with 2 layers it is
+KDA -> attention: the linear layer writes local structure, the global layer does exact lookup.
+
+Residual variants (`residual=`): "standard" (x + f(x)), or Attention Residuals "full" / "block"
+(arXiv 2603.15031) built from `k3lite.attnres` (DepthAttention per sublayer + ResidualStream).
+
+CLI (via `python -m k3lite.train --task ...`; see `main`):
+
+    python -m k3lite.train --task mqar --mixer kda --seq-len 256 --steps 300 --json out.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Callable, Iterator, NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from k3lite.attnres import DepthAttention, ResidualStream
+from k3lite.nn import RMSNorm, SwiGLU
+from k3lite.tasks import IGNORE, TASKS, TaskSpec, make_batch
+
+RECURRENT_MIXERS: tuple[str, ...] = ("linear", "mamba2", "deltanet", "gdn", "kda")
+MIXERS: tuple[str, ...] = RECURRENT_MIXERS + ("attention", "hybrid")
+RESIDUALS: tuple[str, ...] = ("standard", "full", "block")
+MIXER_LABELS = {
+    "linear": "linear attention",
+    "mamba2": "Mamba-2-style (scalar decay, no delta)",
+    "deltanet": "DeltaNet (delta rule, no decay)",
+    "gdn": "Gated DeltaNet (scalar decay + delta)",
+    "kda": "KDA (per-channel decay + delta)",
+    "attention": "softmax attention",
+    "hybrid": "hybrid (KDA, then softmax attention)",
+}
+# The published direction on MQAR / Palindrome (Kimi Linear report, arXiv 2510.26692): best first.
+# Only the four recurrent mixers the report compares are ranked; softmax attention is the exact-recall ceiling.
+REPORT_ORDER: tuple[str, ...] = ("kda", "gdn", "mamba2")
+EVAL_STEP_OFFSET = 1_000_000  # eval batches use steps >= this, never seen in training
+
+
+# --------------------------------------------------------------------------------------------- config
+@dataclass(frozen=True)
+class LabConfig:
+    """One lab run. Defaults are sized so 4 mixers x 1 length train in about a minute on 2 CPU cores."""
+
+    task: str = "mqar"
+    seq_len: int = 64
+    vocab_size: int = 128
+    num_pairs: int = 8  # MQAR key-value pairs
+    mixer: str = "kda"
+    residual: str = "standard"
+    n_layers: int = 2
+    n_heads: int = 2
+    d_model: int = 64  # head_dim = d_model / n_heads
+    conv_size: int = 4
+    ffn_mult: int = 2  # SwiGLU hidden = ffn_mult * d_model
+    attn_res_block_size: int = 2  # sublayers per AttnRes block (block residual only)
+    steps: int = 300
+    batch_size: int = 32
+    lr: float = 3e-3
+    weight_decay: float = 0.1
+    warmup_frac: float = 0.1
+    chunk_size: int = 32  # chunk length of the chunk-wise KDA kernel
+    eval_every: int = 50
+    eval_examples: int = 128
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mixer not in MIXERS:
+            raise ValueError(f"mixer must be one of {MIXERS}, got {self.mixer!r}")
+        if self.residual not in RESIDUALS:
+            raise ValueError(f"residual must be one of {RESIDUALS}, got {self.residual!r}")
+        for name in ("n_layers", "n_heads", "d_model", "conv_size", "ffn_mult", "steps", "batch_size",
+                     "chunk_size", "eval_every", "eval_examples", "attn_res_block_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.mixer == "hybrid" and self.n_layers < 2:
+            raise ValueError("the hybrid mixer needs n_layers >= 2 (linear layers below, a global layer on top)")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if not 0 <= self.warmup_frac < 1:
+            raise ValueError(f"warmup_frac must be in [0, 1), got {self.warmup_frac}")
+        if self.seq_len > 4096:
+            raise ValueError(f"seq_len must be <= 4096 in the lab (CPU training), got {self.seq_len}")
+        self.task_spec()  # validates task, seq_len, vocab, num_pairs
+
+    def task_spec(self) -> TaskSpec:
+        return TaskSpec(task=self.task, seq_len=self.seq_len, vocab_size=self.vocab_size, num_pairs=self.num_pairs)
+
+    def layer_mixers(self) -> list[str]:
+        if self.mixer == "hybrid":
+            return ["kda"] * (self.n_layers - 1) + ["attention"]
+        return [self.mixer] * self.n_layers
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+
+# --------------------------------------------------------------------------------------------- mixers
+def _kernels():
+    """The shared kernels of issue 3 (`k3lite.kda.MIXER_KERNELS`), imported late so this module loads alone."""
+    from k3lite.kda import MIXER_KERNELS
+
+    return MIXER_KERNELS
+
+
+def causal_conv(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """Depthwise causal conv over time: y_t = sum_j w[:, j] x_{t - W + 1 + j}. x (B, T, C), weight (C, 1, W).
+
+    Written as W shifted multiply-adds instead of F.conv1d: same numbers (tested against conv1d), but its
+    backward is several times faster on CPU for these tiny channel counts.
+    """
+    B, T, C = x.shape
+    W = weight.shape[-1]
+    xp = F.pad(x, (0, 0, W - 1, 0))  # (B, T + W - 1, C)
+    return sum(xp[:, j: j + T] * weight[:, 0, j] for j in range(W))  # (B, T, C)
+
+
+def _inv_softplus_dt(n: int) -> torch.Tensor:
+    """dt_bias init of Mamba-2 / GDN / KDA (fla): softplus(dt_bias) = dt ~ logU(1e-3, 1e-1)."""
+    dt = torch.exp(torch.rand(n) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
+    return dt + torch.log(-torch.expm1(-dt))
+
+
+class RecurrentMixer(nn.Module):
+    """Linear attention / Mamba-2 / DeltaNet / GDN / KDA: one skeleton, the state update picked by `kind`.
+
+    Shapes: x (B, T, d) -> q, k (B, T, H, K), v (B, T, H, V); gate g (B, T, H, K) log-decay <= 0;
+    beta (B, T, H) in (0, 1). The kernel returns o (B, T, H, V).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, kind: str, conv_size: int = 4, chunk_size: int = 32):
+        super().__init__()
+        if kind not in RECURRENT_MIXERS:
+            raise ValueError(f"kind must be one of {RECURRENT_MIXERS}, got {kind!r}")
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        self.kind, self.chunk_size = kind, chunk_size
+        H, K = n_heads, d_model // n_heads
+        self.n_heads, self.head_dim = H, K
+        self.qkv_proj = nn.Linear(d_model, 3 * H * K, bias=False)
+        self.conv_weight = nn.Parameter(torch.randn(3 * H * K, 1, conv_size) * conv_size**-0.5)
+        self.has_delta = kind in ("deltanet", "gdn", "kda")
+        if self.has_delta:
+            self.b_proj = nn.Linear(d_model, H, bias=False)  # beta = sigmoid(b_proj x)
+        if kind in ("mamba2", "gdn"):  # scalar decay per head: a_t = exp(-exp(A_log) softplus(W_a x + dt_bias))
+            self.a_proj = nn.Linear(d_model, H, bias=False)
+            self.dt_bias = nn.Parameter(_inv_softplus_dt(H))
+            self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(1, 16)))
+        elif kind == "kda":  # per-channel decay, low rank (rank = head_dim), as KimiDeltaAttention
+            self.f_down = nn.Linear(d_model, K, bias=False)
+            self.f_up = nn.Linear(K, H * K, bias=False)
+            self.dt_bias = nn.Parameter(_inv_softplus_dt(H * K))
+            self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(1, 16)))
+        self.o_norm = RMSNorm(K)
+        self.gate_proj = nn.Linear(d_model, H * K, bias=False)  # sigmoid output gate
+        self.o_proj = nn.Linear(H * K, d_model, bias=False)
+
+    def gates(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Log-decay g and beta in the shapes `k3lite.kda.MIXER_INPUTS` names for this kind.
+
+        kda: g (B, T, H, K) per channel; mamba2 / gdn: g (B, T, H) one per head; linear / deltanet: None.
+        beta (B, T, H): the delta rule's write strength sigmoid(W_b x) for deltanet / gdn / kda; for mamba2
+        the SSD input step dt (S = exp(-A dt) S + dt k v^T); None for linear attention.
+        """
+        B, T, _ = x.shape
+        H, K = self.n_heads, self.head_dim
+        g = beta = None
+        if self.kind in ("mamba2", "gdn"):
+            dt = F.softplus(self.a_proj(x) + self.dt_bias)  # (B, T, H)
+            g = -self.A_log.exp() * dt  # (B, T, H)
+            if self.kind == "mamba2":
+                beta = dt
+        elif self.kind == "kda":
+            g = F.softplus(self.f_up(self.f_down(x)) + self.dt_bias).view(B, T, H, K)
+            g = -self.A_log.exp()[:, None] * g  # (B, T, H, K)
+        if self.has_delta:
+            beta = self.b_proj(x).sigmoid()  # (B, T, H)
+        return g, beta
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        H, K = self.n_heads, self.head_dim
+        qkv = F.silu(causal_conv(self.qkv_proj(x), self.conv_weight))  # (B, T, 3HK)
+        q, k, v = qkv.view(B, T, 3, H, K).unbind(2)  # each (B, T, H, K)
+        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+        g, beta = self.gates(x)
+        o = run_kernel(self.kind, q, k, v, g, beta, chunk_size=self.chunk_size)  # (B, T, H, K)
+        o = self.o_norm(o).reshape(B, T, H * K) * self.gate_proj(x).sigmoid()  # (B, T, HK)
+        return self.o_proj(o)
+
+
+def run_kernel(kind: str, q, k, v, g, beta, chunk_size: int = 32) -> torch.Tensor:
+    """Call the shared kernel for `kind` from `k3lite.kda.MIXER_KERNELS` and return o (B, T, H, V)."""
+    o, _ = _kernels()[kind](q, k, v, g, beta, chunk_size=chunk_size)  # (B, T, H, V), final state unused
+    return o
+
+
+class SoftmaxAttention(nn.Module):
+    """Causal softmax attention with the recurrent mixers' projections, conv and output gate; NoPE."""
+
+    def __init__(self, d_model: int, n_heads: int, conv_size: int = 4):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        H, K = n_heads, d_model // n_heads
+        self.n_heads, self.head_dim = H, K
+        self.qkv_proj = nn.Linear(d_model, 3 * H * K, bias=False)
+        self.conv_weight = nn.Parameter(torch.randn(3 * H * K, 1, conv_size) * conv_size**-0.5)
+        self.gate_proj = nn.Linear(d_model, H * K, bias=False)
+        self.o_proj = nn.Linear(H * K, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        H, K = self.n_heads, self.head_dim
+        qkv = F.silu(causal_conv(self.qkv_proj(x), self.conv_weight))  # (B, T, 3HK)
+        q, k, v = qkv.view(B, T, 3, H, K).permute(2, 0, 3, 1, 4)  # each (B, H, T, K)
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, K)
+        o = o.transpose(1, 2).reshape(B, T, H * K) * self.gate_proj(x).sigmoid()  # (B, T, HK)
+        return self.o_proj(o)
+
+
+def make_mixer(kind: str, cfg: LabConfig) -> nn.Module:
+    if kind == "attention":
+        return SoftmaxAttention(cfg.d_model, cfg.n_heads, cfg.conv_size)
+    return RecurrentMixer(cfg.d_model, cfg.n_heads, kind, cfg.conv_size, cfg.chunk_size)
+
+
+# ---------------------------------------------------------------------------------------------- model
+class LabModel(nn.Module):
+    """embed -> [mixer, SwiGLU] x n_layers (pre-norm, residual per `cfg.residual`) -> norm -> head."""
+
+    def __init__(self, cfg: LabConfig):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.d_model
+        self.embed = nn.Embedding(cfg.vocab_size, d)
+        self.mixer_norms = nn.ModuleList(RMSNorm(d) for _ in range(cfg.n_layers))
+        self.mixers = nn.ModuleList(make_mixer(kind, cfg) for kind in cfg.layer_mixers())
+        self.ffn_norms = nn.ModuleList(RMSNorm(d) for _ in range(cfg.n_layers))
+        self.ffns = nn.ModuleList(SwiGLU(d, cfg.ffn_mult * d) for _ in range(cfg.n_layers))
+        if cfg.residual != "standard":  # Attention Residuals: one depth query per sublayer + one before the head
+            self.depth_attn = nn.ModuleList(DepthAttention(d) for _ in range(2 * cfg.n_layers))
+            self.depth_final = DepthAttention(d)
+        self.norm = RMSNorm(d)
+        self.head = nn.Linear(d, cfg.vocab_size, bias=False)
+        nn.init.normal_(self.embed.weight, std=0.02)
+
+    def sublayers(self) -> list[Callable[[torch.Tensor], torch.Tensor]]:
+        """The 2 x n_layers sublayer functions f_i in order (mixer, ffn, mixer, ffn, ...)."""
+        fns = []
+        for mnorm, mixer, fnorm, ffn in zip(self.mixer_norms, self.mixers, self.ffn_norms, self.ffns):
+            fns.append(lambda h, n=mnorm, m=mixer: m(n(h)))
+            fns.append(lambda h, n=fnorm, f=ffn: f(n(h)))
+        return fns
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens)  # (B, T, d)
+        if self.cfg.residual == "standard":
+            for f in self.sublayers():
+                x = x + f(x)  # h_l = v_0 + v_1 + ... + v_(l-1)
+        else:  # k3lite.attnres: each sublayer reads a softmax-over-depth mix of earlier outputs (or block sums)
+            stream = ResidualStream(x, self.cfg.residual, self.cfg.attn_res_block_size)
+            for f, attn in zip(self.sublayers(), self.depth_attn):
+                stream.add(f(stream.mix(attn).h))
+            x = stream.mix(self.depth_final).h  # (B, T, d)
+        return self.head(self.norm(x))  # (B, T, vocab)
+
+
+# ------------------------------------------------------------------------------------------- training
+class StepRecord(NamedTuple):
+    step: int  # 1-based optimisation step just finished
+    loss: float  # training loss on this step's batch (nats per scored token)
+    acc: float  # training accuracy on this step's scored tokens (fraction)
+    eval_loss: float | None  # held-out loss, only on eval steps
+    eval_acc: float | None
+    elapsed_s: float
+
+
+@dataclass
+class LabResult:
+    config: dict
+    steps_done: int
+    final_eval_loss: float
+    final_eval_acc: float
+    curve: dict = field(default_factory=dict)  # step, loss, acc lists (every step)
+    evals: dict = field(default_factory=dict)  # step, loss, acc lists (every eval_every steps)
+    n_params: int = 0
+    wall_s: float = 0.0
+    stopped: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def scored_loss_acc(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-entropy and accuracy over the scored positions only (targets != IGNORE)."""
+    loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
+    mask = targets != IGNORE  # (B, T)
+    acc = (logits.argmax(-1)[mask] == targets[mask]).float().mean()
+    return loss, acc
+
+
+@torch.no_grad()
+def evaluate(model: LabModel, cfg: LabConfig, examples: int | None = None) -> tuple[float, float]:
+    """Held-out loss and accuracy on fixed batches (seeded by cfg.seed, steps >= EVAL_STEP_OFFSET)."""
+    examples = examples or cfg.eval_examples
+    was_training = model.training
+    model.eval()
+    spec, total_loss, total_correct, total = cfg.task_spec(), 0.0, 0.0, 0
+    for i in range(math.ceil(examples / cfg.batch_size)):
+        n = min(cfg.batch_size, examples - i * cfg.batch_size)
+        batch = make_batch(spec, n, seed=cfg.seed, step=EVAL_STEP_OFFSET + i)
+        logits = model(batch.inputs)
+        scored = int((batch.targets != IGNORE).sum())
+        loss, acc = scored_loss_acc(logits, batch.targets)
+        total_loss += float(loss) * scored
+        total_correct += float(acc) * scored
+        total += scored
+    model.train(was_training)
+    return total_loss / total, total_correct / total
+
+
+def lr_at(step: int, cfg: LabConfig) -> float:
+    """Linear warmup then cosine decay to 10% (step is 0-based)."""
+    warmup = max(1, int(cfg.warmup_frac * cfg.steps))
+    if step < warmup:
+        return cfg.lr * (step + 1) / warmup
+    progress = (step - warmup) / max(1, cfg.steps - warmup)
+    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def build(cfg: LabConfig) -> tuple[LabModel, torch.optim.Optimizer]:
+    torch.manual_seed(cfg.seed)
+    model = LabModel(cfg)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.98))
+    return model, opt
+
+
+def iter_train(cfg: LabConfig, model: LabModel | None = None,
+               opt: torch.optim.Optimizer | None = None) -> Iterator[StepRecord]:
+    """Train `cfg.steps` steps, yielding a StepRecord after each; the caller may stop early by not iterating."""
+    if model is None or opt is None:
+        model, opt = build(cfg)
+    spec, start = cfg.task_spec(), time.perf_counter()
+    model.train()
+    for step in range(cfg.steps):
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, cfg)
+        batch = make_batch(spec, cfg.batch_size, seed=cfg.seed, step=step)
+        loss, acc = scored_loss_acc(model(batch.inputs), batch.targets)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        done = step + 1
+        ev_loss = ev_acc = None
+        if done % cfg.eval_every == 0 or done == cfg.steps:
+            ev_loss, ev_acc = evaluate(model, cfg)
+        yield StepRecord(done, float(loss.detach()), float(acc), ev_loss, ev_acc, time.perf_counter() - start)
+
+
+def train(cfg: LabConfig, on_step: Callable[[StepRecord], bool | None] | None = None) -> LabResult:
+    """Run `iter_train` to the end (or until `on_step` returns False) and collect the curves."""
+    model, opt = build(cfg)
+    curve = {"step": [], "loss": [], "acc": []}
+    evals = {"step": [], "loss": [], "acc": []}
+    start, stopped, rec = time.perf_counter(), False, None
+    for rec in iter_train(cfg, model, opt):
+        curve["step"].append(rec.step)
+        curve["loss"].append(round(rec.loss, 5))
+        curve["acc"].append(round(rec.acc, 5))
+        if rec.eval_loss is not None:
+            evals["step"].append(rec.step)
+            evals["loss"].append(round(rec.eval_loss, 5))
+            evals["acc"].append(round(rec.eval_acc, 5))
+        if on_step is not None and on_step(rec) is False:
+            stopped = rec.step < cfg.steps
+            break
+    if not evals["step"] or evals["step"][-1] != (rec.step if rec else 0):
+        ev_loss, ev_acc = evaluate(model, cfg)
+        evals["step"].append(rec.step if rec else 0)
+        evals["loss"].append(round(ev_loss, 5))
+        evals["acc"].append(round(ev_acc, 5))
+    return LabResult(config=asdict(cfg), steps_done=rec.step if rec else 0, final_eval_loss=evals["loss"][-1],
+                     final_eval_acc=evals["acc"][-1], curve=curve, evals=evals,
+                     n_params=sum(p.numel() for p in model.parameters()),
+                     wall_s=round(time.perf_counter() - start, 2), stopped=stopped)
+
+
+# ------------------------------------------------------------------------------------------------ CLI
+def _progress_bar(label: str, rec: StepRecord, total: int, stream=sys.stderr) -> None:
+    width = 24
+    filled = int(width * rec.step / total)
+    tail = f" eval acc {rec.eval_acc:.3f}" if rec.eval_acc is not None else ""
+    stream.write(f"\r{label:<28} [{'#' * filled}{'.' * (width - filled)}] {rec.step}/{total} "
+                 f"loss {rec.loss:.3f} acc {rec.acc:.3f}{tail} {rec.elapsed_s:.0f}s ")
+    if rec.step == total:
+        stream.write("\n")
+    stream.flush()
+
+
+def _csv(kind):
+    return lambda s: [kind(part) for part in s.split(",") if part]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m k3lite.train --task ...",
+        description="Train tiny 2-layer models on recall tasks (the lab). Lists (a,b,c) run every combination.")
+    d = LabConfig()
+    p.add_argument("--task", type=_csv(str), default=[d.task], help=f"one or more of {TASKS}")
+    p.add_argument("--mixer", type=_csv(str), default=[d.mixer], help=f"one or more of {MIXERS}")
+    p.add_argument("--seq-len", type=_csv(int), default=[d.seq_len])
+    p.add_argument("--residual", type=_csv(str), default=[d.residual], help=f"one or more of {RESIDUALS}")
+    p.add_argument("--seed", type=_csv(int), default=[d.seed])
+    p.add_argument("--steps", type=int, default=d.steps)
+    p.add_argument("--num-pairs", type=int, default=d.num_pairs)
+    p.add_argument("--vocab", type=int, default=d.vocab_size)
+    p.add_argument("--d-model", type=int, default=d.d_model)
+    p.add_argument("--heads", type=int, default=d.n_heads)
+    p.add_argument("--layers", type=int, default=d.n_layers)
+    p.add_argument("--batch-size", type=int, default=d.batch_size)
+    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--eval-every", type=int, default=d.eval_every)
+    p.add_argument("--eval-examples", type=int, default=d.eval_examples)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the machine is shared)")
+    p.add_argument("--json", default=None, help="write every run's config, curves and final accuracy here")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    torch.set_num_threads(max(1, args.threads))
+    try:
+        configs = [LabConfig(task=task, mixer=mixer, seq_len=T, residual=res, seed=seed, steps=args.steps,
+                             num_pairs=args.num_pairs, vocab_size=args.vocab, d_model=args.d_model,
+                             n_heads=args.heads, n_layers=args.layers, batch_size=args.batch_size, lr=args.lr,
+                             eval_every=args.eval_every, eval_examples=args.eval_examples)
+                   for task in args.task for T in args.seq_len for mixer in args.mixer
+                   for res in args.residual for seed in args.seed]
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    runs = []
+    for cfg in configs:
+        label = f"{cfg.task} T={cfg.seq_len} {cfg.mixer}" + ("" if cfg.residual == "standard" else f" {cfg.residual}")
+        show = None if args.quiet else (lambda rec, lab=label: _progress_bar(lab, rec, cfg.steps))
+        result = train(cfg, on_step=show)
+        runs.append(result.to_dict())
+        print(f"{label}: eval acc {result.final_eval_acc:.3f} loss {result.final_eval_loss:.3f} "
+              f"({result.n_params} params, {result.wall_s:.1f} s)", file=sys.stderr)
+        if args.json:  # rewrite after every run so a long sweep leaves partial results
+            _write_json(args.json, runs, argv)
+    print(format_table(runs))
+    return 0
+
+
+def _write_json(path: str, runs: list[dict], argv) -> None:
+    payload = {"command": "python -m k3lite.train " + " ".join(argv if argv is not None else sys.argv[1:]),
+               "torch": torch.__version__, "runs": runs}
+    with open(path, "w") as fh:
+        json.dump(payload, fh, indent=1)
+        fh.write("\n")
+
+
+def format_table(runs: list[dict]) -> str:
+    """Final held-out accuracy per (task, seq_len) row and mixer column, as plain text."""
+    rows = summary_rows(runs)
+    mixers = sorted({m for r in rows for m in r["acc"]}, key=MIXERS.index)
+    lines = [f"{'task':<11}{'T':>6}  " + "".join(f"{m:>10}" for m in mixers)]
+    for r in rows:
+        cells = "".join(f"{r['acc'][m]:>10.3f}" if m in r["acc"] else f"{'':>10}" for m in mixers)
+        lines.append(f"{r['task']:<11}{r['seq_len']:>6}  " + cells)
+    return "\n".join(lines)
+
+
+def summary_rows(runs: list[dict]) -> list[dict]:
+    """Group runs by (task, seq_len, residual): mean final eval accuracy per mixer over seeds."""
+    groups: dict[tuple, dict[str, list[float]]] = {}
+    for run in runs:
+        c = run["config"]
+        key = (c["task"], c["seq_len"], c["residual"])
+        groups.setdefault(key, {}).setdefault(c["mixer"], []).append(run["final_eval_acc"])
+    return [{"task": t, "seq_len": T, "residual": res, "acc": {m: sum(v) / len(v) for m, v in accs.items()}}
+            for (t, T, res), accs in sorted(groups.items())]
+
+
+def with_overrides(cfg: LabConfig, **changes) -> LabConfig:
+    return replace(cfg, **changes)
+
+
+def ranking(acc: dict[str, float]) -> list[str]:
+    """Mixers ordered best first by accuracy (ties keep MIXERS order)."""
+    return sorted(acc, key=lambda m: (-round(acc[m], 4), MIXERS.index(m) if m in MIXERS else 99))
+
+
+def compare_with_report(acc: dict[str, float], tie: float = 0.01) -> str:
+    """Does our accuracy order KDA >= GDN >= Mamba-2 (the report's direction) hold? A plain-words verdict.
+
+    `tie`: accuracy differences below this (fraction) count as a tie, not as a reversal.
+    """
+    present = [m for m in REPORT_ORDER if m in acc]
+    if len(present) < 2:
+        return "needs at least two of KDA / GDN / Mamba-2 to compare"
+    reversed_pairs = [(a, b) for i, a in enumerate(present) for b in present[i + 1:] if acc[b] - acc[a] > tie]
+    tied = [(a, b) for i, a in enumerate(present) for b in present[i + 1:] if abs(acc[a] - acc[b]) <= tie]
+    if reversed_pairs:
+        return "differs: " + ", ".join(f"{b} beat {a}" for a, b in reversed_pairs)
+    if tied:
+        return "matches up to ties: " + ", ".join(f"{a} = {b}" for a, b in tied)
+    return "matches (" + " > ".join(present) + ")"

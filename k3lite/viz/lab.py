@@ -1,0 +1,80 @@
+"""Figures for the lab page: training curves per mixer, and accuracy vs sequence length.
+
+Plain functions: data in (the curve dicts of `k3lite.lab.LabResult`, or rows of `summary_rows`),
+a plotly figure out, so they are tested without a browser.
+"""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from k3lite.lab import MIXER_LABELS, MIXERS
+
+# one colour per mixer, stable across figures (plotly's qualitative "D3" palette order)
+COLORS = {
+    "linear": "#7f7f7f",
+    "mamba2": "#ff7f0e",
+    "deltanet": "#bcbd22",
+    "gdn": "#1f77b4",
+    "kda": "#d62728",
+    "attention": "#2ca02c",
+    "hybrid": "#9467bd",
+}
+
+
+def smooth(values: list[float], window: int = 10) -> list[float]:
+    """Trailing moving average (the raw per-batch curves are noisy at batch size 32)."""
+    out, acc = [], 0.0
+    for i, v in enumerate(values):
+        acc += v
+        if i >= window:
+            acc -= values[i - window]
+        out.append(acc / min(i + 1, window))
+    return out
+
+
+def curves_figure(runs: dict[str, dict], metric: str = "acc", total_steps: int | None = None) -> go.Figure:
+    """Training curves: `runs` maps mixer -> {"curve": {step, loss, acc}, "evals": {step, loss, acc}}.
+
+    Lines are the smoothed training-batch metric; markers are held-out evaluations.
+    """
+    if metric not in ("acc", "loss"):
+        raise ValueError(f"metric must be 'acc' or 'loss', got {metric!r}")
+    fig = go.Figure()
+    for mixer, run in runs.items():
+        color = COLORS.get(mixer, "#333333")
+        label = MIXER_LABELS.get(mixer, mixer)
+        curve = run.get("curve", {})
+        scale = 100.0 if metric == "acc" else 1.0
+        if curve.get("step"):
+            fig.add_trace(go.Scatter(x=curve["step"], y=[scale * v for v in smooth(curve[metric])], mode="lines",
+                                     name=label, line=dict(color=color), legendgroup=mixer))
+        evals = run.get("evals", {})
+        if evals.get("step"):
+            fig.add_trace(go.Scatter(x=evals["step"], y=[scale * v for v in evals[metric]], mode="markers",
+                                     name=f"{label} (held-out)", marker=dict(color=color, size=8),
+                                     legendgroup=mixer, showlegend=False))
+    ytitle = "accuracy on answer tokens (%)" if metric == "acc" else "loss on answer tokens (nats/token)"
+    fig.update_layout(xaxis_title="training step", yaxis_title=ytitle, height=360,
+                      margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.25))
+    if total_steps:
+        fig.update_xaxes(range=[0, total_steps])
+    if metric == "acc":
+        fig.update_yaxes(range=[0, 101])
+    return fig
+
+
+def accuracy_vs_length_figure(rows: list[dict], task: str) -> go.Figure:
+    """Final held-out accuracy (%) vs sequence length, one line per mixer (rows from `summary_rows`)."""
+    rows = sorted((r for r in rows if r["task"] == task and r.get("residual", "standard") == "standard"),
+                  key=lambda r: r["seq_len"])
+    mixers = sorted({m for r in rows for m in r["acc"]}, key=lambda m: MIXERS.index(m) if m in MIXERS else 99)
+    fig = go.Figure()
+    for mixer in mixers:
+        pts = [(r["seq_len"], 100.0 * r["acc"][mixer]) for r in rows if mixer in r["acc"]]
+        fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers",
+                                 name=MIXER_LABELS.get(mixer, mixer), line=dict(color=COLORS.get(mixer))))
+    fig.update_layout(xaxis_title="sequence length (tokens)", yaxis_title="held-out accuracy (%)", height=340,
+                      margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.3))
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(range=[0, 101])
+    return fig

@@ -1,0 +1,183 @@
+"""The lab: every mixer trains, reuses the shared kernels, stays causal; the CLI and the page work."""
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import k3lite.kda as kda
+from k3lite.lab import (MIXERS, RECURRENT_MIXERS, LabConfig, LabModel, build, causal_conv, compare_with_report,
+                        evaluate, main, ranking, summary_rows, train)
+from k3lite.viz.lab import accuracy_vs_length_figure, curves_figure, smooth
+
+from conftest import ROOT
+
+TINY = dict(task="mqar", seq_len=16, vocab_size=32, num_pairs=2, d_model=16, n_heads=2, batch_size=16,
+            steps=25, lr=1e-2, eval_every=25, eval_examples=32, chunk_size=8)
+
+
+def test_causal_conv_equals_conv1d():
+    x, w = torch.randn(3, 11, 6), torch.randn(6, 1, 4)
+    ref = F.conv1d(F.pad(x.transpose(1, 2), (3, 0)), w, groups=6).transpose(1, 2)  # (B, T, C)
+    torch.testing.assert_close(causal_conv(x, w), ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mixer", MIXERS)
+def test_tiny_run_of_each_mixer_lowers_the_loss(mixer):
+    cfg = LabConfig(mixer=mixer, **TINY)
+    model, _ = build(cfg)
+    before, _ = evaluate(model, cfg)
+    result = train(cfg)
+    assert result.steps_done == cfg.steps and not result.stopped
+    assert result.final_eval_loss < before - 0.3, (before, result.final_eval_loss)
+    assert len(result.curve["loss"]) == cfg.steps
+
+
+@pytest.mark.parametrize("residual", ["full", "block"])
+def test_attention_residual_variants_train(residual):
+    cfg = LabConfig(mixer="gdn", residual=residual, **TINY)
+    model, _ = build(cfg)
+    assert len(model.depth_attn) == 2 * cfg.n_layers, "one depth query per sublayer"
+    before, _ = evaluate(model, cfg)
+    assert train(cfg).final_eval_loss < before - 0.3
+
+
+@pytest.mark.parametrize("mixer", MIXERS)
+def test_mixers_are_causal(mixer):
+    cfg = LabConfig(mixer=mixer, **TINY)
+    model = LabModel(cfg).eval()
+    tokens = torch.randint(0, 32, (2, 16))
+    changed = tokens.clone()
+    changed[:, 10:] = (changed[:, 10:] + 1) % 32
+    with torch.no_grad():
+        a, b = model(tokens), model(changed)
+    torch.testing.assert_close(a[:, :10], b[:, :10], atol=1e-5, rtol=1e-5)
+    assert (a[:, 10:] - b[:, 10:]).abs().max() > 1e-4, "later positions must see the changed tokens"
+
+
+@pytest.mark.parametrize("mixer", RECURRENT_MIXERS)
+def test_recurrent_mixers_call_the_shared_kernels(mixer, monkeypatch):
+    """No private copies: the lab runs k3lite.kda.MIXER_KERNELS[name], with the gate shapes it expects."""
+    calls = []
+    real = kda.MIXER_KERNELS[mixer]
+
+    def spy(q, k, v, g, beta, **kw):
+        calls.append((None if g is None else g.dim(), beta is not None))
+        return real(q, k, v, g, beta, **kw)
+
+    monkeypatch.setitem(kda.MIXER_KERNELS, mixer, spy)
+    LabModel(LabConfig(mixer=mixer, **TINY))(torch.randint(0, 32, (1, 16)))
+    g_kind, uses_beta = kda.MIXER_INPUTS[mixer]
+    expected_dim = {None: None, "head": 3, "channel": 4}[g_kind]
+    assert calls == [(expected_dim, uses_beta)] * 2, calls
+
+
+def test_hybrid_is_kda_then_attention():
+    assert LabConfig(mixer="hybrid").layer_mixers() == ["kda", "attention"]
+    assert LabConfig(mixer="hybrid", n_layers=4).layer_mixers() == ["kda", "kda", "kda", "attention"]
+
+
+def test_training_is_deterministic_with_a_seed():
+    cfg = LabConfig(mixer="kda", **{**TINY, "steps": 5, "eval_every": 5})
+    assert train(cfg).curve == train(cfg).curve
+    other = train(LabConfig(mixer="kda", seed=1, **{**TINY, "steps": 5, "eval_every": 5}))
+    assert other.curve != train(cfg).curve
+
+
+@pytest.mark.parametrize("bad", [dict(mixer="rnn"), dict(residual="dense"), dict(d_model=15),
+                                 dict(seq_len=8, num_pairs=4), dict(steps=0)])
+def test_bad_configs_name_the_constraint(bad):
+    with pytest.raises(ValueError):
+        LabConfig(**{**TINY, **bad})
+
+
+def test_cli_writes_valid_json(tmp_path):
+    out = tmp_path / "lab.json"
+    argv = ["--task", "mqar", "--mixer", "kda,attention", "--seq-len", "16", "--steps", "6", "--num-pairs", "2",
+            "--vocab", "32", "--d-model", "16", "--batch-size", "8", "--eval-every", "3", "--eval-examples", "16",
+            "--json", str(out), "--quiet"]
+    assert main(argv) == 0
+    data = json.loads(out.read_text())
+    assert data["command"].startswith("python -m k3lite.train --task mqar")
+    assert [r["config"]["mixer"] for r in data["runs"]] == ["kda", "attention"]
+    for run in data["runs"]:
+        assert run["steps_done"] == 6 and len(run["curve"]["loss"]) == 6
+        assert run["evals"]["step"] == [3, 6]
+        assert 0.0 <= run["final_eval_acc"] <= 1.0
+    rows = summary_rows(data["runs"])
+    assert rows[0]["task"] == "mqar" and set(rows[0]["acc"]) == {"kda", "attention"}
+
+
+def test_cli_rejects_bad_arguments(capsys):
+    assert main(["--task", "mqar", "--mixer", "transformer", "--quiet"]) == 2
+    assert "mixer must be one of" in capsys.readouterr().err
+
+
+def test_train_dispatches_task_runs_to_the_lab(tmp_path):
+    from k3lite.train import main as train_main
+
+    out = tmp_path / "x.json"
+    assert train_main(["--task", "stack", "--mixer", "linear", "--seq-len", "16", "--steps", "2", "--vocab", "16",
+                       "--d-model", "8", "--batch-size", "4", "--eval-examples", "4", "--json", str(out),
+                       "--quiet"]) == 0
+    assert json.loads(out.read_text())["runs"][0]["config"]["task"] == "stack"
+
+
+def test_compare_with_report_and_ranking():
+    assert compare_with_report({"kda": 0.9, "gdn": 0.7, "mamba2": 0.2}).startswith("matches")
+    assert compare_with_report({"kda": 0.5, "gdn": 0.7, "mamba2": 0.2}).startswith("differs: gdn beat kda")
+    assert compare_with_report({"kda": 0.705, "gdn": 0.7, "mamba2": 0.2}).startswith("matches up to ties")
+    assert ranking({"linear": 0.1, "kda": 0.9, "attention": 1.0}) == ["attention", "kda", "linear"]
+
+
+def test_figures():
+    assert smooth([0, 10, 20], window=2) == [0, 5, 15]
+    run = {"curve": {"step": [1, 2], "loss": [3.0, 2.0], "acc": [0.1, 0.2]},
+           "evals": {"step": [2], "loss": [2.1], "acc": [0.25]}}
+    fig = curves_figure({"kda": run, "gdn": run}, "acc", total_steps=2)
+    assert len(fig.data) == 4 and max(fig.data[1].y) == pytest.approx(25.0)
+    with pytest.raises(ValueError):
+        curves_figure({}, "perplexity")
+    rows = [{"task": "mqar", "seq_len": 64, "residual": "standard", "acc": {"kda": 1.0, "gdn": 0.5}},
+            {"task": "mqar", "seq_len": 128, "residual": "standard", "acc": {"kda": 0.8, "gdn": 0.2}}]
+    fig = accuracy_vs_length_figure(rows, "mqar")
+    assert [t.name.split(" ")[0] for t in fig.data] == ["Gated", "KDA"]
+    assert list(fig.data[1].y) == [100.0, 80.0]
+
+
+def test_shipped_results_are_valid():
+    path = ROOT / "assets" / "lab_results.json"
+    if not path.exists():
+        pytest.skip("assets/lab_results.json not generated yet")
+    data = json.loads(path.read_text())
+    rows = summary_rows(data["runs"])
+    assert rows and all(0 <= a <= 1 for r in rows for a in r["acc"].values())
+    assert any({"kda", "gdn", "mamba2", "linear"} <= set(r["acc"]) for r in rows if r["task"] == "mqar")
+
+
+def test_page_trains_live_under_apptest():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "pages" / "lab.py"), default_timeout=120).run()
+    assert not at.exception, [e.message for e in at.exception]
+    at.select_slider(key="lab_seq_len").set_value(32)
+    at.slider(key="lab_steps").set_value(10)
+    at.multiselect(key="lab_mixers").set_value(["kda", "attention"])
+    at.run()
+    at.button(key="lab_train").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    table = at.dataframe[0].value
+    assert list(table["steps trained"]) == [10, 10]
+    assert table["held-out accuracy (%)"].between(0, 100).all()
+    # a second click with the same settings comes from the cache and shows the same numbers
+    at.button(key="lab_train").click().run()
+    assert list(at.dataframe[0].value["held-out accuracy (%)"]) == list(table["held-out accuracy (%)"])
+
+
+def test_page_rejects_empty_mixer_choice():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "pages" / "lab.py"), default_timeout=60).run()
+    at.multiselect(key="lab_mixers").set_value([]).run()
+    assert not at.exception
+    assert any("at least one mixer" in e.value for e in at.error)
