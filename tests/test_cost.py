@@ -1,0 +1,103 @@
+"""Cost per completed task: closed form vs hand arithmetic, Monte-Carlo vs closed form, validation edge cases."""
+import math
+
+import numpy as np
+import pytest
+
+from k3lite.cost import (
+    PRICES, ModelPrice, TaskProfile, analyze, planner_worker, savings, savings_curve, simulate, single_model,
+)
+
+K3 = PRICES["kimi-k3"]
+
+
+def test_k3_default_prices_are_the_seed_numbers():
+    assert (K3.input_per_m, K3.output_per_m) == (3.0, 15.0)
+    assert "seed article" in K3.source
+
+
+def test_cost_per_completed_task_by_hand():
+    prof = TaskProfile(turns=10, input_tokens_per_turn=10_000, output_tokens_per_turn=500, success_rate=0.5,
+                       turn_retry_rate=0.2, cache_hit_rate=0.4, max_attempts=2)
+    a = analyze(single_model(K3, prof))
+    call = (6_000 * 3 + 4_000 * 3 * 0.25 + 500 * 15) / 1e6  # uncached + cached (75% off) + output
+    attempt = 10 / 0.8 * call
+    assert a.per_attempt == pytest.approx(attempt, rel=1e-12)
+    assert a.per_completed_task == pytest.approx(attempt / 0.5, rel=1e-12)
+    assert a.completion_rate == pytest.approx(0.75)
+    assert a.expected_attempts == pytest.approx(1.5)
+    assert a.input_cost + a.cached_input_cost + a.output_cost == pytest.approx(a.per_completed_task)
+
+
+def test_per_token_cheaper_can_be_per_task_dearer():
+    cheap = ModelPrice("cheap", 1.0, 5.0)
+    good = single_model(K3, TaskProfile(turns=10, success_rate=0.9))
+    flaky = single_model(cheap, TaskProfile(turns=40, success_rate=0.2))
+    assert analyze(flaky).per_m_tokens < analyze(good).per_m_tokens
+    assert analyze(flaky).per_completed_task > analyze(good).per_completed_task
+
+
+@pytest.mark.parametrize("strategy", [
+    single_model(K3, TaskProfile()),
+    single_model(K3, TaskProfile(success_rate=0.3, turn_retry_rate=0.3, max_attempts=5, turns=3.5)),
+    planner_worker(K3, PRICES["small-worker"], TaskProfile(turns=10), planner_share=0.05),  # 0.5 planner turns
+])
+def test_monte_carlo_mean_matches_closed_form(strategy):
+    a = analyze(strategy)
+    mc = simulate(strategy, n_tasks=40_000, seed=7)
+    assert mc.per_completed_task == pytest.approx(a.per_completed_task, rel=0.03)
+    assert mc.completed.mean() == pytest.approx(a.completion_rate, abs=0.01)
+    assert mc.attempts.mean() == pytest.approx(a.expected_attempts, rel=0.02)
+    pct = mc.percentiles()
+    assert pct[50] < pct[90] < pct[99]  # a real spread, not a point
+
+
+def test_simulation_is_seeded():
+    s = single_model(K3, TaskProfile())
+    assert np.array_equal(simulate(s, 500, seed=3).cost, simulate(s, 500, seed=3).cost)
+    assert not np.array_equal(simulate(s, 500, seed=3).cost, simulate(s, 500, seed=4).cost)
+
+
+def test_planner_worker_nine_to_ten_x_and_when_not():
+    prof = TaskProfile()
+    single = single_model(K3, prof)
+    split = planner_worker(K3, PRICES["small-worker"], prof)  # defaults: 7.5% planner turns, worker 80%
+    assert 9.0 <= savings(single, split) <= 10.0
+    assert savings(single, planner_worker(K3, PRICES["small-worker"], prof, worker_success=0.2)) < 3
+    assert savings(single, planner_worker(K3, PRICES["small-worker"], prof, planner_share=0.5)) < 2
+    curve = savings_curve(K3, PRICES["small-worker"], prof, [0.2, 0.5, 0.8])
+    assert np.all(np.diff(curve) > 0)  # a more reliable worker always saves more
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(success_rate=0.0), "success_rate must be > 0"),
+    (dict(success_rate=1.2), "success_rate must be <= 1"),
+    (dict(turn_retry_rate=1.0), "turn_retry_rate"),
+    (dict(cache_hit_rate=-0.1), "cache_hit_rate"),
+    (dict(turns=0.5), "turns must be >= 1"),
+    (dict(max_attempts=0), "max_attempts"),
+    (dict(input_tokens_per_turn=float("nan")), "finite"),
+])
+def test_profile_validation(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TaskProfile(**kwargs)
+
+
+def test_price_and_split_validation():
+    with pytest.raises(ValueError, match="prices must be >= 0"):
+        ModelPrice("x", -1.0, 1.0)
+    with pytest.raises(ValueError, match="cache_discount"):
+        ModelPrice("x", 1.0, 1.0, cache_discount=1.5)
+    with pytest.raises(ValueError, match="worker_success must be in"):
+        planner_worker(K3, PRICES["small-worker"], TaskProfile(), worker_success=0.0)
+    with pytest.raises(ValueError, match="planner_share"):
+        planner_worker(K3, PRICES["small-worker"], TaskProfile(), planner_share=0.0)
+    with pytest.raises(ValueError, match="n_tasks"):
+        simulate(single_model(K3, TaskProfile()), n_tasks=0)
+
+
+def test_certain_success_and_free_model():
+    a = analyze(single_model(ModelPrice("free", 0.0, 0.0), TaskProfile(success_rate=1.0)))
+    assert a.per_completed_task == 0 and a.completion_rate == 1 and a.expected_attempts == 1
+    mc = simulate(single_model(K3, TaskProfile(success_rate=1.0, turn_retry_rate=0.0)), 100, token_cv=0.0)
+    assert mc.completed.all() and math.isfinite(mc.per_completed_task)
