@@ -1,25 +1,494 @@
 """Kimi Delta Attention (KDA): gated delta rule with a per-channel (diagonal) decay.
 
-Kimi Linear tech report, arXiv 2510.26692. Reference conventions follow flash-linear-attention
-(fla/ops/kda/naive.py): q, k [B,T,H,K]; v [B,T,H,V]; g [B,T,H,K] log-space decay; beta [B,T,H];
-state [B,H,K,V].
+Kimi Linear tech report, arXiv 2510.26692 (https://arxiv.org/abs/2510.26692). Conventions follow
+flash-linear-attention's references (fla/ops/kda/naive.py):
 
-    S_t = (I - b_t k_t k_t^T) Diag(a_t) S_{t-1} + b_t k_t v_t^T,   o_t = S_t^T q_t
+    q, k: (B, T, H, K)   v: (B, T, H, V)   g: (B, T, H, K) log-decay (log a_t <= 0)
+    beta: (B, T, H) in (0, 1)   state S: (B, H, K, V)   scale defaults to K**-0.5
 
-SKELETON (issue 2): the parameter layout below is what params.py counts; issue 3 adds the kernels
-and the forward pass. Keep parameter names and shapes, or update tests/test_params.py.
+The recurrence, per head (decay first, then the delta-rule correction):
+
+    S'_t = Diag(a_t) S_{t-1}                      a_t = exp(g_t), one decay per key channel
+    S_t  = S'_t + beta_t k_t (v_t - S'_t^T k_t)^T  = (I - beta_t k_t k_t^T) Diag(a_t) S_{t-1} + beta_t k_t v_t^T
+    o_t  = scale * S_t^T q_t
+
+Lineage (all are special cases of the same two kernels below, see "special cases"):
+    linear attention   S_t = S_{t-1} + k_t v_t^T                   (Katharopoulos et al. 2020)
+    Mamba-2 (SSD)      S_t = a_t S_{t-1} + k_t v_t^T, scalar a_t     (Dao & Gu 2024)
+    DeltaNet           S_t = (I - b_t k_t k_t^T) S_{t-1} + b_t k_t v_t^T   (Schlag 2021, Yang 2024)
+    Gated DeltaNet     S_t = a_t (I - b_t k_t k_t^T) S_{t-1} + b_t k_t v_t^T, scalar a_t  (Yang 2025)
+    GLA                S_t = Diag(a_t) S_{t-1} + k_t v_t^T        (Yang et al. 2024)
+    KDA                the gated delta rule with Diag(a_t)          (Kimi Linear 2025)
+
+Two kernels compute it: `recurrent_kda` (the step-by-step reference, O(T) sequential steps) and
+`chunk_kda` (chunk-wise parallel: the UT transform / WY representation inside a chunk, the state
+carried across chunks; mostly matrix multiplies). tests/test_kda.py checks they agree to 1e-4.
 """
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from k3lite.config import KDAConfig
 from k3lite.nn import RMSNorm
 
+# ============================================================================ argument checks
+
+
+def _check(q, k, v, g, beta, initial_state, *, g_shape: str = "channel", need_beta: bool = True):
+    """Validate shapes against the fla conventions; raise ValueError naming the constraint."""
+    if q.dim() != 4 or k.shape != q.shape:
+        raise ValueError(f"q and k must both be (B, T, H, K); got q {tuple(q.shape)}, k {tuple(k.shape)}")
+    B, T, H, K = q.shape
+    if v.dim() != 4 or v.shape[:3] != (B, T, H):
+        raise ValueError(f"v must be (B, T, H, V) = ({B}, {T}, {H}, V); got {tuple(v.shape)}")
+    V = v.shape[-1]
+    if g is not None:
+        want = (B, T, H, K) if g_shape == "channel" else (B, T, H)
+        if tuple(g.shape) != want:
+            what = "per-channel (B, T, H, K)" if g_shape == "channel" else "per-head scalar (B, T, H)"
+            raise ValueError(f"g must be the {what} log-decay {want}; got {tuple(g.shape)}")
+    if need_beta and beta is None:
+        raise ValueError("beta (B, T, H) is required by the delta rule")
+    if beta is not None and tuple(beta.shape) != (B, T, H):
+        raise ValueError(f"beta must be (B, T, H) = {(B, T, H)}; got {tuple(beta.shape)}")
+    if initial_state is not None and tuple(initial_state.shape) != (B, H, K, V):
+        raise ValueError(f"initial_state must be (B, H, K, V) = {(B, H, K, V)}; got {tuple(initial_state.shape)}")
+    return B, T, H, K, V
+
+
+# ============================================================================ recurrent (reference)
+
+
+def _step(q_t, k_t, v_t, g_t, beta_t, S, scale: float, delta: bool):
+    """One token of the gated (delta) recurrence. Returns (o_t, S_t, correction_t).
+
+    q_t, k_t: (B, H, K)  v_t: (B, H, V)  g_t: (B, H, K) or None  beta_t: (B, H) or None  S: (B, H, K, V)
+    correction_t = v_t - S'^T k_t (delta rule) or v_t (no delta): what gets written along k_t.
+    """
+    if g_t is not None:
+        S = S * g_t.exp()[..., None]  # decay each key channel: Diag(a_t) S    (B, H, K, V)
+    correction = v_t - torch.einsum("bhk,bhkv->bhv", k_t, S) if delta else v_t  # (B, H, V)
+    write = correction if beta_t is None else beta_t[..., None] * correction  # (B, H, V)
+    S = S + k_t[..., :, None] * write[..., None, :]  # rank-1 write  (B, H, K, V)
+    o_t = scale * torch.einsum("bhk,bhkv->bhv", q_t, S)  # (B, H, V)
+    return o_t, S, correction
+
+
+def _recurrent(q, k, v, g, beta, scale, initial_state, output_final_state, delta: bool):
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    dtype = v.dtype
+    q, k, v = q.float(), k.float(), v.float()
+    g = None if g is None else g.float()
+    beta = None if beta is None else beta.float()
+    S = q.new_zeros(B, H, K, V) if initial_state is None else initial_state.float()
+    outs = []
+    for t in range(T):
+        o_t, S, _ = _step(q[:, t], k[:, t], v[:, t], None if g is None else g[:, t],
+                          None if beta is None else beta[:, t], S, scale, delta)
+        outs.append(o_t)
+    o = torch.stack(outs, dim=1) if outs else v.new_zeros(B, 0, H, V)  # (B, T, H, V)
+    return o.to(dtype), (S if output_final_state else None)
+
+
+def recurrent_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False):
+    """Step-by-step KDA, the obviously-correct reference. Returns (o (B,T,H,V), S (B,H,K,V) or None).
+
+    Per token: S = S * exp(g_t)[..., None]; S = S + beta_t k_t (v_t - S^T k_t)^T; o_t = scale S^T q_t.
+    Computed in fp32; o is returned in v's dtype, the state in fp32.
+    """
+    _check(q, k, v, g, beta, initial_state)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    return _recurrent(q, k, v, g, beta, scale, initial_state, output_final_state, delta=True)
+
+
+def kda_step(q_t, k_t, v_t, g_t, beta_t, state=None, scale=None):
+    """One decoding step of KDA: q_t, k_t, g_t (B, H, K); v_t (B, H, V); beta_t (B, H); state (B, H, K, V).
+
+    Returns (o_t (B, H, V), new state). `state=None` starts from zeros.
+    """
+    if q_t.dim() != 3 or k_t.shape != q_t.shape or g_t.shape != q_t.shape:
+        raise ValueError(f"q_t, k_t, g_t must be (B, H, K); got {tuple(q_t.shape)}, {tuple(k_t.shape)}, "
+                         f"{tuple(g_t.shape)}")
+    B, H, K = q_t.shape
+    if v_t.dim() != 3 or v_t.shape[:2] != (B, H) or tuple(beta_t.shape) != (B, H):
+        raise ValueError(f"v_t must be (B, H, V) and beta_t (B, H) with B, H = {B}, {H}")
+    if state is None:
+        state = q_t.new_zeros(B, H, K, v_t.shape[-1], dtype=torch.float32)
+    if tuple(state.shape) != (B, H, K, v_t.shape[-1]):
+        raise ValueError(f"state must be (B, H, K, V) = {(B, H, K, v_t.shape[-1])}; got {tuple(state.shape)}")
+    scale = K**-0.5 if scale is None else scale
+    o_t, S, _ = _step(q_t.float(), k_t.float(), v_t.float(), g_t.float(), beta_t.float(), state.float(),
+                      scale, delta=True)
+    return o_t.to(v_t.dtype), S
+
+
+class KDATrajectory(NamedTuple):
+    """Everything a page needs to *show* the recurrence (small T only: states are T x K x V)."""
+
+    o: torch.Tensor  # (B, T, H, V)
+    state_norm: torch.Tensor  # (B, T, H) Frobenius norm of S_t after step t
+    correction: torch.Tensor  # (B, T, H, V) v_t - S'^T k_t, the delta-rule correction at step t
+    states: torch.Tensor | None  # (B, T, H, K, V) S_t after step t, when keep_states=True
+
+
+def kda_trajectory(q, k, v, g, beta, scale=None, initial_state=None, keep_states=False) -> KDATrajectory:
+    """Run the recurrence with the same `_step` as `recurrent_kda`, recording per-step quantities."""
+    B, T, H, K, V = _check(q, k, v, g, beta, initial_state)
+    if T == 0:
+        raise ValueError("kda_trajectory needs T >= 1 tokens")
+    scale = K**-0.5 if scale is None else scale
+    q, k, v, g, beta = (x.float() for x in (q, k, v, g, beta))
+    S = q.new_zeros(B, H, K, V) if initial_state is None else initial_state.float()
+    outs, norms, corrections, states = [], [], [], []
+    for t in range(T):
+        o_t, S, c_t = _step(q[:, t], k[:, t], v[:, t], g[:, t], beta[:, t], S, scale, delta=True)
+        outs.append(o_t)
+        corrections.append(c_t)
+        norms.append(torch.linalg.vector_norm(S, dim=(-2, -1)))  # (B, H)
+        if keep_states:
+            states.append(S)
+    return KDATrajectory(torch.stack(outs, 1), torch.stack(norms, 1), torch.stack(corrections, 1),
+                         torch.stack(states, 1) if keep_states else None)
+
+
+# ============================================================================ chunk-wise parallel
+
+
+def _decayed_grams(q, k, G, sub: int = 16, cap: float = 80.0):
+    """Both intra-chunk matrices of the chunk algorithm, sharing the decay factors:
+
+        Aqk[c, i] = sum_d q_c[d] k_i[d] exp(G_c[d] - G_i[d])   for c >= i   (causal, with diagonal)
+        Akk[c, i] = sum_d k_c[d] k_i[d] exp(G_c[d] - G_i[d])   for c >  i   (strictly lower)
+
+    q, k, G: (..., C, K), G the within-chunk cumulative log-decay (non-increasing in c).
+    The one-matmul factorisation (q * e^G) @ (k * e^-G)^T overflows: e^-G can be e^+1000. Instead cut
+    the chunk into blocks of `sub` rows; for row c in block p (first row r_p) and column i in block j
+    (last row e_j), split the exponent at those two points:
+        exp(G_c - G_i) = exp(G_c - G_{r_p}) * exp(G_{r_p} - G_{e_j}) * exp(G_{e_j} - G_i)
+    The outer factors are always <= 1, and so is the middle one when j < p (r_p is after e_j). Only on a
+    diagonal block (j = p) is the middle factor >= 1, exp(the block's own decay span); where that span
+    exceeds `cap` (e^80 is still far below fp32's 3e38) the block is recomputed exactly from the explicit
+    (sub, sub, K) decay tensor, masked to -inf above the diagonal before exp. Blocks j > p are zero.
+    """
+    *lead, C, K = q.shape
+    s = min(sub, C)
+    nb = math.ceil(C / s)
+    Cp = nb * s
+    if Cp != C:  # pad rows: q = k = 0 contribute nothing; G repeats its last value (no extra decay)
+        q, k = F.pad(q, (0, 0, 0, Cp - C)), F.pad(k, (0, 0, 0, Cp - C))
+        G = torch.cat([G, G[..., -1:, :].expand(*lead, Cp - C, K)], dim=-2)
+    G_blk = G.view(*lead, nb, s, K)  # (..., nb, s, K)
+    G_first, G_last = G_blk[..., 0, :], G_blk[..., -1, :]  # (..., nb, K)
+    e_left = (G_blk - G_first[..., None, :]).exp()  # (..., nb, s, K) <= 1
+    left = torch.cat([q.view(*lead, nb, s, K) * e_left, k.view(*lead, nb, s, K) * e_left], dim=-2)  # (..., nb, 2s, K)
+    base = k.view(*lead, nb, s, K) * (G_last[..., None, :] - G_blk).exp()  # (..., nb, s, K) <= 1
+    mid = (G_first[..., :, None, :] - G_last[..., None, :, :]).clamp(max=cap)  # (..., nb_p, nb_j, K)
+    below = torch.ones(nb, nb, dtype=torch.bool, device=q.device).tril()
+    mid = torch.where(below[:, :, None], mid, float("-inf")).exp()  # blocks j > p -> 0
+    right = (mid[..., :, :, None, :] * base[..., None, :, :, :]).reshape(*lead, nb, Cp, K)  # (..., nb_p, Cp, K)
+    P = left @ right.transpose(-1, -2)  # (..., nb, 2s, Cp)
+    span = (G_first - G_last).amax(-1)  # (..., nb) decay inside each block
+    bad = span > cap
+    if bad.any():  # exact recomputation of the diagonal blocks whose span is too large to factorise
+        P5 = P.view(-1, nb, 2, s, nb, s)
+        m, p = bad.reshape(-1, nb).nonzero(as_tuple=True)
+        G_sel = G_blk.reshape(-1, nb, s, K)[m, p]  # (n, s, K)
+        k_sel = k.reshape(-1, nb, s, K)[m, p]
+        qk_sel = torch.stack([q.reshape(-1, nb, s, K)[m, p], k_sel], dim=1)  # (n, 2, s, K)
+        diff = G_sel[:, :, None, :] - G_sel[:, None, :, :]  # (n, s, s, K)  G_c - G_i
+        causal = torch.ones(s, s, dtype=torch.bool, device=q.device).tril()
+        decay = torch.where(causal[:, :, None], diff, float("-inf")).exp()  # (n, s, s, K)
+        P5[m, p, :, :, p, :] = (qk_sel[:, :, :, None, :] * k_sel[:, None, None, :, :] * decay[:, None]).sum(-1)
+    P = P.view(*lead, nb, 2, s, Cp).transpose(-4, -3).reshape(*lead, 2, Cp, Cp)  # (..., 2, Cp, Cp)
+    rows = torch.arange(Cp, device=q.device)
+    Aqk = P[..., 0, :C, :C].masked_fill(rows[:C, None] < rows[None, :C], 0.0)  # (..., C, C)
+    Akk = P[..., 1, :C, :C].masked_fill(rows[:C, None] <= rows[None, :C], 0.0)  # (..., C, C)
+    return Aqk, Akk
+
+
+def _chunk(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_size: int, delta: bool):
+    """Chunk-wise gated (delta) rule; g (B,T,H,K) or None (no decay), beta (B,T,H) or None (= 1).
+
+    Inside a chunk of C tokens starting from state S0, with Gamma_t = exp(G_t), G = cumsum(g) in the chunk:
+        S_t = Diag(Gamma_t) S0 + sum_{i<=t} Diag(Gamma_t / Gamma_i) k_i delta_i^T
+    and the written vectors delta_i = beta_i (v_i - S'_i^T k_i) satisfy a unit-lower-triangular system
+        (I + Diag(beta) A) Delta = Diag(beta) (V - (Gamma * K) S0),   A[t,i] = k_t^T Diag(Gamma_t/Gamma_i) k_i, i < t
+    so with M = (I + Diag(beta) A)^-1 (the UT transform, by forward substitution):
+        U = M Diag(beta) V,   W = M Diag(beta) (Gamma * K),   Delta = U - W S0          (WY representation)
+        O = (Q * Gamma) S0 + tril(Q Diag-decay K^T) Delta
+        S_C = Diag(Gamma_C) S0 + (K * Gamma_C / Gamma)^T Delta
+    Without the delta rule (GLA, Mamba-2, linear attention) A is dropped: Delta = Diag(beta) V.
+    Every exponent is a difference G_c - G_i with c >= i (<= 0), so nothing overflows.
+    """
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    dtype = v.dtype
+    C = chunk_size
+    N = max(1, math.ceil(T / C))
+    pad = N * C - T  # padded tokens: k = v = 0, g = 0 -> they write nothing and decay nothing
+
+    def chunks(x):  # (B, T, H, ...) -> (B, H, N, C, ...) fp32
+        x = x.float()
+        if pad:
+            x = F.pad(x, (0, 0) * (x.dim() - 2) + (0, pad))
+        return x.transpose(1, 2).reshape(B, H, N, C, *x.shape[3:])
+
+    q, k, v = chunks(q) * scale, chunks(k), chunks(v)  # (B, H, N, C, K|V)
+    G = chunks(g).cumsum(-2) if g is not None else torch.zeros_like(k)  # (B, H, N, C, K)
+    bt = chunks(beta)[..., None] if beta is not None else None  # (B, H, N, C, 1)
+
+    Aqk, A = _decayed_grams(q, k, G)  # (B, H, N, C, C) each: causal with / without the diagonal
+    eG = G.exp()  # (B, H, N, C, K)
+    if delta:
+        bA = A if bt is None else bt * A  # Diag(beta) A, strictly lower
+        eye = torch.eye(C, device=q.device, dtype=q.dtype)
+        M = torch.linalg.solve_triangular(bA + eye, eye.expand_as(bA), upper=False, unitriangular=True)  # UT transform
+        Mb = M if bt is None else M * bt.transpose(-1, -2)  # M Diag(beta)  (B, H, N, C, C)
+        U, W = Mb @ v, Mb @ (eG * k)  # (B, H, N, C, V), (B, H, N, C, K)
+    else:
+        U, W = (v if bt is None else bt * v), None
+
+    # carry the state across chunks; (B, H) flattened into one batch dim for baddbmm
+    BH = B * H
+    qG = (q * eG).reshape(BH, N, C, K)  # (BH, N, C, K)
+    G_end = G[..., -1, :]  # (B, H, N, K)
+    k_to_end = (k * (G_end[..., None, :] - G).exp()).transpose(-1, -2).reshape(BH, N, K, C)  # (BH, N, K, C)
+    a_end = G_end.exp().reshape(BH, N, K, 1)  # (BH, N, K, 1) decay over the whole chunk
+    U, Aqk = U.reshape(BH, N, C, V), Aqk.reshape(BH, N, C, C)
+    W = W.reshape(BH, N, C, K) if delta else None
+    S = q.new_zeros(BH, K, V) if initial_state is None else initial_state.float().reshape(BH, K, V)
+    outs = []
+    for n in range(N):
+        D = torch.baddbmm(U[:, n], W[:, n], S, alpha=-1) if delta else U[:, n]  # (BH, C, V) Delta = U - W S
+        outs.append(torch.baddbmm(qG[:, n] @ S, Aqk[:, n], D))  # (BH, C, V) (Q*Gamma) S + Aqk Delta
+        S = torch.baddbmm(a_end[:, n] * S, k_to_end[:, n], D)  # (BH, K, V)
+    o = torch.stack(outs, dim=1).reshape(B, H, N * C, V)[:, :, :T].transpose(1, 2)  # (B, T, H, V)
+    S = S.reshape(B, H, K, V)
+    return o.to(dtype), (S if output_final_state else None)
+
+
+def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False, chunk_size=64):
+    """Chunk-wise parallel KDA (UT transform / WY representation), equal to `recurrent_kda` up to fp32 error.
+
+    Any T (the tail chunk is padded), any chunk_size >= 1; vectorised over B, H and the chunks except
+    for the short loop that carries the state from chunk to chunk. Returns (o (B,T,H,V), S or None).
+    """
+    _check(q, k, v, g, beta, initial_state)
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    return _chunk(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_size, delta=True)
+
+
+# ============================================================================ special cases
+# Same two kernels, different gates. Each has its own tiny loop reference below (naive_*), written in
+# the textbook form of that model, so the tests compare two independent formulations.
+
+
+def _per_channel(g, K):
+    return g[..., None].expand(*g.shape, K)  # scalar per head -> broadcast over the K channels
+
+
+def recurrent_gdn(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False):
+    """Gated DeltaNet (Yang et al. 2025, arXiv 2412.06464): KDA with one log-decay per head, g (B, T, H)."""
+    _check(q, k, v, g, beta, initial_state, g_shape="head")
+    return recurrent_kda(q, k, v, _per_channel(g, q.shape[-1]), beta, scale, initial_state, output_final_state)
+
+
+def chunk_gdn(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False, chunk_size=64):
+    """Gated DeltaNet, chunk-wise: `chunk_kda` with g (B, T, H) broadcast over K."""
+    _check(q, k, v, g, beta, initial_state, g_shape="head")
+    return chunk_kda(q, k, v, _per_channel(g, q.shape[-1]), beta, scale, initial_state, output_final_state,
+                     chunk_size)
+
+
+def recurrent_deltanet(q, k, v, beta, scale=None, initial_state=None, output_final_state=False):
+    """DeltaNet (Schlag et al. 2021; Yang et al. 2024, arXiv 2406.06484): the delta rule with no decay."""
+    _check(q, k, v, None, beta, initial_state)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    return _recurrent(q, k, v, None, beta, scale, initial_state, output_final_state, delta=True)
+
+
+def chunk_deltanet(q, k, v, beta, scale=None, initial_state=None, output_final_state=False, chunk_size=64):
+    """DeltaNet, chunk-wise (the KDA chunk kernel with g = 0)."""
+    _check(q, k, v, None, beta, initial_state)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    return _chunk(q, k, v, None, beta, scale, initial_state, output_final_state, chunk_size, delta=True)
+
+
+def recurrent_gla(q, k, v, g, scale=None, initial_state=None, output_final_state=False):
+    """Gated linear attention (Yang et al. 2024, arXiv 2312.06635): S = Diag(exp g_t) S + k v^T, no delta."""
+    _check(q, k, v, g, None, initial_state, need_beta=False)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    return _recurrent(q, k, v, g, None, scale, initial_state, output_final_state, delta=False)
+
+
+def chunk_gla(q, k, v, g, scale=None, initial_state=None, output_final_state=False, chunk_size=64):
+    """Gated linear attention, chunk-wise (the KDA chunk kernel without the UT transform)."""
+    _check(q, k, v, g, None, initial_state, need_beta=False)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    return _chunk(q, k, v, g, None, scale, initial_state, output_final_state, chunk_size, delta=False)
+
+
+def recurrent_mamba2(q, k, v, g, beta=None, scale=None, initial_state=None, output_final_state=False):
+    """Mamba-2 / SSD-style mixer (Dao & Gu 2024, arXiv 2405.21060): scalar decay per head, no delta rule.
+
+    S = exp(g_t) S + beta_t k_t v_t^T with g (B, T, H); q, k, v play C, B, x; beta the input step dt
+    (None = 1).
+    """
+    _check(q, k, v, g, beta, initial_state, g_shape="head", need_beta=False)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    return _recurrent(q, k, v, _per_channel(g, q.shape[-1]), beta, scale, initial_state, output_final_state,
+                      delta=False)
+
+
+def chunk_mamba2(q, k, v, g, beta=None, scale=None, initial_state=None, output_final_state=False, chunk_size=64):
+    """Mamba-2-style mixer, chunk-wise (scalar decay broadcast over K, no UT transform)."""
+    _check(q, k, v, g, beta, initial_state, g_shape="head", need_beta=False)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    return _chunk(q, k, v, _per_channel(g, q.shape[-1]), beta, scale, initial_state, output_final_state,
+                  chunk_size, delta=False)
+
+
+def recurrent_linear_attn(q, k, v, scale=None, initial_state=None, output_final_state=False):
+    """Plain (causal, unnormalised) linear attention: S = S + k v^T, o = scale S^T q."""
+    _check(q, k, v, None, None, initial_state, need_beta=False)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    return _recurrent(q, k, v, None, None, scale, initial_state, output_final_state, delta=False)
+
+
+def chunk_linear_attn(q, k, v, scale=None, initial_state=None, output_final_state=False, chunk_size=64):
+    """Plain linear attention, chunk-wise."""
+    _check(q, k, v, None, None, initial_state, need_beta=False)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    return _chunk(q, k, v, None, None, scale, initial_state, output_final_state, chunk_size, delta=False)
+
+
+# ---------------------------------------------------------------------------- mixer kernels for the lab
+# Uniform signature: kernel(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
+# chunk_size=64) -> (o, S). `MIXER_INPUTS[name]` says what each one reads: g is "channel" (B,T,H,K),
+# "head" (B,T,H) or None (ignored), beta is used or ignored. Ignored arguments may be passed as None.
+
+
+def _mixer_linear(q, k, v, g=None, beta=None, **kw):
+    return chunk_linear_attn(q, k, v, **kw)
+
+
+def _mixer_mamba2(q, k, v, g, beta=None, **kw):
+    return chunk_mamba2(q, k, v, g, beta, **kw)
+
+
+def _mixer_deltanet(q, k, v, g=None, beta=None, **kw):
+    return chunk_deltanet(q, k, v, beta, **kw)
+
+
+def _mixer_gdn(q, k, v, g, beta, **kw):
+    return chunk_gdn(q, k, v, g, beta, **kw)
+
+
+def _mixer_kda(q, k, v, g, beta, **kw):
+    return chunk_kda(q, k, v, g, beta, **kw)
+
+
+MIXER_KERNELS = {
+    "linear": _mixer_linear,
+    "mamba2": _mixer_mamba2,
+    "deltanet": _mixer_deltanet,
+    "gdn": _mixer_gdn,
+    "kda": _mixer_kda,
+}
+MIXER_INPUTS = {  # name -> (g kind, uses beta)
+    "linear": (None, False),
+    "mamba2": ("head", True),  # beta optional: input step size, None = 1
+    "deltanet": (None, True),
+    "gdn": ("head", True),
+    "kda": ("channel", True),
+}
+
+
+# ---------------------------------------------------------------------------- loop references (tests)
+
+
+def naive_linear_attn(q, k, v, scale=None):
+    """o_t = scale * sum_{i<=t} (q_t . k_i) v_i -- the quadratic (attention) form, no state at all."""
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    scores = torch.einsum("bthk,bshk->bhts", q.float(), k.float()) * scale  # (B, H, T, S)
+    scores = scores.tril()
+    return torch.einsum("bhts,bshv->bthv", scores, v.float())  # (B, T, H, V)
+
+
+def naive_mamba2(q, k, v, g, beta=None, scale=None):
+    """o_t = scale * sum_{i<=t} exp(G_t - G_i) (q_t . k_i) beta_i v_i, G = cumsum(g) (SSD's quadratic form)."""
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    G = g.float().cumsum(1)  # (B, T, H)
+    decay = (G.transpose(1, 2)[..., :, None] - G.transpose(1, 2)[..., None, :])  # (B, H, T, S)
+    decay = torch.where(torch.ones_like(decay, dtype=torch.bool).tril(), decay, float("-inf")).exp()
+    scores = torch.einsum("bthk,bshk->bhts", q.float(), k.float()) * scale * decay
+    vb = v.float() if beta is None else v.float() * beta.float()[..., None]
+    return torch.einsum("bhts,bshv->bthv", scores, vb)
+
+
+def naive_gla(q, k, v, g, scale=None):
+    """Loop: S_t = Diag(exp g_t) S_{t-1} + k_t v_t^T; o_t = scale S_t^T q_t."""
+    B, T, H, K = q.shape
+    scale = K**-0.5 if scale is None else scale
+    S = torch.zeros(B, H, K, v.shape[-1])
+    o = []
+    for t in range(T):
+        S = g[:, t].float().exp()[..., None] * S + torch.einsum("bhk,bhv->bhkv", k[:, t].float(), v[:, t].float())
+        o.append(scale * torch.einsum("bhkv,bhk->bhv", S, q[:, t].float()))
+    return torch.stack(o, 1)
+
+
+def naive_gated_delta(q, k, v, a, beta, scale=None):
+    """Loop with the explicit K x K transition: S_t = a_t (I - b_t k_t k_t^T) S_{t-1} + b_t k_t v_t^T.
+
+    a: (B, T, H) scalar decay in (0, 1] (Gated DeltaNet; a = 1 is DeltaNet). Note a_t commutes with
+    the Householder-like factor only because it is a scalar: for KDA's Diag(a_t) the order matters.
+    """
+    B, T, H, K = q.shape
+    scale = K**-0.5 if scale is None else scale
+    S = torch.zeros(B, H, K, v.shape[-1])
+    eye = torch.eye(K)
+    o = []
+    for t in range(T):
+        kt, bt = k[:, t].float(), beta[:, t].float()[..., None, None]
+        P = eye - bt * torch.einsum("bhi,bhj->bhij", kt, kt)  # (B, H, K, K)
+        S = a[:, t].float()[..., None, None] * (P @ S) + bt * torch.einsum("bhk,bhv->bhkv", kt, v[:, t].float())
+        o.append(scale * torch.einsum("bhkv,bhk->bhv", S, q[:, t].float()))
+    return torch.stack(o, 1)
+
+
+def naive_kda_matrix(q, k, v, g, beta, scale=None):
+    """Loop with the explicit transition of KDA: S_t = (I - b_t k_t k_t^T) Diag(a_t) S_{t-1} + b_t k_t v_t^T."""
+    B, T, H, K = q.shape
+    scale = K**-0.5 if scale is None else scale
+    S = torch.zeros(B, H, K, v.shape[-1])
+    eye = torch.eye(K)
+    o = []
+    for t in range(T):
+        kt, bt = k[:, t].float(), beta[:, t].float()[..., None, None]
+        P = eye - bt * torch.einsum("bhi,bhj->bhij", kt, kt)  # (B, H, K, K)
+        Dg = torch.diag_embed(g[:, t].float().exp())  # (B, H, K, K)
+        S = P @ Dg @ S + bt * torch.einsum("bhk,bhv->bhkv", kt, v[:, t].float())
+        o.append(scale * torch.einsum("bhkv,bhk->bhv", S, q[:, t].float()))
+    return torch.stack(o, 1)
+
+
+# ============================================================================ the layer
+
 
 class ShortConv(nn.Module):
-    """Causal depthwise conv over time (kernel `size`), followed by SiLU in the layer."""
+    """Causal depthwise conv over time (kernel `size`), followed by SiLU in the layer.
+
+    y_t = sum_j w[j] x_{t - size + 1 + j}; the last `size - 1` inputs are the decode cache (conv tail).
+    """
 
     def __init__(self, channels: int, size: int):
         super().__init__()
@@ -27,15 +496,60 @@ class ShortConv(nn.Module):
         self.weight = nn.Parameter(torch.empty(channels, 1, size))  # depthwise, no bias
         nn.init.normal_(self.weight, std=size**-0.5)
 
+    def forward(self, x: torch.Tensor, tail: torch.Tensor | None = None):
+        """x: (B, T, C); tail: (B, size-1, C) previous inputs or None (zeros). Returns (y, new tail)."""
+        B, T, Cn = x.shape
+        if tail is None:
+            tail = x.new_zeros(B, self.size - 1, Cn)
+        xx = torch.cat([tail.to(x.dtype), x], dim=1)  # (B, size-1+T, C)
+        y = F.conv1d(xx.transpose(1, 2), self.weight.to(x.dtype), groups=Cn).transpose(1, 2)  # (B, T, C)
+        return y, xx[:, xx.shape[1] - (self.size - 1):]
+
+
+class KDACache(NamedTuple):
+    """What a KDA layer keeps between decoding calls: a fixed-size state, whatever the context length."""
+
+    state: torch.Tensor  # (B, H, K, V) fp32
+    conv_tail: tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # q, k, v pre-conv inputs, each (B, size-1, H*K)
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.state, *self.conv_tail))
+
+
+class KDAInputs(NamedTuple):
+    """The kernel inputs the layer computes from x (after conv, SiLU, L2-norm and the gates)."""
+
+    q: torch.Tensor  # (B, T, H, K) L2-normalised
+    k: torch.Tensor  # (B, T, H, K) L2-normalised
+    v: torch.Tensor  # (B, T, H, V)
+    g: torch.Tensor  # (B, T, H, K) log decay, <= 0
+    beta: torch.Tensor  # (B, T, H)
+    conv_tail: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+class KDAOutput(NamedTuple):
+    out: torch.Tensor  # (B, T, d_model)
+    cache: KDACache | None  # when use_cache=True
+    stats: dict  # g (B,T,H,K), beta (B,T,H); with trace=True also state_norm (B,T,H)
+
 
 class KimiDeltaAttention(nn.Module):
-    """KDA layer: projections, short conv, low-rank per-channel decay gate, beta, gated RMSNorm output."""
+    """KDA layer (Kimi Linear, arXiv 2510.26692; layout of fla/layers/kda.py).
+
+        q, k, v = SiLU(ShortConv(W_q x)), SiLU(ShortConv(W_k x)), SiLU(ShortConv(W_v x))   (B, T, H, K|V)
+        q, k    = L2Norm(q), L2Norm(k)  per head
+        g       = -exp(A_log)[h] * softplus(W_f_up W_f_down x + dt_bias)   (B, T, H, K)  per-channel log decay
+        beta    = sigmoid(W_b x)                                           (B, T, H)
+        o       = KDA(q, k, v, g, beta)                                    (B, T, H, V)
+        out     = W_o( sigmoid(W_g_up W_g_down x) * RMSNorm(o) )           (B, T, d_model)
+    """
 
     def __init__(self, d_model: int, cfg: KDAConfig, norm_eps: float = 1e-6):
         super().__init__()
         self.cfg = cfg
         H, K, r = cfg.n_heads, cfg.head_dim, cfg.rank
         V = K
+        self.d_model = d_model
         self.n_heads, self.head_dim = H, K
         self.q_proj = nn.Linear(d_model, H * K, bias=False)
         self.k_proj = nn.Linear(d_model, H * K, bias=False)
@@ -47,7 +561,10 @@ class KimiDeltaAttention(nn.Module):
         self.f_down = nn.Linear(d_model, r, bias=False)
         self.f_up = nn.Linear(r, H * K, bias=False)
         self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(1, 16)))
-        self.dt_bias = nn.Parameter(torch.zeros(H * K))
+        # dt_bias = softplus^-1(dt), dt log-uniform in [1e-3, 1e-1] per channel (the Mamba-2 / Gated DeltaNet
+        # initialisation): decays start between ~0.2 and ~1 per token, spread across channels
+        dt = torch.exp(torch.rand(H * K) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
+        self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))
         self.b_proj = nn.Linear(d_model, H, bias=False)  # beta = sigmoid(b_proj x)
         # output gate, low rank: o = o_proj(sigmoid(g_up(g_down(x))) * RMSNorm(o))
         self.g_down = nn.Linear(d_model, r, bias=False)
@@ -55,5 +572,63 @@ class KimiDeltaAttention(nn.Module):
         self.o_norm = RMSNorm(V, eps=norm_eps)
         self.o_proj = nn.Linear(H * V, d_model, bias=False)
 
-    def forward(self, x, *args, **kwargs):  # filled in by issue 3
-        raise NotImplementedError("KimiDeltaAttention.forward arrives with issue 3")
+    def kernel_inputs(self, x: torch.Tensor, cache: KDACache | None = None) -> KDAInputs:
+        """Everything before the recurrence: x (B, T, d_model) -> q, k, v, g, beta (+ new conv tails)."""
+        B, T, _ = x.shape
+        H, K = self.n_heads, self.head_dim
+        tails = cache.conv_tail if cache is not None else (None, None, None)
+        q, tq = self.q_conv(self.q_proj(x), tails[0])  # (B, T, H*K)
+        k, tk = self.k_conv(self.k_proj(x), tails[1])
+        v, tv = self.v_conv(self.v_proj(x), tails[2])
+        q = F.normalize(F.silu(q).view(B, T, H, K), dim=-1, eps=1e-6)  # (B, T, H, K)
+        k = F.normalize(F.silu(k).view(B, T, H, K), dim=-1, eps=1e-6)  # (B, T, H, K)
+        v = F.silu(v).view(B, T, H, K)  # (B, T, H, V)
+        f = self.f_up(self.f_down(x)).float() + self.dt_bias.float()  # (B, T, H*K)
+        g = -self.A_log.float().exp()[:, None] * F.softplus(f).view(B, T, H, K)  # (B, T, H, K) log decay
+        beta = torch.sigmoid(self.b_proj(x).float())  # (B, T, H)
+        return KDAInputs(q, k, v, g, beta, (tq, tk, tv))
+
+    def forward(self, x: torch.Tensor, cache: KDACache | None = None, use_cache: bool = False,
+                mode: str = "chunk", trace: bool = False, chunk_size: int = 64) -> KDAOutput:
+        """x: (B, T, d_model). With `cache` (from a previous call with use_cache=True) continue decoding.
+
+        mode "chunk" (chunk_kda) or "recurrent" (recurrent_kda): the same numbers, different speed.
+        trace=True also records state_norm (B, T, H), the Frobenius norm of S_t per step (an extra
+        recurrent pass: meant for the small inputs the app shows).
+        """
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must be (B, T, d_model={self.d_model}); got {tuple(x.shape)}")
+        if mode not in ("chunk", "recurrent"):
+            raise ValueError(f"mode must be 'chunk' or 'recurrent', got {mode!r}")
+        B, T, _ = x.shape
+        H, K = self.n_heads, self.head_dim
+        if cache is not None and cache.state.shape != (B, H, K, K):
+            raise ValueError(f"cache.state must be (B, H, K, V) = {(B, H, K, K)}; got {tuple(cache.state.shape)}")
+        inp = self.kernel_inputs(x, cache)
+        S0 = cache.state if cache is not None else None
+        kernel = chunk_kda if mode == "chunk" else recurrent_kda
+        kwargs = {"chunk_size": chunk_size} if mode == "chunk" else {}
+        o, S = kernel(inp.q, inp.k, inp.v, inp.g, inp.beta, initial_state=S0, output_final_state=use_cache, **kwargs)
+        stats = {"g": inp.g.detach(), "beta": inp.beta.detach()}
+        if trace:
+            with torch.no_grad():
+                traj = kda_trajectory(inp.q, inp.k, inp.v, inp.g, inp.beta, initial_state=S0)
+            stats["state_norm"] = traj.state_norm  # (B, T, H)
+        gate = torch.sigmoid(self.g_up(self.g_down(x))).view(B, T, H, K)  # (B, T, H, V)
+        o = self.o_norm(o.to(x.dtype)) * gate  # (B, T, H, V)
+        out = self.o_proj(o.reshape(B, T, H * K))  # (B, T, d_model)
+        new_cache = KDACache(S, inp.conv_tail) if use_cache else None
+        return KDAOutput(out, new_cache, stats)
+
+
+# ============================================================================ memory (for bench and page)
+
+
+def kda_state_bytes(n_heads: int, head_dim: int, bytes_per_elem: int = 2, batch: int = 1) -> int:
+    """One KDA layer's decode memory: the (H, K, V) state, independent of context length."""
+    return batch * n_heads * head_dim * head_dim * bytes_per_elem
+
+
+def kv_cache_bytes(n_tokens: int, n_heads: int, head_dim: int, bytes_per_elem: int = 2, batch: int = 1) -> int:
+    """One softmax-attention layer's KV cache: K and V for every past token, every head."""
+    return batch * n_tokens * 2 * n_heads * head_dim * bytes_per_elem

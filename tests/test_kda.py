@@ -1,0 +1,251 @@
+"""KDA kernels, special cases, the layer and its parameter count (issue 3).
+
+Tolerance: 1e-4 max abs error in fp32 for every fast-vs-reference comparison (chunk vs recurrent,
+special case vs its own loop, decode vs full pass).
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from k3lite import kda
+from k3lite.config import KDAConfig, get_preset
+from k3lite.params import count_params
+
+TOL = 1e-4
+
+
+def make_inputs(B=2, T=16, H=2, K=8, V=6, seed=0, decay_scale=1.0):
+    gen = torch.Generator().manual_seed(seed)
+    q = F.normalize(torch.randn(B, T, H, K, generator=gen), dim=-1)
+    k = F.normalize(torch.randn(B, T, H, K, generator=gen), dim=-1)
+    v = torch.randn(B, T, H, V, generator=gen)
+    g = F.logsigmoid(torch.randn(B, T, H, K, generator=gen)) * decay_scale  # log decay <= 0
+    beta = torch.rand(B, T, H, generator=gen)
+    S0 = torch.randn(B, H, K, V, generator=gen)
+    return q, k, v, g, beta, S0
+
+
+def maxerr(a, b):
+    return (a.float() - b.float()).abs().max().item()
+
+
+# ----------------------------------------------------------------------------------- chunk == recurrent
+@pytest.mark.parametrize("T", [1, 7, 64, 100, 1000])
+@pytest.mark.parametrize("with_state", [False, True])
+def test_chunk_equals_recurrent(T, with_state):
+    dims = dict(B=1, H=2, K=4, V=4) if T == 1000 else dict(B=2, H=3, K=8, V=6)
+    q, k, v, g, beta, S0 = make_inputs(T=T, seed=T, **dims)
+    S0 = S0 if with_state else None
+    o_ref, S_ref = kda.recurrent_kda(q, k, v, g, beta, initial_state=S0, output_final_state=True)
+    for chunk_size in (16, 64) if T == 1000 else (5, 16, 64):
+        o, S = kda.chunk_kda(q, k, v, g, beta, initial_state=S0, output_final_state=True, chunk_size=chunk_size)
+        assert o.shape == o_ref.shape == (q.shape[0], T, q.shape[2], v.shape[-1])
+        assert maxerr(o, o_ref) <= TOL, (T, chunk_size)
+        assert maxerr(S, S_ref) <= TOL, (T, chunk_size)
+
+
+@pytest.mark.parametrize("decay_scale", [0.0, 30.0, 300.0])
+def test_chunk_strong_and_zero_decay(decay_scale):
+    """Strong decay forces the exact fallback for diagonal blocks (span > cap); zero decay = DeltaNet."""
+    q, k, v, g, beta, S0 = make_inputs(T=80, decay_scale=decay_scale, seed=3)
+    o_ref, S_ref = kda.recurrent_kda(q, k, v, g, beta, initial_state=S0, output_final_state=True)
+    o, S = kda.chunk_kda(q, k, v, g, beta, initial_state=S0, output_final_state=True, chunk_size=32)
+    assert torch.isfinite(o).all() and torch.isfinite(S).all()
+    assert maxerr(o, o_ref) <= TOL and maxerr(S, S_ref) <= TOL
+
+
+def test_chunk_mixed_fallback_blocks():
+    """Some blocks need the exact path and others not, in the same call."""
+    q, k, v, g, beta, S0 = make_inputs(B=2, T=64, H=2, seed=4)
+    g = g.clone()
+    g[0, :16, 0] *= 200.0  # only one (batch, head, block) gets an enormous span
+    o_ref, _ = kda.recurrent_kda(q, k, v, g, beta, initial_state=S0)
+    o, _ = kda.chunk_kda(q, k, v, g, beta, initial_state=S0)
+    assert maxerr(o, o_ref) <= TOL
+
+
+def test_state_carries_across_calls():
+    """Two chunk calls with the state handed over == one call over the whole sequence."""
+    q, k, v, g, beta, _ = make_inputs(T=50, seed=5)
+    o_full, S_full = kda.chunk_kda(q, k, v, g, beta, output_final_state=True, chunk_size=16)
+    o1, S1 = kda.chunk_kda(q[:, :23], k[:, :23], v[:, :23], g[:, :23], beta[:, :23], output_final_state=True)
+    o2, S2 = kda.chunk_kda(q[:, 23:], k[:, 23:], v[:, 23:], g[:, 23:], beta[:, 23:], initial_state=S1,
+                           output_final_state=True)
+    assert maxerr(torch.cat([o1, o2], 1), o_full) <= TOL and maxerr(S2, S_full) <= TOL
+
+
+def test_kda_step_matches_recurrent_and_matrix_form():
+    q, k, v, g, beta, S0 = make_inputs(T=9, seed=6)
+    o_ref, S_ref = kda.recurrent_kda(q, k, v, g, beta, initial_state=S0, output_final_state=True)
+    S, outs = S0, []
+    for t in range(9):
+        o_t, S = kda.kda_step(q[:, t], k[:, t], v[:, t], g[:, t], beta[:, t], S)
+        outs.append(o_t)
+    assert maxerr(torch.stack(outs, 1), o_ref) <= TOL and maxerr(S, S_ref) <= TOL
+    # the (I - b k k^T) Diag(a) S + b k v^T form, with an explicit K x K transition matrix
+    o_mat = kda.naive_kda_matrix(q, k, v, g, beta)
+    assert maxerr(o_mat, kda.recurrent_kda(q, k, v, g, beta)[0]) <= TOL
+
+
+def test_trajectory_matches_and_records():
+    q, k, v, g, beta, S0 = make_inputs(T=12, seed=7)
+    traj = kda.kda_trajectory(q, k, v, g, beta, initial_state=S0, keep_states=True)
+    o_ref, S_ref = kda.recurrent_kda(q, k, v, g, beta, initial_state=S0, output_final_state=True)
+    assert maxerr(traj.o, o_ref) <= TOL
+    assert maxerr(traj.states[:, -1], S_ref) <= TOL
+    assert maxerr(traj.state_norm, torch.linalg.vector_norm(traj.states, dim=(-2, -1))) <= TOL
+    # correction at step 0 from S0: v_0 - (exp(g_0) * S0)^T k_0
+    c0 = v[:, 0] - torch.einsum("bhk,bhkv->bhv", k[:, 0], g[:, 0].exp()[..., None] * S0)
+    assert maxerr(traj.correction[:, 0], c0) <= TOL
+
+
+def test_gradients_match():
+    """The chunk kernel is differentiable (the lab trains through it) and its gradients match."""
+    q, k, v, g, beta, _ = make_inputs(B=1, T=40, H=2, K=4, V=4, seed=8)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v, g, beta)]
+    leaves2 = [x.clone().requires_grad_() for x in (q, k, v, g, beta)]
+    w = torch.randn(1, 40, 2, 4)
+    (kda.chunk_kda(*leaves, chunk_size=16)[0] * w).sum().backward()
+    (kda.recurrent_kda(*leaves2)[0] * w).sum().backward()
+    for a, b in zip(leaves, leaves2):
+        assert maxerr(a.grad, b.grad) <= 1e-3
+
+
+def test_bad_shapes_raise():
+    q, k, v, g, beta, S0 = make_inputs()
+    with pytest.raises(ValueError, match="g must be"):
+        kda.chunk_kda(q, k, v, g[..., 0], beta)
+    with pytest.raises(ValueError, match="beta must be"):
+        kda.recurrent_kda(q, k, v, g, beta[..., :1])
+    with pytest.raises(ValueError, match="initial_state"):
+        kda.chunk_kda(q, k, v, g, beta, initial_state=S0[:, :1])
+    with pytest.raises(ValueError, match="chunk_size"):
+        kda.chunk_kda(q, k, v, g, beta, chunk_size=0)
+
+
+# ----------------------------------------------------------------------------------- special cases
+def test_gated_deltanet_equals_its_loop():
+    q, k, v, _, beta, _ = make_inputs(T=70, seed=9)
+    g = F.logsigmoid(torch.randn(2, 70, 2) + 2)  # one log decay per head (B, T, H)
+    ref = kda.naive_gated_delta(q, k, v, g.exp(), beta)
+    assert maxerr(kda.chunk_gdn(q, k, v, g, beta, chunk_size=16)[0], ref) <= TOL
+    assert maxerr(kda.recurrent_gdn(q, k, v, g, beta)[0], ref) <= TOL
+
+
+def test_deltanet_equals_its_loop():
+    q, k, v, _, beta, _ = make_inputs(T=70, seed=10)
+    ref = kda.naive_gated_delta(q, k, v, torch.ones(2, 70, 2), beta)
+    assert maxerr(kda.chunk_deltanet(q, k, v, beta, chunk_size=32)[0], ref) <= TOL
+    assert maxerr(kda.recurrent_deltanet(q, k, v, beta)[0], ref) <= TOL
+
+
+def test_gla_equals_its_loop():
+    q, k, v, g, _, _ = make_inputs(T=70, seed=11)
+    ref = kda.naive_gla(q, k, v, g)
+    assert maxerr(kda.chunk_gla(q, k, v, g, chunk_size=16)[0], ref) <= TOL
+    assert maxerr(kda.recurrent_gla(q, k, v, g)[0], ref) <= TOL
+
+
+def test_mamba2_equals_its_quadratic_form():
+    q, k, v, _, beta, _ = make_inputs(T=70, seed=12)
+    g = F.logsigmoid(torch.randn(2, 70, 2) + 1)
+    ref = kda.naive_mamba2(q, k, v, g, beta)
+    assert maxerr(kda.chunk_mamba2(q, k, v, g, beta, chunk_size=16)[0], ref) <= TOL
+    assert maxerr(kda.recurrent_mamba2(q, k, v, g, beta)[0], ref) <= TOL
+
+
+def test_linear_attention_equals_its_quadratic_form():
+    q, k, v, _, _, _ = make_inputs(T=70, seed=13)
+    ref = kda.naive_linear_attn(q, k, v)
+    assert maxerr(kda.chunk_linear_attn(q, k, v, chunk_size=16)[0], ref) <= TOL
+    assert maxerr(kda.recurrent_linear_attn(q, k, v)[0], ref) <= TOL
+
+
+def test_special_cases_are_kda_with_special_gates():
+    """GDN is KDA with g equal across K; DeltaNet is KDA with g = 0 (same kernel, different gates)."""
+    q, k, v, _, beta, _ = make_inputs(T=30, seed=14)
+    g_head = F.logsigmoid(torch.randn(2, 30, 2))
+    o_gdn = kda.chunk_gdn(q, k, v, g_head, beta)[0]
+    o_kda = kda.recurrent_kda(q, k, v, g_head[..., None].expand(2, 30, 2, 8), beta)[0]
+    assert maxerr(o_gdn, o_kda) <= TOL
+    o_dn = kda.chunk_deltanet(q, k, v, beta)[0]
+    assert maxerr(o_dn, kda.recurrent_kda(q, k, v, torch.zeros(2, 30, 2, 8), beta)[0]) <= TOL
+
+
+def test_mixer_kernels_uniform_signature():
+    q, k, v, g, beta, _ = make_inputs(T=20, seed=15)
+    g_head = g.mean(-1)
+    for name, fn in kda.MIXER_KERNELS.items():
+        g_kind, _uses_beta = kda.MIXER_INPUTS[name]
+        gg = {"channel": g, "head": g_head, None: None}[g_kind]
+        o, S = fn(q, k, v, gg, beta, output_final_state=True)
+        assert o.shape == v.shape and S.shape == (2, 2, 8, 6), name
+    assert maxerr(kda.MIXER_KERNELS["kda"](q, k, v, g, beta)[0], kda.recurrent_kda(q, k, v, g, beta)[0]) <= TOL
+
+
+# ----------------------------------------------------------------------------------- the layer
+def small_layer(seed=0, conv_size=4):
+    torch.manual_seed(seed)
+    return kda.KimiDeltaAttention(32, KDAConfig(n_heads=2, head_dim=8, conv_size=conv_size)).eval()
+
+
+@pytest.mark.parametrize("conv_size", [1, 4])
+def test_layer_decode_equals_full_pass(conv_size):
+    layer = small_layer(conv_size=conv_size)
+    x = torch.randn(2, 19, 32)
+    with torch.no_grad():
+        full = layer(x)
+        cache, outs = None, []
+        for t in range(19):
+            r = layer(x[:, t : t + 1], cache=cache, use_cache=True)
+            cache = r.cache
+            outs.append(r.out)
+        assert maxerr(torch.cat(outs, 1), full.out) <= TOL
+        # prefill 11 tokens, then continue with the rest in one call
+        a = layer(x[:, :11], use_cache=True)
+        b = layer(x[:, 11:], cache=a.cache, use_cache=True, mode="recurrent")
+        assert maxerr(torch.cat([a.out, b.out], 1), full.out) <= TOL
+        assert maxerr(b.cache.state, cache.state) <= TOL
+
+
+def test_layer_modes_agree_and_stats():
+    layer = small_layer()
+    x = torch.randn(1, 70, 32)
+    with torch.no_grad():
+        a = layer(x, mode="chunk", trace=True)
+        b = layer(x, mode="recurrent")
+    assert a.out.shape == (1, 70, 32) and a.cache is None
+    assert maxerr(a.out, b.out) <= TOL
+    g, beta, norm = a.stats["g"], a.stats["beta"], a.stats["state_norm"]
+    assert g.shape == (1, 70, 2, 8) and (g <= 0).all()
+    assert beta.shape == (1, 70, 2) and ((beta > 0) & (beta < 1)).all()
+    assert norm.shape == (1, 70, 2) and (norm >= 0).all()
+    assert "state_norm" not in b.stats  # only computed when trace=True
+    # gate formula: g = -exp(A_log)[h] * softplus(f_up(f_down(x)) + dt_bias)
+    inp = layer.kernel_inputs(x)
+    f = layer.f_up(layer.f_down(x)) + layer.dt_bias
+    g_formula = -layer.A_log.exp()[:, None] * F.softplus(f).view(1, 70, 2, 8)
+    assert maxerr(inp.g, g_formula) <= 1e-6
+    assert maxerr(inp.q.norm(dim=-1), torch.ones(1, 70, 2)) <= 1e-5
+
+
+def test_layer_bad_input_raises():
+    layer = small_layer()
+    with pytest.raises(ValueError, match="d_model"):
+        layer(torch.randn(1, 4, 31))
+    with pytest.raises(ValueError, match="mode"):
+        layer(torch.randn(1, 4, 32), mode="fast")
+
+
+def test_kimi_linear_param_count_within_5_percent():
+    """Kimi Linear 48B-A3B: stated 48B total / 3B active (arXiv 2510.26692); active excludes the
+    input-embedding lookup (params.py convention)."""
+    rep = count_params(get_preset("kimi-linear-48b-a3b"))
+    assert abs(rep.total / 48e9 - 1) <= 0.05, rep.total
+    assert abs(rep.active / 3e9 - 1) <= 0.05, rep.active
+    assert rep.by_component["attention_kda"] > 0
+
+
+def test_memory_helpers():
+    assert kda.kda_state_bytes(32, 128, 2) == 32 * 128 * 128 * 2  # 1 MiB per layer, any context
+    assert kda.kv_cache_bytes(1000, 32, 128, 2) == 1000 * 2 * 32 * 128 * 2
