@@ -1,0 +1,66 @@
+"""Figures for interconnect bytes per token (no Streamlit): take k3lite.interconnect results, return plotly."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from k3lite.interconnect import KINDS, MeasureResult, TokenTraffic
+
+SEGMENTS = (  # (LayerBytes field, legend label, colour)
+    ("dispatch_intra", "dispatch, intra-domain (NVLink)", "#4c78a8"),
+    ("dispatch_inter", "dispatch, inter-domain (NIC)", "#9ecae9"),
+    ("combine_intra", "combine, intra-domain (NVLink)", "#e45756"),
+    ("combine_inter", "combine, inter-domain (NIC)", "#ff9d98"),
+)
+
+
+def traffic_figure(t: TokenTraffic) -> go.Figure:
+    """Stacked bars for one config: bytes per token per MoE layer (KB) and per forward pass (MB)."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("per MoE layer (KB / token)",
+                                                        f"per forward pass, {t.n_moe_layers} MoE layers (MB / token)"))
+    for key, label, colour in SEGMENTS:
+        v = getattr(t.per_layer, key)
+        fig.add_bar(x=[t.name], y=[v / 1e3], name=label, marker_color=colour, legendgroup=key, row=1, col=1,
+                    hovertemplate=f"{label}: %{{y:.2f}} KB<extra></extra>")
+        fig.add_bar(x=[t.name], y=[v * t.n_moe_layers / 1e6], name=label, marker_color=colour, legendgroup=key,
+                    showlegend=False, row=1, col=2, hovertemplate=f"{label}: %{{y:.3f}} MB<extra></extra>")
+    fig.update_layout(barmode="stack", height=360, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", y=-0.15))
+    fig.update_yaxes(title_text="KB / token", row=1, col=1)
+    fig.update_yaxes(title_text="MB / token", row=1, col=2)
+    return fig
+
+
+def compare_figure(rows: list[TokenTraffic]) -> go.Figure:
+    """Side by side: MB per token per forward pass, stacked by direction and domain, wire time on top."""
+    fig = go.Figure()
+    names = [r.name for r in rows]
+    for key, label, colour in SEGMENTS:
+        fig.add_bar(x=names, y=[getattr(r.per_layer, key) * r.n_moe_layers / 1e6 for r in rows], name=label,
+                    marker_color=colour, hovertemplate=f"{label}: %{{y:.3f}} MB<extra></extra>")
+    fig.add_scatter(x=names, y=[r.per_forward / 1e6 for r in rows], mode="text", showlegend=False,
+                    text=[f"{r.per_forward / 1e6:.2f} MB, {r.wire_s_forward * 1e6:.1f} µs" for r in rows],
+                    textposition="top center")
+    top = max((r.per_forward for r in rows), default=1) / 1e6
+    fig.update_layout(barmode="stack", height=380, margin=dict(l=10, r=10, t=40, b=10),
+                      yaxis=dict(title="MB / token / forward pass", range=[0, top * 1.2]),
+                      legend=dict(orientation="h", y=-0.15), title="same deployment, each model's own config")
+    return fig
+
+
+def measured_figure(res: MeasureResult) -> go.Figure:
+    """Bytes per token by kind: measured on gloo vs analytic for the same routing vs uniform expectation."""
+    n = res.n_tokens
+    m, p = res.total("measured"), res.total("predicted")
+    labels = [k.replace("_", " ") for k in KINDS]
+    fig = go.Figure()
+    fig.add_bar(x=labels, y=[m[k] / n for k in KINDS], name="measured (bytes handed to all_to_all_single)",
+                marker_color="#4c78a8")
+    fig.add_bar(x=labels, y=[p[k] / n for k in KINDS], name="analytic, same routing decisions",
+                marker_color="#f58518")
+    fig.add_bar(x=labels, y=[getattr(res.uniform, k) for k in KINDS], name="analytic, uniform routing E[.]",
+                marker_color="#bab0ac")
+    fig.update_layout(barmode="group", height=360, margin=dict(l=10, r=10, t=40, b=10),
+                      yaxis_title="bytes / token / layer", legend=dict(orientation="h", y=-0.2),
+                      title=f"{res.spec.ranks} gloo ranks, {n} tokens")
+    return fig
