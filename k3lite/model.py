@@ -1,17 +1,48 @@
 """The K3-lite hybrid stack: embedding -> [depth mix -> KDA|MLA -> depth mix -> MoE|dense] x L -> head.
 
-SKELETON (issue 2): module layout for params.py; issue 5 adds forward, Trace and caches.
+    v_0 = Embed(tokens)                                             (B, T, d)
+    for each layer l (pattern from the config: KDA x3 : MLA x1, last layer global):
+        h = depth_mix(v_0, earlier outputs)     Attention Residuals (k3lite/attnres.py), or a plain sum
+        v = Mixer(RMSNorm(h))                   KimiDeltaAttention (k3lite/kda.py) or GatedMLA (k3lite/mla.py)
+        h = depth_mix(...)                      the FFN sublayer's own depth mix
+        v = FFN(RMSNorm(h))                     LatentMoE (k3lite/moe.py), dense SwiGLU in the first k layers
+    logits = LM_head(RMSNorm(depth_mix(...)))                       (B, T, vocab)
+
+Decoding keeps one cache per layer: a KDA layer a fixed-size state + conv tail, an MLA layer the
+compressed KV latent. `generate` uses them; tests/test_model.py checks incremental == full pass.
+`DenseTransformer` is the plain baseline (softmax attention + SwiGLU, standard residual) that the
+training log and `python -m k3lite.bench model` compare against.
 """
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
 from torch import nn
 
-from k3lite.attnres import DepthAttention
+from k3lite.attnres import DepthAttention, ResidualStream
 from k3lite.config import K3Config
 from k3lite.kda import KimiDeltaAttention
-from k3lite.mla import GatedMLA
+from k3lite.mla import GatedMLA, apply_rope, rope_cos_sin
 from k3lite.moe import LatentMoE
 from k3lite.nn import RMSNorm, SwiGLU
+from k3lite.trace import LayerTrace, Trace, detach
+
+BYTES_PER_ELEMENT_WIRE = 2  # bf16 activations on the interconnect (same convention as k3lite/moe.py)
+
+
+class ModelCache(NamedTuple):
+    layers: list  # per layer: KDACache | MLACache
+    length: int  # tokens already processed
+
+
+class ModelOutput(NamedTuple):
+    logits: torch.Tensor  # (B, T, vocab)
+    cache: ModelCache | None
+    trace: Trace | None
+    aux_loss: torch.Tensor  # () sum of the MoE layers' balancing losses
 
 
 class Layer(nn.Module):
@@ -26,7 +57,7 @@ class Layer(nn.Module):
             assert cfg.kda is not None
             self.mixer = KimiDeltaAttention(d, cfg.kda, cfg.norm_eps)
         else:
-            self.mixer = GatedMLA(d, cfg.mla, cfg.norm_eps)
+            self.mixer = GatedMLA(d, cfg.mla, cfg.norm_eps, cfg.rope_theta)
         self.ffn_norm = RMSNorm(d, cfg.norm_eps)
         if self.ffn_type == "dense":
             self.ffn = SwiGLU(d, cfg.dense_ffn_dim)
@@ -35,6 +66,46 @@ class Layer(nn.Module):
         if cfg.attn_res != "standard":
             self.res_mixer = DepthAttention(d, cfg.norm_eps)  # before the mixer sublayer
             self.res_ffn = DepthAttention(d, cfg.norm_eps)  # before the FFN sublayer
+
+    def forward(self, stream: ResidualStream, cache=None, use_cache: bool = False, trace: bool = False,
+                update_balance: bool = False):
+        """Run both sublayers, appending their outputs to `stream`. Returns (cache, aux_loss, LayerTrace|None)."""
+        mix1 = stream.mix(getattr(self, "res_mixer", None))
+        x = self.attn_norm(mix1.h)  # (B, T, d)
+        res = self.mixer(x, cache=cache, use_cache=use_cache, trace=trace)  # KDAOutput | MLAOutput
+        stream.add(res.out)
+
+        mix2 = stream.mix(getattr(self, "res_ffn", None))
+        x = self.ffn_norm(mix2.h)  # (B, T, d)
+        aux = x.new_zeros(())
+        routing = None
+        if self.ffn_type == "moe":
+            moe = self.ffn(x, update_balance=update_balance)
+            ffn_out, aux, routing = moe.out, moe.aux_loss, moe.stats
+        else:
+            ffn_out = self.ffn(x)  # (B, T, d)
+        stream.add(ffn_out)
+        if not trace:
+            return res.cache, aux, None
+        lt = LayerTrace(
+            index=self.index, mixer_type=self.mixer_type, ffn_type=self.ffn_type,
+            depth_weights_mixer=detach(mix1.weights), depth_weights_ffn=detach(mix2.weights),
+            depth_sources_mixer=mix1.sources, depth_sources_ffn=mix2.sources,
+            mixer_out_norm=detach(res.out.norm(dim=-1)), ffn_out_norm=detach(ffn_out.norm(dim=-1)),
+        )
+        if self.mixer_type == "kda":
+            stats = res.stats or {}
+            lt.kda_decay, lt.kda_beta = detach(stats.get("g")), detach(stats.get("beta"))
+            lt.kda_state_norm = detach(stats.get("state_norm"))
+        else:
+            lt.mla_attention = detach(res.stats.attn)
+        if routing is not None:
+            lt.router_topk_idx, lt.router_topk_weight = detach(routing.topk_idx), detach(routing.topk_weight)
+            lt.router_scores, lt.expert_load = detach(routing.scores), detach(routing.load)
+            lt.load_max_violation, lt.load_entropy, lt.dropped = routing.max_violation, routing.entropy, routing.dropped
+            lt.dispatch_dim = routing.dispatch_dim
+            lt.bytes_per_token = 2.0 * routing.bytes_dispatched  # dispatch + combine
+        return res.cache, aux, lt
 
 
 class K3Model(nn.Module):
@@ -48,3 +119,185 @@ class K3Model(nn.Module):
         self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
         if not cfg.tie_embeddings:
             self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        if not any(p.is_meta for p in self.parameters()):
+            self.apply(_init_weights)
+
+    # ------------------------------------------------------------------------------------ forward
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        w = self.embed.weight if self.cfg.tie_embeddings else self.lm_head.weight
+        return F.linear(self.norm(h), w)  # (B, T, vocab)
+
+    def check_tokens(self, tokens: torch.Tensor, cache: ModelCache | None) -> None:
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype not in (torch.long, torch.int):
+            raise ValueError("tokens must be an integer tensor of shape (B, T)")
+        if tokens.shape[1] == 0:
+            raise ValueError("tokens must hold at least one token (T >= 1)")
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.cfg.vocab_size):
+            raise ValueError(f"token ids must be in [0, {self.cfg.vocab_size})")
+        past = cache.length if cache is not None else 0
+        if past + tokens.shape[1] > self.cfg.max_seq_len:
+            raise ValueError(
+                f"sequence too long: {past} cached + {tokens.shape[1]} new tokens > max_seq_len {self.cfg.max_seq_len}"
+            )
+
+    def forward(self, tokens: torch.Tensor, trace: bool = False, cache: ModelCache | None = None,
+                use_cache: bool = False, update_balance: bool = False) -> ModelOutput:
+        """tokens (B, T) -> ModelOutput(logits (B, T, vocab), cache, trace, aux_loss).
+
+        `cache` continues a sequence (positions follow the cached tokens); `use_cache` returns the new one.
+        `trace=True` records a Trace (k3lite/trace.py) for every layer.
+        """
+        self.check_tokens(tokens, cache)
+        cfg = self.cfg
+        emb = self.embed(tokens)  # (B, T, d)
+        stream = ResidualStream(emb, cfg.attn_res, cfg.attn_res_block_size)
+        tr = None
+        if trace:
+            tr = Trace(tokens=tokens[0].tolist(), attn_res=cfg.attn_res, attn_res_block_size=cfg.attn_res_block_size,
+                       embedding_norm=detach(emb.norm(dim=-1)), start_pos=cache.length if cache else 0)
+        new_caches, aux = [], emb.new_zeros(())
+        for i, layer in enumerate(self.layers):
+            layer_cache = cache.layers[i] if cache is not None else None
+            c, a, lt = layer(stream, layer_cache, use_cache, trace, update_balance)
+            new_caches.append(c)
+            aux = aux + a
+            if tr is not None:
+                tr.layers.append(lt)
+        final = stream.mix(getattr(self, "res_final", None))
+        if tr is not None:
+            tr.final_depth_weights, tr.final_depth_sources = detach(final.weights), final.sources
+        logits = self.head(final.h)  # (B, T, vocab)
+        new_cache = None
+        if use_cache:
+            new_cache = ModelCache(new_caches, (cache.length if cache else 0) + tokens.shape[1])
+        return ModelOutput(logits, new_cache, tr, aux)
+
+    # ----------------------------------------------------------------------------------- generate
+    @torch.inference_mode()
+    def generate(self, tokens, max_new_tokens: int = 32, temperature: float = 0.0, top_k: int | None = None,
+                 seed: int = 0) -> list[int]:
+        """Continue `tokens` (list of ids or (1, T) tensor) by `max_new_tokens`, using the caches.
+
+        temperature 0 = greedy; otherwise sample from softmax(logits / temperature) (optionally top-k),
+        with a private generator seeded by `seed` (the same call gives the same text).
+        """
+        if max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        ids = tokens if isinstance(tokens, torch.Tensor) else torch.tensor([list(tokens)], dtype=torch.long)
+        if ids.dim() == 1:
+            ids = ids[None]
+        if ids.shape[0] != 1:
+            raise ValueError("generate takes one sequence (batch 1)")
+        if ids.shape[1] + max_new_tokens > self.cfg.max_seq_len:
+            raise ValueError(f"prompt + max_new_tokens ({ids.shape[1]} + {max_new_tokens}) > max_seq_len {self.cfg.max_seq_len}")
+        gen = torch.Generator().manual_seed(seed)
+        out: list[int] = []
+        if max_new_tokens == 0:
+            return out
+        res = self(ids, use_cache=True)
+        for _ in range(max_new_tokens):
+            logits = res.logits[0, -1].float()  # (vocab,)
+            if temperature == 0:
+                nxt = int(logits.argmax())
+            else:
+                logits = logits / temperature
+                if top_k:
+                    kth = logits.topk(min(top_k, logits.numel())).values[-1]
+                    logits = logits.masked_fill(logits < kth, float("-inf"))
+                nxt = int(torch.multinomial(logits.softmax(-1), 1, generator=gen))
+            out.append(nxt)
+            if len(out) == max_new_tokens:
+                break
+            res = self(torch.tensor([[nxt]]), cache=res.cache, use_cache=True)
+        return out
+
+
+def _init_weights(module: nn.Module) -> None:
+    """GPT-2 style: linear and embedding weights N(0, 0.02) (biases and special parameters kept)."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, std=0.02)
+
+
+# ======================================================================== the dense baseline
+class CausalSelfAttention(nn.Module):
+    """Plain multi-head softmax attention with RoPE (no cache; the baseline is only trained and timed)."""
+
+    def __init__(self, d_model: int, n_heads: int, rope_theta: float = 10000.0):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        self.n_heads, self.head_dim, self.rope_theta = n_heads, d_model // n_heads, rope_theta
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
+        self.proj = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, d = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (B, H, T, hd) each
+        cos, sin = rope_cos_sin(torch.arange(T, device=x.device), self.head_dim, self.rope_theta)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, hd)
+        return self.proj(y.transpose(1, 2).reshape(B, T, d))
+
+
+class DenseBlock(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, ffn_dim: int, eps: float):
+        super().__init__()
+        self.attn_norm, self.attn = RMSNorm(d_model, eps), CausalSelfAttention(d_model, n_heads)
+        self.ffn_norm, self.ffn = RMSNorm(d_model, eps), SwiGLU(d_model, ffn_dim)
+
+    def forward(self, x):
+        x = x + self.attn(self.attn_norm(x))
+        return x + self.ffn(self.ffn_norm(x))
+
+
+class DenseTransformer(nn.Module):
+    """The baseline: Llama-style pre-norm transformer, tied embeddings, standard residual."""
+
+    def __init__(self, vocab_size: int, d_model: int, n_layers: int, n_heads: int, ffn_dim: int,
+                 max_seq_len: int = 2048, eps: float = 1e-6):
+        super().__init__()
+        self.vocab_size, self.max_seq_len = vocab_size, max_seq_len
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.blocks = nn.ModuleList(DenseBlock(d_model, n_heads, ffn_dim, eps) for _ in range(n_layers))
+        self.norm = RMSNorm(d_model, eps)
+        self.apply(_init_weights)
+        self.spec = dict(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+                         ffn_dim=ffn_dim, max_seq_len=max_seq_len)
+
+    def forward(self, tokens: torch.Tensor, **_) -> ModelOutput:
+        x = self.embed(tokens)  # (B, T, d)
+        for block in self.blocks:
+            x = block(x)
+        logits = F.linear(self.norm(x), self.embed.weight)  # (B, T, vocab)
+        return ModelOutput(logits, None, None, x.new_zeros(()))
+
+
+def dense_baseline_for(cfg: K3Config, match: str = "active") -> DenseTransformer:
+    """A DenseTransformer with the same d_model, layers and heads as `cfg`, and the SwiGLU width chosen so
+    its parameter count matches cfg's *active* (default) or *total* parameters (k3lite.params convention)."""
+    from k3lite.params import count_params
+
+    if match not in ("active", "total"):
+        raise ValueError(f"match must be 'active' or 'total', got {match!r}")
+    rep = count_params(cfg)
+    target = rep.active if match == "active" else rep.total
+    d, L = cfg.d_model, cfg.n_layers
+    n_heads = max(1, cfg.mla.n_heads)
+    fixed = cfg.vocab_size * d + L * (4 * d * d + 2 * d) + d  # embedding (tied) + attention + norms
+    ffn = max(8, int(round((target - fixed) / (3 * d * L) / 8)) * 8)
+    return DenseTransformer(cfg.vocab_size, d, L, n_heads, ffn, cfg.max_seq_len, cfg.norm_eps)
+
+
+def n_params(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def loss_fn(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean next-token cross-entropy in nats; targets (B, T) aligned with logits (B, T, V)."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+
+
+def bits_per_byte(nats: float) -> float:
+    return nats / math.log(2)

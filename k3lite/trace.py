@@ -1,0 +1,93 @@
+"""What one forward pass records, per layer: the contract between the model and the pictures.
+
+`K3Model.forward(tokens, trace=True)` fills a `Trace`. Pages and k3lite/viz read only this, never the
+model's internals. Tensors are detached, on CPU; shapes below use B = batch, T = new tokens,
+S = tokens attended (cache + new), H = heads, K = KDA head dim, k = top-k, E = routed experts,
+N = depth sources of that sublayer (embedding, earlier outputs / block sums).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import torch
+
+# which optional fields a layer of each kind must fill
+KDA_FIELDS = ("kda_decay", "kda_beta", "kda_state_norm")
+MLA_FIELDS = ("mla_attention",)
+MOE_FIELDS = ("router_topk_idx", "router_topk_weight", "router_scores", "expert_load")
+
+
+@dataclass
+class LayerTrace:
+    index: int
+    mixer_type: str  # "kda" | "mla"
+    ffn_type: str  # "dense" | "moe"
+    # depth mixing (Attention Residuals) before each sublayer; standard residual: all ones (plain sum)
+    depth_weights_mixer: torch.Tensor  # (B, T, N)
+    depth_weights_ffn: torch.Tensor  # (B, T, N')  the FFN sublayer sees one more output (or a bigger partial)
+    depth_sources_mixer: tuple[int, ...]  # block index per source: 0 = embedding
+    depth_sources_ffn: tuple[int, ...]
+    mixer_out_norm: torch.Tensor  # (B, T) L2 norm of the mixer sublayer's output
+    ffn_out_norm: torch.Tensor  # (B, T) L2 norm of the FFN sublayer's output
+    # KDA layers
+    kda_decay: torch.Tensor | None = None  # (B, T, H, K) log-space per-channel decay g = log a_t <= 0
+    kda_beta: torch.Tensor | None = None  # (B, T, H) delta-rule write strength in (0, 1)
+    kda_state_norm: torch.Tensor | None = None  # (B, T, H) Frobenius norm of the state S_t
+    # MLA layers
+    mla_attention: torch.Tensor | None = None  # (B, H, T, S) softmax attention probabilities
+    # MoE layers
+    router_topk_idx: torch.Tensor | None = None  # (B, T, k) chosen experts
+    router_topk_weight: torch.Tensor | None = None  # (B, T, k) gate weights
+    router_scores: torch.Tensor | None = None  # (B, T, E) raw router scores
+    expert_load: torch.Tensor | None = None  # (E,) assignments per expert in this pass
+    load_max_violation: float = 0.0  # max(load)/mean(load) - 1
+    load_entropy: float = 0.0  # nats; log(E) = perfectly uniform
+    dropped: int = 0  # (token, expert) assignments dropped by a capacity limit
+    # interconnect: bytes one token would move over expert parallelism (dispatch + combine), per layer
+    dispatch_dim: int = 0  # elements per (token, expert) copy (latent_dim for LatentMoE)
+    bytes_per_token: float = 0.0  # 2 x top_k x dispatch_dim x 2 bytes (bf16), every copy counted remote
+
+    def required_fields(self) -> tuple[str, ...]:
+        req = KDA_FIELDS if self.mixer_type == "kda" else MLA_FIELDS
+        return req + (MOE_FIELDS if self.ffn_type == "moe" else ())
+
+    def missing(self) -> list[str]:
+        """Fields this kind of layer should have filled but did not (empty = complete)."""
+        return [name for name in self.required_fields() if getattr(self, name) is None]
+
+
+@dataclass
+class Trace:
+    tokens: list[int]  # the input token ids of batch row 0 (the pages show one prompt)
+    attn_res: str  # "standard" | "full" | "block"
+    attn_res_block_size: int
+    embedding_norm: torch.Tensor  # (B, T)
+    layers: list[LayerTrace] = field(default_factory=list)
+    final_depth_weights: torch.Tensor | None = None  # (B, T, N) the LM head's depth mix
+    final_depth_sources: tuple[int, ...] = ()
+    start_pos: int = 0  # position of the first traced token (> 0 when decoding against a cache)
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layers)
+
+    def bytes_per_token(self) -> float:
+        """Interconnect bytes one token moves through all MoE layers (dispatch + combine)."""
+        return float(sum(layer.bytes_per_token for layer in self.layers))
+
+    def bytes_cumulative(self) -> list[float]:
+        out, total = [], 0.0
+        for layer in self.layers:
+            total += layer.bytes_per_token
+            out.append(total)
+        return out
+
+    def missing(self) -> dict[int, list[str]]:
+        return {layer.index: m for layer in self.layers if (m := layer.missing())}
+
+
+def detach(t: torch.Tensor | None) -> torch.Tensor | None:
+    return None if t is None else t.detach().to("cpu")
+
+
+LAYER_TRACE_FIELDS = tuple(f.name for f in fields(LayerTrace))
