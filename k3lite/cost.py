@@ -202,6 +202,14 @@ def savings_curve(planner: ModelPrice, worker: ModelPrice, profile: TaskProfile,
                      for w in worker_successes])
 
 
+def break_even_success(reference: Strategy, other: Strategy) -> float:
+    """Success per attempt `other` needs to cost the same per completed task as `reference`.
+
+    p* = p_ref * attempt_other / attempt_ref  (> 1 means `other` cannot break even even when it never fails).
+    """
+    return reference.profile.success_rate * analyze(other).per_attempt / analyze(reference).per_attempt
+
+
 # ------------------------------------------------------------------------------------------ Monte-Carlo
 class CostSamples(NamedTuple):
     name: str

@@ -24,6 +24,10 @@ With node-limited routing (at most M of the D = G/g domains per token; DeepSeek-
 model picks M domains uniformly, then k experts uniformly among their P = M g e experts:
     q = 1 - C(P - e, k) / C(P, k),   intra = (g - 1) (M / D) q,   inter = (G - g) (M / D) q.
 
+Not modelled: DeepEP's normal (high-throughput) kernels send one copy per remote *node* over RDMA and fan it out
+over NVLink there, which caps inter-domain copies at the node limit M; we model the direct path (one copy per
+remote GPU, as the low-latency kernels do), an upper bound on inter-domain bytes.
+
 Time on the wire per token = intra bytes / NVLink bandwidth + inter bytes / NIC bandwidth (per GPU, one
 direction, not overlapped: an upper bound; bandwidth-bound, latency ignored).
 

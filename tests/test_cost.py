@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from k3lite.cost import (
-    PRICES, ModelPrice, TaskProfile, analyze, planner_worker, savings, savings_curve, simulate, single_model,
+    PRICES, ModelPrice, TaskProfile, analyze, break_even_success, planner_worker, savings, savings_curve, simulate, single_model,
 )
 
 K3 = PRICES["kimi-k3"]
@@ -101,3 +101,36 @@ def test_certain_success_and_free_model():
     assert a.per_completed_task == 0 and a.completion_rate == 1 and a.expected_attempts == 1
     mc = simulate(single_model(K3, TaskProfile(success_rate=1.0, turn_retry_rate=0.0)), 100, token_cv=0.0)
     assert mc.completed.all() and math.isfinite(mc.per_completed_task)
+
+
+def test_break_even_success_makes_costs_equal():
+    ref = single_model(K3, TaskProfile(success_rate=0.8))
+    k2 = single_model(PRICES["kimi-k2"], TaskProfile(success_rate=0.8))
+    p_star = break_even_success(ref, k2)
+    assert 0 < p_star < 0.8
+    even = single_model(PRICES["kimi-k2"], TaskProfile(success_rate=p_star))
+    assert analyze(even).per_completed_task == pytest.approx(analyze(ref).per_completed_task, rel=1e-12)
+
+
+def _page():
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+    return AppTest.from_file(str(ROOT / "pages" / "cost_per_task.py"), default_timeout=120)
+
+
+def test_page_shows_the_split_and_reacts():
+    at = _page().run()
+    assert not at.exception and not at.error
+    factor = {m.label: m.value for m in at.metric}["split is cheaper by"]
+    assert factor == "9.4x"
+    at.slider(key="cost_worker_success").set_value(40).run()
+    assert {m.label: m.value for m in at.metric}["split is cheaper by"] == "4.7x"
+
+
+def test_page_bad_link_value_is_a_notice_not_a_traceback():
+    at = _page()
+    at.query_params["cost_success"] = "0"  # zero success: refused, default used
+    at.run()
+    assert not at.exception
+    assert any("cost_success" in w.value for w in at.warning)

@@ -190,3 +190,43 @@ def test_timeout_kills_workers():
     with pytest.raises(TimeoutError, match="timeout"):
         measure(MeasureSpec(ranks=2, timeout_s=0.3))
     assert _children() <= before
+
+
+# ------------------------------------------------------------------------------------------ figures + page
+def test_figures_carry_the_numbers():
+    from k3lite.viz.interconnect import compare_figure, traffic_figure
+
+    rows = compare_presets()
+    fig = compare_figure(rows)
+    stacked = sum(np.array(tr.y, dtype=float) for tr in fig.data if tr.type == "bar")
+    assert np.allclose(stacked, [r.per_forward / 1e6 for r in rows])
+    fig = traffic_figure(rows[2])
+    assert sum(tr.y[0] for tr in fig.data if tr.xaxis == "x") == pytest.approx(rows[2].per_layer.total / 1e3)
+
+
+def _page():
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+    return AppTest.from_file(str(ROOT / "pages" / "interconnect.py"), default_timeout=120)
+
+
+def test_page_reacts_to_controls_and_shows_errors_not_tracebacks():
+    at = _page().run()
+    assert not at.exception and not at.error
+    per_layer = at.metric[0].value
+    at.select_slider(key="ic_latent").set_value("1/4").run()  # K3: 1/2 -> 1/4 halves the payload
+    assert at.metric[0].value != per_layer
+    at.slider(key="ic_experts").set_value(40).run()  # fewer experts than the 64 GPUs
+    assert not at.exception
+    assert any("at least one expert per GPU" in e.value for e in at.error)
+
+
+def test_page_measure_button_runs_the_real_gloo_layer():
+    at = _page().run()
+    at.radio(key="ic_m_ranks").set_value(2)
+    at.slider(key="ic_m_tokens").set_value(8)
+    at.button(key="ic_m_go").click().run()
+    assert not at.exception and not at.error
+    text = at.code[0].value
+    assert "same routing: True" in text and "MATCH" in text
