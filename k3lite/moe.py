@@ -410,3 +410,27 @@ class LatentMoE(nn.Module):
 def active_expert_flops_per_token(dim: int, ffn_dim: int, top_k: int) -> int:
     """Multiply-adds x 2 of the routed experts for one token: top_k SwiGLUs of 3 matmuls dim x ffn."""
     return 2 * 3 * dim * ffn_dim * top_k
+
+
+class LatentCost(NamedTuple):
+    """Per-token cost of one MoE layer at one latent ratio (all FLOPs = 2 x multiply-adds)."""
+
+    ratio: float  # latent_dim / d_model (1 = classic MoE)
+    latent_dim: int
+    wire_bytes: float  # dispatch + combine: 2 x top_k x latent_dim x bytes_per_element, every copy remote
+    routed_flops: float  # top_k SwiGLU experts in the latent space: 2 x 3 x latent_dim x ffn x top_k
+    proj_flops: float  # down_proj + up_proj: 2 x 2 x d_model x latent_dim (0 when ratio = 1: no projections)
+    shared_flops: float  # shared experts on the full d: 2 x 3 x d_model x shared_ffn x n_shared
+
+
+def latent_cost_per_token(d_model: int, expert_ffn_dim: int, top_k: int, n_shared: int = 0,
+                          shared_ffn_dim: int = 0, ratio: float = 1.0,
+                          bytes_per_element: int = BYTES_PER_ELEMENT) -> LatentCost:
+    """Analytic wire bytes and FLOPs per token for a LatentMoE layer (worst case: all k copies leave the GPU)."""
+    if not 0 < ratio <= 1:
+        raise ValueError(f"latent ratio must be in (0, 1], got {ratio}")
+    latent = max(1, round(d_model * ratio))
+    proj = 0.0 if latent == d_model else 2.0 * 2 * d_model * latent
+    return LatentCost(ratio, latent, 2.0 * top_k * latent * bytes_per_element,
+                      float(active_expert_flops_per_token(latent, expert_ffn_dim, top_k)), proj,
+                      2.0 * 3 * d_model * (shared_ffn_dim or expert_ffn_dim) * n_shared)
