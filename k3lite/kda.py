@@ -160,8 +160,26 @@ def kda_trajectory(q, k, v, g, beta, scale=None, initial_state=None, keep_states
 # ============================================================================ chunk-wise parallel
 
 
-def _decayed_grams(q, k, G, sub: int = 16, cap: float = 80.0):
-    """Both intra-chunk matrices of the chunk algorithm, sharing the decay factors:
+_SUB = 16  # rows per block inside a chunk for the two-level factorisation of the decayed Gram matrices
+_CAP = 80.0  # largest exponent we let a factor reach (e^80 * K is still far below fp32's max, 3.4e38)
+
+
+def _exact_blocks(q, k, G):
+    """Exact decayed Grams of a few small blocks: (n, s, K) each -> (n, 2, s, s) for (q k^T, k k^T).
+
+    Entry [c, i] = sum_d x_c[d] k_i[d] exp(G_c[d] - G_i[d]) for i <= c; the exponent is masked to -inf
+    above the diagonal *before* exp, so nothing overflows however strong the decay.
+    """
+    s = q.shape[-2]
+    diff = G[:, :, None, :] - G[:, None, :, :]  # (n, s, s, K)  G_c - G_i
+    causal = torch.ones(s, s, dtype=torch.bool, device=q.device).tril()
+    decay = torch.where(causal[:, :, None], diff, float("-inf")).exp()  # (n, s, s, K)
+    qk = torch.stack([q, k], dim=1)  # (n, 2, s, K)
+    return (qk[:, :, :, None, :] * k[:, None, None, :, :] * decay[:, None]).sum(-1)  # (n, 2, s, s)
+
+
+def _decayed_grams(q, k, G, sub: int = _SUB, cap: float = _CAP):
+    """Both intra-chunk matrices of the chunk algorithm for chunks longer than `sub`:
 
         Aqk[c, i] = sum_d q_c[d] k_i[d] exp(G_c[d] - G_i[d])   for c >= i   (causal, with diagonal)
         Akk[c, i] = sum_d k_c[d] k_i[d] exp(G_c[d] - G_i[d])   for c >  i   (strictly lower)
@@ -173,8 +191,7 @@ def _decayed_grams(q, k, G, sub: int = 16, cap: float = 80.0):
         exp(G_c - G_i) = exp(G_c - G_{r_p}) * exp(G_{r_p} - G_{e_j}) * exp(G_{e_j} - G_i)
     The outer factors are always <= 1, and so is the middle one when j < p (r_p is after e_j). Only on a
     diagonal block (j = p) is the middle factor >= 1, exp(the block's own decay span); where that span
-    exceeds `cap` (e^80 is still far below fp32's 3e38) the block is recomputed exactly from the explicit
-    (sub, sub, K) decay tensor, masked to -inf above the diagonal before exp. Blocks j > p are zero.
+    exceeds `cap` the block is recomputed exactly (`_exact_blocks`). Blocks j > p are zero.
     """
     *lead, C, K = q.shape
     s = min(sub, C)
@@ -193,23 +210,14 @@ def _decayed_grams(q, k, G, sub: int = 16, cap: float = 80.0):
     mid = torch.where(below[:, :, None], mid, float("-inf")).exp()  # blocks j > p -> 0
     right = (mid[..., :, :, None, :] * base[..., None, :, :, :]).reshape(*lead, nb, Cp, K)  # (..., nb_p, Cp, K)
     P = left @ right.transpose(-1, -2)  # (..., nb, 2s, Cp)
-    span = (G_first - G_last).amax(-1)  # (..., nb) decay inside each block
-    bad = span > cap
-    if bad.any():  # exact recomputation of the diagonal blocks whose span is too large to factorise
-        P5 = P.view(-1, nb, 2, s, nb, s)
+    bad = (G_first - G_last).amax(-1) > cap  # (..., nb) blocks whose own decay span is too large
+    if bad.any():
         m, p = bad.reshape(-1, nb).nonzero(as_tuple=True)
-        G_sel = G_blk.reshape(-1, nb, s, K)[m, p]  # (n, s, K)
-        k_sel = k.reshape(-1, nb, s, K)[m, p]
-        qk_sel = torch.stack([q.reshape(-1, nb, s, K)[m, p], k_sel], dim=1)  # (n, 2, s, K)
-        diff = G_sel[:, :, None, :] - G_sel[:, None, :, :]  # (n, s, s, K)  G_c - G_i
-        causal = torch.ones(s, s, dtype=torch.bool, device=q.device).tril()
-        decay = torch.where(causal[:, :, None], diff, float("-inf")).exp()  # (n, s, s, K)
-        P5[m, p, :, :, p, :] = (qk_sel[:, :, :, None, :] * k_sel[:, None, None, :, :] * decay[:, None]).sum(-1)
+        exact = _exact_blocks(q.reshape(-1, nb, s, K)[m, p], k.reshape(-1, nb, s, K)[m, p],
+                              G_blk.reshape(-1, nb, s, K)[m, p])  # (n, 2, s, s)
+        P.view(-1, nb, 2, s, nb, s)[m, p, :, :, p, :] = exact
     P = P.view(*lead, nb, 2, s, Cp).transpose(-4, -3).reshape(*lead, 2, Cp, Cp)  # (..., 2, Cp, Cp)
-    rows = torch.arange(Cp, device=q.device)
-    Aqk = P[..., 0, :C, :C].masked_fill(rows[:C, None] < rows[None, :C], 0.0)  # (..., C, C)
-    Akk = P[..., 1, :C, :C].masked_fill(rows[:C, None] <= rows[None, :C], 0.0)  # (..., C, C)
-    return Aqk, Akk
+    return P[..., 0, :C, :C], P[..., 1, :C, :C]  # causal masks applied by the caller
 
 
 def _chunk(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_size: int, delta: bool):
@@ -221,56 +229,86 @@ def _chunk(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_siz
         (I + Diag(beta) A) Delta = Diag(beta) (V - (Gamma * K) S0),   A[t,i] = k_t^T Diag(Gamma_t/Gamma_i) k_i, i < t
     so with M = (I + Diag(beta) A)^-1 (the UT transform, by forward substitution):
         U = M Diag(beta) V,   W = M Diag(beta) (Gamma * K),   Delta = U - W S0          (WY representation)
-        O = (Q * Gamma) S0 + tril(Q Diag-decay K^T) Delta
+        O = scale ((Q * Gamma) S0 + tril(Q Diag-decay K^T) Delta)
         S_C = Diag(Gamma_C) S0 + (K * Gamma_C / Gamma)^T Delta
     Without the delta rule (GLA, Mamba-2, linear attention) A is dropped: Delta = Diag(beta) V.
-    Every exponent is a difference G_c - G_i with c >= i (<= 0), so nothing overflows.
+    Every exponent is a difference G_c - G_i with c >= i (<= 0), except the bounded, checked one
+    inside the Gram factorisation (see `_decayed_grams`), so nothing overflows.
+    Layout: chunk-major (N, B*H, C, .) so that each chunk's slice is one contiguous batch of matrices.
     """
     B, T, H, K = q.shape
     V = v.shape[-1]
     dtype = v.dtype
     C = chunk_size
     N = max(1, math.ceil(T / C))
+    BH, M_ = B * H, max(1, math.ceil(T / C)) * B * H
     pad = N * C - T  # padded tokens: k = v = 0, g = 0 -> they write nothing and decay nothing
 
-    def chunks(x):  # (B, T, H, ...) -> (B, H, N, C, ...) fp32
+    def chunks(x):  # (B, T, H, D) -> (N * B * H, C, D) fp32, chunk-major
         x = x.float()
         if pad:
-            x = F.pad(x, (0, 0) * (x.dim() - 2) + (0, pad))
-        return x.transpose(1, 2).reshape(B, H, N, C, *x.shape[3:])
+            x = F.pad(x, (0, 0, 0, 0, 0, pad))
+        return x.view(B, N, C, H, -1).permute(1, 0, 3, 2, 4).reshape(M_, C, x.shape[-1])
 
-    q, k, v = chunks(q) * scale, chunks(k), chunks(v)  # (B, H, N, C, K|V)
-    G = chunks(g).cumsum(-2) if g is not None else torch.zeros_like(k)  # (B, H, N, C, K)
-    bt = chunks(beta)[..., None] if beta is not None else None  # (B, H, N, C, 1)
-
-    Aqk, A = _decayed_grams(q, k, G)  # (B, H, N, C, C) each: causal with / without the diagonal
-    eG = G.exp()  # (B, H, N, C, K)
-    if delta:
-        bA = A if bt is None else bt * A  # Diag(beta) A, strictly lower
-        eye = torch.eye(C, device=q.device, dtype=q.dtype)
-        M = torch.linalg.solve_triangular(bA + eye, eye.expand_as(bA), upper=False, unitriangular=True)  # UT transform
-        Mb = M if bt is None else M * bt.transpose(-1, -2)  # M Diag(beta)  (B, H, N, C, C)
-        U, W = Mb @ v, Mb @ (eG * k)  # (B, H, N, C, V), (B, H, N, C, K)
+    q, k, v = chunks(q), chunks(k), chunks(v)  # (M, C, K|V)   M = N * B * H
+    if g is not None:
+        G = torch.ones(C, C, device=q.device).tril() @ chunks(g)  # (M, C, K) cumsum within each chunk
     else:
-        U, W = (v if bt is None else bt * v), None
+        G = torch.zeros_like(k)
+    G_end = G[:, -1:, :]  # (M, 1, K)
+    eG = G.exp()  # (M, C, K) decay since the chunk start, <= 1
+    qG, kG = q * eG, k * eG  # (M, C, K)
+    k_dec = k * (G_end - G).exp()  # (M, C, K) k_i decayed to the chunk end, <= 1
 
-    # carry the state across chunks; (B, H) flattened into one batch dim for baddbmm
-    BH = B * H
-    qG = (q * eG).reshape(BH, N, C, K)  # (BH, N, C, K)
-    G_end = G[..., -1, :]  # (B, H, N, K)
-    k_to_end = (k * (G_end[..., None, :] - G).exp()).transpose(-1, -2).reshape(BH, N, K, C)  # (BH, N, K, C)
-    a_end = G_end.exp().reshape(BH, N, K, 1)  # (BH, N, K, 1) decay over the whole chunk
-    U, Aqk = U.reshape(BH, N, C, V), Aqk.reshape(BH, N, C, C)
-    W = W.reshape(BH, N, C, K) if delta else None
-    S = q.new_zeros(BH, K, V) if initial_state is None else initial_state.float().reshape(BH, K, V)
-    outs = []
+    if C <= _SUB:  # one block: exp(G_c - G_i) = exp(G_c - 0) * exp(G_end - G_i) * exp(0 - G_end)
+        right_t = (k_dec * (-G_end).clamp(max=_CAP).exp()).transpose(-1, -2)  # (M, K, C)
+        Aqk, A = torch.bmm(qG, right_t), torch.bmm(kG, right_t)  # (M, C, C)
+        bad = (-G_end[:, 0, :]).amax(-1) > _CAP  # (M,) chunks whose decay span is too large
+        if bad.any():
+            idx = bad.nonzero()[:, 0]
+            exact = _exact_blocks(q[idx], k[idx], G[idx])  # (n, 2, C, C)
+            Aqk, A = Aqk.index_copy(0, idx, exact[:, 0]), A.index_copy(0, idx, exact[:, 1])
+    else:
+        Aqk, A = _decayed_grams(q, k, G)
+    lower = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
+    Aqk = Aqk.masked_fill(~lower, 0.0)  # (M, C, C) i <= c
+    if delta:
+        bt = chunks(beta[..., None]) if beta is not None else None  # (M, C, 1)
+        eye = torch.eye(C, device=q.device, dtype=q.dtype)
+        bA = A.masked_fill(~lower.tril(-1), 0.0)  # strictly lower (M, C, C)
+        bA = bA if bt is None else bt * bA  # Diag(beta) A
+        Mut = torch.linalg.solve_triangular(bA + eye, eye.expand_as(bA), upper=False, unitriangular=True)  # UT
+        Mb = Mut if bt is None else Mut * bt.transpose(-1, -2)  # M Diag(beta)  (M, C, C)
+        U, W = torch.bmm(Mb, v), torch.bmm(Mb, kG)  # (M, C, V), (M, C, K)
+        W = W.view(N, BH, C, K)
+    else:
+        U, W = (v if beta is None else chunks(beta[..., None]) * v), None
+    U, qG, Aqk = U.view(N, BH, C, V), qG.view(N, BH, C, K), Aqk.view(N, BH, C, C)
+    a_end = G_end.exp().view(N, BH, K, 1)  # (N, BH, K, 1) decay over the whole chunk
+    k_dec_t = k_dec.view(N, BH, C, K).transpose(-1, -2)  # (N, BH, K, C)
+
+    # carry the state across chunks: the only sequential part, N steps of small matmuls. Without
+    # autograd the state and outputs are updated in place (no allocations per step).
+    S = q.new_zeros(BH, K, V) if initial_state is None else initial_state.float().reshape(BH, K, V).clone()
+    in_place = not (torch.is_grad_enabled() and any(t.requires_grad for t in (U, qG, Aqk, k_dec_t, S)))
+    o, outs, D_buf = q.new_empty(N, BH, C, V), [], q.new_empty(BH, C, V)
     for n in range(N):
-        D = torch.baddbmm(U[:, n], W[:, n], S, alpha=-1) if delta else U[:, n]  # (BH, C, V) Delta = U - W S
-        outs.append(torch.baddbmm(qG[:, n] @ S, Aqk[:, n], D))  # (BH, C, V) (Q*Gamma) S + Aqk Delta
-        S = torch.baddbmm(a_end[:, n] * S, k_to_end[:, n], D)  # (BH, K, V)
-    o = torch.stack(outs, dim=1).reshape(B, H, N * C, V)[:, :, :T].transpose(1, 2)  # (B, T, H, V)
-    S = S.reshape(B, H, K, V)
-    return o.to(dtype), (S if output_final_state else None)
+        if not delta:
+            D = U[n]
+        elif in_place:
+            D = torch.baddbmm(U[n], W[n], S, alpha=-1, out=D_buf)  # (BH, C, V) Delta = U - W S
+        else:
+            D = torch.baddbmm(U[n], W[n], S, alpha=-1)
+        if in_place:
+            torch.bmm(qG[n], S, out=o[n])
+            o[n].baddbmm_(Aqk[n], D, beta=scale, alpha=scale)  # (BH, C, V) scale (Q Gamma S + Aqk Delta)
+            S.mul_(a_end[n]).baddbmm_(k_dec_t[n], D)  # (BH, K, V)
+        else:
+            outs.append(torch.baddbmm(qG[n] @ S, Aqk[n], D, beta=scale, alpha=scale))
+            S = torch.baddbmm(a_end[n] * S, k_dec_t[n], D)
+    o = o if in_place else torch.stack(outs)  # (N, BH, C, V)
+    o = o.view(N, B, H, C, V).permute(1, 0, 3, 2, 4).reshape(B, N * C, H, V)[:, :T]  # (B, T, H, V)
+    return o.to(dtype), (S.reshape(B, H, K, V) if output_final_state else None)
 
 
 def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False, chunk_size=64):
