@@ -399,6 +399,7 @@ class MeasureSpec:
     tokens_per_rank: int = 32
     dispatch: str = "fp32"
     combine: str = "fp32"
+    node_limit: int = 0  # > 0: the real router's group-limited top-k with one group per pretend domain
     seed: int = 0
     timeout_s: float = 60.0
 
@@ -418,14 +419,20 @@ class MeasureSpec:
         if not 0 < self.timeout_s <= 600:
             raise ValueError(f"timeout_s must be in (0, 600], got {self.timeout_s}")
         wire_format(self.dispatch), wire_format(self.combine)
-        self.moe_config()  # validates top_k <= n_experts and latent_dim <= d_model
+        n_dom = self.ranks // self.ranks_per_node
+        if self.node_limit and (self.node_limit > n_dom or self.n_experts % self.ranks):
+            raise ValueError(f"node_limit ({self.node_limit}) must be <= pretend domains ({n_dom}) and needs "
+                             f"n_experts ({self.n_experts}) divisible by ranks ({self.ranks})")
+        self.moe_config()  # validates top_k <= n_experts (reachable ones) and latent_dim <= d_model
 
     def moe_config(self) -> MoEConfig:
         if self.latent_dim > self.d_model or self.latent_dim < 0:
             raise ValueError(f"latent_dim ({self.latent_dim}) must be in [0, d_model={self.d_model}]")
-        return MoEConfig(n_routed_experts=self.n_experts, top_k=self.top_k, expert_ffn_dim=self.ffn_dim,
-                         n_shared_experts=1, latent_dim=self.latent_dim, latent_norm=bool(self.latent_dim),
-                         balancing="none", route_scale=1.0)
+        groups = self.ranks // self.ranks_per_node if self.node_limit else 1  # experts are contiguous per rank,
+        return MoEConfig(n_routed_experts=self.n_experts, top_k=self.top_k, expert_ffn_dim=self.ffn_dim,  # so a
+                         n_shared_experts=1, latent_dim=self.latent_dim, latent_norm=bool(self.latent_dim),  # group
+                         balancing="none", route_scale=1.0, n_groups=groups,  # of experts = one pretend domain
+                         topk_groups=self.node_limit or 1)
 
     @property
     def dim_on_wire(self) -> int:
@@ -681,7 +688,7 @@ def measure(spec: MeasureSpec, port: int = 0, progress: Callable[[float, str], N
         ref = moe(x[None]).out[0]  # (N, d) the plain LatentMoE.forward
     dist_out = torch.cat([p["out"] for p in parts])
     topk = torch.cat([p["topk_idx"] for p in parts]).numpy()
-    c = expected_copies(spec.n_experts, spec.top_k, spec.ranks, spec.ranks_per_node)
+    c = expected_copies(spec.n_experts, spec.top_k, spec.ranks, spec.ranks_per_node, spec.node_limit)
     uniform = layer_bytes(c.remote_intra, c.remote_inter, spec.dim_on_wire, spec.top_k, spec.dispatch, spec.combine)
     progress(1.0, "done")
     return MeasureResult(spec, port, [p["sent"] for p in parts], predicted_for_routing(spec, topk), uniform, c, topk,
@@ -696,7 +703,7 @@ def format_result(res: MeasureResult) -> str:
     lines = [
         f"expert-parallel MoE layer on {s.ranks} gloo ranks (127.0.0.1:{res.port}), {s.ranks_per_node} ranks per "
         f"pretend NVLink domain; {s.n_experts} experts top-{s.top_k}, d_model {s.d_model}, dim on wire "
-        f"{s.dim_on_wire}, {n} tokens; dispatch {s.dispatch} + {8 * s.top_k} B routing metadata per copy, "
+        f"{s.dim_on_wire}, {n} tokens, node limit {s.node_limit or 'none'}; dispatch {s.dispatch} + {8 * s.top_k} B routing metadata per copy, "
         f"combine {s.combine}",
         f"{'bytes/token':<16}{'measured':>12}{'same routing':>14}{'uniform E[.]':>14}",
     ]
@@ -732,6 +739,7 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--top-k", type=int, default=4)
     m.add_argument("--dispatch", default="fp32", choices=list(WIRE_FORMATS))
     m.add_argument("--combine", default="fp32", choices=list(WIRE_FORMATS))
+    m.add_argument("--node-limit", type=int, default=0, help="max pretend domains per token (0 = none)")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--port", type=int, default=0, help="0 = pick a free port")
     m.add_argument("--timeout", type=float, default=60.0)
@@ -756,7 +764,8 @@ def main(argv: list[str] | None = None) -> int:
         rpn = args.ranks_per_node or max(1, args.ranks // 2)
         spec = MeasureSpec(ranks=args.ranks, ranks_per_node=rpn, d_model=args.d_model, latent_dim=args.latent,
                            n_experts=args.experts, top_k=args.top_k, tokens_per_rank=args.tokens,
-                           dispatch=args.dispatch, combine=args.combine, seed=args.seed, timeout_s=args.timeout)
+                           dispatch=args.dispatch, combine=args.combine, node_limit=args.node_limit, seed=args.seed,
+                           timeout_s=args.timeout)
         res = measure(spec, args.port, progress=lambda f, msg: print(f"[{f:4.0%}] {msg}", file=sys.stderr))
         print(format_result(res))
         return 0 if res.agree and res.outputs_match else 1

@@ -113,15 +113,18 @@ st.markdown(
     "is excluded); the output is checked against the single-process `LatentMoE.forward`. Tiny sizes (d_model 64, "
     "latent 32, 16 experts top-4) so it takes seconds; bounded to 60 s and the workers are always reaped."
 )
-k1, k2, k3 = st.columns(3)
+k1, k2, k3, k4 = st.columns(4)
 ranks = k1.radio("ranks (processes)", [2, 4], index=1, horizontal=True, key="ic_m_ranks")
 tokens = k2.slider("tokens per rank", 8, 64, 32, step=8, key="ic_m_tokens")
 fmt = k3.radio("dispatch / combine precision", ["fp32", "bf16", "fp8"], horizontal=True, key="ic_m_fmt",
                help="fp32 makes the output check exact (1e-5); bf16/fp8 are checked to their rounding error")
+limit = k4.checkbox("node-limited: 1 pretend domain per token", key="ic_m_limit",
+                    help="the real router's group-limited top-k, one group per pretend domain of ranks/2 ranks")
 if st.button("Measure it", type="primary", key="ic_m_go"):
     with user_errors():
         spec = MeasureSpec(ranks=ranks, ranks_per_node=max(1, ranks // 2), tokens_per_rank=tokens, dispatch=fmt,
-                           combine="bf16" if fmt == "fp8" else fmt, timeout_s=60.0)
+                           combine="bf16" if fmt == "fp8" else fmt, node_limit=int(limit),
+                           timeout_s=60.0)
         bar = st.progress(0.0, text="waiting for a free slot")
         with heavy_work("the measured gloo run", timeout_s=5.0):
             try:

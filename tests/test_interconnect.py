@@ -154,11 +154,14 @@ def _children() -> set[int]:
     return kids
 
 
-@pytest.mark.parametrize("ranks,rpn,dispatch,combine", [(2, 1, "fp32", "fp32"), (4, 2, "fp8", "bf16")])
-def test_measured_bytes_equal_analytic_and_output_equals_single_process(ranks, rpn, dispatch, combine):
+@pytest.mark.parametrize("ranks,rpn,dispatch,combine,node_limit", [
+    (2, 1, "fp32", "fp32", 0),
+    (4, 2, "fp8", "bf16", 1),  # 2 pretend domains, each token limited to one of them by the real router
+])
+def test_measured_bytes_equal_analytic_and_output_equals_single_process(ranks, rpn, dispatch, combine, node_limit):
     before = _children()
     spec = MeasureSpec(ranks=ranks, ranks_per_node=rpn, tokens_per_rank=24, dispatch=dispatch, combine=combine,
-                       seed=ranks)
+                       node_limit=node_limit, seed=ranks)
     res = measure(spec)
     assert _children() <= before  # every worker reaped
     for m, p in zip(res.measured, res.predicted):
@@ -169,6 +172,9 @@ def test_measured_bytes_equal_analytic_and_output_equals_single_process(ranks, r
     if rpn > 1:
         assert total["dispatch_intra"] > 0
     assert res.outputs_match, res.max_rel_err
+    if node_limit:
+        domains = expert_to_gpu(spec.n_experts, ranks)[res.topk_idx] // rpn  # (N, k)
+        assert max(len(set(row)) for row in domains.tolist()) <= node_limit
     if dispatch == "fp32":
         assert res.max_rel_err < 1e-5  # same math, only the summation order differs
     # the comparison can fail: the same counts for a different routing (tokens moved to other ranks) differ
@@ -230,3 +236,13 @@ def test_page_measure_button_runs_the_real_gloo_layer():
     assert not at.exception and not at.error
     text = at.code[0].value
     assert "same routing: True" in text and "MATCH" in text
+
+
+def test_a_crashing_worker_is_reported_and_the_others_reaped(monkeypatch):
+    import sys
+
+    before = _children()
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # every "worker" exits 1 at once
+    with pytest.raises(RuntimeError, match="exited with code 1"):
+        measure(MeasureSpec(ranks=2, timeout_s=10))
+    assert _children() <= before
