@@ -1,0 +1,55 @@
+"""Figures for the KDA:MLA hybrid page (no Streamlit): take k3lite.hybrid results, return plotly figures."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+KDA_COLOR, MLA_COLOR = "#4c9be8", "#e8734c"
+
+
+def layer_pattern_figure(layer_types: list[str], title: str = "") -> go.Figure:
+    """One coloured cell per layer: KDA (linear, fixed-size state) or MLA (global, growing cache)."""
+    colors = [KDA_COLOR if t == "kda" else MLA_COLOR for t in layer_types]
+    fig = go.Figure(go.Bar(x=list(range(len(layer_types))), y=[1] * len(layer_types), marker_color=colors,
+                           text=[t.upper() for t in layer_types], textposition="inside", insidetextanchor="middle",
+                           hovertemplate="layer %{x}: %{text}<extra></extra>"))
+    fig.update_layout(height=130, margin=dict(l=10, r=10, t=30, b=30), title=title, showlegend=False,
+                      yaxis=dict(visible=False), xaxis=dict(title="layer", dtick=1), bargap=0.08)
+    return fig
+
+
+def cache_vs_context_figure(contexts: list[int], series: dict[str, list[float]]) -> go.Figure:
+    """KV-cache bytes per sequence vs context, one line per pattern (log-log)."""
+    fig = go.Figure()
+    for name, ys in series.items():
+        fig.add_scatter(x=contexts, y=[y / 1e9 for y in ys], mode="lines+markers", name=name)
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Decode cache per sequence",
+                      xaxis=dict(type="log", title="context (tokens)"),
+                      yaxis=dict(type="log", title="cache (GB, bf16 latents, fp32 KDA state)"),
+                      legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def tpot_vs_context_figure(contexts: list[int], series: dict[str, list[float]]) -> go.Figure:
+    """Modelled time per output token (ms) vs context, one line per pattern."""
+    fig = go.Figure()
+    for name, ys in series.items():
+        fig.add_scatter(x=contexts, y=[y * 1e3 for y in ys], mode="lines+markers", name=name)
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Time per output token (roofline model)",
+                      xaxis=dict(type="log", title="context (tokens)"), yaxis=dict(title="TPOT (ms)"),
+                      legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def speedup_by_ratio_figure(ratios: list[int], ours: list[float], ceiling: list[float], reported: float) -> go.Figure:
+    """Our modelled speedup vs all-MLA at 1M, its bandwidth ceiling, and the reported number."""
+    labels = [f"{r}:1" for r in ratios]
+    fig = go.Figure()
+    fig.add_bar(x=labels, y=ours, name="our roofline model", marker_color=KDA_COLOR,
+                text=[f"{v:.2f}x" for v in ours], textposition="outside")
+    fig.add_scatter(x=labels, y=ceiling, mode="lines+markers", name="bytes-only ceiling (layers / MLA layers)",
+                    line=dict(dash="dot", color="#555"))
+    fig.add_hline(y=reported, line_color=MLA_COLOR, annotation_text=f"reported {reported}x at 1M (3:1)",
+                  annotation_position="top left")
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Decode speedup vs all-MLA at 1M context",
+                      xaxis=dict(title="KDA : MLA"), yaxis=dict(title="speedup (x)"), legend=dict(orientation="h", y=-0.2))
+    return fig
