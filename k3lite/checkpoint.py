@@ -77,3 +77,17 @@ def load_lite_model(path: str | Path | None = None, cfg: K3Config | None = None)
         return model, (f"Could not load the trained checkpoint {path.name} ({reason}); using a randomly "
                        "initialised lite model, so routing and predictions are meaningless. "
                        "Rebuild it with `python -m k3lite.train --preset lite --out assets/lite.safetensors`.")
+
+
+def with_config(model, **changes):
+    """A new model with `model`'s weights under a changed config (e.g. attn_res / block size); the
+    original is never mutated. Parameters the new layout lacks are dropped; new ones keep their init
+    (a zero pseudo-query, i.e. uniform depth weights)."""
+    from k3lite.model import K3Model
+
+    cfg = model.cfg.with_(**changes)
+    new = K3Model(cfg)
+    target = new.state_dict()
+    new.load_state_dict({k: v for k, v in model.state_dict().items() if k in target}, strict=False)
+    new.meta = dict(getattr(model, "meta", {}))
+    return new.eval()

@@ -1,0 +1,75 @@
+"""Figures for Attention Residuals (no Streamlit): depth-weight heatmaps from a Trace, and the cost model."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from k3lite.attnres import AttnResCost
+from k3lite.trace import Trace
+
+
+def sublayer_names(n_layers: int, layer_types: list[str] | None = None) -> list[str]:
+    names = []
+    for i in range(n_layers):
+        mixer = (layer_types[i].upper() if layer_types else "mixer")
+        names += [f"L{i} {mixer}", f"L{i} FFN"]
+    return names + ["LM head"]
+
+
+def source_names(trace: Trace) -> list[str]:
+    """Column labels: source j is the embedding (j = 0) or block j (full: the j-th sublayer output)."""
+    n_sub = 2 * trace.n_layers
+    size = 1 if trace.attn_res == "full" else trace.attn_res_block_size
+    subs = sublayer_names(trace.n_layers, [lt.mixer_type for lt in trace.layers])[:-1]
+    names = ["embedding"]
+    for j in range(1, n_sub // size + (1 if n_sub % size else 0) + 1):
+        first, last = (j - 1) * size, min(j * size, n_sub) - 1
+        if first > n_sub - 1:
+            break
+        names.append(subs[first] if first == last else f"B{j}: {subs[first]}…{subs[last]}")
+    return names
+
+
+def depth_matrix(trace: Trace, token: int | None = None) -> np.ndarray:
+    """(2L + 1, n_sources) weight of each source in each sublayer's input; NaN where a source does not
+    exist yet. `token` None = mean over the prompt's tokens (batch row 0)."""
+    rows = []
+    for lt in trace.layers:
+        rows += [lt.depth_weights_mixer, lt.depth_weights_ffn]
+    rows.append(trace.final_depth_weights)
+    width = max(r.shape[-1] for r in rows)
+    mat = np.full((len(rows), width), np.nan)
+    for i, w in enumerate(rows):
+        w = w[0].float()  # (T, N)
+        vec = w.mean(0) if token is None else w[token]
+        mat[i, : vec.shape[0]] = vec.numpy()
+    return mat
+
+
+def depth_heatmap_figure(trace: Trace, token: int | None = None, title: str = "") -> go.Figure:
+    mat = depth_matrix(trace, token)
+    rows = sublayer_names(trace.n_layers, [lt.mixer_type for lt in trace.layers])
+    cols = source_names(trace)[: mat.shape[1]]
+    label = "coefficient (plain sum: every source 1)" if trace.attn_res == "standard" else "depth weight (softmax)"
+    text = np.where(np.isnan(mat), "", np.vectorize(lambda v: f"{v:.2f}")(np.nan_to_num(mat)))
+    fig = go.Figure(go.Heatmap(z=mat, x=cols, y=rows, colorscale="Blues", zmin=0,
+                               zmax=1 if trace.attn_res != "standard" else 1.0, text=text, texttemplate="%{text}",
+                               colorbar=dict(title="weight"),
+                               hovertemplate="%{y} reads %{x}: %{z:.3f}<extra></extra>"))
+    fig.update_layout(height=120 + 26 * len(rows), margin=dict(l=10, r=10, t=40, b=10),
+                      title=title or label, xaxis=dict(title="source (earlier output or block sum)", tickangle=-35),
+                      yaxis=dict(title="sublayer reading", autorange="reversed"))
+    return fig
+
+
+def cost_curves_figure(layers: list[int], costs: dict[str, list[AttnResCost]], what: str = "read_bytes") -> go.Figure:
+    """Per-token bytes (reads or live memory) of the depth mixing vs number of layers, one line per mode."""
+    fig = go.Figure()
+    for name, cs in costs.items():
+        fig.add_scatter(x=layers, y=[getattr(c, what) / 1e6 for c in cs], mode="lines", name=name)
+    title = {"read_bytes": "Cross-layer reads per token (MB, all sublayers together)",
+             "live_bytes": "Outputs kept alive per token (MB)"}[what]
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), title=title,
+                      xaxis=dict(title="layers (2 sublayers each)"), yaxis=dict(title="MB per token", type="log"),
+                      legend=dict(orientation="h", y=-0.25))
+    return fig
