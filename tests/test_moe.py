@@ -19,7 +19,16 @@ from k3lite.moe import (
     selection_stability,
 )
 
-TOL = dict(atol=1e-5, rtol=1e-5)  # fp32: grouped and per-token paths sum the same products in another order
+TOL = dict(atol=1e-5, rtol=1e-5)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Small matmuls on a shared 2-core box: two OpenMP threads spin against other processes (10x slower)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)  # fp32: grouped and per-token paths sum the same products in another order
 
 
 def cfg(**kw) -> MoEConfig:
@@ -277,3 +286,110 @@ def test_inference_mode_buffer_path_matches_naive():
             assert a.dropped == b.dropped
         ids = idx[:, 0]
         torch.testing.assert_close(expert_forward(experts, x, ids), expert_forward_naive(experts, x, ids), **TOL)
+
+
+# ------------------------------------------------------------------------------------------ bench / demo code
+def test_balance_experiment_quantile_and_bias_beat_raw_topk():
+    from k3lite.bench.balance import run_balance
+
+    runs = run_balance(steps=60, batch=128, methods=("none", "bias", "quantile"))
+    tail = {m: sum(r.max_violation[-10:]) / 10 for m, r in runs.items()}
+    assert tail["quantile"] < 0.5 * tail["none"], tail
+    assert tail["bias"] < tail["none"], tail
+    for r in runs.values():
+        assert len(r.loss) == 60 and r.loss[-1] < r.loss[0]  # every method still learns the regression
+        assert 0 <= r.stability <= 1 and sum(r.eval_load) == 2048 * 2
+
+
+def test_prompt_demo_shapes_labels_and_errors():
+    from k3lite.bench.balance import MAX_PROMPT_BYTES, prompt_demo
+
+    c = cfg(n_routed_experts=16, top_k=2, latent_dim=16, latent_norm=True, n_shared_experts=1)
+    d = prompt_demo(c, 32, "a b\n日")
+    assert d.labels == ["a", "␣", "b", "x0a", "xe6", "x97", "xa5"]
+    for m, s in d.stats.items():
+        assert s.topk_idx.shape == (1, 7, 2)
+        assert sum(d.eval_load[m]) == d.eval_tokens * 2
+    assert d.eval_violation["quantile"] < d.eval_violation["none"]
+    with pytest.raises(ValueError, match="must not be empty"):
+        prompt_demo(c, 32, "")
+    with pytest.raises(ValueError, match=f"at most {MAX_PROMPT_BYTES} bytes"):
+        prompt_demo(c, 32, "é" * MAX_PROMPT_BYTES)
+
+
+def test_latent_cost_halves_with_the_ratio():
+    from k3lite.moe import latent_cost_per_token
+
+    full = latent_cost_per_token(7168, 3072, 16, 2, 3072, 1.0)
+    half = latent_cost_per_token(7168, 3072, 16, 2, 3072, 0.5)
+    assert full.wire_bytes == 2 * 16 * 7168 * 2 and half.wire_bytes == full.wire_bytes / 2
+    assert half.routed_flops == full.routed_flops / 2 and full.proj_flops == 0 and half.proj_flops > 0
+    assert half.shared_flops == full.shared_flops == 2 * 3 * 7168 * 3072 * 2
+    with pytest.raises(ValueError, match="latent ratio"):
+        latent_cost_per_token(64, 32, 2, ratio=0.0)
+
+
+def test_figures_build_from_routing_data():
+    from k3lite.moe import latent_cost_per_token
+    from k3lite.viz.moe import activation_rows, latent_tradeoff, load_bars, routing_heatmap, violation_curves
+
+    idx = torch.tensor([[0, 3], [1, 3], [2, 0]])
+    fig = routing_heatmap(["a", "b", "a"], idx.numpy(), torch.ones(3, 2).numpy() * 0.5, 4)
+    z = fig.data[0].z
+    assert z.shape == (3, 4) and z[0, 3] == 0.5 and z[0, 1] != z[0, 1]  # NaN = not chosen
+    assert list(fig.layout.yaxis.ticktext) == ["0:a", "1:b", "2:a"]  # repeated tokens keep their own row
+    fig = load_bars({"none": [6, 0, 0, 2], "quantile": [2, 2, 2, 2]})
+    assert len(fig.data) == 2 and "max-violation 2.00" in fig.layout.annotations[0].text
+    assert "max-violation 0.00" in fig.layout.annotations[1].text
+    assert len(violation_curves({"bias": [1.0, 0.5, 0.2]}, smooth=2).data) == 2
+    costs = [latent_cost_per_token(64, 32, 4, 1, 64, r) for r in (1, 0.5)]
+    assert len(latent_tradeoff(costs, 0.5).data) == 4
+    rows = activation_rows(16, 896)
+    assert rows[0]["activation"] == "1.8%" and any("seed article" in r["how"] for r in rows)
+
+
+# ------------------------------------------------------------------------------------------ the page
+PAGE = "pages/moe.py"
+
+
+def _page(root, **state):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(root / PAGE), default_timeout=240)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def test_page_renders_at_default(root):
+    at = _page(root)
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.title[0].value == "Stable LatentMoE & routing"
+    heads = [h.value for h in at.subheader]
+    assert [h[:3] for h in heads] == ["(a)", "(b)", "(c)", "(d)", "(e)"]
+    assert "grading on a curve" in " ".join(m.value for m in at.markdown).lower()
+    assert len(at.get("plotly_chart")) == 4 and len(at.dataframe) == 2
+
+
+@pytest.mark.parametrize("state", [
+    dict(moe_experts=896, moe_top_k=32, moe_shared=4, moe_latent="1/8", moe_balancing="bias"),
+    dict(moe_experts=8, moe_top_k=1, moe_shared=0, moe_latent="1", moe_balancing="aux_loss",
+         moe_prompt="naïve café — 東京 🚀"),
+])
+def test_page_renders_at_extremes(root, state):
+    at = _page(root, **state)
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.get("plotly_chart")) == 4
+
+
+@pytest.mark.parametrize("state, message", [
+    (dict(moe_experts=8, moe_top_k=32), "moe.top_k (32) must be <= moe.n_routed_experts (8)"),
+    (dict(moe_prompt="x" * 300), "at most 256 bytes"),
+    (dict(moe_prompt=""), "must not be empty"),
+])
+def test_page_invalid_input_is_a_clear_error(root, state, message):
+    at = _page(root, **state)
+    assert not at.exception, [e.message for e in at.exception]
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
