@@ -670,3 +670,85 @@ def kda_state_bytes(n_heads: int, head_dim: int, bytes_per_elem: int = 2, batch:
 def kv_cache_bytes(n_tokens: int, n_heads: int, head_dim: int, bytes_per_elem: int = 2, batch: int = 1) -> int:
     """One softmax-attention layer's KV cache: K and V for every past token, every head."""
     return batch * n_tokens * 2 * n_heads * head_dim * bytes_per_elem
+
+
+def memory_vs_context(cfg, contexts, bytes_per_elem: int = 2) -> dict[str, list[int]]:
+    """Decode memory (bytes) against context length for one K3Config, per layer and for the whole stack.
+
+    KDA layer: its (H, K, K) state, constant. MLA layer: the latent + shared rope key per token
+    ((kv_lora_rank + qk_rope_head_dim) elements). Plain multi-head attention with MLA's heads: K and V for
+    every head per token. Whole model: every layer global (MLA) vs the config's KDA:MLA pattern.
+    """
+    if cfg.kda is None:
+        raise ValueError(f"config {cfg.name!r} has no KDA layers to compare")
+    H, K = cfg.kda.n_heads, cfg.kda.head_dim
+    m = cfg.mla
+    state = kda_state_bytes(H, K, bytes_per_elem)
+    per_tok_mla = (m.kv_lora_rank + m.qk_rope_head_dim) * bytes_per_elem
+    per_tok_mha = m.n_heads * (m.qk_head_dim + m.v_head_dim) * bytes_per_elem
+    types = cfg.layer_types()
+    n_kda, n_mla = types.count("kda"), types.count("mla")
+    return {
+        "KDA layer: state": [state for _ in contexts],
+        "MLA layer: latent KV cache": [per_tok_mla * t for t in contexts],
+        "MHA layer (same heads): K+V cache": [per_tok_mha * t for t in contexts],
+        f"whole model, all {len(types)} layers MLA": [len(types) * per_tok_mla * t for t in contexts],
+        f"whole model, hybrid ({n_kda} KDA + {n_mla} MLA)": [n_kda * state + n_mla * per_tok_mla * t for t in contexts],
+    }
+
+
+class RecallProbe(NamedTuple):
+    scores: dict  # mechanism -> (n,) cosine(S_n^T k_i, v_i) for the pair written at position i
+    fact_index: int  # position of the pair the "aligned" probe cares about (0: written first)
+    gdn_decay: float  # the scalar decay GDN used
+    kda_decays: torch.Tensor  # (K,) the per-channel decays KDA used
+
+
+def recall_probe(n_writes: int = 64, K: int = 32, fast_decay: float = 0.9, keys: str = "random",
+                 slow_fraction: float = 0.25, leak: float = 0.3, seed: int = 0) -> RecallProbe:
+    """A hand-built associative-recall probe: write n (key, value) pairs, then read every key back.
+
+    Each mechanism gets the same unit keys and values (beta = 1 where there is a delta rule). KDA's
+    decay is per channel: the first `slow_fraction` of the channels keep everything (a = 1), the rest use
+    `fast_decay`; GDN gets one scalar decay with the same mean log-decay. keys="random": isotropic
+    random keys. keys="aligned": the first pair (the "fact") has its key in the slow channels; the
+    later pairs have keys in the fast channels plus a `leak` share in the slow ones.
+    Score = cosine(S_n^T k_i, v_i) after all n writes (1 = perfect recall, 0 = nothing left).
+    """
+    if not 1 <= n_writes <= 4096:
+        raise ValueError(f"n_writes must be in [1, 4096], got {n_writes}")
+    if not 0.0 < fast_decay <= 1.0:
+        raise ValueError(f"fast_decay must be in (0, 1], got {fast_decay}")
+    if keys not in ("random", "aligned"):
+        raise ValueError(f"keys must be 'random' or 'aligned', got {keys!r}")
+    n_slow = max(1, round(K * slow_fraction))
+    if n_slow >= K:
+        raise ValueError(f"slow_fraction leaves no fast channel (K = {K}, slow = {n_slow})")
+    gen = torch.Generator().manual_seed(seed)
+    k = torch.randn(1, n_writes, 1, K, generator=gen)  # (1, n, 1, K)
+    if keys == "aligned":
+        slow = torch.zeros(K, dtype=torch.bool)
+        slow[:n_slow] = True
+        k = F.normalize(k, dim=-1)
+        k_fast = F.normalize(k.masked_fill(slow, 0.0), dim=-1)
+        k_slow = F.normalize(k.masked_fill(~slow, 0.0), dim=-1)
+        k = F.normalize(k_fast + leak * k_slow, dim=-1)
+        k[:, 0] = k_slow[:, 0]  # the fact lives in the slow channels
+    k = F.normalize(k, dim=-1)
+    v = F.normalize(torch.randn(1, n_writes, 1, K, generator=gen), dim=-1)
+    beta = torch.ones(1, n_writes, 1)
+    log_a = torch.zeros(K)
+    log_a[n_slow:] = math.log(fast_decay)
+    g_kda = log_a.expand(1, n_writes, 1, K)
+    g_gdn = torch.full((1, n_writes, 1), log_a.mean().item())
+    finals = {
+        "linear attention": chunk_linear_attn(k, k, v, output_final_state=True)[1],
+        "DeltaNet": chunk_deltanet(k, k, v, beta, output_final_state=True)[1],
+        "Gated DeltaNet": chunk_gdn(k, k, v, g_gdn, beta, output_final_state=True)[1],
+        "KDA": chunk_kda(k, k, v, g_kda, beta, output_final_state=True)[1],
+    }
+    scores = {}
+    for name, S in finals.items():  # S: (1, 1, K, V)
+        read = torch.einsum("bhkv,bthk->bthv", S, k)  # (1, n, 1, V) every key read back from the final state
+        scores[name] = F.cosine_similarity(read, v, dim=-1)[0, :, 0]  # (n,)
+    return RecallProbe(scores, 0, math.exp(log_a.mean().item()), log_a.exp())

@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from conftest import ROOT
 from k3lite import kda
 from k3lite.config import KDAConfig, get_preset
 from k3lite.params import count_params
@@ -249,3 +250,94 @@ def test_kimi_linear_param_count_within_5_percent():
 def test_memory_helpers():
     assert kda.kda_state_bytes(32, 128, 2) == 32 * 128 * 128 * 2  # 1 MiB per layer, any context
     assert kda.kv_cache_bytes(1000, 32, 128, 2) == 1000 * 2 * 32 * 128 * 2
+
+
+# ----------------------------------------------------------------------------------- probe, memory, viz
+def test_recall_probe_shapes_and_lineage():
+    probe = kda.recall_probe(64, fast_decay=0.9, keys="aligned")
+    assert set(probe.scores) == {"linear attention", "DeltaNet", "Gated DeltaNet", "KDA"}
+    assert all(s.shape == (64,) for s in probe.scores.values())
+    s = {m: x for m, x in probe.scores.items()}
+    # the delta rule keeps the most recent pair sharp; linear attention does not once n > K
+    assert s["DeltaNet"][-1] > 0.9 and s["linear attention"][-1] < s["DeltaNet"][-1]
+    # per-channel decay keeps the fact in its slow channels; a scalar decay with the same mean forgets it
+    assert s["KDA"][0] > s["Gated DeltaNet"][0] + 0.3
+    with pytest.raises(ValueError, match="fast_decay"):
+        kda.recall_probe(8, fast_decay=0.0)
+
+
+def test_memory_vs_context_hybrid_saving():
+    cfg = get_preset("kimi-linear-48b-a3b")
+    curves = kda.memory_vs_context(cfg, [1, 1_000_000])
+    assert curves["KDA layer: state"] == [2**20, 2**20]  # 32 heads x 128 x 128 x 2 bytes
+    assert curves["MLA layer: latent KV cache"][1] == (512 + 64) * 2 * 1_000_000
+    hybrid, full = list(curves.values())[-1][1], list(curves.values())[-2][1]
+    assert 0.70 < 1 - hybrid / full < 0.76  # 7 of 27 layers keep a cache: ~74% less (report: "up to 75%")
+
+
+def test_figures_build():
+    from k3lite.viz import kda as viz
+
+    a = torch.rand(5, 8).numpy()
+    assert len(viz.decay_heatmap(a, list("abcde"), 0).data) == 2
+    fig = viz.state_figure(torch.randn(8, 6).numpy(), torch.randn(6).numpy(), torch.randn(6).numpy(), 2, "h0")
+    assert len(fig.data) == 3
+    curves = kda.memory_vs_context(get_preset("lite"), [1, 10, 100])
+    assert len(viz.memory_figure([1, 10, 100], curves).data) == len(curves)
+    assert len(viz.recall_figure(kda.recall_probe(10).scores).data) == 4
+
+
+# ----------------------------------------------------------------------------------- the page
+def page(**query):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "pages" / "kda.py"), default_timeout=120)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def ok(at):
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.title and at.title[0].value == "Kimi Delta Attention"
+
+
+def test_page_default_and_extremes():
+    at = page()
+    ok(at)
+    assert not at.error
+    at.slider(key="kda_head").set_value(3).run()
+    ok(at)
+    at.slider(key="kda_t").set_value(at.slider(key="kda_t").max).run()
+    ok(at)
+    at.toggle(key="kda_probe").set_value(True).run()
+    ok(at)
+    at.slider(key="kda_probe_n").set_value(512).run()
+    at.slider(key="kda_probe_decay").set_value(0.5).run()
+    ok(at)
+    at.slider(key="kda_probe_n").set_value(1).run()
+    at.slider(key="kda_probe_decay").set_value(1.0).run()
+    ok(at)
+    at.radio(key="kda_probe_keys").set_value("random").run()
+    at.selectbox(key="kda_preset").set_value("lite").run()
+    ok(at)
+    assert len(at.dataframe) == 1
+
+
+def test_page_random_input_extremes():
+    at = page(kda_source="random", kda_T="256", kda_t="255")
+    ok(at)
+    assert at.slider(key="kda_t").value == 255
+    at.slider(key="kda_T").set_value(1).run()  # one token: no time slider, t clamped to 0
+    ok(at)
+    assert not at.error
+
+
+def test_page_bad_input_is_a_message():
+    at = page(kda_head="9", kda_T="100000")  # out of range in the link -> warning, defaults used
+    ok(at)
+    assert any("kda_head" in w.value for w in at.warning)
+    at.text_input(key="kda_prompt").set_value("").run()
+    assert at.error and "empty" in at.error[0].value
+    at.text_input(key="kda_prompt").set_value("é" * 200).run()  # 400 bytes > 256
+    assert at.error and "256" in at.error[0].value
