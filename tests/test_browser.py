@@ -294,17 +294,14 @@ def sidebar_nav(page) -> str:
     return nav.inner_text()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known defect: a `pages/` folder next to app.py puts Streamlit in legacy multipage mode until some "
-    "session runs app.py; fix: rename the folder (e.g. views/) and update app.py's st.Page paths and imports; "
-    "then delete this marker (strict: the test fails once the defect is fixed, as a reminder)"))
 def test_a_deep_link_as_first_visit_gets_the_apps_navigation(server, browser):
     """A shared link (/kda?...) opened on a freshly started server must run app.py's st.navigation.
 
-    Must run before any visit to "/" (the defect is process-wide): Streamlit's legacy multipage mode
-    auto-discovers a `pages/` folder next to the main script and, until some session runs app.py's
+    Must run before any visit to "/" (the defect it guards is process-wide): Streamlit's legacy multipage
+    mode auto-discovers a `pages/` folder next to the main script and, until some session runs app.py's
     st.navigation, serves pages/<name>.py directly: no set_page_config, no shared sidebar, and every
-    file in pages/ (including common.py, and app.py itself) listed as a page.
+    file in pages/ (including common.py, and app.py itself) listed as a page. (Fixed by
+    pages/common.py's leave_legacy_pages_mode(); this test fails if that stops working.)
     """
     context = browser.new_context()
     page = context.new_page()
