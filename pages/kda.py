@@ -128,11 +128,14 @@ preset = get_preset(st.session_state.kda_preset)
 contexts = np.unique(np.logspace(0, 6, 61).astype(int)).tolist()
 curves = kda.memory_vs_context(preset, contexts)
 st.plotly_chart(memory_figure(contexts, curves, f"{preset.name}, bf16"), width="stretch")
-hybrid, full = list(curves.values())[-1][-1], list(curves.values())[-2][-1]
+hybrid_curve, full_curve = list(curves.values())[-1], list(curves.values())[-2]
+hybrid, full = hybrid_curve[-1], full_curve[-1]
+cross = next((c for c, h, f in zip(contexts, hybrid_curve, full_curve) if h < f), None)
 explain(f"Computed from the preset's dimensions (2 bytes per number): a KDA layer keeps {curves['KDA layer: state'][0] / 2**20:.2f} MiB "
         f"at any length; an MLA layer keeps (kv_lora {preset.mla.kv_lora_rank} + rope {preset.mla.qk_rope_head_dim}) "
         f"numbers per token. At 1M tokens the hybrid needs {hybrid / 2**30:.1f} GiB against {full / 2**30:.1f} GiB "
-        f"for all-MLA: {100 * (1 - hybrid / full):.0f}% less. The Kimi Linear report (arXiv 2510.26692) states "
+        f"for all-MLA: {100 * (1 - hybrid / full):.0f}% less; below ~{cross:,} tokens the fixed states cost more than "
+        "the short cache they replace. The Kimi Linear report (arXiv 2510.26692) states "
         "\"up to 75%\" smaller KV cache and up to 6.3x faster decoding at 1M context for its 3:1 hybrid.")
 
 st.subheader("(d) Recall probe: linear attention vs DeltaNet vs Gated DeltaNet vs KDA")
@@ -158,9 +161,9 @@ if st.toggle("run the probe", key="kda_probe"):
             f"written with β = 1, then every key is read back from the final state; recall = cosine with the stored "
             f"value. KDA keeps 8 of 32 channels at a = 1 and decays the other 24 by your factor; Gated DeltaNet gets "
             f"one scalar with the same mean log-decay (a = {probe.gdn_decay:.3f}). 'aligned': pair 0 (the fact) has its "
-            "key in KDA's slow channels and later keys mostly in the fast ones (30% leak). Linear attention blurs "
-            "everything once n > K; the delta rule keeps recent pairs sharp; a scalar decay must forget the fact to "
-            "clear space, per-channel decay need not. With 'random' keys nothing lines up with the slow channels and "
+            "key in KDA's slow channels and later keys mostly in the fast ones (30% leak). Linear attention "
+            "recalls every pair about equally badly once n > K (crosstalk, no recency); the delta rule keeps recent "
+            "pairs sharp; a scalar decay must forget the fact to clear space, per-channel decay need not. With 'random' keys nothing lines up with the slow channels and "
             "KDA ≈ Gated DeltaNet: the advantage exists only when keys and gates are learned together (the lab page).")
 push_url("kda_probe", "kda_probe_keys", "kda_probe_n", "kda_probe_decay")
 

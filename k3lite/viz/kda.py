@@ -39,7 +39,7 @@ def state_figure(S: np.ndarray, correction: np.ndarray, v: np.ndarray, t: int, l
     lim = float(np.abs(S).max()) or 1.0
     fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.08,
                         subplot_titles=(f"state S_t after token {t} ({label})", "what step t writes along k_t"))
-    fig.add_trace(go.Heatmap(z=S, zmin=-lim, zmax=lim, colorscale="RdBu", colorbar=dict(title="S", x=0.5),
+    fig.add_trace(go.Heatmap(z=S, zmin=-lim, zmax=lim, colorscale="RdBu", colorbar=dict(title="S", x=0.515, thickness=10, len=0.9),
                              hovertemplate="key channel %{y}<br>value dim %{x}<br>S = %{z:.3f}<extra></extra>"), 1, 1)
     dims = list(range(len(v)))
     fig.add_trace(go.Bar(x=dims, y=v, name="v_t (the new value)", marker_color="#bbbbbb"), 1, 2)
@@ -58,9 +58,11 @@ def memory_figure(contexts: Sequence[int], curves: Mapping[str, Sequence[float]]
     for name, ys in curves.items():
         dash = "solid" if name.startswith("whole") else "dot"
         fig.add_trace(go.Scatter(x=list(contexts), y=list(ys), name=name, mode="lines", line=dict(dash=dash),
-                                 hovertemplate="%{x:,} tokens: %{y:.3s}B<extra>" + name + "</extra>"))
+                                 hovertemplate="%{x:,} tokens: %{y:,.0f} bytes<extra>" + name + "</extra>"))
     fig.update_xaxes(type="log", title_text="context length (tokens)")
-    fig.update_yaxes(type="log", title_text="decode memory (bytes, bf16)")
+    ticks = [2.0**e for e in range(0, 50, 5)]
+    names = ["1 B", "32 B", "1 KiB", "32 KiB", "1 MiB", "32 MiB", "1 GiB", "32 GiB", "1 TiB", "32 TiB"]
+    fig.update_yaxes(type="log", title_text="decode memory (bf16)", tickvals=ticks, ticktext=names)
     fig.update_layout(title=title, height=420, margin=dict(l=10, r=10, t=50, b=10), legend=dict(font=dict(size=11)))
     return fig
 
