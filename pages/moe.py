@@ -93,12 +93,13 @@ st.plotly_chart(routing_heatmap(result.labels, stats.topk_idx[0].numpy(), stats.
                 width="stretch")
 
 st.subheader("(b) Tokens per expert under each method, same router, held-out tokens")
-st.plotly_chart(load_bars(result.eval_load, result.eval_violation), width="stretch")
+st.plotly_chart(load_bars(result.eval_load, result.eval_violation, result.stability), width="stretch")
 explain(f"{result.eval_tokens:,} held-out bytes x top-{K} = {result.eval_tokens * K:,} assignments; dashed line = "
         f"the ideal even load ({result.eval_tokens * K / E:.1f} tokens per expert). Bias: 30 updates with γ = 0.01 "
         "(10x DeepSeek-V3's 0.001, which is meant for thousands of steps); "
         "quantile: 6 curve updates; aux loss: 30 gradient steps of Switch's α = 0.01 penalty plus a term that keeps "
-        "the router near its starting preferences (standing in for the language-model loss). Computed on this page.")
+        "the router near its starting preferences (standing in for the language-model loss). flips = share of "
+        "top-k choices that change when the scores get noise of std 0.01. Computed on this page.")
 
 st.subheader("(c) Max-violation over training steps (small MoE trained on a skewed stream)")
 runs = balance_runs()
@@ -128,7 +129,9 @@ st.markdown(
 - Raw top-k (*none*) piles tokens onto favourites, and the pile grows with E: at 896 experts a few experts get
   many times the ideal load. Quantile balancing comes closest to the dashed line in (b) and from the very first
   steps in (c), with no step size; the bias method gets there slowly (γ per step); a small aux loss barely moves.
-- Balancing has a price: the held-out MSE in (c) is a little worse for the methods that override the router.
+- Without balancing the load gets *worse* as training goes on (c): the router learns favourites. Balancing is
+  not free either way: overruling the router can cost quality, while an even load trains every expert; the
+  held-out MSE column shows which won in this run. Balanced selections also flip more easily under noise.
 - Halving l halves the bytes on the wire and the routed-expert FLOPs (d); LatentMoE spends the saving on more
   experts and a higher top-k, which is how K3 affords 16 of 896.
 """

@@ -48,14 +48,17 @@ def routing_heatmap(labels: Sequence[str], topk_idx: np.ndarray, topk_weight: np
     return fig
 
 
-def load_bars(loads: dict[str, Sequence[int]], violations: dict[str, float] | None = None) -> go.Figure:
-    """One panel per balancing method: assignments per expert, dashed line at the ideal (mean) load."""
+def load_bars(loads: dict[str, Sequence[int]], violations: dict[str, float] | None = None,
+              flips: dict[str, float] | None = None) -> go.Figure:
+    """One panel per balancing method: assignments per expert, dashed line at the ideal (mean) load.
+    Panel titles: max-violation, and (if given) the fraction of top-k choices flipped by score noise."""
     methods = list(loads)
     if violations is None:
         violations = {m: float(np.max(loads[m]) / np.mean(loads[m]) - 1) for m in methods}
+    titles = [f"{METHOD_LABELS.get(m, m)}<br>max-violation {violations[m]:.2f}"
+              + (f" · flips {100 * flips[m]:.0f}%" if flips else "") for m in methods]
     fig = make_subplots(rows=1, cols=len(methods), shared_yaxes=True, horizontal_spacing=0.03,
-                        subplot_titles=[f"{METHOD_LABELS.get(m, m)}<br>max-violation {violations[m]:.2f}"
-                                        for m in methods])
+                        subplot_titles=titles)
     for c, m in enumerate(methods, start=1):
         load = np.asarray(loads[m])
         fig.add_bar(x=np.arange(len(load)), y=load, marker_color=METHOD_COLORS.get(m), name=m, showlegend=False,
