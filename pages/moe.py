@@ -1,18 +1,23 @@
 """Stable LatentMoE & routing: which experts each token visits, how balancing evens the load, what latent saves."""
 import pandas as pd
 import streamlit as st
+import torch
 
-from k3lite.bench.balance import MAX_PROMPT_BYTES, prompt_demo, run_balance, summary_rows
-from k3lite.config import BALANCING_METHODS, MoEConfig
+from k3lite.bench.balance import (MAX_PROMPT_BYTES, calibration_stream, check_prompt, model_moe_inputs, prompt_demo,
+                                  run_balance, summary_rows)
+from k3lite.checkpoint import load_lite_model
+from k3lite.config import BALANCING_METHODS, MoEConfig, get_preset
 from k3lite.guards import bounded_threads, heavy_work
 from k3lite.moe import latent_cost_per_token
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, latent_tradeoff, load_bars, routing_heatmap,
                             violation_curves)
 from pages.common import explain, push_url, url_state, user_errors
 
-D_MODEL, EXPERT_FFN, SHARED_FFN = 64, 32, 64  # the live layer on this page (small: it runs on every change)
+EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
 K3_D, K3_FFN = 7168, 3072  # K3 hidden size and expert FFN: secondary (unofficial config copies), for (d)
 RATIOS = {"1": 1.0, "1/2": 0.5, "1/4": 0.25, "1/8": 0.125}
+LITE = get_preset("lite")
+MOE_LAYERS = [i for i, kind in enumerate(LITE.ffn_types()) if kind == "moe"]
 
 st.title("Stable LatentMoE & routing")
 st.markdown(
@@ -39,6 +44,7 @@ url_state("moe_shared", 2, lo=0, hi=4)
 url_state("moe_latent", "1/4", choices=list(RATIOS))
 url_state("moe_balancing", "quantile", choices=list(BALANCING_METHODS))
 url_state("moe_prompt", "The cat sat on the mat, and 42 dogs barked at 3.14 birds.")
+url_state("moe_layer", 4, choices=MOE_LAYERS)
 c1, c2, c3 = st.columns(3)
 c1.slider("routed experts E", 8, 896, key="moe_experts", help="K3: 896")
 c2.slider("top-k (experts per token)", 1, 32, key="moe_top_k", help="K3: 16")
@@ -47,17 +53,40 @@ c4, c5 = st.columns(2)
 c4.select_slider("latent ratio l / d (1 = classic MoE)", list(RATIOS), key="moe_latent", help="K3 (estimated): 1/2")
 c5.selectbox("balancing method", list(BALANCING_METHODS), key="moe_balancing",
              format_func=lambda m: METHOD_LABELS[m])
-st.text_input(f"prompt (at most {MAX_PROMPT_BYTES} bytes of UTF-8; one token per byte)", key="moe_prompt")
-push_url("moe_experts", "moe_top_k", "moe_shared", "moe_latent", "moe_balancing", "moe_prompt")
+c6, c7 = st.columns([4, 1])
+c6.text_input(f"prompt (at most {MAX_PROMPT_BYTES} bytes of UTF-8; one token per byte)", key="moe_prompt")
+c7.selectbox("hidden states from layer", MOE_LAYERS, key="moe_layer", help="MoE layers of the trained lite model")
+push_url("moe_experts", "moe_top_k", "moe_shared", "moe_latent", "moe_balancing", "moe_prompt", "moe_layer")
 
 E, K, SHARED = st.session_state.moe_experts, st.session_state.moe_top_k, st.session_state.moe_shared
 RATIO, METHOD, PROMPT = RATIOS[st.session_state.moe_latent], st.session_state.moe_balancing, st.session_state.moe_prompt
+LAYER = st.session_state.moe_layer
+
+
+@st.cache_resource(show_spinner="Loading the trained lite model…")
+def lite_model():
+    return load_lite_model()  # (model, warning or None); never mutated here: read through hooks only
+
+
+@st.cache_resource(show_spinner="Running the trained model over 8 KB of text and code (once per server)…")
+def stream_states():
+    return model_moe_inputs(lite_model()[0], calibration_stream())  # {layer: (L, d)}
 
 
 @st.cache_data(max_entries=24, show_spinner="Routing the prompt under each balancing method…")
-def demo(cfg: MoEConfig, prompt: str):
+def demo(cfg: MoEConfig, prompt: str, layer: int):
+    model, _ = lite_model()
+    prompt_x = model_moe_inputs(model, check_prompt(prompt))[layer]  # (T, d)
     # builds its own seeded layer (nothing cached is mutated); the aux-loss steps need autograd
-    return prompt_demo(cfg, D_MODEL, prompt)
+    return prompt_demo(cfg, model.cfg.d_model, prompt, stream_x=stream_states()[layer], prompt_x=prompt_x)
+
+
+@st.cache_data(max_entries=24, show_spinner=False)
+def own_routing(prompt: str, layer: int):
+    model, _ = lite_model()
+    with torch.inference_mode():
+        lt = model(torch.tensor([list(check_prompt(prompt))]), trace=True).trace.layers[layer]
+    return lt.router_topk_idx[0].numpy(), lt.router_topk_weight[0].numpy(), lt.load_max_violation
 
 
 @st.cache_data(max_entries=1, show_spinner="Training a small MoE under each balancing method (once)…")
@@ -67,19 +96,24 @@ def balance_runs():
 
 
 bounded_threads()
+model, warning = lite_model()
+if warning:
+    st.warning(warning)
+D = model.cfg.d_model
 with user_errors():
     cfg = MoEConfig(n_routed_experts=E, top_k=K, expert_ffn_dim=EXPERT_FFN, n_shared_experts=SHARED,
-                    shared_ffn_dim=SHARED_FFN, latent_dim=0 if RATIO == 1 else round(D_MODEL * RATIO),
+                    shared_ffn_dim=SHARED_FFN, latent_dim=0 if RATIO == 1 else round(D * RATIO),
                     latent_norm=RATIO < 1, balancing=METHOD, bias_gamma=0.01)
-    result = demo(cfg, PROMPT)
+    result = demo(cfg, PROMPT, LAYER)
 stats = result.stats[METHOD]
 
 st.subheader("(a) Which experts each token of the prompt visits")
 st.caption(
-    f"A single seeded LatentMoE layer (d = {D_MODEL}, l = {stats.dispatch_dim}, expert FFN {EXPERT_FFN}) on "
-    "toy hidden states: a fixed random byte embedding plus a decaying sum of the previous 3 bytes. **Not a "
-    "trained model** (none exists yet), so which expert gets which letter is arbitrary; the balancing state "
-    f"(bias / beta / aux-loss steps) was fitted on {result.fit_tokens:,} bytes of text and code first."
+    f"The prompt runs through the trained lite model (assets/lite.safetensors, {model.meta.get('steps', '?')} "
+    f"training steps); the hidden states entering its MoE at layer {LAYER} (d = {D}) then go into a fresh seeded "
+    f"LatentMoE built from your settings (l = {stats.dispatch_dim}, expert FFN {EXPERT_FFN}). Its router is "
+    "untrained, so which expert gets which byte is arbitrary; how *evenly* they spread is the point. Each "
+    f"method's balancing state was fitted first on {result.fit_tokens:,} bytes of text and code."
 )
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("max-violation on the prompt", f"{stats.max_violation:.2f}", help="max(load)/mean(load) - 1; 0 = even")
@@ -91,6 +125,12 @@ m4.metric("selection flips under noise", f"{100 * result.stability[METHOD]:.1f}%
 st.plotly_chart(routing_heatmap(result.labels, stats.topk_idx[0].numpy(), stats.topk_weight[0].numpy(), E,
                                 title=f"{METHOD_LABELS[METHOD]}: gate weight of each chosen expert"),
                 width="stretch")
+with st.expander(f"The trained model's own router at layer {LAYER} ({LITE.moe.n_routed_experts} experts, "
+                 f"top-{LITE.moe.top_k}, {LITE.moe.balancing} balancing)"):
+    idx, weight, own_violation = own_routing(PROMPT, LAYER)
+    st.plotly_chart(routing_heatmap(result.labels, idx, weight, LITE.moe.n_routed_experts,
+                                    title=f"trained router, max-violation {own_violation:.2f} on this prompt"),
+                    width="stretch")
 
 st.subheader("(b) Tokens per expert under each method, same router, held-out tokens")
 st.plotly_chart(load_bars(result.eval_load, result.eval_violation, result.stability), width="stretch")

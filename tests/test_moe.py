@@ -317,6 +317,25 @@ def test_prompt_demo_shapes_labels_and_errors():
         prompt_demo(c, 32, "é" * MAX_PROMPT_BYTES)
 
 
+def test_model_moe_inputs_are_what_the_trained_router_sees():
+    """Hooked hidden states, fed to the model's own router, reproduce the routing its Trace recorded."""
+    from k3lite.bench.balance import model_moe_inputs
+    from k3lite.checkpoint import load_lite_model
+
+    model, _ = load_lite_model()
+    data = b"routing check: the cat sat."
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    states = model_moe_inputs(model, data)
+    assert sorted(states) == [i for i, t in enumerate(model.cfg.ffn_types()) if t == "moe"]
+    with torch.inference_mode():
+        trace = model(torch.tensor([list(data)]), trace=True).trace
+    for i, x in states.items():
+        assert x.shape == (len(data), model.cfg.d_model)
+        assert torch.equal(model.layers[i].ffn.router(x).topk_idx, trace.layers[i].router_topk_idx[0])
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # hooks changed nothing
+    assert not model.layers[1].ffn._forward_pre_hooks  # and were removed
+
+
 def test_latent_cost_halves_with_the_ratio():
     from k3lite.moe import latent_cost_per_token
 
@@ -369,19 +388,20 @@ def test_page_renders_at_default(root):
     heads = [h.value for h in at.subheader]
     assert [h[:3] for h in heads] == ["(a)", "(b)", "(c)", "(d)", "(e)"]
     assert "grading on a curve" in " ".join(m.value for m in at.markdown).lower()
-    assert len(at.get("plotly_chart")) == 4 and len(at.dataframe) == 2
+    assert len(at.get("plotly_chart")) == 5 and len(at.dataframe) == 2
+    assert "trained lite model" in " ".join(c.value for c in at.caption)
 
 
 @pytest.mark.parametrize("state", [
     dict(moe_experts=896, moe_top_k=32, moe_shared=4, moe_latent="1/8", moe_balancing="bias"),
     dict(moe_experts=8, moe_top_k=1, moe_shared=0, moe_latent="1", moe_balancing="aux_loss",
-         moe_prompt="naïve café — 東京 🚀"),
+         moe_prompt="naïve café — 東京 🚀", moe_layer=7),
 ])
 def test_page_renders_at_extremes(root, state):
     at = _page(root, **state)
     assert not at.exception, [e.message for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 5
 
 
 @pytest.mark.parametrize("state, message", [

@@ -112,6 +112,32 @@ def byte_features(data: bytes, dim: int, seed: int = 0, context: int = 4) -> tor
     return x
 
 
+def model_moe_inputs(model, data: bytes, chunk: int = 512) -> dict[int, torch.Tensor]:
+    """{layer index: (T, d)} the normalised hidden state entering each MoE layer of a trained K3Model, for
+    the bytes `data` (run in chunks of `chunk` tokens, each from a fresh context). Read with forward
+    pre-hooks, so the model itself is not changed (safe on a cached model)."""
+    if not data:
+        raise ValueError("data must not be empty")
+    captured: dict[int, list[torch.Tensor]] = {}
+    hooks = []
+    for layer in model.layers:
+        if isinstance(layer.ffn, LatentMoE):
+            captured[layer.index] = []
+            hooks.append(layer.ffn.register_forward_pre_hook(
+                lambda mod, args, i=layer.index: captured[i].append(args[0].detach().reshape(-1, args[0].shape[-1]))))
+    if not hooks:
+        raise ValueError("this model has no MoE layer")
+    try:
+        with torch.inference_mode():
+            ids = list(data)
+            for start in range(0, len(ids), chunk):
+                model(torch.tensor([ids[start : start + chunk]]))
+    finally:
+        for h in hooks:
+            h.remove()
+    return {i: torch.cat(parts).clone() for i, parts in captured.items()}  # clone: leave inference mode
+
+
 def calibrate(router: Router, stream: torch.Tensor, method: str, steps: int = 60, batch: int = 512,
               lr: float = 1.0, seed: int = 0) -> Router:
     """A copy of `router` whose balancing state was fitted on `stream` (M, d) for `steps` batches.
@@ -207,7 +233,7 @@ CALIBRATION_TEXT = (
 )
 
 
-STREAM_BYTES = 12_000  # enough for ~10 held-out assignments per expert at E = 896, top-k 8
+STREAM_BYTES = 8_000  # 2,000 held out: ~18 assignments per expert at E = 896, top-k 8
 
 
 def calibration_stream() -> bytes:
@@ -230,25 +256,36 @@ class PromptDemo(NamedTuple):
 MAX_PROMPT_BYTES = 256
 
 
-def prompt_demo(cfg: MoEConfig, d_model: int, prompt: str, seed: int = 0) -> PromptDemo:
-    """Route a prompt through a seeded LatentMoE under each balancing method.
-
-    Hidden states are `byte_features` of the UTF-8 bytes (a fixed random embedding, not a trained model).
-    Each method's balancing state is fitted by `calibrate` on the first 3/4 of `calibration_stream()`;
-    loads are measured on the remaining quarter plus the prompt (tokens the balancer did not see).
-    """
+def check_prompt(prompt: str) -> bytes:
+    """The prompt's UTF-8 bytes (one token per byte), or ValueError naming the constraint."""
     data = prompt.encode("utf-8")
     if not data:
         raise ValueError("the prompt must not be empty")
     if len(data) > MAX_PROMPT_BYTES:
         raise ValueError(f"the prompt must be at most {MAX_PROMPT_BYTES} bytes of UTF-8, got {len(data)}")
+    return data
+
+
+def prompt_demo(cfg: MoEConfig, d_model: int, prompt: str, seed: int = 0, stream_x: torch.Tensor | None = None,
+                prompt_x: torch.Tensor | None = None) -> PromptDemo:
+    """Route a prompt through a seeded LatentMoE under each balancing method.
+
+    Hidden states: `stream_x` (L, d) for `calibration_stream()` and `prompt_x` (T, d) for the prompt, e.g.
+    the trained model's (`model_moe_inputs`); by default `byte_features` (a fixed random embedding).
+    Each method's balancing state is fitted by `calibrate` on the first 3/4 of the stream; loads are
+    measured on the remaining quarter (tokens the balancer did not see).
+    """
+    data = check_prompt(prompt)
     from k3lite.viz.moe import token_label  # plain helper, no Streamlit
 
-    text = calibration_stream()
-    split = 3 * len(text) // 4
-    feats = byte_features(text + data, d_model, seed)  # (L + T, d)
+    feats = byte_features(calibration_stream(), d_model, seed) if stream_x is None else stream_x  # (L, d)
+    if prompt_x is None:
+        prompt_x = byte_features(data, d_model, seed)  # (T, d): the prompt on its own (no leading context)
+    if feats.shape[-1] != d_model or prompt_x.shape != (len(data), d_model):
+        raise ValueError(f"hidden states must be (L, {d_model}) and ({len(data)}, {d_model}), "
+                         f"got {tuple(feats.shape)} and {tuple(prompt_x.shape)}")
+    split = 3 * feats.shape[0] // 4
     fit, held = feats[:split], feats[split:]
-    prompt_x = byte_features(data, d_model, seed)  # (T, d): the prompt on its own (no leading context)
     torch.manual_seed(seed)
     layer = LatentMoE(d_model, replace(cfg, balancing="none"))
     layer.requires_grad_(False)
