@@ -154,7 +154,7 @@ class K3Model(nn.Module):
         tr = None
         if trace:
             tr = Trace(tokens=tokens[0].tolist(), attn_res=cfg.attn_res, attn_res_block_size=cfg.attn_res_block_size,
-                       embedding_norm=detach(emb.norm(dim=-1)), start_pos=cache.length if cache else 0)
+                       embedding_norm=detach(emb.norm(dim=-1)), embedding=detach(emb), start_pos=cache.length if cache else 0)
         new_caches, aux = [], emb.new_zeros(())
         for i, layer in enumerate(self.layers):
             layer_cache = cache.layers[i] if cache is not None else None

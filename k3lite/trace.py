@@ -62,6 +62,7 @@ class Trace:
     attn_res: str  # "standard" | "full" | "block"
     attn_res_block_size: int
     embedding_norm: torch.Tensor  # (B, T)
+    embedding: torch.Tensor | None = None  # (B, T, d) the token embeddings v_0
     layers: list[LayerTrace] = field(default_factory=list)
     final_depth_weights: torch.Tensor | None = None  # (B, T, N) the LM head's depth mix
     final_depth_sources: tuple[int, ...] = ()

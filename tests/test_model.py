@@ -209,3 +209,61 @@ def test_save_load_round_trip(tmp_path: Path):
     tokens = torch.randint(0, 256, (1, 7))
     with torch.no_grad():  # bf16 storage of the big matrices: close, not equal
         torch.testing.assert_close(again(tokens).logits, model(tokens).logits, atol=0.05, rtol=0.05)
+
+
+# ------------------------------------------------------------------------------- figures and pages
+def test_every_stage_has_a_figure():
+    from k3lite.viz.model import WHAT, stage_figure, stages
+
+    model = build(tiny())
+    with torch.no_grad():
+        out = model(torch.tensor([encode("ab ç")]), trace=True)
+    probs = out.logits[0, -1].softmax(-1).topk(5)
+    all_stages = stages(out.trace)
+    kinds = [s.kind for s in all_stages]
+    assert kinds[:2] == ["tokenize", "embed"] and kinds[-2:] == ["logits", "next"]
+    assert kinds.count("depth") == 4 and kinds.count("router") == 3 and kinds.count("dense") == 1
+    for s in all_stages:
+        fig = stage_figure(out.trace, s, (probs.indices.tolist(), probs.values.tolist()))
+        assert fig.data, s
+        assert s.kind in WHAT
+
+
+def test_stepper_next_and_prev_walk_through_all_stages(root):
+    from streamlit.testing.v1 import AppTest
+
+    from k3lite.config import get_preset as preset
+    from k3lite.viz.model import stages
+
+    cfg = preset("lite")
+    n = len(stages(list(zip(cfg.layer_types(), cfg.ffn_types()))))
+    at = AppTest.from_file(str(root / "pages" / "forward_pass.py"), default_timeout=120).run()
+    assert not at.exception
+    seen = [at.subheader[0].value]
+    while not at.button(key="fp_next").disabled:
+        at.button(key="fp_next").click().run()
+        assert not at.exception, at.exception
+        seen.append(at.subheader[0].value)
+    assert len(seen) == n and len(set(seen)) == n and seen[-1].endswith("Next token")
+    assert at.table  # the top-5 table on the last stage
+    at.button(key="fp_generate").click().run()
+    assert not at.exception and at.code
+    for _ in range(3):
+        at.button(key="fp_prev").click().run()
+    assert at.session_state.fp_stage == n - 4
+    at.text_area(key="fp_prompt").set_value("x" * 150 + "é" * 50).run()  # within chars, within bytes
+    assert not at.error
+    at.text_area(key="fp_prompt").set_value("nul\x00").run()
+    assert at.error and "NUL" in at.error[0].value
+
+
+def test_attention_residuals_page_modes(root):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(root / "pages" / "attention_residuals.py"), default_timeout=120).run()
+    assert not at.exception
+    for mode in ("full", "standard", "block"):
+        at.radio(key="ar_mode").set_value(mode).run()
+        assert not at.exception, mode
+    at.slider(key="ar_block").set_value(1).run()
+    assert not at.exception and at.get("plotly_chart")
