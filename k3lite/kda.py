@@ -160,7 +160,7 @@ def kda_trajectory(q, k, v, g, beta, scale=None, initial_state=None, keep_states
 # ============================================================================ chunk-wise parallel
 
 
-_SUB = 16  # rows per block inside a chunk for the two-level factorisation of the decayed Gram matrices
+_SUB = 32  # rows per block inside a chunk for the two-level factorisation of the decayed Gram matrices
 _CAP = 80.0  # largest exponent we let a factor reach (e^80 * K is still far below fp32's max, 3.4e38)
 
 
@@ -220,6 +220,9 @@ def _decayed_grams(q, k, G, sub: int = _SUB, cap: float = _CAP):
     return P[..., 0, :C, :C], P[..., 1, :C, :C]  # causal masks applied by the caller
 
 
+_GROUP_FLOATS = 1 << 16  # chunks are processed in groups whose (chunks x B*H x C x K) tensors stay cache-sized
+
+
 def _chunk(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_size: int, delta: bool):
     """Chunk-wise gated (delta) rule; g (B,T,H,K) or None (no decay), beta (B,T,H) or None (= 1).
 
@@ -234,25 +237,47 @@ def _chunk(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_siz
     Without the delta rule (GLA, Mamba-2, linear attention) A is dropped: Delta = Diag(beta) V.
     Every exponent is a difference G_c - G_i with c >= i (<= 0), except the bounded, checked one
     inside the Gram factorisation (see `_decayed_grams`), so nothing overflows.
-    Layout: chunk-major (N, B*H, C, .) so that each chunk's slice is one contiguous batch of matrices.
+    Layout: chunk-major (N, B*H, C, .); everything but the state carry is vectorised over a group of
+    chunks small enough to stay in cache (on a CPU the elementwise work is memory-bound).
     """
     B, T, H, K = q.shape
     V = v.shape[-1]
     dtype = v.dtype
     C = chunk_size
     N = max(1, math.ceil(T / C))
-    BH, M_ = B * H, max(1, math.ceil(T / C)) * B * H
+    BH = B * H
     pad = N * C - T  # padded tokens: k = v = 0, g = 0 -> they write nothing and decay nothing
 
-    def chunks(x):  # (B, T, H, D) -> (N * B * H, C, D) fp32, chunk-major
+    def chunks(x):  # (B, T, H, D) -> (N, B*H, C, D) fp32, chunk-major
         x = x.float()
         if pad:
             x = F.pad(x, (0, 0, 0, 0, 0, pad))
-        return x.view(B, N, C, H, -1).permute(1, 0, 3, 2, 4).reshape(M_, C, x.shape[-1])
+        return x.view(B, N, C, H, -1).permute(1, 0, 3, 2, 4).reshape(N, BH, C, x.shape[-1])
 
-    q, k, v = chunks(q), chunks(k), chunks(v)  # (M, C, K|V)   M = N * B * H
+    q, k, v = chunks(q), chunks(k), chunks(v)  # (N, BH, C, K|V)
+    g = chunks(g) if g is not None else None  # (N, BH, C, K)
+    beta = chunks(beta[..., None]) if beta is not None else None  # (N, BH, C, 1)
+    S = q.new_zeros(BH, K, V) if initial_state is None else initial_state.float().reshape(BH, K, V).clone()
+    in_place = not (torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, g, beta, S)))
+    group = max(1, _GROUP_FLOATS // (BH * C * max(K, V)))
+    outs = []
+    for n0 in range(0, N, group):
+        sl = slice(n0, min(n0 + group, N))
+        o, S = _chunk_group(q[sl], k[sl], v[sl], None if g is None else g[sl], None if beta is None else beta[sl],
+                            S, scale, delta, in_place)
+        outs.append(o)
+    o = torch.cat(outs) if len(outs) > 1 else outs[0]  # (N, BH, C, V)
+    o = o.view(N, B, H, C, V).permute(1, 0, 3, 2, 4).reshape(B, N * C, H, V)[:, :T]  # (B, T, H, V)
+    return o.to(dtype), (S.reshape(B, H, K, V) if output_final_state else None)
+
+
+def _chunk_group(q, k, v, g, beta, S, scale: float, delta: bool, in_place: bool):
+    """`_chunk` on n consecutive chunks, (n, BH, C, .) each, from the incoming state S (BH, K, V)."""
+    n, BH, C, K = q.shape
+    V = v.shape[-1]
+    q, k, v = q.reshape(n * BH, C, K), k.reshape(n * BH, C, K), v.reshape(n * BH, C, V)  # (M, C, .)
     if g is not None:
-        G = torch.ones(C, C, device=q.device).tril() @ chunks(g)  # (M, C, K) cumsum within each chunk
+        G = torch.ones(C, C, device=q.device).tril() @ g.reshape(n * BH, C, K)  # (M, C, K) cumsum in the chunk
     else:
         G = torch.zeros_like(k)
     G_end = G[:, -1:, :]  # (M, 1, K)
@@ -266,49 +291,44 @@ def _chunk(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_siz
         bad = (-G_end[:, 0, :]).amax(-1) > _CAP  # (M,) chunks whose decay span is too large
         if bad.any():
             idx = bad.nonzero()[:, 0]
-            exact = _exact_blocks(q[idx], k[idx], G[idx])  # (n, 2, C, C)
+            exact = _exact_blocks(q[idx], k[idx], G[idx])  # (n_bad, 2, C, C)
             Aqk, A = Aqk.index_copy(0, idx, exact[:, 0]), A.index_copy(0, idx, exact[:, 1])
     else:
         Aqk, A = _decayed_grams(q, k, G)
     lower = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
     Aqk = Aqk.masked_fill(~lower, 0.0)  # (M, C, C) i <= c
+    bt = beta.reshape(n * BH, C, 1) if beta is not None else None  # (M, C, 1)
     if delta:
-        bt = chunks(beta[..., None]) if beta is not None else None  # (M, C, 1)
         eye = torch.eye(C, device=q.device, dtype=q.dtype)
         bA = A.masked_fill(~lower.tril(-1), 0.0)  # strictly lower (M, C, C)
         bA = bA if bt is None else bt * bA  # Diag(beta) A
         Mut = torch.linalg.solve_triangular(bA + eye, eye.expand_as(bA), upper=False, unitriangular=True)  # UT
         Mb = Mut if bt is None else Mut * bt.transpose(-1, -2)  # M Diag(beta)  (M, C, C)
-        U, W = torch.bmm(Mb, v), torch.bmm(Mb, kG)  # (M, C, V), (M, C, K)
-        W = W.view(N, BH, C, K)
+        U, W = torch.bmm(Mb, v), torch.bmm(Mb, kG).view(n, BH, C, K)  # (M, C, V), (n, BH, C, K)
     else:
-        U, W = (v if beta is None else chunks(beta[..., None]) * v), None
-    U, qG, Aqk = U.view(N, BH, C, V), qG.view(N, BH, C, K), Aqk.view(N, BH, C, C)
-    a_end = G_end.exp().view(N, BH, K, 1)  # (N, BH, K, 1) decay over the whole chunk
-    k_dec_t = k_dec.view(N, BH, C, K).transpose(-1, -2)  # (N, BH, K, C)
+        U, W = (v if bt is None else bt * v), None
+    U, qG, Aqk = U.view(n, BH, C, V), qG.view(n, BH, C, K), Aqk.view(n, BH, C, C)
+    a_end = G_end.exp().view(n, BH, K, 1)  # (n, BH, K, 1) decay over the whole chunk
+    k_dec_t = k_dec.view(n, BH, C, K).transpose(-1, -2)  # (n, BH, K, C)
 
-    # carry the state across chunks: the only sequential part, N steps of small matmuls. Without
+    # carry the state across the chunks: the only sequential part, n steps of small matmuls. Without
     # autograd the state and outputs are updated in place (no allocations per step).
-    S = q.new_zeros(BH, K, V) if initial_state is None else initial_state.float().reshape(BH, K, V).clone()
-    in_place = not (torch.is_grad_enabled() and any(t.requires_grad for t in (U, qG, Aqk, k_dec_t, S)))
-    o, outs, D_buf = q.new_empty(N, BH, C, V), [], q.new_empty(BH, C, V)
-    for n in range(N):
+    o, outs, D_buf = q.new_empty(n, BH, C, V), [], q.new_empty(BH, C, V)
+    for i in range(n):
         if not delta:
-            D = U[n]
+            D = U[i]
         elif in_place:
-            D = torch.baddbmm(U[n], W[n], S, alpha=-1, out=D_buf)  # (BH, C, V) Delta = U - W S
+            D = torch.baddbmm(U[i], W[i], S, alpha=-1, out=D_buf)  # (BH, C, V) Delta = U - W S
         else:
-            D = torch.baddbmm(U[n], W[n], S, alpha=-1)
+            D = torch.baddbmm(U[i], W[i], S, alpha=-1)
         if in_place:
-            torch.bmm(qG[n], S, out=o[n])
-            o[n].baddbmm_(Aqk[n], D, beta=scale, alpha=scale)  # (BH, C, V) scale (Q Gamma S + Aqk Delta)
-            S.mul_(a_end[n]).baddbmm_(k_dec_t[n], D)  # (BH, K, V)
+            torch.bmm(qG[i], S, out=o[i])
+            o[i].baddbmm_(Aqk[i], D, beta=scale, alpha=scale)  # (BH, C, V) scale (Q Gamma S + Aqk Delta)
+            S.mul_(a_end[i]).baddbmm_(k_dec_t[i], D)  # (BH, K, V)
         else:
-            outs.append(torch.baddbmm(qG[n] @ S, Aqk[n], D, beta=scale, alpha=scale))
-            S = torch.baddbmm(a_end[n] * S, k_dec_t[n], D)
-    o = o if in_place else torch.stack(outs)  # (N, BH, C, V)
-    o = o.view(N, B, H, C, V).permute(1, 0, 3, 2, 4).reshape(B, N * C, H, V)[:, :T]  # (B, T, H, V)
-    return o.to(dtype), (S.reshape(B, H, K, V) if output_final_state else None)
+            outs.append(torch.baddbmm(qG[i] @ S, Aqk[i], D, beta=scale, alpha=scale))
+            S = torch.baddbmm(a_end[i] * S, k_dec_t[i], D)
+    return (o if in_place else torch.stack(outs)), S
 
 
 def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False, chunk_size=64):

@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--head-dim", type=int, default=128, help="K = V (Kimi Linear uses 128)")
-    ap.add_argument("--chunk-size", type=int, default=16, help="16 is fastest on CPU here; see the sweep line")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--chunk-size", type=int, default=32, help="32 was fastest on CPU here; see the sweep line")
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--rec-tokens", type=int, default=2048, help="time the recurrent loop on at most this many tokens")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1 = steadier on a shared machine)")
     args = ap.parse_args(argv)
@@ -95,6 +95,18 @@ def main(argv: list[str] | None = None) -> int:
         below = [T for T, _, tc, ts in rows if T < first]
         where = f"between T={max(below)} and T={first}" if below else f"already at T={first} (the shortest tried)"
         print(f"chunk overtakes softmax attention {where}; beyond, softmax grows ~T^2 and chunk ~T.")
+        if below:  # refine inside the bracket (chunk and softmax only: both are cheap there)
+            lo, hi = max(below), first
+            scan = sorted({int(lo * (hi / lo) ** (i / 4)) for i in range(1, 4)})
+            parts = []
+            with torch.inference_mode():
+                for T in scan:
+                    q, k, v, g, beta = _inputs(B, T, H, D)
+                    tc = _best(lambda: chunk_kda(q, k, v, g, beta, chunk_size=C), args.repeats)
+                    qh, kh, vh = (x.transpose(1, 2) for x in (q, k, v))
+                    ts = _best(lambda: F.scaled_dot_product_attention(qh, kh, vh, is_causal=True), args.repeats)
+                    parts.append(f"T={T}: softmax/chunk {ts / tc:.2f}x")
+            print("  refined: " + ", ".join(parts))
     else:
         print("chunk did not overtake softmax attention at these lengths (try longer --T).")
     print("memory per layer for decoding: the KDA state is fixed; the KV cache grows by "
