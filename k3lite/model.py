@@ -30,6 +30,7 @@ from k3lite.moe import LatentMoE
 from k3lite.nn import RMSNorm, SwiGLU
 from k3lite.trace import LayerTrace, Trace, detach
 
+RECURRENT_MAX_T = 8  # KDA runs its token-by-token recurrence for inputs this short, chunk-wise above
 BYTES_PER_ELEMENT_WIRE = 2  # bf16 activations on the interconnect (same convention as k3lite/moe.py)
 
 
@@ -72,7 +73,11 @@ class Layer(nn.Module):
         """Run both sublayers, appending their outputs to `stream`. Returns (cache, aux_loss, LayerTrace|None)."""
         mix1 = stream.mix(getattr(self, "res_mixer", None))
         x = self.attn_norm(mix1.h)  # (B, T, d)
-        res = self.mixer(x, cache=cache, use_cache=use_cache, trace=trace)  # KDAOutput | MLAOutput
+        if self.mixer_type == "kda":  # short inputs (decode steps): the recurrence beats padding a 64-chunk
+            mode = "recurrent" if x.shape[1] <= RECURRENT_MAX_T else "chunk"
+            res = self.mixer(x, cache=cache, use_cache=use_cache, mode=mode, trace=trace)  # KDAOutput
+        else:
+            res = self.mixer(x, cache=cache, use_cache=use_cache, trace=trace)  # MLAOutput
         stream.add(res.out)
 
         mix2 = stream.mix(getattr(self, "res_ffn", None))

@@ -92,7 +92,7 @@ if stage.kind == "next":
               "probability": [f"{100 * p:.1f}%" for p in top[1]]})
     g1, g2, g3 = st.columns(3)
     n = g1.slider("bytes to generate", 1, 120, 40, key="fp_gen_n")
-    temperature = g2.slider("temperature (0 = greedy)", 0.0, 1.5, 0.0, 0.1, key="fp_temp")
+    temperature = g2.slider("temperature (0 = greedy)", 0.0, 1.5, 0.7, 0.1, key="fp_temp")
     seed = g3.number_input("seed", 0, 10_000, 0, key="fp_seed")
     if st.button("Generate", type="primary", key="fp_generate"):
         with user_errors():
