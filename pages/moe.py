@@ -137,8 +137,8 @@ st.plotly_chart(load_bars(result.eval_load, result.eval_violation, result.stabil
 explain(f"{result.eval_tokens:,} held-out bytes x top-{K} = {result.eval_tokens * K:,} assignments; dashed line = "
         f"the ideal even load ({result.eval_tokens * K / E:.1f} tokens per expert). Bias: 30 updates with γ = 0.01 "
         "(10x DeepSeek-V3's 0.001, which is meant for thousands of steps); "
-        "quantile: 6 curve updates; aux loss: 30 gradient steps of Switch's α = 0.01 penalty plus a term that keeps "
-        "the router near its starting preferences (standing in for the language-model loss). flips = share of "
+        "quantile: 6 curve updates; aux loss: 30 Adam steps (lr 1e-3) on the router minimising the Switch aux loss "
+        "alone, with no task loss pulling back (its best case; in (c) it trains against a task loss). flips = share of "
         "top-k choices that change when the scores get noise of std 0.01. Computed on this page.")
 
 st.subheader("(c) Max-violation over training steps (small MoE trained on a skewed stream)")
@@ -168,10 +168,12 @@ st.markdown(
 **What to notice**
 - Raw top-k (*none*) piles tokens onto favourites, and the pile grows with E: at 896 experts a few experts get
   many times the ideal load. Quantile balancing comes closest to the dashed line in (b) and from the very first
-  steps in (c), with no step size; the bias method gets there slowly (γ per step); a small aux loss barely moves.
+  steps in (c), with no step size; the bias method gets there more slowly (γ per step); the aux loss balances in
+  (b), where nothing opposes it, but much less in (c), where it must trade against the task loss.
 - Without balancing the load gets *worse* as training goes on (c): the router learns favourites. Balancing is
   not free either way: overruling the router can cost quality, while an even load trains every expert; the
-  held-out MSE column shows which won in this run. Balanced selections also flip more easily under noise.
+  held-out MSE column shows which won in this run. Balanced selections sit closer to ties, so they flip more
+  easily under noise (the "flips" numbers): the sensitivity a *Stable* MoE has to keep in check.
 - Halving l halves the bytes on the wire and the routed-expert FLOPs (d); LatentMoE spends the saving on more
   experts and a higher top-k, which is how K3 affords 16 of 896.
 """

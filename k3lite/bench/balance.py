@@ -139,39 +139,35 @@ def model_moe_inputs(model, data: bytes, chunk: int = 512) -> dict[int, torch.Te
 
 
 def calibrate(router: Router, stream: torch.Tensor, method: str, steps: int = 60, batch: int = 512,
-              lr: float = 1.0, seed: int = 0) -> Router:
+              lr: float = 1e-3, seed: int = 0) -> Router:
     """A copy of `router` whose balancing state was fitted on `stream` (M, d) for `steps` batches.
 
     none: unchanged. bias: `steps` DeepSeek-V3 bias updates. quantile: `steps` Quantile Balancing updates.
-    aux_loss: `steps` gradient-descent steps on the router weights of  aux_loss + keep, where
-    keep = mean_n ||s_n - s0_n||^2 holds the scores near the initial router's (a stand-in for the language-
-    model loss that, in real training, pulls the router toward its favourite experts).
+    aux_loss: `steps` Adam steps (lr) on the router weights minimising the Switch aux loss *alone*: no task
+    loss pulls back, so this shows the penalty's balancing force at its best (run_balance shows it against
+    a task loss). Adam is scale-free, so alpha does not matter here.
     """
     if method not in METHODS:
         raise ValueError(f"balancing method must be one of {METHODS}, got {method!r}")
     r = copy.deepcopy(router)
     r.cfg = replace(r.cfg, balancing=method)
     r.bias.zero_()
-    r.weight.requires_grad_(False)
+    r.weight.requires_grad_(method == "aux_loss")
     if method == "none":
         return r
     g = torch.Generator().manual_seed(seed)
-    s0 = r.score(stream).detach()  # (M, E) the initial preferences
+    opt = torch.optim.Adam([r.weight], lr=lr) if method == "aux_loss" else None
     for _ in range(steps):
-        pick = torch.randint(0, stream.shape[0], (batch,), generator=g)
-        xb = stream[pick]  # (batch, d)
-        if method != "aux_loss":
+        xb = stream[torch.randint(0, stream.shape[0], (batch,), generator=g)]  # (batch, d)
+        if opt is None:
             with torch.no_grad():
                 r(xb, update_balance=True)
             continue
         with torch.enable_grad():
-            w = r.weight.detach().requires_grad_(True)
-            r.weight = torch.nn.Parameter(w, requires_grad=True)
-            out = r(xb)
-            loss = out.aux_loss + (out.scores - s0[pick]).square().sum(-1).mean()
-            (grad,) = torch.autograd.grad(loss, r.weight)
-        with torch.no_grad():
-            r.weight -= lr * grad
+            loss = r(xb.detach()).aux_loss
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
     r.weight.requires_grad_(False)
     return r
 
