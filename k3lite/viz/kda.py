@@ -37,9 +37,9 @@ def state_figure(S: np.ndarray, correction: np.ndarray, v: np.ndarray, t: int, l
     """(b) The state S_t (K x V) after step t, and the delta-rule correction v_t - S'^T k_t beside v_t."""
     S, correction, v = (np.asarray(x, dtype=float) for x in (S, correction, v))
     lim = float(np.abs(S).max()) or 1.0
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.08,
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.52, 0.48], horizontal_spacing=0.15,
                         subplot_titles=(f"state S_t after token {t} ({label})", "what step t writes along k_t"))
-    fig.add_trace(go.Heatmap(z=S, zmin=-lim, zmax=lim, colorscale="RdBu", colorbar=dict(title="S", x=0.515, thickness=10, len=0.9),
+    fig.add_trace(go.Heatmap(z=S, zmin=-lim, zmax=lim, colorscale="RdBu", colorbar=dict(title="S", x=0.46, xanchor="left", thickness=10, len=0.9),
                              hovertemplate="key channel %{y}<br>value dim %{x}<br>S = %{z:.3f}<extra></extra>"), 1, 1)
     dims = list(range(len(v)))
     fig.add_trace(go.Bar(x=dims, y=v, name="v_t (the new value)", marker_color="#bbbbbb"), 1, 2)
