@@ -38,7 +38,7 @@ def test_chunk_equals_recurrent(T, with_state):
     q, k, v, g, beta, S0 = make_inputs(T=T, seed=T, **dims)
     S0 = S0 if with_state else None
     o_ref, S_ref = kda.recurrent_kda(q, k, v, g, beta, initial_state=S0, output_final_state=True)
-    for chunk_size in (16, 64) if T == 1000 else (5, 16, 64):
+    for chunk_size in (16, 64) if T == 1000 else (5, 16, 40, 64):  # 40, 64: multi-block Gram path (> 32 rows)
         o, S = kda.chunk_kda(q, k, v, g, beta, initial_state=S0, output_final_state=True, chunk_size=chunk_size)
         assert o.shape == o_ref.shape == (q.shape[0], T, q.shape[2], v.shape[-1])
         assert maxerr(o, o_ref) <= TOL, (T, chunk_size)
@@ -100,13 +100,16 @@ def test_trajectory_matches_and_records():
     assert maxerr(traj.correction[:, 0], c0) <= TOL
 
 
-def test_gradients_match():
+@pytest.mark.parametrize("chunk_size", [16, 40])
+def test_gradients_match(chunk_size):
     """The chunk kernel is differentiable (the lab trains through it) and its gradients match."""
     q, k, v, g, beta, _ = make_inputs(B=1, T=40, H=2, K=4, V=4, seed=8)
+    g = g.clone()
+    g[0, 3:9, 1] *= 100.0  # one exact-fallback block on the way
     leaves = [x.clone().requires_grad_() for x in (q, k, v, g, beta)]
     leaves2 = [x.clone().requires_grad_() for x in (q, k, v, g, beta)]
     w = torch.randn(1, 40, 2, 4)
-    (kda.chunk_kda(*leaves, chunk_size=16)[0] * w).sum().backward()
+    (kda.chunk_kda(*leaves, chunk_size=chunk_size)[0] * w).sum().backward()
     (kda.recurrent_kda(*leaves2)[0] * w).sum().backward()
     for a, b in zip(leaves, leaves2):
         assert maxerr(a.grad, b.grad) <= 1e-3
