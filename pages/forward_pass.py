@@ -78,8 +78,12 @@ if stage.kind == "kda":
     head = st.slider("KDA head", 0, trace.layers[stage.layer].kda_beta.shape[-1] - 1, 0, key="fp_head")
 st.plotly_chart(stage_figure(trace, stage, top, head), width="stretch")
 
-so_far = trace.bytes_cumulative()[stage.layer] if stage.layer is not None else (
-    trace.bytes_per_token() if stage.kind in ("logits", "next") else 0.0)
+cum = trace.bytes_cumulative()
+if stage.layer is None:  # before the first layer nothing moved; after the last, everything did
+    so_far = trace.bytes_per_token() if stage.kind in ("logits", "next") else 0.0
+else:  # a layer's MoE bytes count from its dispatch on
+    done = stage.layer if stage.kind in ("depth", "kda", "mla", "router") else stage.layer + 1
+    so_far = cum[done - 1] if done > 0 else 0.0
 m1, m2, m3 = st.columns(3)
 m1.metric("tokens", f"{len(trace.tokens)} bytes")
 m2.metric("interconnect bytes per token so far", f"{so_far:,.0f} B",
