@@ -248,26 +248,28 @@ def _chunk(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_siz
     BH = B * H
     pad = N * C - T  # padded tokens: k = v = 0, g = 0 -> they write nothing and decay nothing
 
-    def chunks(x):  # (B, T, H, D) -> (N, B*H, C, D) fp32, chunk-major
-        x = x.float()
-        if pad:
-            x = F.pad(x, (0, 0, 0, 0, 0, pad))
-        return x.view(B, N, C, H, -1).permute(1, 0, 3, 2, 4).reshape(N, BH, C, x.shape[-1])
+    if pad:  # k = v = 0 and g = 0 on padded tokens
+        q, k, v = (F.pad(x, (0, 0, 0, 0, 0, pad)) for x in (q, k, v))
+        g = None if g is None else F.pad(g, (0, 0, 0, 0, 0, pad))
+        beta = None if beta is None else F.pad(beta, (0, 0, 0, pad))
+    beta = None if beta is None else beta[..., None]  # (B, T, H, 1)
 
-    q, k, v = chunks(q), chunks(k), chunks(v)  # (N, BH, C, K|V)
-    g = chunks(g) if g is not None else None  # (N, BH, C, K)
-    beta = chunks(beta[..., None]) if beta is not None else None  # (N, BH, C, 1)
-    S = q.new_zeros(BH, K, V) if initial_state is None else initial_state.float().reshape(BH, K, V).clone()
+    def chunks(x, n0, n1):  # (B, T, H, D) -> (n, B*H, C, D) fp32, chunk-major, for chunks n0..n1-1
+        x = x[:, n0 * C : n1 * C].float()
+        return x.reshape(B, n1 - n0, C, H, -1).permute(1, 0, 3, 2, 4).reshape(n1 - n0, BH, C, x.shape[-1])
+
+    S = q.new_zeros(BH, K, V, dtype=torch.float32) if initial_state is None else \
+        initial_state.float().reshape(BH, K, V).clone()
     in_place = not (torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, g, beta, S)))
-    group = max(1, _GROUP_FLOATS // (BH * C * max(K, V)))
+    group = max(1, _GROUP_FLOATS // (BH * C * max(K, V)))  # the layout change happens per group, in cache
     outs = []
     for n0 in range(0, N, group):
-        sl = slice(n0, min(n0 + group, N))
-        o, S = _chunk_group(q[sl], k[sl], v[sl], None if g is None else g[sl], None if beta is None else beta[sl],
+        n1 = min(n0 + group, N)
+        o, S = _chunk_group(chunks(q, n0, n1), chunks(k, n0, n1), chunks(v, n0, n1),
+                            None if g is None else chunks(g, n0, n1), None if beta is None else chunks(beta, n0, n1),
                             S, scale, delta, in_place)
-        outs.append(o)
-    o = torch.cat(outs) if len(outs) > 1 else outs[0]  # (N, BH, C, V)
-    o = o.view(N, B, H, C, V).permute(1, 0, 3, 2, 4).reshape(B, N * C, H, V)[:, :T]  # (B, T, H, V)
+        outs.append(o.view(n1 - n0, B, H, C, V).permute(1, 0, 3, 2, 4).reshape(B, (n1 - n0) * C, H, V))
+    o = (torch.cat(outs, dim=1) if len(outs) > 1 else outs[0])[:, :T]  # (B, T, H, V)
     return o.to(dtype), (S.reshape(B, H, K, V) if output_final_state else None)
 
 

@@ -4,8 +4,8 @@
 
 Same heads and head dims for all three (K = V = head_dim; softmax attention gets q, k, v of the same
 shape via F.scaled_dot_product_attention(is_causal=True)). Everything fp32 on CPU, inference mode,
-times are the best of `--repeats` runs measured in this process (the best run is the one least
-disturbed by other processes on a shared machine). The recurrent reference is timed on
+times are the best of `--repeats` interleaved rounds measured in this process (the three kernels take
+turns, so they see the same machine load; the best run is the one least disturbed by other processes). The recurrent reference is timed on
 at most `--rec-tokens` tokens and extrapolated linearly (it is O(T) sequential steps of equal cost);
 the printout marks extrapolated numbers with '*'. Memory is what decoding must keep per layer: KDA's
 fixed (H, K, V) state vs the K and V cache of softmax attention at that context length.
@@ -61,22 +61,25 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     B, H, D, C = args.batch, args.heads, args.head_dim, args.chunk_size
     print(f"KDA kernels vs softmax attention: B={B}, H={H}, K=V={D}, chunk={C}, fp32, CPU, "
-          f"{args.threads} thread(s), best of {args.repeats}")
+          f"{args.threads} thread(s), best of {args.repeats} interleaved rounds")
     print(f"{'T':>6} {'recurrent':>11} {'chunk':>9} {'softmax':>9} {'rec/chunk':>10} {'softmax/chunk':>14} "
           f"{'max|chunk-rec|':>15} {'KDA state':>10} {'KV cache':>10}")
     rows = []
     with torch.inference_mode():
         for T in args.T:
             q, k, v, g, beta = _inputs(B, T, H, D)
-            t_chunk = _best(lambda: chunk_kda(q, k, v, g, beta, chunk_size=C), args.repeats)
             qh, kh, vh = (x.transpose(1, 2) for x in (q, k, v))  # (B, H, T, D)
-            t_soft = _best(lambda: F.scaled_dot_product_attention(qh, kh, vh, is_causal=True), args.repeats)
             n = min(T, args.rec_tokens)
             sl = slice(0, n)
-            t_rec = _best(lambda: recurrent_kda(q[:, sl], k[:, sl], v[:, sl], g[:, sl], beta[:, sl]), args.repeats)
+            t_chunk = t_soft = t_rec = float("inf")
+            for _ in range(args.repeats):  # interleaved rounds: all three see the same machine load
+                t_chunk = min(t_chunk, _best(lambda: chunk_kda(q, k, v, g, beta, chunk_size=C), 2))
+                t_soft = min(t_soft, _best(lambda: F.scaled_dot_product_attention(qh, kh, vh, is_causal=True), 2))
+                t_rec = min(t_rec, _best(lambda: recurrent_kda(q[:, sl], k[:, sl], v[:, sl], g[:, sl], beta[:, sl]), 1))
             t_rec *= T / n
-            o_rec, _ = recurrent_kda(q[:, sl], k[:, sl], v[:, sl], g[:, sl], beta[:, sl])
-            o_chunk, _ = chunk_kda(q[:, sl], k[:, sl], v[:, sl], g[:, sl], beta[:, sl], chunk_size=C)
+            e = slice(0, min(n, 512))  # correctness check on a prefix (the tests cover it properly)
+            o_rec, _ = recurrent_kda(q[:, e], k[:, e], v[:, e], g[:, e], beta[:, e])
+            o_chunk, _ = chunk_kda(q[:, e], k[:, e], v[:, e], g[:, e], beta[:, e], chunk_size=C)
             err = (o_chunk - o_rec).abs().max().item()
             state, kv = kda_state_bytes(H, D, 4, B), kv_cache_bytes(T, H, D, 4, B)
             mark = "*" if n < T else " "
