@@ -1,0 +1,166 @@
+"""Many visitors at once: >= 10 AppTest sessions in threads share the cached model, none errors, and the
+cached model's weights (and buffers: router balancing state, etc.) are bit-identical afterwards.
+
+Which objects are "the cached model" is not hard-coded: after a warm-up run of every page, every
+torch.nn.Module held by any st.cache_resource entry is hashed (names, dtypes, shapes and bytes of its
+state_dict). Pages must treat those as read-only (run under torch.inference_mode, no balancing updates).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE_PATHS = re.findall(r'st\.Page\(\s*"([\w/]+\.py)"', (ROOT / "app.py").read_text())
+SESSIONS = 12
+TIMEOUT = 180
+
+
+@pytest.fixture(autouse=True, scope="module")
+def full_error_details():
+    from streamlit import config
+
+    before = config.get_option("client.showErrorDetails")
+    config.set_option("client.showErrorDetails", "full")
+    yield
+    config.set_option("client.showErrorDetails", before)
+
+
+@pytest.fixture
+def thread_safe_apptest(monkeypatch):
+    """AppTest swaps a process-global mock Runtime in at the start of each run and sets it to None at the end,
+    so with several AppTests in threads one run's end pulls the Runtime from under another ("Runtime hasn't
+    been created!"). A test-harness race, not the app's: give every run a shared fallback Runtime."""
+    from unittest.mock import MagicMock
+
+    from streamlit.components.v2.component_manager import BidiComponentManager
+    from streamlit.runtime import Runtime
+    from streamlit.runtime.caching.storage.dummy_cache_storage import MemoryCacheStorageManager
+    from streamlit.runtime.dataframe_source_manager import DataframeSourceManager
+    from streamlit.runtime.media_file_manager import MediaFileManager
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    fallback = MagicMock(spec=Runtime)  # built as AppTest builds its per-run mock
+    fallback.media_file_mgr = MediaFileManager(MemoryMediaFileStorage("/mock/media"))
+    fallback.cache_storage_manager = MemoryCacheStorageManager()
+    fallback.dataframe_source_mgr = DataframeSourceManager()
+    fallback.bidi_component_registry = BidiComponentManager()
+    monkeypatch.setattr(Runtime, "instance", classmethod(lambda cls: cls._instance or fallback))
+    monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: True))
+    yield
+
+
+def _modules_in(value, depth: int = 0):
+    if isinstance(value, torch.nn.Module):
+        yield value
+    elif depth < 3 and isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _modules_in(v, depth + 1)
+    elif depth < 3 and isinstance(value, dict):
+        for v in value.values():
+            yield from _modules_in(v, depth + 1)
+
+
+def cached_modules() -> dict[str, torch.nn.Module]:
+    """Every nn.Module held (directly or in a tuple/list/dict) by an st.cache_resource entry."""
+    from streamlit.runtime.caching.cache_resource_api import _resource_caches
+
+    with _resource_caches._caches_lock:
+        caches = [(fkey, cache) for per_session in _resource_caches._function_caches.values()
+                  for fkey, cache in per_session.items()]
+    found = {}
+    for fkey, cache in caches:
+        with cache._mem_cache_lock:
+            entries = list(cache._mem_cache.items())
+        for vkey, result in entries:
+            for i, module in enumerate(_modules_in(result.value)):
+                found[f"{cache.display_name}:{fkey[:8]}:{vkey[:8]}:{i}:{type(module).__name__}"] = module
+    return found
+
+
+def state_hash(module: torch.nn.Module) -> str:
+    h = hashlib.sha256()
+    for name, t in sorted(module.state_dict().items()):
+        t = t.detach().cpu().contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def first_slider_step(at: AppTest) -> str | None:
+    """Move the first numeric slider one step (a visitor's typical rerun)."""
+    for w in at.slider:
+        v = w.value
+        if isinstance(v, (int, float)) and not getattr(w.proto, "disabled", False):
+            step = w.step or 1
+            w.set_value(v + step if v + step <= w.max else v - step)
+            return w.label
+    return None
+
+
+def visit(page: str, barrier: threading.Barrier, results: list, index: int) -> None:
+    try:
+        at = AppTest.from_file(str(ROOT / page), default_timeout=TIMEOUT)
+        barrier.wait(timeout=120)
+        at.run()
+        problems = [e.message for e in at.exception]
+        moved = first_slider_step(at)
+        if moved is not None and not problems:
+            at.run()
+            problems += [e.message for e in at.exception]
+        results[index] = (page, moved, problems, bool(at.title))
+    except BaseException as e:  # noqa: BLE001 - report every failure, from every thread
+        results[index] = (page, None, [f"{type(e).__name__}: {e}"], False)
+
+
+def test_many_sessions_at_once_share_the_model_without_changing_it(thread_safe_apptest):
+    # warm-up: every page once, so the shared resources exist before the crowd arrives
+    for page in PAGE_PATHS:
+        at = AppTest.from_file(str(ROOT / page), default_timeout=TIMEOUT).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+    before_modules = cached_modules()
+    assert before_modules, "no page holds a cached nn.Module: nothing shared to check"
+    before = {k: state_hash(m) for k, m in before_modules.items()}
+
+    model_pages = sorted({p for p in PAGE_PATHS if "load_lite_model" in (ROOT / p).read_text()}) or PAGE_PATHS
+    others = [p for p in PAGE_PATHS if p not in model_pages]
+    # most sessions on the pages that run the shared model, the rest spread over the other pages
+    plan = [model_pages[i % len(model_pages)] for i in range(SESSIONS - min(len(others), SESSIONS // 3))]
+    plan += others[: SESSIONS - len(plan)]
+    assert len(plan) >= 10
+    barrier = threading.Barrier(len(plan))
+    results: list = [None] * len(plan)
+    threads = [threading.Thread(target=visit, args=(p, barrier, results, i), name=f"visitor-{i}")
+               for i, p in enumerate(plan)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=2 * TIMEOUT + 120)
+    assert not any(t.is_alive() for t in threads), "a session hung"
+
+    failed = [r for r in results if r is None or r[2] or not r[3]]
+    assert not failed, "sessions that failed:\n" + "\n".join(map(str, failed))
+    assert sum(r[1] is not None for r in results) >= len(plan) // 2, f"few sessions moved a slider: {results}"
+
+    after_modules = cached_modules()
+    for key, module in before_modules.items():
+        assert key in after_modules and after_modules[key] is module, f"cached {key} was rebuilt or evicted"
+        assert state_hash(module) == before[key], f"cached {key} changed its weights/buffers under load"
+
+
+def test_the_hash_sees_a_one_bit_change():
+    """The check can fail: flipping one weight (or a buffer) changes the hash."""
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    h = state_hash(m)
+    with torch.no_grad():
+        m[0].weight[0, 0] = torch.nextafter(m[0].weight[0, 0], torch.tensor(1.0))
+    assert state_hash(m) != h
+    h = state_hash(m)
+    m.train()(torch.randn(8, 4))  # updates BatchNorm's running stats (a buffer, not a parameter)
+    assert state_hash(m) != h
