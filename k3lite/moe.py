@@ -101,7 +101,8 @@ def quantile_beta(scores: torch.Tensor, k: int, beta: torch.Tensor, n_iters: int
         alpha_i = (k+1)-th largest of s_i,: - beta          (the token's "cut": exactly k experts above it)
         beta_j  = (c+1)-th largest of s_:,j - alpha, c = N*k/E  (the expert's "curve": c tokens above it)
     A fractional c interpolates linearly between the neighbouring order statistics. Needs c >= 1 and
-    k < E; otherwise (batch 1 / decode, or k == E) beta is returned unchanged.
+    k < E; otherwise (batch 1 / decode, or k == E) beta is returned unchanged. The group limit of
+    group-limited routing is not part of this LP: beta is fitted over all experts, the limit applies at selection.
     """
     n_tokens, n_experts = scores.shape
     capacity = n_tokens * k / n_experts
