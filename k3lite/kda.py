@@ -243,7 +243,7 @@ def _chunk(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_siz
     B, T, H, K = q.shape
     V = v.shape[-1]
     dtype = v.dtype
-    C = chunk_size
+    C = max(1, min(chunk_size, T))  # a sequence shorter than one chunk is one chunk of its own length
     N = max(1, math.ceil(T / C))
     BH = B * H
     pad = N * C - T  # padded tokens: k = v = 0, g = 0 -> they write nothing and decay nothing
@@ -666,8 +666,9 @@ class KimiDeltaAttention(nn.Module):
             raise ValueError(f"cache.state must be (B, H, K, V) = {(B, H, K, K)}; got {tuple(cache.state.shape)}")
         inp = self.kernel_inputs(x, cache)
         S0 = cache.state if cache is not None else None
-        kernel = chunk_kda if mode == "chunk" else recurrent_kda
-        kwargs = {"chunk_size": chunk_size} if mode == "chunk" else {}
+        # one token (decoding): the recurrent step is the cheaper way to the same numbers
+        kernel = chunk_kda if mode == "chunk" and T > 1 else recurrent_kda
+        kwargs = {"chunk_size": chunk_size} if kernel is chunk_kda else {}
         o, S = kernel(inp.q, inp.k, inp.v, inp.g, inp.beta, initial_state=S0, output_final_state=use_cache, **kwargs)
         stats = {"g": inp.g.detach(), "beta": inp.beta.detach()}
         if trace:
