@@ -649,10 +649,11 @@ class KimiDeltaAttention(nn.Module):
         return KDAInputs(q, k, v, g, beta, (tq, tk, tv))
 
     def forward(self, x: torch.Tensor, cache: KDACache | None = None, use_cache: bool = False,
-                mode: str = "chunk", trace: bool = False, chunk_size: int = 64) -> KDAOutput:
+                mode: str = "chunk", trace: bool = False, chunk_size: int = 32) -> KDAOutput:
         """x: (B, T, d_model). With `cache` (from a previous call with use_cache=True) continue decoding.
 
         mode "chunk" (chunk_kda) or "recurrent" (recurrent_kda): the same numbers, different speed.
+        chunk_size 32: the fastest on CPU in `python -m k3lite.bench kda` (any size gives the same numbers).
         trace=True also records state_norm (B, T, H), the Frobenius norm of S_t per step (an extra
         recurrent pass: meant for the small inputs the app shows).
         """
