@@ -1,0 +1,155 @@
+"""App speed as a visitor feels it: time to first render of every page and the median rerun after a slider move.
+
+    python -m k3lite.bench app [--repeats 7] [--pages moe,kda] [--threads N] [--json]
+
+For each page listed in app.py, in one process and one run (Streamlit's AppTest, no browser):
+  cold first render   the first session of a fresh server: imports, st.cache_resource / st.cache_data builds
+  warm first render   a later visitor's first view (a new session, caches warm)
+  rerun median / max  that session moves its first slider (else number input, else selectbox) to `repeats`
+                      NEW values one step apart around the default (so st.cache_data misses, as for a
+                      visitor exploring), timing each rerun
+Target (issue 8): every page's median rerun at default settings < 0.5 s on 2 CPU cores. The machine's load
+average is printed because other processes slow every number alike.
+
+This is the one module under k3lite/ that imports Streamlit (lazily, inside the functions): it measures
+the app itself. The model code stays Streamlit-free.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGET_S = 0.5
+
+
+def page_paths() -> list[str]:
+    return re.findall(r'st\.Page\(\s*"([\w/]+\.py)"', (ROOT / "app.py").read_text())
+
+
+def _control(at):
+    """The control a visitor moves first: (widget, list of new values) or (None, [])."""
+    for w in at.slider:
+        v = w.value
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not w.proto.disabled:
+            return w, _around(v, w.step or 1, w.min, w.max)
+    for w in at.number_input:
+        v = w.value
+        if isinstance(v, (int, float)) and not w.proto.disabled:
+            lo = w.min if w.min is not None else v - 100 * (w.step or 1)
+            hi = w.max if w.max is not None else v + 100 * (w.step or 1)
+            return w, _around(v, w.step or 1, lo, hi)
+    for w in at.selectbox:
+        if len(w.options) > 1 and not w.proto.disabled:
+            return w, None  # by index, cycling through the options
+    return None, []
+
+
+def _around(v, step, lo, hi, n: int = 64) -> list:
+    """New values one step apart, alternating around v: v+s, v-s, v+2s, v-2s, ... within [lo, hi]."""
+    out = []
+    for k in range(1, n):
+        for cand in (v + k * step, v - k * step):
+            if lo <= cand <= hi:
+                out.append(round(cand, 10) if isinstance(cand, float) else cand)
+    return out
+
+
+def bench_page(page: str, repeats: int, timeout: float) -> dict:
+    from streamlit.testing.v1 import AppTest
+
+    path = str(ROOT / page)
+    t0 = time.perf_counter()
+    at = AppTest.from_file(path, default_timeout=timeout).run()
+    cold = time.perf_counter() - t0
+    errors = [e.message for e in at.exception]
+    t0 = time.perf_counter()
+    at = AppTest.from_file(path, default_timeout=timeout).run()
+    warm = time.perf_counter() - t0
+    errors += [e.message for e in at.exception]
+    widget, values = _control(at)
+    times = []
+    label = "—"
+    if widget is not None:
+        label = f"{widget.type} '{widget.label[:28]}'"
+        for i in range(repeats):
+            widget, values = _control(at)  # re-find: the tree is rebuilt by every run
+            if widget is None:
+                break
+            if values is None:
+                widget.select_index((i + 1) % len(widget.options))
+            elif i < len(values):
+                widget.set_value(values[i])
+            else:
+                break
+            t0 = time.perf_counter()
+            at.run()
+            times.append(time.perf_counter() - t0)
+            errors += [e.message for e in at.exception]
+    return {
+        "page": page, "cold_s": cold, "warm_s": warm, "control": label, "reruns": len(times),
+        "rerun_median_s": statistics.median(times) if times else None,
+        "rerun_max_s": max(times) if times else None, "errors": errors,
+    }
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m k3lite.bench app", description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=7, help="reruns per page after a control change")
+    ap.add_argument("--pages", default="", help="comma-separated file stems (default: every page in app.py)")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (default: k3lite.guards.bounded_threads)")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds one script run may take")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    if args.repeats < 1:
+        print("error: --repeats must be >= 1", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(ROOT))
+    os.chdir(ROOT)  # AppTest reads .streamlit/config.toml from here, as `streamlit run` does
+    from streamlit import config
+
+    config.set_option("client.showErrorDetails", "full")  # the bench reports errors verbatim
+    from k3lite.guards import bounded_threads
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    threads = torch.get_num_threads() if args.threads else bounded_threads()
+    pages = page_paths()
+    if args.pages:
+        wanted = {p.strip() for p in args.pages.split(",")}
+        pages = [p for p in pages if Path(p).stem in wanted]
+        if not pages:
+            print(f"error: no page matches {sorted(wanted)}", file=sys.stderr)
+            return 2
+    t_all = time.perf_counter()
+    rows = [bench_page(p, args.repeats, args.timeout) for p in pages]
+    total = time.perf_counter() - t_all
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    if args.json:
+        print(json.dumps({"torch_threads": threads, "cpus": os.cpu_count(), "load1": load, "rows": rows}, indent=2))
+        return 1 if any(r["errors"] for r in rows) else 0
+    print(f"app bench: {len(pages)} pages, {args.repeats} reruns each; torch threads {threads}, "
+          f"{os.cpu_count()} CPUs, load average {load:.1f} (other processes slow every number alike)")
+    print(f"{'page':<30}{'cold 1st (s)':>13}{'warm 1st (s)':>13}{'rerun med (s)':>14}{'max (s)':>9}"
+          f"{'  < 0.5 s':>9}  control moved")
+    for r in rows:
+        med, mx = r["rerun_median_s"], r["rerun_max_s"]
+        ok = "—" if med is None else ("yes" if med < TARGET_S else "NO")
+        print(f"{Path(r['page']).stem:<30}{r['cold_s']:>13.2f}{r['warm_s']:>13.2f}"
+              f"{'—' if med is None else f'{med:.3f}':>14}{'—' if mx is None else f'{mx:.2f}':>9}{ok:>9}  "
+              f"{r['control']} x{r['reruns']}")
+        for e in r["errors"][:3]:
+            print(f"    ERROR: {e[:200]}")
+    meds = [r["rerun_median_s"] for r in rows if r["rerun_median_s"] is not None]
+    if meds:
+        print(f"pages under the {TARGET_S} s rerun target: {sum(m < TARGET_S for m in meds)}/{len(meds)}; "
+              f"slowest median {max(meds):.3f} s; whole bench {total:.0f} s")
+    return 1 if any(r["errors"] for r in rows) else 0
