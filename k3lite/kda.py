@@ -279,7 +279,7 @@ def _chunk_group(q, k, v, g, beta, S, scale: float, delta: bool, in_place: bool)
     V = v.shape[-1]
     q, k, v = q.reshape(n * BH, C, K), k.reshape(n * BH, C, K), v.reshape(n * BH, C, V)  # (M, C, .)
     if g is not None:
-        G = torch.ones(C, C, device=q.device).tril() @ g.reshape(n * BH, C, K)  # (M, C, K) cumsum in the chunk
+        G = g.reshape(n * BH, C, K).cumsum(1)  # (M, C, K) log decay since the chunk start
     else:
         G = torch.zeros_like(k)
     G_end = G[:, -1:, :]  # (M, 1, K)
