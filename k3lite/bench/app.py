@@ -112,11 +112,21 @@ def main(argv: list[str]) -> int:
     if args.repeats < 1:
         print("error: --repeats must be >= 1", file=sys.stderr)
         return 2
-    sys.path.insert(0, str(ROOT))
-    os.chdir(ROOT)  # AppTest reads .streamlit/config.toml from here, as `streamlit run` does
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from streamlit import config
 
+    cwd, details = os.getcwd(), config.get_option("client.showErrorDetails")
+    os.chdir(ROOT)  # AppTest reads .streamlit/config.toml from here, as `streamlit run` does
     config.set_option("client.showErrorDetails", "full")  # the bench reports errors verbatim
+    try:
+        return _run(args)
+    finally:
+        config.set_option("client.showErrorDetails", details)
+        os.chdir(cwd)
+
+
+def _run(args) -> int:
     from k3lite.guards import bounded_threads
 
     if args.threads:
