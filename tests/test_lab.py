@@ -12,7 +12,7 @@ from k3lite.viz.lab import accuracy_vs_length_figure, curves_figure, smooth
 
 from conftest import ROOT
 
-TINY = dict(task="mqar", seq_len=16, vocab_size=32, num_pairs=2, d_model=16, n_heads=2, batch_size=16,
+TINY = dict(task="mqar", seq_len=16, vocab_size=32, num_pairs=2, d_model=16, n_heads=2, ffn_mult=2, batch_size=16,
             steps=25, lr=1e-2, eval_every=25, eval_examples=32, chunk_size=8)
 
 
@@ -37,7 +37,8 @@ def test_tiny_run_of_each_mixer_lowers_the_loss(mixer):
 def test_attention_residual_variants_train(residual):
     cfg = LabConfig(mixer="gdn", residual=residual, **TINY)
     model, _ = build(cfg)
-    assert len(model.depth_attn) == 2 * cfg.n_layers, "one depth query per sublayer"
+    assert len(model.depth_attn) == 2 * cfg.n_layers, "one depth query per sublayer (mixer and FFN)"
+    assert len(LabModel(LabConfig(mixer="gdn", residual=residual)).depth_attn) == 2, "no FFN: mixers only"
     before, _ = evaluate(model, cfg)
     assert train(cfg).final_eval_loss < before - 0.3
 
