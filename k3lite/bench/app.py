@@ -116,7 +116,7 @@ def main(argv: list[str]) -> int:
         sys.path.insert(0, str(ROOT))
     from streamlit import config
 
-    cwd, details = os.getcwd(), config.get_option("client.showErrorDetails")
+    cwd, details, threads = os.getcwd(), config.get_option("client.showErrorDetails"), torch.get_num_threads()
     os.chdir(ROOT)  # AppTest reads .streamlit/config.toml from here, as `streamlit run` does
     config.set_option("client.showErrorDetails", "full")  # the bench reports errors verbatim
     try:
@@ -124,6 +124,7 @@ def main(argv: list[str]) -> int:
     finally:
         config.set_option("client.showErrorDetails", details)
         os.chdir(cwd)
+        torch.set_num_threads(threads)
 
 
 def _run(args) -> int:
