@@ -59,6 +59,8 @@ def url_of(route: str) -> str:
 #   query:  a query string to open the page with (a shared link, e.g. small sizes for heavy pages)
 SPECS: dict[str, dict] = {
     "home": {"move": ("select", "Configuration", "lite")},
+    # the last stage (End key) shows the next-byte table and the "Generate" button
+    "forward_pass": {"move": ("slider", "stage"), "keys": ["End"], "button": "Generate"},
     # training behind "Train": opened from a shared link with one mixer and 10 steps so the suite stays short;
     # the move is sequence length 64 -> 32 tokens
     "lab": {"query": "lab_mixers=linear&lab_steps=10", "move": ("slider", "sequence length"), "keys": ["ArrowLeft"],
@@ -123,6 +125,8 @@ def streamlit_server(script: str, cwd: Path, log_path: Path):
 def server():
     """The app itself, with the repo's .streamlit/config.toml (what visitors get)."""
     OUT.mkdir(parents=True, exist_ok=True)
+    for old in [*OUT.glob("*.png"), *OUT.glob("*.json")]:  # screenshots of this run only
+        old.unlink()
     with streamlit_server("app.py", ROOT, OUT / "streamlit-server.log") as srv:
         yield srv
 
@@ -146,14 +150,21 @@ def browser():
 
 # ----------------------------------------------------------------------------------- page helpers
 def wait_idle(page, timeout_ms: int = RERUN_TIMEOUT_S * 1000) -> None:
-    """Streamlit's own e2e signal: websocket CONNECTED, script notRunning, and no loading skeletons."""
+    """Streamlit's own e2e signal: websocket CONNECTED, script notRunning, and no loading skeletons,
+    still true 300 ms later (a st.rerun() passes through notRunning for an instant)."""
     from playwright.sync_api import expect
 
-    page.locator("[data-testid='stApp'][data-test-connection-state='CONNECTED']").wait_for(
-        state="attached", timeout=timeout_ms)
-    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(
-        state="attached", timeout=timeout_ms)
-    expect(page.get_by_test_id("stSkeleton")).to_have_count(0, timeout=timeout_ms)
+    deadline = time.monotonic() + timeout_ms / 1000
+    idle = page.locator("[data-testid='stApp'][data-test-script-state='notRunning']")
+    while True:
+        left = int(max(1.0, deadline - time.monotonic()) * 1000)
+        page.locator("[data-testid='stApp'][data-test-connection-state='CONNECTED']").wait_for(
+            state="attached", timeout=left)
+        idle.wait_for(state="attached", timeout=left)
+        expect(page.get_by_test_id("stSkeleton")).to_have_count(0, timeout=left)
+        page.wait_for_timeout(300)
+        if idle.count() or time.monotonic() > deadline:
+            return
 
 
 FINGERPRINT_JS = """
@@ -186,6 +197,15 @@ def picture_changed(before: dict, after: dict) -> bool:
 
 def exception_texts(page) -> list[str]:
     return page.locator("[data-testid='stException']").all_inner_texts()
+
+
+def screenshot(page, path: Path) -> None:
+    """The whole page: Streamlit scrolls inside stMain, so grow the viewport to its height first."""
+    height = page.evaluate("() => (document.querySelector('[data-testid=\"stMain\"]') || document.body).scrollHeight")
+    width = page.viewport_size["width"] if page.viewport_size else 1400
+    page.set_viewport_size({"width": width, "height": max(600, min(int(height) + 40, 12_000))})
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(path), full_page=True)
 
 
 def assert_clean(page, server, where: str) -> None:
@@ -260,8 +280,12 @@ def move_control(page, spec: dict) -> str | None:
 
 
 def main_buttons(page, spec: dict):
+    """The page's main button(s): SPEC's label, else its primary (type="primary") buttons, else any st.button."""
     buttons = _main(page).get_by_test_id("stButton").locator("button")
-    return buttons.filter(has_text=spec["button"]) if spec.get("button") else buttons
+    if spec.get("button"):
+        return buttons.filter(has_text=spec["button"])
+    primary = _main(page).get_by_test_id("stButton").get_by_test_id("stBaseButton-primary")
+    return primary if primary.count() else buttons
 
 
 def press_main_button(page, spec: dict) -> str | None:
@@ -288,9 +312,16 @@ def test_routes_were_found():
 NAV_TITLE = re.search(r'st\.Page\("pages/home\.py", title="([^"]+)"', (ROOT / "app.py").read_text()).group(1)
 
 
-def sidebar_nav(page) -> str:
+def sidebar_nav(page, expect_title: str | None = NAV_TITLE, timeout_ms: int = 30_000) -> str:
+    """The sidebar navigation's text, once it shows `expect_title` (or after timeout_ms without it)."""
     nav = page.get_by_test_id("stSidebarNav")
-    nav.wait_for(state="attached", timeout=30_000)
+    nav.wait_for(state="attached", timeout=timeout_ms)
+    if expect_title:
+        try:
+            page.wait_for_function("([t]) => { const n = document.querySelector('[data-testid=\"stSidebarNav\"]');"
+                                   " return n && n.innerText.includes(t); }", arg=[expect_title], timeout=timeout_ms)
+        except Exception:  # noqa: BLE001 - the caller's assertion reports what the nav shows instead
+            pass
     return nav.inner_text()
 
 
@@ -348,7 +379,8 @@ def test_page_in_real_browser(landed, browser, route):
         assert _main(page).locator("h1").count() >= 1, f"/{route} shows no title"
         assert NAV_TITLE in sidebar_nav(page), f"/{route} is not running under app.py's navigation"
         before = fingerprint(page)
-        has_button = spec.get("button", True) is not None and bool(main_buttons(page, spec).count())
+        has_button = bool(spec.get("button")) or (
+            "button" not in spec and any(b.is_visible() and b.is_enabled() for b in main_buttons(page, spec).all()))
 
         did = move_control(page, spec)
         if did is not None:
@@ -359,15 +391,15 @@ def test_page_in_real_browser(landed, browser, route):
                 assert picture_changed(before, after), f"/{route}: {did} did not change the picture"
             before = after
 
-        label = press_main_button(page, spec) if has_button else None
+        label = press_main_button(page, spec) if has_button else None  # may have appeared only now: SPEC
         if label is not None:
             after = wait_for_change(page, before, timeout_s=spec.get("timeout_s", 120))
             assert_clean(page, server, f"/{route} after pressing {label!r}")
             assert picture_changed(before, after), f"/{route}: pressing {label!r} did not change the picture"
-        page.screenshot(path=str(OUT / f"{route}.png"), full_page=True)
+        screenshot(page, OUT / f"{route}.png")
         (OUT / f"{route}.json").write_text(json.dumps({"moved": did, "button": label, "js_errors": js_errors}))
     except Exception:
-        page.screenshot(path=str(OUT / f"{route}-FAILED.png"), full_page=True)
+        screenshot(page, OUT / f"{route}-FAILED.png")
         raise
     finally:
         context.close()
