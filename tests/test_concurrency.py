@@ -34,10 +34,17 @@ def full_error_details():
 
 @pytest.fixture
 def thread_safe_apptest(monkeypatch):
-    """AppTest swaps a process-global mock Runtime in at the start of each run and sets it to None at the end,
-    so with several AppTests in threads one run's end pulls the Runtime from under another ("Runtime hasn't
-    been created!"). A test-harness race, not the app's: give every run a shared fallback Runtime."""
+    """Make AppTest's process-global switches safe for several sessions in threads (test-harness races,
+    not the app's): each run (1) swaps a mock Runtime in and sets it to None at the end, pulling it from
+    under a concurrent run ("Runtime hasn't been created!"), and (2) patches config.get_option for
+    `global.appTest` with mock.patch, which concurrent runs restore out of order (widgets then miss their
+    format_func registration: KeyError in get_widget_states). So: one shared fallback Runtime, and
+    `global.appTest` on for the whole test."""
+    from contextlib import contextmanager
     from unittest.mock import MagicMock
+
+    from streamlit import config
+    from streamlit.testing.v1 import app_test
 
     from streamlit.components.v2.component_manager import BidiComponentManager
     from streamlit.runtime import Runtime
@@ -53,6 +60,17 @@ def thread_safe_apptest(monkeypatch):
     fallback.bidi_component_registry = BidiComponentManager()
     monkeypatch.setattr(Runtime, "instance", classmethod(lambda cls: cls._instance or fallback))
     monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: True))
+    real_get_option = config.get_option
+
+    def get_option(key):
+        return True if key == "global.appTest" else real_get_option(key)
+
+    @contextmanager
+    def no_patch(_overrides):
+        yield
+
+    monkeypatch.setattr(config, "get_option", get_option)
+    monkeypatch.setattr(app_test, "patch_config_options", no_patch)
     yield
 
 
@@ -116,7 +134,9 @@ def visit(page: str, barrier: threading.Barrier, results: list, index: int) -> N
             problems += [e.message for e in at.exception]
         results[index] = (page, moved, problems, bool(at.title))
     except BaseException as e:  # noqa: BLE001 - report every failure, from every thread
-        results[index] = (page, None, [f"{type(e).__name__}: {e}"], False)
+        import traceback
+
+        results[index] = (page, None, [f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"], False)
 
 
 def test_many_sessions_at_once_share_the_model_without_changing_it(thread_safe_apptest):
