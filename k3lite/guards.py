@@ -13,7 +13,7 @@ keep one visitor from hurting the others:
    (`K3LITE_TORCH_THREADS`, default half the cores, at least 1) so a matmul cannot take every core.
 3. **Heavy work behind a small semaphore.** `with heavy_work("training"):` lets at most
    `K3LITE_HEAVY_SLOTS` (default 1) heavy jobs run at once; a visitor who waits longer than `timeout_s`
-   gets `ServerBusy` (a ValueError, so `user_errors()` shows it) instead of a hung page. Re-entrant per
+   (`K3LITE_HEAVY_TIMEOUT_S`, default 30) gets `ServerBusy` (a ValueError, so `user_errors()` shows it) instead of a hung page. Re-entrant per
    thread. Long loops also get a time bound: `deadline(seconds).check()` raises `TimeLimit`.
 
 No Streamlit import here (k3lite/ never imports it).
@@ -292,12 +292,27 @@ _running: dict[int, str] = {}  # thread id -> what it is doing (for the busy mes
 _running_lock = threading.Lock()
 
 
+def heavy_timeout_from_env() -> float:
+    """How long a visitor waits for a heavy-work slot: env K3LITE_HEAVY_TIMEOUT_S (seconds), default 30."""
+    raw = os.environ.get("K3LITE_HEAVY_TIMEOUT_S", "30")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"K3LITE_HEAVY_TIMEOUT_S must be a number of seconds, got {raw!r}") from None
+    if not 0 <= value < math.inf:
+        raise ValueError(f"K3LITE_HEAVY_TIMEOUT_S must be >= 0 and finite, got {raw!r}")
+    return value
+
+
 @contextmanager
-def heavy_work(what: str = "a heavy job", timeout_s: float = 30.0):
+def heavy_work(what: str = "a heavy job", timeout_s: float | None = None):
     """Run the block while holding one of the process-wide heavy-work slots.
 
-    Waits up to `timeout_s` seconds for a slot, then raises ServerBusy naming what is running.
+    Waits up to `timeout_s` seconds (default: env K3LITE_HEAVY_TIMEOUT_S, else 30) for a slot, then raises
+    ServerBusy naming what is running. Call it where user_errors() can show that (not bare in a page).
     """
+    if timeout_s is None:
+        timeout_s = heavy_timeout_from_env()
     depth = getattr(_held, "depth", 0)
     if depth:  # already holding a slot in this thread
         _held.depth = depth + 1

@@ -165,3 +165,31 @@ def test_deadline_stops_a_long_loop():
 def test_guards_do_not_import_streamlit():
     src = open(guards.__file__).read()
     assert "import streamlit" not in src and "from streamlit" not in src
+
+
+def test_heavy_wait_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("K3LITE_HEAVY_TIMEOUT_S", "0.01")
+    assert guards.heavy_timeout_from_env() == 0.01
+    started, release = threading.Event(), threading.Event()
+
+    def hold():
+        with guards.heavy_work("holder", timeout_s=5):
+            started.set()
+            release.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    try:
+        assert started.wait(10)
+        t0 = time.monotonic()
+        with pytest.raises(guards.ServerBusy, match="waited 0.01 s"):
+            with guards.heavy_work("impatient"):
+                pass
+        assert time.monotonic() - t0 < 2
+    finally:
+        release.set()
+        t.join(10)
+    for bad in ("soon", "-1", "inf"):
+        monkeypatch.setenv("K3LITE_HEAVY_TIMEOUT_S", bad)
+        with pytest.raises(ValueError, match="K3LITE_HEAVY_TIMEOUT_S"):
+            guards.heavy_timeout_from_env()
