@@ -184,3 +184,43 @@ def test_the_hash_sees_a_one_bit_change():
     h = state_hash(m)
     m.train()(torch.randn(8, 4))  # updates BatchNorm's running stats (a buffer, not a parameter)
     assert state_hash(m) != h
+
+
+BUSY_KNOWN = {  # page -> why it still fails (remove when fixed; strict xfail fails once it passes)
+    "pages/moe.py": "balance_runs() (heavy_work inside st.cache_data) is called outside user_errors()",
+}
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=BUSY_KNOWN[p]))
+                                  if p in BUSY_KNOWN else p for p in PAGE_PATHS])
+def test_page_survives_a_busy_server(page, monkeypatch):
+    """While another session holds the heavy-work slot (a long training), every page, and its primary
+    buttons, must answer with a readable message (st.error via user_errors), never a traceback."""
+    import streamlit as st
+
+    from k3lite import guards
+
+    monkeypatch.setenv("K3LITE_HEAVY_TIMEOUT_S", "0.2")
+    st.cache_data.clear()  # so cached heavy results (e.g. a precomputed experiment) must be recomputed
+    started, release = threading.Event(), threading.Event()
+
+    def hold():
+        with guards.heavy_work("another visitor's training", timeout_s=5):
+            started.set()
+            release.wait(120)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert started.wait(10)
+        at = AppTest.from_file(str(ROOT / page), default_timeout=TIMEOUT).run()
+        assert not at.exception, (page, [e.message for e in at.exception])
+        assert at.title
+        for i in range(len(at.button)):
+            b = at.button[i]
+            if b.proto.type == "primary" and not b.proto.disabled:
+                at.button[i].click().run()
+                assert not at.exception, (page, b.label, [e.message for e in at.exception])
+    finally:
+        release.set()
+        holder.join(10)
