@@ -14,7 +14,8 @@ keep one visitor from hurting the others:
 3. **Heavy work behind a small semaphore.** `with heavy_work("training"):` lets at most
    `K3LITE_HEAVY_SLOTS` (default 1) heavy jobs run at once; a visitor who waits longer than `timeout_s`
    (`K3LITE_HEAVY_TIMEOUT_S`, default 30) gets `ServerBusy` (a ValueError, so `user_errors()` shows it) instead of a hung page. Re-entrant per
-   thread. Long loops also get a time bound: `deadline(seconds).check()` raises `TimeLimit`.
+   thread. Long loops also get a time bound: `deadline().check(step)` raises `TimeLimit` (a ValueError)
+   after `K3LITE_JOB_LIMIT_S` (default 300 s).
 
 No Streamlit import here (k3lite/ never imports it).
 """
@@ -364,5 +365,18 @@ class Deadline:
                             f"on this shared server; choose fewer steps or a smaller size")
 
 
-def deadline(seconds: float, what: str = "this job") -> Deadline:
-    return Deadline(seconds, what)
+def job_limit_from_env() -> float:
+    """Default time bound of one long job (training, measured run): env K3LITE_JOB_LIMIT_S, default 300 s."""
+    raw = os.environ.get("K3LITE_JOB_LIMIT_S", "300")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"K3LITE_JOB_LIMIT_S must be a number of seconds, got {raw!r}") from None
+    if not 0 < value < math.inf:
+        raise ValueError(f"K3LITE_JOB_LIMIT_S must be > 0 and finite, got {raw!r}")
+    return value
+
+
+def deadline(seconds: float | None = None, what: str = "this job") -> Deadline:
+    """A Deadline of `seconds` (default: K3LITE_JOB_LIMIT_S, else 300 s) for a long loop."""
+    return Deadline(job_limit_from_env() if seconds is None else seconds, what)

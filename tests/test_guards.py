@@ -231,3 +231,17 @@ def test_caches_keyed_by_visitor_input_are_bounded(page):
     unbounded = [f"{page}:{name} ({kind})" for name, kind, has_params, bounded in _cache_decorators(PAGES_DIR / page)
                  if has_params and not bounded and f"{page}:{name}" not in CONSTANT_KEYED]
     assert not unbounded, f"unbounded caches keyed by visitor input: {unbounded}"
+
+
+def test_job_time_limit_comes_from_the_environment(monkeypatch):
+    monkeypatch.delenv("K3LITE_JOB_LIMIT_S", raising=False)
+    assert guards.deadline(what="training").seconds == 300
+    monkeypatch.setenv("K3LITE_JOB_LIMIT_S", "0.01")
+    d = guards.deadline(what="training")
+    time.sleep(0.03)
+    with pytest.raises(guards.TimeLimit, match="time bound of 0.01 s"):
+        d.check(3)
+    for bad in ("0", "never", "inf"):
+        monkeypatch.setenv("K3LITE_JOB_LIMIT_S", bad)
+        with pytest.raises(ValueError, match="K3LITE_JOB_LIMIT_S"):
+            guards.deadline()
