@@ -3,7 +3,7 @@
 One server (a free loopback port, the repo's .streamlit/config.toml) and one browser serve every page.
 Each page (url paths read from app.py, so a new page is covered automatically):
   1. opens and runs to idle (websocket CONNECTED, script notRunning, no loading skeletons),
-  2. shows a title and no `stException` element,
+  2. shows a title, no `stException` element and no st.error at its defaults (and app.py's navigation),
   3. gets one control moved (a per-page SPEC, else the first slider by keyboard arrows, else the first
      number input's "+", else the first selectbox's next option) and the picture must change
      (plotly trace data, a metric value, or text outside the widgets),
@@ -376,6 +376,8 @@ def test_page_in_real_browser(landed, browser, route):
         page.get_by_test_id("stAppViewContainer").wait_for(state="attached", timeout=LOAD_TIMEOUT_MS)
         wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS)
         assert_clean(page, server, f"/{route} on load")
+        errors_at_defaults = _main(page).get_by_test_id("stAlertContentError").all_inner_texts()
+        assert not errors_at_defaults, f"/{route} shows st.error at its default settings: {errors_at_defaults}"
         assert _main(page).locator("h1").count() >= 1, f"/{route} shows no title"
         assert NAV_TITLE in sidebar_nav(page), f"/{route} is not running under app.py's navigation"
         before = fingerprint(page)
