@@ -182,3 +182,33 @@ def test_page_rejects_empty_mixer_choice():
     at.multiselect(key="lab_mixers").set_value([]).run()
     assert not at.exception
     assert any("at least one mixer" in e.value for e in at.error)
+
+
+def test_train_stops_when_the_callback_says_so():
+    cfg = LabConfig(mixer="linear", **{**TINY, "steps": 10})
+    seen = []
+    result = train(cfg, on_step=lambda rec: seen.append(rec.step) or rec.step < 3)
+    assert result.stopped and result.steps_done == 3 and seen == [1, 2, 3]
+    assert result.evals["step"][-1] == 3, "a stopped run is still evaluated where it stopped"
+
+
+def test_steps_to_reach_interpolates_and_admits_failure():
+    from k3lite.lab import _steps_to_reach
+
+    runs = [{"steps": 100, "final_val": {"mean": 2.0}}, {"steps": 200, "final_val": {"mean": 1.0}}]
+    assert _steps_to_reach(runs, 1.5, 100) == {"steps_needed": 150, "ratio": 1.5, "reached": True}
+    assert _steps_to_reach(runs, 2.5, 100)["ratio"] == 1.0, "standard already as good: no gain"
+    assert _steps_to_reach(runs, 0.5, 100)["reached"] is False
+
+
+@pytest.mark.parametrize("name", ["lab_attnres.json", "lab_attnres_seed1.json"])
+def test_shipped_attnres_results_are_consistent(name):
+    path = ROOT / "assets" / name
+    if not path.exists():
+        pytest.skip(f"assets/{name} not generated yet")
+    data = json.loads(path.read_text())
+    modes = {(r["mode"], r["steps"]) for r in data["runs"]}
+    assert {("standard", data["steps"]), ("full", data["steps"]), ("block", data["steps"])} <= modes
+    for r in data["runs"]:
+        assert r["final_val"]["mean"] < r["init_val"]["mean"] - 1.0, "every run trained"
+    assert set(data["standard_steps_to_match"]) == {"full", "block"}
