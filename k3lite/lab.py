@@ -42,6 +42,8 @@ Reproduce the shipped files (about 12 min each on the shared 2-core machine):
         --ffn-mult 0 --batch-size 16 --steps 150 --json assets/lab_results.json
     python -m k3lite.train --task attnres --steps 150 --batch-size 4 --seq-len 64 --multiples 1.5,2.0 \
         --json assets/lab_attnres.json
+    python -m k3lite.train --task attnres --steps 150 --batch-size 4 --seq-len 64 --seed 1 --multiples 1.5 \
+        --json assets/lab_attnres_seed1.json
 """
 from __future__ import annotations
 
