@@ -4,6 +4,7 @@ import torch
 
 from k3lite.attnres import attnres_cost
 from k3lite.checkpoint import load_lite_model, with_config
+from k3lite.guards import check_budget
 from k3lite.tokenizer import MAX_PROMPT_CHARS, encode
 from k3lite.viz.attnres import cost_curves_figure, depth_heatmap_figure
 from pages.common import explain, push_url, url_state, user_errors
@@ -34,11 +35,12 @@ def base_model():
     return load_lite_model()
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, max_entries=4)  # each entry is a whole model
 def variant(mode: str, block: int):
     model, _ = base_model()
     if (mode, block) == (model.cfg.attn_res, model.cfg.attn_res_block_size):
         return model
+    check_budget(model.cfg.with_(attn_res=mode, attn_res_block_size=block), 1, 4 * MAX_PROMPT_CHARS)
     return with_config(model, attn_res=mode, attn_res_block_size=block)
 
 

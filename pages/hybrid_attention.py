@@ -33,7 +33,7 @@ ratio, batch, hw, eff = (st.session_state.hy_ratio, st.session_state.hy_batch, s
                          st.session_state.hy_eff)
 
 
-@st.cache_data(show_spinner="Counting parameters of the re-patterned 48B model on the meta device…")
+@st.cache_data(show_spinner="Counting parameters of the re-patterned 48B model on the meta device…", max_entries=64)
 def curves(ratio: int, batch: int, hw: str, eff: float):
     kw = dict(batch=batch, hardware=hw, attention_efficiency=eff)
     rows = {r: [decode_cost(r, n, **kw) for n in CONTEXTS] for r in sorted({0, ratio})}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from k3lite.guards import bounded_threads, heavy_work
+from k3lite.guards import bounded_threads, deadline, heavy_work
 from k3lite.lab import (MIXER_LABELS, MIXERS, RESIDUALS, LabConfig, compare_with_report, iter_train, ranking,
                         summary_rows)
 from k3lite.tasks import TASKS
@@ -95,6 +95,7 @@ live = st.session_state.setdefault("lab_live", {})  # what the current view show
 
 def train_live(configs: dict) -> None:
     """Train each mixer in turn, redrawing every 10 steps; stops between steps when Stop was pressed."""
+    limit = deadline(what="training")  # K3LITE_JOB_LIMIT_S (default 300 s): TimeLimit -> st.error
     for i, (mixer, cfg) in enumerate(configs.items()):
         key = run_key(cfg)
         if key in store:  # cached: same config, seed and steps -> same numbers
@@ -116,6 +117,7 @@ def train_live(configs: dict) -> None:
                 draw(live)
             if st.session_state.get("lab_stop"):
                 return
+            limit.check(rec.step)
         run["final_eval_acc"] = run["evals"]["acc"][-1]
         store[key] = run
 

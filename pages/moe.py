@@ -142,7 +142,8 @@ explain(f"{result.eval_tokens:,} held-out bytes x top-{K} = {result.eval_tokens 
         "top-k choices that change when the scores get noise of std 0.01. Computed on this page.")
 
 st.subheader("(c) Max-violation over training steps (small MoE trained on a skewed stream)")
-runs = balance_runs()
+with user_errors():  # ServerBusy while another heavy job runs
+    runs = balance_runs()
 st.plotly_chart(violation_curves({m: r.max_violation for m, r in runs.items()}), width="stretch")
 table = pd.DataFrame(summary_rows(runs)).rename(columns={
     "first_viol": "max-violation, first 10% of steps", "last_viol": "max-violation, last 10%",
