@@ -186,9 +186,7 @@ def test_the_hash_sees_a_one_bit_change():
     assert state_hash(m) != h
 
 
-BUSY_KNOWN = {  # page -> why it still fails (remove when fixed; strict xfail fails once it passes)
-    "pages/moe.py": "balance_runs() (heavy_work inside st.cache_data) is called outside user_errors()",
-}
+BUSY_KNOWN: dict[str, str] = {}  # page -> why it still fails (strict xfail: remove the entry once fixed)
 
 
 @pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=BUSY_KNOWN[p]))

@@ -216,10 +216,7 @@ from pathlib import Path as _Path  # noqa: E402
 
 PAGES_DIR = _Path(__file__).resolve().parent.parent / "pages"
 CONSTANT_KEYED = {"lab.py:shipped": "called once, with a constant path"}
-UNBOUNDED_KNOWN = {  # page -> what to fix (strict xfail: remove the entry once fixed)
-    "attention_residuals.py": "variant(mode, block) caches a 7M-parameter model per (mode, block): max_entries=4",
-    "hybrid_attention.py": "curves(ratio, batch, hw, eff) is keyed by four sliders: max_entries=64",
-}
+UNBOUNDED_KNOWN: dict[str, str] = {}  # page -> what to fix (strict xfail: remove the entry once fixed)
 
 
 @pytest.mark.parametrize("page", [pytest.param(p.name, marks=pytest.mark.xfail(strict=True, reason=UNBOUNDED_KNOWN[p.name]))
@@ -245,3 +242,20 @@ def test_job_time_limit_comes_from_the_environment(monkeypatch):
         monkeypatch.setenv("K3LITE_JOB_LIMIT_S", bad)
         with pytest.raises(ValueError, match="K3LITE_JOB_LIMIT_S"):
             guards.deadline()
+
+
+def test_lab_training_stops_at_its_time_bound(monkeypatch):
+    """A long job has a time bound: with K3LITE_JOB_LIMIT_S tiny, pressing Train ends in a readable
+    st.error naming the bound (TimeLimit via user_errors), not a traceback and not an endless run."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("K3LITE_JOB_LIMIT_S", "0.001")
+    root = _Path(__file__).resolve().parent.parent
+    at = AppTest.from_file(str(root / "pages" / "lab.py"), default_timeout=180)
+    at.query_params["lab_mixers"] = "linear"
+    at.query_params["lab_steps"] = "1000"
+    at.query_params["lab_seed"] = "4321"  # a run nobody has cached
+    at.run()
+    at.button(key="lab_train").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert any("time bound of 0.001 s" in e.value for e in at.error), [e.value for e in at.error]
