@@ -1,9 +1,11 @@
 """k3lite: the Kimi K3 design as a textbook that runs. Entry point: `streamlit run app.py`."""
 import streamlit as st
 
+from k3lite.guards import bounded_threads
 from pages.common import leave_legacy_pages_mode
 
 leave_legacy_pages_mode()
+bounded_threads()  # process-wide torch thread cap, once for every page: one session cannot take every core
 st.set_page_config(page_title="k3lite — the Kimi K3 design, live", page_icon=":material/memory:", layout="wide")
 
 # url_path = the file's stem on purpose: Streamlit's legacy pages/ scan (see leave_legacy_pages_mode)

@@ -674,7 +674,7 @@ def measure(spec: MeasureSpec, port: int = 0, progress: Callable[[float, str], N
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"measured run exceeded timeout_s={spec.timeout_s:g} s; workers killed")
                 time.sleep(0.05)
-            parts = [torch.load(Path(tmp) / f"rank{r}.pt") for r in range(spec.ranks)]
+            parts = [torch.load(Path(tmp) / f"rank{r}.pt", weights_only=True) for r in range(spec.ranks)]
         finally:
             for p in procs:  # reap every worker we started, whatever happened
                 if p.poll() is None:

@@ -8,7 +8,6 @@ import torch
 
 from k3lite import kda
 from k3lite.config import get_preset
-from k3lite.guards import bounded_threads
 from k3lite.tokenizer import validate_prompt
 from k3lite.viz.kda import decay_heatmap, memory_figure, recall_figure, state_figure, state_norm_figure
 from k3lite.viz.moe import token_label
@@ -74,7 +73,6 @@ def run(source: str, prompt: str, T: int) -> dict:
             "norm": traj.state_norm[0].numpy()}
 
 
-bounded_threads()
 head = st.session_state.kda_head
 with user_errors():
     if not 0 <= head < H:

@@ -7,7 +7,7 @@ from k3lite.bench.balance import (MAX_PROMPT_BYTES, calibration_stream, check_pr
                                   run_balance, summary_rows)
 from k3lite.checkpoint import load_lite_model
 from k3lite.config import BALANCING_METHODS, MoEConfig, get_preset
-from k3lite.guards import bounded_threads, heavy_work
+from k3lite.guards import heavy_work
 from k3lite.moe import latent_cost_per_token
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, latent_tradeoff, load_bars, routing_heatmap,
                             violation_curves)
@@ -95,7 +95,6 @@ def balance_runs():
         return run_balance(steps=150, batch=128)
 
 
-bounded_threads()
 model, warning = lite_model()
 if warning:
     st.warning(warning)
