@@ -40,13 +40,14 @@ def variant(mode: str, block: int):
     model, _ = base_model()
     if (mode, block) == (model.cfg.attn_res, model.cfg.attn_res_block_size):
         return model
-    check_budget(model.cfg.with_(attn_res=mode, attn_res_block_size=block), 1, 4 * MAX_PROMPT_CHARS)
     return with_config(model, attn_res=mode, attn_res_block_size=block)
 
 
 @st.cache_data(show_spinner="Running the model…", max_entries=64)
 def depth_trace(prompt: str, mode: str, block: int):
     ids = encode(prompt)
+    cfg = base_model()[0].cfg.with_(attn_res=mode, attn_res_block_size=block)
+    check_budget(cfg, 1, len(ids))  # refuse before building the variant or running it
     with torch.inference_mode():
         return variant(mode, block)(torch.tensor([ids]), trace=True).trace
 

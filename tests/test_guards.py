@@ -259,3 +259,17 @@ def test_lab_training_stops_at_its_time_bound(monkeypatch):
     at.button(key="lab_train").click().run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("time bound of 0.001 s" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_attention_residuals_page_refuses_a_run_over_budget(monkeypatch):
+    """The budget is checked against the real prompt length before the model runs: a tiny budget gives a
+    readable st.error naming the budget, and the default budget lets the default prompt through."""
+    from streamlit.testing.v1 import AppTest
+
+    page = str(PAGES_DIR / "attention_residuals.py")
+    at = AppTest.from_file(page, default_timeout=120).run()
+    assert not at.exception and not at.error and at.get("plotly_chart")
+    monkeypatch.setenv("K3LITE_MEMORY_BUDGET_MB", "28")  # the lite weights alone are 27.5 MB
+    at.radio(key="ar_mode").set_value("full").run()  # a new cache key, so the check runs again
+    assert not at.exception
+    assert any("memory budget of 28 MB" in e.value for e in at.error), [e.value for e in at.error]
