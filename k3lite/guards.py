@@ -40,14 +40,20 @@ KDA_CHUNK = 64  # chunk length of the chunk-wise KDA kernel (intra-chunk matrice
 
 def budget_bytes_from_env() -> int:
     """The memory budget for one live model: env K3LITE_MEMORY_BUDGET_MB (megabytes), default 1024."""
-    raw = os.environ.get("K3LITE_MEMORY_BUDGET_MB", str(DEFAULT_BUDGET_MB))
+    return int(_env_number("K3LITE_MEMORY_BUDGET_MB", DEFAULT_BUDGET_MB, "megabytes") * MB)
+
+
+def _env_number(name: str, default: float, unit: str, *, allow_zero: bool = False) -> float:
+    """A finite number from the environment variable `name` (> 0, or >= 0 with allow_zero)."""
+    raw = os.environ.get(name, str(default))
     try:
-        mb = float(raw)
+        value = float(raw)
     except ValueError:
-        raise ValueError(f"K3LITE_MEMORY_BUDGET_MB must be a number of megabytes, got {raw!r}") from None
-    if not mb > 0 or math.isinf(mb):
-        raise ValueError(f"K3LITE_MEMORY_BUDGET_MB must be > 0 and finite, got {raw!r}")
-    return int(mb * MB)
+        raise ValueError(f"{name} must be a number of {unit}, got {raw!r}") from None
+    ok = (value >= 0 if allow_zero else value > 0) and not math.isinf(value)  # NaN fails both comparisons
+    if not ok:
+        raise ValueError(f"{name} must be {'>=' if allow_zero else '>'} 0 and finite, got {raw!r}")
+    return value
 
 
 # ------------------------------------------------------------------------------------------- estimate
@@ -295,14 +301,7 @@ _running_lock = threading.Lock()
 
 def heavy_timeout_from_env() -> float:
     """How long a visitor waits for a heavy-work slot: env K3LITE_HEAVY_TIMEOUT_S (seconds), default 30."""
-    raw = os.environ.get("K3LITE_HEAVY_TIMEOUT_S", "30")
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"K3LITE_HEAVY_TIMEOUT_S must be a number of seconds, got {raw!r}") from None
-    if not 0 <= value < math.inf:
-        raise ValueError(f"K3LITE_HEAVY_TIMEOUT_S must be >= 0 and finite, got {raw!r}")
-    return value
+    return _env_number("K3LITE_HEAVY_TIMEOUT_S", 30, "seconds", allow_zero=True)
 
 
 @contextmanager
@@ -367,14 +366,7 @@ class Deadline:
 
 def job_limit_from_env() -> float:
     """Default time bound of one long job (training, measured run): env K3LITE_JOB_LIMIT_S, default 300 s."""
-    raw = os.environ.get("K3LITE_JOB_LIMIT_S", "300")
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"K3LITE_JOB_LIMIT_S must be a number of seconds, got {raw!r}") from None
-    if not 0 < value < math.inf:
-        raise ValueError(f"K3LITE_JOB_LIMIT_S must be > 0 and finite, got {raw!r}")
-    return value
+    return _env_number("K3LITE_JOB_LIMIT_S", 300, "seconds")
 
 
 def deadline(seconds: float | None = None, what: str = "this job") -> Deadline:

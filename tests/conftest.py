@@ -1,4 +1,5 @@
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -12,9 +13,22 @@ import torch  # noqa: E402
 
 torch.set_num_threads(1)  # small matmuls: 1 thread is faster, and 2 oversubscribe a busy 2-core box badly
 
+# every page app.py's st.navigation lists, as "pages/x.py", in navigation order
+APP_PAGE_PATHS = re.findall(r'st\.Page\(\s*"([\w/]+\.py)"', (ROOT / "app.py").read_text())
 PAGE_FILES = sorted(p.name for p in (ROOT / "pages").glob("*.py") if p.name not in ("common.py", "__init__.py"))
 
 
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="module")
+def full_error_details():
+    """AppTest reads .streamlit/config.toml (details redacted for visitors); tests want the real message."""
+    from streamlit import config
+
+    before = config.get_option("client.showErrorDetails")
+    config.set_option("client.showErrorDetails", "full")
+    yield
+    config.set_option("client.showErrorDetails", before)

@@ -8,7 +8,6 @@ state_dict). Pages must treat those as read-only (run under torch.inference_mode
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 from pathlib import Path
 
@@ -16,20 +15,15 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from conftest import APP_PAGE_PATHS
+
 ROOT = Path(__file__).resolve().parent.parent
-PAGE_PATHS = re.findall(r'st\.Page\(\s*"([\w/]+\.py)"', (ROOT / "app.py").read_text())
+PAGE_PATHS = APP_PAGE_PATHS
 SESSIONS = 12
 TIMEOUT = 180
 
 
-@pytest.fixture(autouse=True, scope="module")
-def full_error_details():
-    from streamlit import config
-
-    before = config.get_option("client.showErrorDetails")
-    config.set_option("client.showErrorDetails", "full")
-    yield
-    config.set_option("client.showErrorDetails", before)
+pytestmark = pytest.mark.usefixtures("full_error_details")
 
 
 @pytest.fixture

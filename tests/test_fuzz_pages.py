@@ -14,7 +14,6 @@ the guards' business. Bounded: a few examples per page, derandomised so CI sees 
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -23,8 +22,10 @@ from hypothesis import strategies as st
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
+from conftest import APP_PAGE_PATHS
+
 ROOT = Path(__file__).resolve().parent.parent
-PAGE_PATHS = re.findall(r'st\.Page\(\s*"([\w/]+\.py)"', (ROOT / "app.py").read_text())
+PAGE_PATHS = APP_PAGE_PATHS
 TIMEOUT = 120
 EXAMPLES = 5
 
@@ -38,15 +39,7 @@ TEXT = st.one_of(st.sampled_from(HOSTILE_TEXT),
                  st.text(st.characters(exclude_categories=("Cs",)), max_size=300))
 
 
-@pytest.fixture(autouse=True, scope="module")
-def full_error_details():
-    """AppTest reads .streamlit/config.toml (details redacted for visitors); a failing test wants them."""
-    from streamlit import config
-
-    before = config.get_option("client.showErrorDetails")
-    config.set_option("client.showErrorDetails", "full")
-    yield
-    config.set_option("client.showErrorDetails", before)
+pytestmark = pytest.mark.usefixtures("full_error_details")
 
 
 # --------------------------------------------------------------------------- setting a choice like a browser

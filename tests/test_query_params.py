@@ -13,26 +13,19 @@ from __future__ import annotations
 
 import ast
 import math
-import re
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from conftest import APP_PAGE_PATHS
+
 ROOT = Path(__file__).resolve().parent.parent
-PAGE_PATHS = re.findall(r'st\.Page\(\s*"([\w/]+\.py)"', (ROOT / "app.py").read_text())
+PAGE_PATHS = APP_PAGE_PATHS
 TIMEOUT = 120
 
 
-@pytest.fixture(autouse=True, scope="module")
-def full_error_details():
-    """AppTest reads .streamlit/config.toml (details redacted for visitors); tests want the real message."""
-    from streamlit import config
-
-    before = config.get_option("client.showErrorDetails")
-    config.set_option("client.showErrorDetails", "full")
-    yield
-    config.set_option("client.showErrorDetails", before)
+pytestmark = pytest.mark.usefixtures("full_error_details")
 
 # ---------------------------------------------------------------------------------- 1. the helper itself
 SYNTHETIC = '''
