@@ -32,8 +32,11 @@ def thread_safe_apptest(monkeypatch):
     not the app's): each run (1) swaps a mock Runtime in and sets it to None at the end, pulling it from
     under a concurrent run ("Runtime hasn't been created!"), and (2) patches config.get_option for
     `global.appTest` with mock.patch, which concurrent runs restore out of order (widgets then miss their
-    format_func registration: KeyError in get_widget_states). So: one shared fallback Runtime, and
-    `global.appTest` on for the whole test."""
+    format_func registration: KeyError in get_widget_states), (3) gives every AppTest its own ScriptCache,
+    so pages are compiled on many threads at once, and CPython 3.11's parser is not thread-safe
+    ("SystemError: AST constructor recursion depth mismatch"); a real server has one ScriptCache whose
+    lock serialises compiles. So: one shared fallback Runtime, `global.appTest` on for the whole test,
+    and one process-wide lock around compiling, as the server has."""
     from contextlib import contextmanager
     from unittest.mock import MagicMock
 
@@ -65,6 +68,17 @@ def thread_safe_apptest(monkeypatch):
 
     monkeypatch.setattr(config, "get_option", get_option)
     monkeypatch.setattr(app_test, "patch_config_options", no_patch)
+
+    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+
+    compile_lock = threading.Lock()
+    real_get_bytecode = ScriptCache.get_bytecode
+
+    def get_bytecode(self, script_path):
+        with compile_lock:
+            return real_get_bytecode(self, script_path)
+
+    monkeypatch.setattr(ScriptCache, "get_bytecode", get_bytecode)
     yield
 
 
