@@ -1,5 +1,7 @@
 import os
 import re
+import threading
+from contextlib import contextmanager
 import sys
 from pathlib import Path
 
@@ -32,3 +34,25 @@ def full_error_details():
     config.set_option("client.showErrorDetails", "full")
     yield
     config.set_option("client.showErrorDetails", before)
+
+
+@contextmanager
+def heavy_slot_taken(what: str = "another visitor's job", hold_s: float = 120):
+    """Another session holds the heavy-work slot (in a thread) for the duration of the block."""
+    from k3lite import guards
+
+    started, release = threading.Event(), threading.Event()
+
+    def hold():
+        with guards.heavy_work(what, timeout_s=5):
+            started.set()
+            release.wait(hold_s)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert started.wait(10), "could not take the heavy-work slot"
+        yield
+    finally:
+        release.set()
+        holder.join(10)

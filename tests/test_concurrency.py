@@ -15,7 +15,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_PAGE_PATHS
+from conftest import APP_PAGE_PATHS, heavy_slot_taken
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_PATHS = APP_PAGE_PATHS
@@ -204,21 +204,9 @@ def test_page_survives_a_busy_server(page, monkeypatch):
     buttons, must answer with a readable message (st.error via user_errors), never a traceback."""
     import streamlit as st
 
-    from k3lite import guards
-
     monkeypatch.setenv("K3LITE_HEAVY_TIMEOUT_S", "0.2")
     st.cache_data.clear()  # so cached heavy results (e.g. a precomputed experiment) must be recomputed
-    started, release = threading.Event(), threading.Event()
-
-    def hold():
-        with guards.heavy_work("another visitor's training", timeout_s=5):
-            started.set()
-            release.wait(120)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert started.wait(10)
+    with heavy_slot_taken("another visitor's training"):
         at = AppTest.from_file(str(ROOT / page), default_timeout=TIMEOUT).run()
         assert not at.exception, (page, [e.message for e in at.exception])
         assert at.title
@@ -227,6 +215,3 @@ def test_page_survives_a_busy_server(page, monkeypatch):
             if b.proto.type == "primary" and not b.proto.disabled:
                 at.button[i].click().run()
                 assert not at.exception, (page, b.label, [e.message for e in at.exception])
-    finally:
-        release.set()
-        holder.join(10)

@@ -6,6 +6,7 @@ import time
 import pytest
 import torch
 
+from conftest import heavy_slot_taken
 from k3lite import guards
 from k3lite.config import get_preset
 from k3lite.params import count_params
@@ -108,24 +109,11 @@ def test_bounded_threads_caps_and_never_raises(monkeypatch):
 
 
 def test_heavy_work_lets_one_job_run_and_tells_the_next_the_server_is_busy():
-    started, release = threading.Event(), threading.Event()
-
-    def hold():
-        with guards.heavy_work("training the lab model"):
-            started.set()
-            release.wait(10)
-
-    t = threading.Thread(target=hold)
-    t.start()
-    try:
-        assert started.wait(10)
+    with heavy_slot_taken("training the lab model", hold_s=10):
         with pytest.raises(guards.ServerBusy, match=r"busy \(training the lab model running"):
             with guards.heavy_work("a measured run", timeout_s=0.05):
                 pass
         assert issubclass(guards.ServerBusy, ValueError)  # so pages' user_errors() shows it as st.error
-    finally:
-        release.set()
-        t.join(10)
     with guards.heavy_work("a measured run", timeout_s=1):  # the slot is free again
         with guards.heavy_work("nested in the same session", timeout_s=0.01):  # re-entrant per thread
             pass
@@ -170,25 +158,12 @@ def test_guards_do_not_import_streamlit():
 def test_heavy_wait_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("K3LITE_HEAVY_TIMEOUT_S", "0.01")
     assert guards.heavy_timeout_from_env() == 0.01
-    started, release = threading.Event(), threading.Event()
-
-    def hold():
-        with guards.heavy_work("holder", timeout_s=5):
-            started.set()
-            release.wait(10)
-
-    t = threading.Thread(target=hold)
-    t.start()
-    try:
-        assert started.wait(10)
+    with heavy_slot_taken("holder", hold_s=10):
         t0 = time.monotonic()
         with pytest.raises(guards.ServerBusy, match="waited 0.01 s"):
             with guards.heavy_work("impatient"):
                 pass
         assert time.monotonic() - t0 < 2
-    finally:
-        release.set()
-        t.join(10)
     for bad in ("soon", "-1", "inf"):
         monkeypatch.setenv("K3LITE_HEAVY_TIMEOUT_S", bad)
         with pytest.raises(ValueError, match="K3LITE_HEAVY_TIMEOUT_S"):
