@@ -1,6 +1,6 @@
 """k3lite: a compact, readable PyTorch implementation of the Kimi K3 design ideas.
 
-Pure PyTorch + numpy; never imports Streamlit (the app lives in app.py and pages/).
+Pure PyTorch + numpy; never imports Streamlit (the app lives in app.py and views/).
 """
 from k3lite.config import K3Config, KDAConfig, MLAConfig, MoEConfig, PRESETS, get_preset
 

@@ -1,4 +1,4 @@
-"""KV cache and decode cost of a KDA:MLA hybrid, analytically (for pages/hybrid_attention.py).
+"""KV cache and decode cost of a KDA:MLA hybrid, analytically (for views/hybrid_attention.py).
 
 For a context of N tokens, per sequence:
     MLA layer:  N x (kv_lora_rank + qk_rope_head_dim) elements   (the compressed latent cache, k3lite/mla.py)

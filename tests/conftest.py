@@ -15,9 +15,11 @@ import torch  # noqa: E402
 
 torch.set_num_threads(1)  # small matmuls: 1 thread is faster, and 2 oversubscribe a busy 2-core box badly
 
-# every page app.py's st.navigation lists, as "pages/x.py", in navigation order
-APP_PAGE_PATHS = re.findall(r'st\.Page\(\s*"([\w/]+\.py)"', (ROOT / "app.py").read_text())
-PAGE_FILES = sorted(p.name for p in (ROOT / "pages").glob("*.py") if p.name not in ("common.py", "__init__.py"))
+from views.registry import PAGES  # noqa: E402  (the one page list app.py navigates)
+
+# every page app.py's st.navigation lists, as "views/x.py", in navigation order
+APP_PAGE_PATHS = [p.file for p in PAGES]
+PAGE_FILES = sorted(p.name for p in (ROOT / "views").glob("*.py") if p.name not in ("common.py", "registry.py", "__init__.py"))
 
 
 @pytest.fixture(scope="session")

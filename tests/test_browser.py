@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from views.registry import DEFAULT_PAGE, PAGES
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
@@ -41,10 +43,9 @@ pytestmark = pytest.mark.skipif(
     reason=f"browser tests need Debian's Chromium at {CHROMIUM} (apt-get install chromium; .ci/run installs it)",
 )
 
-# url_path of every st.Page in app.py, in navigation order; the default page is served at "/"
-ROUTES = re.findall(r'st\.Page\(\s*"pages/[\w/]+\.py".*?url_path="([\w-]+)"', (ROOT / "app.py").read_text())
-DEFAULT_ROUTE = (re.findall(r'st\.Page\([^\n]*default=True[^\n]*url_path="([\w-]+)"', (ROOT / "app.py").read_text())
-                 or [None])[0]
+# url_path of every page app.py navigates (views/registry.py), in order; the default page is served at "/"
+ROUTES = [p.url_path for p in PAGES]
+DEFAULT_ROUTE = DEFAULT_PAGE.url_path
 
 
 def url_of(route: str) -> str:
@@ -309,7 +310,7 @@ def test_routes_were_found():
     assert "home" in ROUTES and len(ROUTES) >= 9, ROUTES
 
 
-NAV_TITLE = re.search(r'st\.Page\("pages/home\.py", title="([^"]+)"', (ROOT / "app.py").read_text()).group(1)
+NAV_TITLE = DEFAULT_PAGE.title
 
 
 def sidebar_nav(page, expect_title: str | None = NAV_TITLE, timeout_ms: int = 30_000) -> str:
@@ -328,11 +329,10 @@ def sidebar_nav(page, expect_title: str | None = NAV_TITLE, timeout_ms: int = 30
 def test_a_deep_link_as_first_visit_gets_the_apps_navigation(server, browser):
     """A shared link (/kda?...) opened on a freshly started server must run app.py's st.navigation.
 
-    Must run before any visit to "/" (the defect it guards is process-wide): Streamlit's legacy multipage
-    mode auto-discovers a `pages/` folder next to the main script and, until some session runs app.py's
-    st.navigation, serves pages/<name>.py directly: no set_page_config, no shared sidebar, and every
-    file in pages/ (including common.py, and app.py itself) listed as a page. (Fixed by
-    pages/common.py's leave_legacy_pages_mode(); this test fails if that stops working.)
+    Must run before any visit to "/" (the defect it guards is process-wide): with a `pages/` folder next to
+    the main script, Streamlit's legacy multipage mode served pages/<name>.py directly on a fresh server (no
+    set_page_config, no shared sidebar, every file listed as a page). The pages now live in views/, which
+    Streamlit never scans; this test fails if a pages/ folder, or anything like it, comes back.
     """
     context = browser.new_context()
     page = context.new_page()

@@ -116,7 +116,7 @@ def _page():
     from streamlit.testing.v1 import AppTest
 
     from conftest import ROOT
-    return AppTest.from_file(str(ROOT / "pages" / "cost_per_task.py"), default_timeout=120)
+    return AppTest.from_file(str(ROOT / "views" / "cost_per_task.py"), default_timeout=120)
 
 
 def test_page_shows_the_split_and_reacts():

@@ -189,7 +189,7 @@ def _cache_decorators(path):
 
 from pathlib import Path as _Path  # noqa: E402
 
-PAGES_DIR = _Path(__file__).resolve().parent.parent / "pages"
+PAGES_DIR = _Path(__file__).resolve().parent.parent / "views"
 CONSTANT_KEYED = {"lab.py:shipped": "called once, with a constant path"}
 UNBOUNDED_KNOWN: dict[str, str] = {}  # page -> what to fix (strict xfail: remove the entry once fixed)
 
@@ -226,7 +226,7 @@ def test_lab_training_stops_at_its_time_bound(monkeypatch):
 
     monkeypatch.setenv("K3LITE_JOB_LIMIT_S", "0.001")
     root = _Path(__file__).resolve().parent.parent
-    at = AppTest.from_file(str(root / "pages" / "lab.py"), default_timeout=180)
+    at = AppTest.from_file(str(root / "views" / "lab.py"), default_timeout=180)
     at.query_params["lab_mixers"] = "linear"
     at.query_params["lab_steps"] = "1000"
     at.query_params["lab_seed"] = "4321"  # a run nobody has cached

@@ -1,4 +1,4 @@
-"""The hybrid KV-cache / decode-cost model behind pages/hybrid_attention.py."""
+"""The hybrid KV-cache / decode-cost model behind views/hybrid_attention.py."""
 import pytest
 
 from k3lite.config import get_preset

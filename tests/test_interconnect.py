@@ -214,7 +214,7 @@ def _page():
     from streamlit.testing.v1 import AppTest
 
     from conftest import ROOT
-    return AppTest.from_file(str(ROOT / "pages" / "interconnect.py"), default_timeout=120)
+    return AppTest.from_file(str(ROOT / "views" / "interconnect.py"), default_timeout=120)
 
 
 def test_page_reacts_to_controls_and_shows_errors_not_tracebacks():

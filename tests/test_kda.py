@@ -294,7 +294,7 @@ def test_figures_build():
 def page(**query):
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(ROOT / "pages" / "kda.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "views" / "kda.py"), default_timeout=120)
     for k, v in query.items():
         at.query_params[k] = v
     return at.run()

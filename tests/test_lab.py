@@ -159,7 +159,7 @@ def test_shipped_results_are_valid():
 def test_page_trains_live_under_apptest():
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(ROOT / "pages" / "lab.py"), default_timeout=120).run()
+    at = AppTest.from_file(str(ROOT / "views" / "lab.py"), default_timeout=120).run()
     assert not at.exception, [e.message for e in at.exception]
     at.select_slider(key="lab_seq_len").set_value(32)
     at.slider(key="lab_steps").set_value(10)
@@ -178,7 +178,7 @@ def test_page_trains_live_under_apptest():
 def test_page_rejects_empty_mixer_choice():
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(ROOT / "pages" / "lab.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(ROOT / "views" / "lab.py"), default_timeout=60).run()
     at.multiselect(key="lab_mixers").set_value([]).run()
     assert not at.exception
     assert any("at least one mixer" in e.value for e in at.error)

@@ -237,7 +237,7 @@ def test_stepper_next_and_prev_walk_through_all_stages(root):
 
     cfg = preset("lite")
     n = len(stages(list(zip(cfg.layer_types(), cfg.ffn_types()))))
-    at = AppTest.from_file(str(root / "pages" / "forward_pass.py"), default_timeout=120).run()
+    at = AppTest.from_file(str(root / "views" / "forward_pass.py"), default_timeout=120).run()
     assert not at.exception
     seen = [at.subheader[0].value]
     while not at.button(key="fp_next").disabled:
@@ -260,7 +260,7 @@ def test_stepper_next_and_prev_walk_through_all_stages(root):
 def test_attention_residuals_page_modes(root):
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(root / "pages" / "attention_residuals.py"), default_timeout=120).run()
+    at = AppTest.from_file(str(root / "views" / "attention_residuals.py"), default_timeout=120).run()
     assert not at.exception
     for mode in ("full", "standard", "block"):
         at.radio(key="ar_mode").set_value(mode).run()

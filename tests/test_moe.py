@@ -368,7 +368,7 @@ def test_figures_build_from_routing_data():
 
 
 # ------------------------------------------------------------------------------------------ the page
-PAGE = "pages/moe.py"
+PAGE = "views/moe.py"
 
 
 def _page(root, **state):

@@ -1,7 +1,7 @@
 """Shareable state: a copied URL reopens the same view; bad query values fall back to defaults with a notice.
 
 Two layers:
-1. pages/common.py's url_state()/push_url() on a tiny synthetic page (every value type, every constraint),
+1. views/common.py's url_state()/push_url() on a tiny synthetic page (every value type, every constraint),
    so the mechanism is tested independently of the pages.
 2. Every real page (read from app.py): the keys it passes to url_state() are found in its source, then
    (a) round trip: move every URL-backed widget one step, take the query string push_url() wrote, open a
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.usefixtures("full_error_details")
 # ---------------------------------------------------------------------------------- 1. the helper itself
 SYNTHETIC = '''
 import streamlit as st
-from pages.common import url_state, push_url
+from views.common import url_state, push_url
 
 url_state("n", 4, lo=1, hi=10)
 url_state("ratio", 0.5, lo=0.0, hi=1.0)

@@ -92,7 +92,7 @@ def test_nothing_unpickles():
     major, minor = (int(x) for x in torch.__version__.split(".")[:2])
     assert (major, minor) >= (2, 6), "torch < 2.6 defaults torch.load to weights_only=False"
     offenders = []
-    for path in [ROOT / "app.py", *(ROOT / "k3lite").rglob("*.py"), *(ROOT / "pages").glob("*.py")]:
+    for path in [ROOT / "app.py", *(ROOT / "k3lite").rglob("*.py"), *(ROOT / "views").glob("*.py")]:
         for node in _calls(path):
             if isinstance(node, ast.Call):
                 for kw in node.keywords:

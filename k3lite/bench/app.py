@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import sys
 import time
@@ -32,7 +31,9 @@ TARGET_S = 0.5
 
 
 def page_paths() -> list[str]:
-    return re.findall(r'st\.Page\(\s*"([\w/]+\.py)"', (ROOT / "app.py").read_text())
+    from views.registry import PAGES  # the app's one page list (views/ is importable from the repo root)
+
+    return [p.file for p in PAGES]
 
 
 def _control(at):

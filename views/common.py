@@ -1,29 +1,12 @@
-"""Helpers shared by the pages (the only non-app module allowed to import Streamlit besides pages).
+"""Helpers shared by the pages (the only non-page module besides app.py that imports Streamlit).
 
-Not a page itself: app.py lists pages explicitly with st.Page.
+Not a page itself: app.py builds its navigation from `views.registry`.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
 
 import streamlit as st
-from streamlit.runtime.pages_manager import PagesManager
-
-
-def leave_legacy_pages_mode() -> None:
-    """Make the very first run of a fresh server use app.py's st.navigation.
-
-    Streamlit sees a `pages/` folder next to app.py and runs the first script of a new server in its
-    legacy multipage mode (a sidebar listing every file, `common` included; unknown links -> "Page not
-    found"). The flag flips off once st.navigation has run. Flip it now and rerun, so the first visitor
-    sees the same app as everyone else; page hashes come from url_path, so the rerun keeps the page.
-    """
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
-leave_legacy_pages_mode()  # also on the first import from a page the legacy mode ran directly
 
 
 @contextmanager

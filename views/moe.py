@@ -11,7 +11,7 @@ from k3lite.guards import heavy_work
 from k3lite.moe import latent_cost_per_token
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, latent_tradeoff, load_bars, routing_heatmap,
                             violation_curves)
-from pages.common import explain, push_url, url_state, user_errors
+from views.common import explain, push_url, url_state, user_errors
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
 K3_D, K3_FFN = 7168, 3072  # K3 hidden size and expert FFN: secondary (unofficial config copies), for (d)

@@ -7,7 +7,7 @@ from k3lite.checkpoint import load_lite_model, with_config
 from k3lite.guards import check_budget
 from k3lite.tokenizer import MAX_PROMPT_CHARS, encode
 from k3lite.viz.attnres import cost_curves_figure, depth_heatmap_figure
-from pages.common import explain, push_url, url_state, user_errors
+from views.common import explain, push_url, url_state, user_errors
 
 st.title("Attention Residuals")
 st.markdown(

@@ -5,7 +5,7 @@ from k3lite.hybrid import HARDWARE, REPORTED, bytes_ceiling, decode_cost, hybrid
 from k3lite.viz.hybrid import (
     cache_vs_context_figure, layer_pattern_figure, speedup_by_ratio_figure, tpot_vs_context_figure,
 )
-from pages.common import explain, push_url, url_state, user_errors
+from views.common import explain, push_url, url_state, user_errors
 
 CONTEXTS = [4096, 16384, 65536, 131072, 262144, 524288, 1048576]
 ONE_M = 1048576

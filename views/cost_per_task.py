@@ -6,7 +6,7 @@ from k3lite.cost import (
     PRICES, ModelPrice, TaskProfile, analyze, break_even_success, planner_worker, savings_curve, simulate, single_model,
 )
 from k3lite.viz.cost import cost_bars_figure, distribution_figure, savings_figure
-from pages.common import explain, push_url, url_state, user_errors
+from views.common import explain, push_url, url_state, user_errors
 
 st.title("Cost per task, not per token")
 st.markdown(

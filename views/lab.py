@@ -12,7 +12,7 @@ from k3lite.lab import (MIXER_LABELS, MIXERS, RESIDUALS, LabConfig, compare_with
                         summary_rows)
 from k3lite.tasks import TASKS
 from k3lite.viz.lab import accuracy_vs_length_figure, curves_figure
-from pages.common import push_url, url_state, user_errors
+from views.common import push_url, url_state, user_errors
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 RESULTS = ASSETS / "lab_results.json"

@@ -6,7 +6,8 @@ from streamlit.errors import StreamlitAPIException
 from k3lite.config import PRESETS, get_preset
 from k3lite.params import count_params, fmt
 from k3lite.viz.params import PUBLISHED, breakdown_figure
-from pages.common import push_url, url_state, user_errors
+from views.common import push_url, url_state, user_errors
+from views.registry import PAGES
 
 st.title("k3lite: the Kimi K3 design, running live")
 st.markdown(
@@ -96,13 +97,8 @@ if base.notes:
 
 st.subheader("Where to go next")
 cols = st.columns(4)
-for i, (path, label) in enumerate([
-    ("pages/moe.py", "Routing & balancing"), ("pages/kda.py", "Kimi Delta Attention"),
-    ("pages/hybrid_attention.py", "3:1 hybrid"), ("pages/attention_residuals.py", "Attention Residuals"),
-    ("pages/forward_pass.py", "Forward pass"), ("pages/interconnect.py", "Bytes on the wire"),
-    ("pages/cost_per_task.py", "Cost per task"), ("pages/lab.py", "The lab"),
-]):
+for i, spec in enumerate(p for p in PAGES if not p.default):
     try:
-        cols[i % 4].page_link(path, label=label)
-    except StreamlitAPIException:  # the page script run on its own (no st.navigation): plain text instead
-        cols[i % 4].markdown(f"{label} (`{path}`)")
+        cols[i % 4].page_link(spec.file, label=spec.short, icon=spec.icon)
+    except StreamlitAPIException:  # this file run on its own (AppTest of one page): no navigation to link into
+        cols[i % 4].markdown(f"{spec.short} (`{spec.file}`)")

@@ -8,7 +8,7 @@ from k3lite.interconnect import (
     traffic_table,
 )
 from k3lite.viz.interconnect import compare_figure, measured_figure, traffic_figure
-from pages.common import explain, push_url, url_state, user_errors
+from views.common import explain, push_url, url_state, user_errors
 
 PRESETS = ("k3-estimated", "kimi-k2", "deepseek-v3")
 LATENT = {"1 (no latent)": 1.0, "1/2": 0.5, "1/4": 0.25, "1/8": 0.125}

@@ -5,7 +5,7 @@ import torch
 from k3lite.checkpoint import load_lite_model
 from k3lite.tokenizer import decode, encode, token_label
 from k3lite.viz.model import WHAT, stage_figure, stages
-from pages.common import explain, push_url, url_state, user_errors
+from views.common import explain, push_url, url_state, user_errors
 
 MAX_CHARS, MAX_BYTES = 200, 400  # bounded so every stage's picture stays readable and fast
 

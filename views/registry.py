@@ -1,0 +1,52 @@
+"""The one list of pages: app.py builds its navigation from it; home, the tests and the app benchmark read it.
+
+Plain data, no Streamlit import, so anything can import it. `url_path` is what a shared link carries
+(`/kda?...`); it is kept stable across renames of the files so old links keep opening the same page.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class PageSpec(NamedTuple):
+    file: str  # path from the repository root, as st.Page and AppTest take it
+    title: str  # navigation title
+    short: str  # link text on the home page
+    icon: str
+    url_path: str
+    section: str
+    default: bool = False
+
+    @property
+    def stem(self) -> str:
+        return self.file.rsplit("/", 1)[-1].removesuffix(".py")
+
+
+PAGES: tuple[PageSpec, ...] = (
+    PageSpec("views/home.py", "Home: the K3 design", "Home", ":material/home:", "home", "Overview", default=True),
+    PageSpec("views/moe.py", "Stable LatentMoE & routing", "Routing & balancing", ":material/alt_route:", "moe",
+             "Mechanisms"),
+    PageSpec("views/kda.py", "Kimi Delta Attention", "Kimi Delta Attention", ":material/trending_down:", "kda",
+             "Mechanisms"),
+    PageSpec("views/hybrid_attention.py", "3:1 hybrid attention", "3:1 hybrid", ":material/extension:",
+             "hybrid_attention", "Mechanisms"),
+    PageSpec("views/attention_residuals.py", "Attention Residuals", "Attention Residuals", ":material/stairs:",
+             "attention_residuals", "Mechanisms"),
+    PageSpec("views/forward_pass.py", "Step through a forward pass", "Forward pass", ":material/play_arrow:",
+             "forward_pass", "The whole model"),
+    PageSpec("views/interconnect.py", "Interconnect bytes per token", "Bytes on the wire", ":material/cable:",
+             "interconnect", "The whole model"),
+    PageSpec("views/cost_per_task.py", "Cost per task", "Cost per task", ":material/payments:", "cost_per_task",
+             "The whole model"),
+    PageSpec("views/lab.py", "The lab: recall tasks", "The lab", ":material/science:", "lab", "The whole model"),
+)
+
+PAGE_FILES: tuple[str, ...] = tuple(p.file for p in PAGES)
+DEFAULT_PAGE: PageSpec = next(p for p in PAGES if p.default)
+
+
+def by_url_path(url_path: str) -> PageSpec:
+    for p in PAGES:
+        if p.url_path == url_path:
+            return p
+    raise KeyError(f"no page with url_path {url_path!r}; known: {[p.url_path for p in PAGES]}")
