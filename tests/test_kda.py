@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from conftest import ROOT
-from k3lite import kda
+from k3lite import kda, memory
 from k3lite.config import KDAConfig, get_preset
 from k3lite.params import count_params
 
@@ -251,8 +251,8 @@ def test_kimi_linear_param_count_within_5_percent():
 
 
 def test_memory_helpers():
-    assert kda.kda_state_bytes(32, 128, 2) == 32 * 128 * 128 * 2  # 1 MiB per layer, any context
-    assert kda.kv_cache_bytes(1000, 32, 128, 2) == 1000 * 2 * 32 * 128 * 2
+    assert memory.kda_state_bytes(32, 128, 2) == 32 * 128 * 128 * 2  # 1 MiB per layer, any context
+    assert memory.kv_cache_bytes(1000, 32, 128, 2) == 1000 * 2 * 32 * 128 * 2
 
 
 # ----------------------------------------------------------------------------------- probe, memory, viz
@@ -271,7 +271,7 @@ def test_recall_probe_shapes_and_lineage():
 
 def test_memory_vs_context_hybrid_saving():
     cfg = get_preset("kimi-linear-48b-a3b")
-    curves = kda.memory_vs_context(cfg, [1, 1_000_000])
+    curves = memory.memory_vs_context(cfg, [1, 1_000_000])
     assert curves["KDA layer: state"] == [2**20, 2**20]  # 32 heads x 128 x 128 x 2 bytes
     assert curves["MLA layer: latent KV cache"][1] == (512 + 64) * 2 * 1_000_000
     hybrid, full = list(curves.values())[-1][1], list(curves.values())[-2][1]
@@ -285,7 +285,7 @@ def test_figures_build():
     assert len(viz.decay_heatmap(a, list("abcde"), 0).data) == 2
     fig = viz.state_figure(torch.randn(8, 6).numpy(), torch.randn(6).numpy(), torch.randn(6).numpy(), 2, "h0")
     assert len(fig.data) == 3
-    curves = kda.memory_vs_context(get_preset("lite"), [1, 10, 100])
+    curves = memory.memory_vs_context(get_preset("lite"), [1, 10, 100])
     assert len(viz.memory_figure([1, 10, 100], curves).data) == len(curves)
     assert len(viz.recall_figure(kda.recall_probe(10).scores).data) == 4
 

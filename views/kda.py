@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from k3lite import kda
+from k3lite import kda, memory
 from k3lite.config import get_preset
 from k3lite.tokenizer import validate_prompt
 from k3lite.viz.kda import decay_heatmap, memory_figure, recall_figure, state_figure, state_norm_figure
@@ -124,7 +124,7 @@ st.selectbox("model", ["kimi-linear-48b-a3b", "k3-estimated", "lite"], key="kda_
 push_url("kda_preset")
 preset = get_preset(st.session_state.kda_preset)
 contexts = np.unique(np.logspace(0, 6, 61).astype(int)).tolist()
-curves = kda.memory_vs_context(preset, contexts)
+curves = memory.memory_vs_context(preset, contexts)
 st.plotly_chart(memory_figure(contexts, curves, f"{preset.name}, bf16"), width="stretch")
 hybrid_curve, full_curve = list(curves.values())[-1], list(curves.values())[-2]
 hybrid, full = hybrid_curve[-1], full_curve[-1]
@@ -166,7 +166,7 @@ if st.toggle("run the probe", key="kda_probe"):
 push_url("kda_probe", "kda_probe_keys", "kda_probe_n", "kda_probe_decay")
 
 st.subheader("(e) The code that just ran")
-with st.expander("the recurrence: `kda._step` and `kda.kda_trajectory` (what made (a) and (b))"):
-    st.code(inspect.getsource(kda._step) + "\n\n" + inspect.getsource(kda.kda_trajectory), language="python")
-with st.expander("the chunk-wise kernel the model trains with: `kda._chunk` (tested equal to the recurrence, ≤ 1e-4)"):
-    st.code(inspect.getsource(kda._chunk), language="python")
+with st.expander("the recurrence: `kda.gated_delta_step` and `kda.kda_trajectory` (what made (a) and (b))"):
+    st.code(inspect.getsource(kda.gated_delta_step) + "\n\n" + inspect.getsource(kda.kda_trajectory), language="python")
+with st.expander("the chunk-wise kernel the model trains with: `kda.chunk_gated_delta` (tested equal to the recurrence, ≤ 1e-4)"):
+    st.code(inspect.getsource(kda.chunk_gated_delta), language="python")

@@ -18,7 +18,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-from k3lite.kda import chunk_kda, kda_state_bytes, kv_cache_bytes, recurrent_kda
+from k3lite.kda import chunk_kda, recurrent_kda
+from k3lite.memory import kda_state_bytes, kv_cache_bytes
 
 
 def _best(fn, repeats: int) -> float:

@@ -1,28 +1,6 @@
-"""Kimi Delta Attention (KDA): gated delta rule with a per-channel (diagonal) decay.
-
-Kimi Linear tech report, arXiv 2510.26692 (https://arxiv.org/abs/2510.26692). Conventions follow
-flash-linear-attention's references (fla/ops/kda/naive.py):
-
-    q, k: (B, T, H, K)   v: (B, T, H, V)   g: (B, T, H, K) log-decay (log a_t <= 0)
-    beta: (B, T, H) in (0, 1)   state S: (B, H, K, V)   scale defaults to K**-0.5
-
-The recurrence, per head (decay first, then the delta-rule correction):
-
-    S'_t = Diag(a_t) S_{t-1}                      a_t = exp(g_t), one decay per key channel
-    S_t  = S'_t + beta_t k_t (v_t - S'_t^T k_t)^T  = (I - beta_t k_t k_t^T) Diag(a_t) S_{t-1} + beta_t k_t v_t^T
-    o_t  = scale * S_t^T q_t
-
-Lineage (all are special cases of the same two kernels below, see "special cases"):
-    linear attention   S_t = S_{t-1} + k_t v_t^T                   (Katharopoulos et al. 2020)
-    Mamba-2 (SSD)      S_t = a_t S_{t-1} + k_t v_t^T, scalar a_t     (Dao & Gu 2024)
-    DeltaNet           S_t = (I - b_t k_t k_t^T) S_{t-1} + b_t k_t v_t^T   (Schlag 2021, Yang 2024)
-    Gated DeltaNet     S_t = a_t (I - b_t k_t k_t^T) S_{t-1} + b_t k_t v_t^T, scalar a_t  (Yang 2025)
-    GLA                S_t = Diag(a_t) S_{t-1} + k_t v_t^T        (Yang et al. 2024)
-    KDA                the gated delta rule with Diag(a_t)          (Kimi Linear 2025)
-
-Two kernels compute it: `recurrent_kda` (the step-by-step reference, O(T) sequential steps) and
-`chunk_kda` (chunk-wise parallel: the UT transform / WY representation inside a chunk, the state
-carried across chunks; mostly matrix multiplies). tests/test_kda.py checks they agree to 1e-4.
+"""The KDA kernels: the step-by-step recurrence (reference) and the chunk-wise parallel kernel (UT transform),
+plus the special cases (Gated DeltaNet, DeltaNet, GLA, Mamba-2, linear attention) on the same two kernels and
+`MIXER_KERNELS` for the lab. The formulas, shapes and lineage are in the package docstring (`k3lite.kda`).
 """
 from __future__ import annotations
 
@@ -31,10 +9,7 @@ from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from k3lite.config import KDAConfig
-from k3lite.nn import RMSNorm
 
 # ============================================================================ argument checks
 
@@ -64,7 +39,7 @@ def _check(q, k, v, g, beta, initial_state, *, g_shape: str = "channel", need_be
 # ============================================================================ recurrent (reference)
 
 
-def _step(q_t, k_t, v_t, g_t, beta_t, S, scale: float, delta: bool):
+def gated_delta_step(q_t, k_t, v_t, g_t, beta_t, S, scale: float, delta: bool):
     """One token of the gated (delta) recurrence. Returns (o_t, S_t, correction_t).
 
     q_t, k_t: (B, H, K)  v_t: (B, H, V)  g_t: (B, H, K) or None  beta_t: (B, H) or None  S: (B, H, K, V)
@@ -89,7 +64,7 @@ def _recurrent(q, k, v, g, beta, scale, initial_state, output_final_state, delta
     S = q.new_zeros(B, H, K, V) if initial_state is None else initial_state.float()
     outs = []
     for t in range(T):
-        o_t, S, _ = _step(q[:, t], k[:, t], v[:, t], None if g is None else g[:, t],
+        o_t, S, _ = gated_delta_step(q[:, t], k[:, t], v[:, t], None if g is None else g[:, t],
                           None if beta is None else beta[:, t], S, scale, delta)
         outs.append(o_t)
     o = torch.stack(outs, dim=1) if outs else v.new_zeros(B, 0, H, V)  # (B, T, H, V)
@@ -123,7 +98,7 @@ def kda_step(q_t, k_t, v_t, g_t, beta_t, state=None, scale=None):
     if tuple(state.shape) != (B, H, K, v_t.shape[-1]):
         raise ValueError(f"state must be (B, H, K, V) = {(B, H, K, v_t.shape[-1])}; got {tuple(state.shape)}")
     scale = K**-0.5 if scale is None else scale
-    o_t, S, _ = _step(q_t.float(), k_t.float(), v_t.float(), g_t.float(), beta_t.float(), state.float(),
+    o_t, S, _ = gated_delta_step(q_t.float(), k_t.float(), v_t.float(), g_t.float(), beta_t.float(), state.float(),
                       scale, delta=True)
     return o_t.to(v_t.dtype), S
 
@@ -147,7 +122,7 @@ def kda_trajectory(q, k, v, g, beta, scale=None, initial_state=None, keep_states
     S = q.new_zeros(B, H, K, V) if initial_state is None else initial_state.float()
     outs, norms, corrections, states = [], [], [], []
     for t in range(T):
-        o_t, S, c_t = _step(q[:, t], k[:, t], v[:, t], g[:, t], beta[:, t], S, scale, delta=True)
+        o_t, S, c_t = gated_delta_step(q[:, t], k[:, t], v[:, t], g[:, t], beta[:, t], S, scale, delta=True)
         outs.append(o_t)
         corrections.append(c_t)
         norms.append(torch.linalg.vector_norm(S, dim=(-2, -1)))  # (B, H)
@@ -223,7 +198,7 @@ def _decayed_grams(q, k, G, sub: int = _SUB, cap: float = _CAP):
 _GROUP_FLOATS = 1 << 16  # chunks are processed in groups whose (chunks x B*H x C x K) tensors stay cache-sized
 
 
-def _chunk(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_size: int, delta: bool):
+def chunk_gated_delta(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_size: int, delta: bool):
     """Chunk-wise gated (delta) rule; g (B,T,H,K) or None (no decay), beta (B,T,H) or None (= 1).
 
     Inside a chunk of C tokens starting from state S0, with Gamma_t = exp(G_t), G = cumsum(g) in the chunk:
@@ -343,7 +318,7 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     if not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
     scale = q.shape[-1] ** -0.5 if scale is None else scale
-    return _chunk(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_size, delta=True)
+    return chunk_gated_delta(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_size, delta=True)
 
 
 # ============================================================================ special cases
@@ -379,7 +354,7 @@ def chunk_deltanet(q, k, v, beta, scale=None, initial_state=None, output_final_s
     """DeltaNet, chunk-wise (the KDA chunk kernel with g = 0)."""
     _check(q, k, v, None, beta, initial_state)
     scale = q.shape[-1] ** -0.5 if scale is None else scale
-    return _chunk(q, k, v, None, beta, scale, initial_state, output_final_state, chunk_size, delta=True)
+    return chunk_gated_delta(q, k, v, None, beta, scale, initial_state, output_final_state, chunk_size, delta=True)
 
 
 def recurrent_gla(q, k, v, g, scale=None, initial_state=None, output_final_state=False):
@@ -393,7 +368,7 @@ def chunk_gla(q, k, v, g, scale=None, initial_state=None, output_final_state=Fal
     """Gated linear attention, chunk-wise (the KDA chunk kernel without the UT transform)."""
     _check(q, k, v, g, None, initial_state, need_beta=False)
     scale = q.shape[-1] ** -0.5 if scale is None else scale
-    return _chunk(q, k, v, g, None, scale, initial_state, output_final_state, chunk_size, delta=False)
+    return chunk_gated_delta(q, k, v, g, None, scale, initial_state, output_final_state, chunk_size, delta=False)
 
 
 def recurrent_mamba2(q, k, v, g, beta=None, scale=None, initial_state=None, output_final_state=False):
@@ -412,7 +387,7 @@ def chunk_mamba2(q, k, v, g, beta=None, scale=None, initial_state=None, output_f
     """Mamba-2-style mixer, chunk-wise (scalar decay broadcast over K, no UT transform)."""
     _check(q, k, v, g, beta, initial_state, g_shape="head", need_beta=False)
     scale = q.shape[-1] ** -0.5 if scale is None else scale
-    return _chunk(q, k, v, _per_channel(g, q.shape[-1]), beta, scale, initial_state, output_final_state,
+    return chunk_gated_delta(q, k, v, _per_channel(g, q.shape[-1]), beta, scale, initial_state, output_final_state,
                   chunk_size, delta=False)
 
 
@@ -427,7 +402,7 @@ def chunk_linear_attn(q, k, v, scale=None, initial_state=None, output_final_stat
     """Plain linear attention, chunk-wise."""
     _check(q, k, v, None, None, initial_state, need_beta=False)
     scale = q.shape[-1] ** -0.5 if scale is None else scale
-    return _chunk(q, k, v, None, None, scale, initial_state, output_final_state, chunk_size, delta=False)
+    return chunk_gated_delta(q, k, v, None, None, scale, initial_state, output_final_state, chunk_size, delta=False)
 
 
 # ---------------------------------------------------------------------------- mixer kernels for the lab
@@ -470,309 +445,3 @@ MIXER_INPUTS = {  # name -> (g kind, uses beta)
     "gdn": ("head", True),
     "kda": ("channel", True),
 }
-
-
-# ---------------------------------------------------------------------------- loop references (tests)
-
-
-def naive_linear_attn(q, k, v, scale=None):
-    """o_t = scale * sum_{i<=t} (q_t . k_i) v_i -- the quadratic (attention) form, no state at all."""
-    scale = q.shape[-1] ** -0.5 if scale is None else scale
-    scores = torch.einsum("bthk,bshk->bhts", q.float(), k.float()) * scale  # (B, H, T, S)
-    scores = scores.tril()
-    return torch.einsum("bhts,bshv->bthv", scores, v.float())  # (B, T, H, V)
-
-
-def naive_mamba2(q, k, v, g, beta=None, scale=None):
-    """o_t = scale * sum_{i<=t} exp(G_t - G_i) (q_t . k_i) beta_i v_i, G = cumsum(g) (SSD's quadratic form)."""
-    scale = q.shape[-1] ** -0.5 if scale is None else scale
-    G = g.float().cumsum(1)  # (B, T, H)
-    decay = (G.transpose(1, 2)[..., :, None] - G.transpose(1, 2)[..., None, :])  # (B, H, T, S)
-    decay = torch.where(torch.ones_like(decay, dtype=torch.bool).tril(), decay, float("-inf")).exp()
-    scores = torch.einsum("bthk,bshk->bhts", q.float(), k.float()) * scale * decay
-    vb = v.float() if beta is None else v.float() * beta.float()[..., None]
-    return torch.einsum("bhts,bshv->bthv", scores, vb)
-
-
-def naive_gla(q, k, v, g, scale=None):
-    """Loop: S_t = Diag(exp g_t) S_{t-1} + k_t v_t^T; o_t = scale S_t^T q_t."""
-    B, T, H, K = q.shape
-    scale = K**-0.5 if scale is None else scale
-    S = torch.zeros(B, H, K, v.shape[-1])
-    o = []
-    for t in range(T):
-        S = g[:, t].float().exp()[..., None] * S + torch.einsum("bhk,bhv->bhkv", k[:, t].float(), v[:, t].float())
-        o.append(scale * torch.einsum("bhkv,bhk->bhv", S, q[:, t].float()))
-    return torch.stack(o, 1)
-
-
-def naive_gated_delta(q, k, v, a, beta, scale=None):
-    """Loop with the explicit K x K transition: S_t = a_t (I - b_t k_t k_t^T) S_{t-1} + b_t k_t v_t^T.
-
-    a: (B, T, H) scalar decay in (0, 1] (Gated DeltaNet; a = 1 is DeltaNet). Note a_t commutes with
-    the Householder-like factor only because it is a scalar: for KDA's Diag(a_t) the order matters.
-    """
-    B, T, H, K = q.shape
-    scale = K**-0.5 if scale is None else scale
-    S = torch.zeros(B, H, K, v.shape[-1])
-    eye = torch.eye(K)
-    o = []
-    for t in range(T):
-        kt, bt = k[:, t].float(), beta[:, t].float()[..., None, None]
-        P = eye - bt * torch.einsum("bhi,bhj->bhij", kt, kt)  # (B, H, K, K)
-        S = a[:, t].float()[..., None, None] * (P @ S) + bt * torch.einsum("bhk,bhv->bhkv", kt, v[:, t].float())
-        o.append(scale * torch.einsum("bhkv,bhk->bhv", S, q[:, t].float()))
-    return torch.stack(o, 1)
-
-
-def naive_kda_matrix(q, k, v, g, beta, scale=None):
-    """Loop with the explicit transition of KDA: S_t = (I - b_t k_t k_t^T) Diag(a_t) S_{t-1} + b_t k_t v_t^T."""
-    B, T, H, K = q.shape
-    scale = K**-0.5 if scale is None else scale
-    S = torch.zeros(B, H, K, v.shape[-1])
-    eye = torch.eye(K)
-    o = []
-    for t in range(T):
-        kt, bt = k[:, t].float(), beta[:, t].float()[..., None, None]
-        P = eye - bt * torch.einsum("bhi,bhj->bhij", kt, kt)  # (B, H, K, K)
-        Dg = torch.diag_embed(g[:, t].float().exp())  # (B, H, K, K)
-        S = P @ Dg @ S + bt * torch.einsum("bhk,bhv->bhkv", kt, v[:, t].float())
-        o.append(scale * torch.einsum("bhkv,bhk->bhv", S, q[:, t].float()))
-    return torch.stack(o, 1)
-
-
-# ============================================================================ the layer
-
-
-class ShortConv(nn.Module):
-    """Causal depthwise conv over time (kernel `size`), followed by SiLU in the layer.
-
-    y_t = sum_j w[j] x_{t - size + 1 + j}; the last `size - 1` inputs are the decode cache (conv tail).
-    """
-
-    def __init__(self, channels: int, size: int):
-        super().__init__()
-        self.size = size
-        self.weight = nn.Parameter(torch.empty(channels, 1, size))  # depthwise, no bias
-        nn.init.normal_(self.weight, std=size**-0.5)
-
-    def forward(self, x: torch.Tensor, tail: torch.Tensor | None = None):
-        """x: (B, T, C); tail: (B, size-1, C) previous inputs or None (zeros). Returns (y, new tail)."""
-        B, T, Cn = x.shape
-        if tail is None:
-            tail = x.new_zeros(B, self.size - 1, Cn)
-        xx = torch.cat([tail.to(x.dtype), x], dim=1)  # (B, size-1+T, C)
-        y = F.conv1d(xx.transpose(1, 2), self.weight.to(x.dtype), groups=Cn).transpose(1, 2)  # (B, T, C)
-        return y, xx[:, xx.shape[1] - (self.size - 1):]
-
-
-class KDACache(NamedTuple):
-    """What a KDA layer keeps between decoding calls: a fixed-size state, whatever the context length."""
-
-    state: torch.Tensor  # (B, H, K, V) fp32
-    conv_tail: tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # q, k, v pre-conv inputs, each (B, size-1, H*K)
-
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.state, *self.conv_tail))
-
-
-class KDAInputs(NamedTuple):
-    """The kernel inputs the layer computes from x (after conv, SiLU, L2-norm and the gates)."""
-
-    q: torch.Tensor  # (B, T, H, K) L2-normalised
-    k: torch.Tensor  # (B, T, H, K) L2-normalised
-    v: torch.Tensor  # (B, T, H, V)
-    g: torch.Tensor  # (B, T, H, K) log decay, <= 0
-    beta: torch.Tensor  # (B, T, H)
-    conv_tail: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
-
-
-class KDAOutput(NamedTuple):
-    out: torch.Tensor  # (B, T, d_model)
-    cache: KDACache | None  # when use_cache=True
-    stats: dict  # g (B,T,H,K), beta (B,T,H); with trace=True also state_norm (B,T,H)
-
-
-class KimiDeltaAttention(nn.Module):
-    """KDA layer (Kimi Linear, arXiv 2510.26692; layout of fla/layers/kda.py).
-
-        q, k, v = SiLU(ShortConv(W_q x)), SiLU(ShortConv(W_k x)), SiLU(ShortConv(W_v x))   (B, T, H, K|V)
-        q, k    = L2Norm(q), L2Norm(k)  per head
-        g       = -exp(A_log)[h] * softplus(W_f_up W_f_down x + dt_bias)   (B, T, H, K)  per-channel log decay
-        beta    = sigmoid(W_b x)                                           (B, T, H)
-        o       = KDA(q, k, v, g, beta)                                    (B, T, H, V)
-        out     = W_o( sigmoid(W_g_up W_g_down x) * RMSNorm(o) )           (B, T, d_model)
-    """
-
-    def __init__(self, d_model: int, cfg: KDAConfig, norm_eps: float = 1e-6):
-        super().__init__()
-        self.cfg = cfg
-        H, K, r = cfg.n_heads, cfg.head_dim, cfg.rank
-        V = K
-        self.d_model = d_model
-        self.n_heads, self.head_dim = H, K
-        self.q_proj = nn.Linear(d_model, H * K, bias=False)
-        self.k_proj = nn.Linear(d_model, H * K, bias=False)
-        self.v_proj = nn.Linear(d_model, H * V, bias=False)
-        self.q_conv = ShortConv(H * K, cfg.conv_size)
-        self.k_conv = ShortConv(H * K, cfg.conv_size)
-        self.v_conv = ShortConv(H * V, cfg.conv_size)
-        # decay gate, low rank: g = -exp(A_log)[h] * softplus(f_up(f_down(x)) + dt_bias)
-        self.f_down = nn.Linear(d_model, r, bias=False)
-        self.f_up = nn.Linear(r, H * K, bias=False)
-        self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(1, 16)))
-        # dt_bias = softplus^-1(dt), dt log-uniform in [1e-3, 1e-1] per channel (the Mamba-2 / Gated DeltaNet
-        # initialisation): decays start between ~0.2 and ~1 per token, spread across channels
-        dt = torch.exp(torch.rand(H * K) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
-        self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))
-        self.b_proj = nn.Linear(d_model, H, bias=False)  # beta = sigmoid(b_proj x)
-        # output gate, low rank: o = o_proj(sigmoid(g_up(g_down(x))) * RMSNorm(o))
-        self.g_down = nn.Linear(d_model, r, bias=False)
-        self.g_up = nn.Linear(r, H * V, bias=True)
-        self.o_norm = RMSNorm(V, eps=norm_eps)
-        self.o_proj = nn.Linear(H * V, d_model, bias=False)
-
-    def kernel_inputs(self, x: torch.Tensor, cache: KDACache | None = None) -> KDAInputs:
-        """Everything before the recurrence: x (B, T, d_model) -> q, k, v, g, beta (+ new conv tails)."""
-        B, T, _ = x.shape
-        H, K = self.n_heads, self.head_dim
-        tails = cache.conv_tail if cache is not None else (None, None, None)
-        q, tq = self.q_conv(self.q_proj(x), tails[0])  # (B, T, H*K)
-        k, tk = self.k_conv(self.k_proj(x), tails[1])
-        v, tv = self.v_conv(self.v_proj(x), tails[2])
-        q = F.normalize(F.silu(q).view(B, T, H, K), dim=-1, eps=1e-6)  # (B, T, H, K)
-        k = F.normalize(F.silu(k).view(B, T, H, K), dim=-1, eps=1e-6)  # (B, T, H, K)
-        v = F.silu(v).view(B, T, H, K)  # (B, T, H, V)
-        f = self.f_up(self.f_down(x)).float() + self.dt_bias.float()  # (B, T, H*K)
-        g = -self.A_log.float().exp()[:, None] * F.softplus(f).view(B, T, H, K)  # (B, T, H, K) log decay
-        beta = torch.sigmoid(self.b_proj(x).float())  # (B, T, H)
-        return KDAInputs(q, k, v, g, beta, (tq, tk, tv))
-
-    def forward(self, x: torch.Tensor, cache: KDACache | None = None, use_cache: bool = False,
-                mode: str = "chunk", trace: bool = False, chunk_size: int = 32) -> KDAOutput:
-        """x: (B, T, d_model). With `cache` (from a previous call with use_cache=True) continue decoding.
-
-        mode "chunk" (chunk_kda) or "recurrent" (recurrent_kda): the same numbers, different speed.
-        chunk_size 32: the fastest on CPU in `python -m k3lite.bench kda` (any size gives the same numbers).
-        trace=True also records state_norm (B, T, H), the Frobenius norm of S_t per step (an extra
-        recurrent pass: meant for the small inputs the app shows).
-        """
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must be (B, T, d_model={self.d_model}); got {tuple(x.shape)}")
-        if mode not in ("chunk", "recurrent"):
-            raise ValueError(f"mode must be 'chunk' or 'recurrent', got {mode!r}")
-        B, T, _ = x.shape
-        H, K = self.n_heads, self.head_dim
-        if cache is not None and cache.state.shape != (B, H, K, K):
-            raise ValueError(f"cache.state must be (B, H, K, V) = {(B, H, K, K)}; got {tuple(cache.state.shape)}")
-        inp = self.kernel_inputs(x, cache)
-        S0 = cache.state if cache is not None else None
-        # one token (decoding): the recurrent step is the cheaper way to the same numbers
-        kernel = chunk_kda if mode == "chunk" and T > 1 else recurrent_kda
-        kwargs = {"chunk_size": chunk_size} if kernel is chunk_kda else {}
-        o, S = kernel(inp.q, inp.k, inp.v, inp.g, inp.beta, initial_state=S0, output_final_state=use_cache, **kwargs)
-        stats = {"g": inp.g.detach(), "beta": inp.beta.detach()}
-        if trace:
-            with torch.no_grad():
-                traj = kda_trajectory(inp.q, inp.k, inp.v, inp.g, inp.beta, initial_state=S0)
-            stats["state_norm"] = traj.state_norm  # (B, T, H)
-        gate = torch.sigmoid(self.g_up(self.g_down(x))).view(B, T, H, K)  # (B, T, H, V)
-        o = self.o_norm(o.to(x.dtype)) * gate  # (B, T, H, V)
-        out = self.o_proj(o.reshape(B, T, H * K))  # (B, T, d_model)
-        new_cache = KDACache(S, inp.conv_tail) if use_cache else None
-        return KDAOutput(out, new_cache, stats)
-
-
-# ============================================================================ memory (for bench and page)
-
-
-def kda_state_bytes(n_heads: int, head_dim: int, bytes_per_elem: int = 2, batch: int = 1) -> int:
-    """One KDA layer's decode memory: the (H, K, V) state, independent of context length."""
-    return batch * n_heads * head_dim * head_dim * bytes_per_elem
-
-
-def kv_cache_bytes(n_tokens: int, n_heads: int, head_dim: int, bytes_per_elem: int = 2, batch: int = 1) -> int:
-    """One softmax-attention layer's KV cache: K and V for every past token, every head."""
-    return batch * n_tokens * 2 * n_heads * head_dim * bytes_per_elem
-
-
-def memory_vs_context(cfg, contexts, bytes_per_elem: int = 2) -> dict[str, list[int]]:
-    """Decode memory (bytes) against context length for one K3Config, per layer and for the whole stack.
-
-    KDA layer: its (H, K, K) state, constant. MLA layer: the latent + shared rope key per token
-    ((kv_lora_rank + qk_rope_head_dim) elements). Plain multi-head attention with MLA's heads: K and V for
-    every head per token. Whole model: every layer global (MLA) vs the config's KDA:MLA pattern.
-    """
-    if cfg.kda is None:
-        raise ValueError(f"config {cfg.name!r} has no KDA layers to compare")
-    H, K = cfg.kda.n_heads, cfg.kda.head_dim
-    m = cfg.mla
-    state = kda_state_bytes(H, K, bytes_per_elem)
-    per_tok_mla = (m.kv_lora_rank + m.qk_rope_head_dim) * bytes_per_elem
-    per_tok_mha = m.n_heads * (m.qk_head_dim + m.v_head_dim) * bytes_per_elem
-    types = cfg.layer_types()
-    n_kda, n_mla = types.count("kda"), types.count("mla")
-    return {
-        "KDA layer: state": [state for _ in contexts],
-        "MLA layer: latent KV cache": [per_tok_mla * t for t in contexts],
-        "MHA layer (same heads): K+V cache": [per_tok_mha * t for t in contexts],
-        f"whole model, all {len(types)} layers MLA": [len(types) * per_tok_mla * t for t in contexts],
-        f"whole model, hybrid ({n_kda} KDA + {n_mla} MLA)": [n_kda * state + n_mla * per_tok_mla * t for t in contexts],
-    }
-
-
-class RecallProbe(NamedTuple):
-    scores: dict  # mechanism -> (n,) cosine(S_n^T k_i, v_i) for the pair written at position i
-    fact_index: int  # position of the pair the "aligned" probe cares about (0: written first)
-    gdn_decay: float  # the scalar decay GDN used
-    kda_decays: torch.Tensor  # (K,) the per-channel decays KDA used
-
-
-def recall_probe(n_writes: int = 64, K: int = 32, fast_decay: float = 0.9, keys: str = "random",
-                 slow_fraction: float = 0.25, leak: float = 0.3, seed: int = 0) -> RecallProbe:
-    """A hand-built associative-recall probe: write n (key, value) pairs, then read every key back.
-
-    Each mechanism gets the same unit keys and values (beta = 1 where there is a delta rule). KDA's
-    decay is per channel: the first `slow_fraction` of the channels keep everything (a = 1), the rest use
-    `fast_decay`; GDN gets one scalar decay with the same mean log-decay. keys="random": isotropic
-    random keys. keys="aligned": the first pair (the "fact") has its key in the slow channels; the
-    later pairs have keys in the fast channels plus a `leak` share in the slow ones.
-    Score = cosine(S_n^T k_i, v_i) after all n writes (1 = perfect recall, 0 = nothing left).
-    """
-    if not 1 <= n_writes <= 4096:
-        raise ValueError(f"n_writes must be in [1, 4096], got {n_writes}")
-    if not 0.0 < fast_decay <= 1.0:
-        raise ValueError(f"fast_decay must be in (0, 1], got {fast_decay}")
-    if keys not in ("random", "aligned"):
-        raise ValueError(f"keys must be 'random' or 'aligned', got {keys!r}")
-    n_slow = max(1, round(K * slow_fraction))
-    if n_slow >= K:
-        raise ValueError(f"slow_fraction leaves no fast channel (K = {K}, slow = {n_slow})")
-    gen = torch.Generator().manual_seed(seed)
-    k = torch.randn(1, n_writes, 1, K, generator=gen)  # (1, n, 1, K)
-    if keys == "aligned":
-        slow = torch.zeros(K, dtype=torch.bool)
-        slow[:n_slow] = True
-        k = F.normalize(k, dim=-1)
-        k_fast = F.normalize(k.masked_fill(slow, 0.0), dim=-1)
-        k_slow = F.normalize(k.masked_fill(~slow, 0.0), dim=-1)
-        k = F.normalize(k_fast + leak * k_slow, dim=-1)
-        k[:, 0] = k_slow[:, 0]  # the fact lives in the slow channels
-    k = F.normalize(k, dim=-1)
-    v = F.normalize(torch.randn(1, n_writes, 1, K, generator=gen), dim=-1)
-    beta = torch.ones(1, n_writes, 1)
-    log_a = torch.zeros(K)
-    log_a[n_slow:] = math.log(fast_decay)
-    g_kda = log_a.expand(1, n_writes, 1, K)
-    g_gdn = torch.full((1, n_writes, 1), log_a.mean().item())
-    finals = {
-        "linear attention": chunk_linear_attn(k, k, v, output_final_state=True)[1],
-        "DeltaNet": chunk_deltanet(k, k, v, beta, output_final_state=True)[1],
-        "Gated DeltaNet": chunk_gdn(k, k, v, g_gdn, beta, output_final_state=True)[1],
-        "KDA": chunk_kda(k, k, v, g_kda, beta, output_final_state=True)[1],
-    }
-    scores = {}
-    for name, S in finals.items():  # S: (1, 1, K, V)
-        read = torch.einsum("bhkv,bthk->bthv", S, k)  # (1, n, 1, V) every key read back from the final state
-        scores[name] = F.cosine_similarity(read, v, dim=-1)[0, :, 0]  # (n,)
-    return RecallProbe(scores, 0, math.exp(log_a.mean().item()), log_a.exp())

@@ -1,0 +1,151 @@
+"""The KDA layer (`KimiDeltaAttention`) with its short convolution and decode cache, on the kernels of `k3lite.kda.ops`."""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from k3lite.config import KDAConfig
+from k3lite.kda.ops import chunk_kda, kda_step, kda_trajectory, recurrent_kda
+from k3lite.nn import RMSNorm
+
+class ShortConv(nn.Module):
+    """Causal depthwise conv over time (kernel `size`), followed by SiLU in the layer.
+
+    y_t = sum_j w[j] x_{t - size + 1 + j}; the last `size - 1` inputs are the decode cache (conv tail).
+    """
+
+    def __init__(self, channels: int, size: int):
+        super().__init__()
+        self.size = size
+        self.weight = nn.Parameter(torch.empty(channels, 1, size))  # depthwise, no bias
+        nn.init.normal_(self.weight, std=size**-0.5)
+
+    def forward(self, x: torch.Tensor, tail: torch.Tensor | None = None):
+        """x: (B, T, C); tail: (B, size-1, C) previous inputs or None (zeros). Returns (y, new tail)."""
+        B, T, Cn = x.shape
+        if tail is None:
+            tail = x.new_zeros(B, self.size - 1, Cn)
+        xx = torch.cat([tail.to(x.dtype), x], dim=1)  # (B, size-1+T, C)
+        y = F.conv1d(xx.transpose(1, 2), self.weight.to(x.dtype), groups=Cn).transpose(1, 2)  # (B, T, C)
+        return y, xx[:, xx.shape[1] - (self.size - 1):]
+
+
+class KDACache(NamedTuple):
+    """What a KDA layer keeps between decoding calls: a fixed-size state, whatever the context length."""
+
+    state: torch.Tensor  # (B, H, K, V) fp32
+    conv_tail: tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # q, k, v pre-conv inputs, each (B, size-1, H*K)
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.state, *self.conv_tail))
+
+
+class KDAInputs(NamedTuple):
+    """The kernel inputs the layer computes from x (after conv, SiLU, L2-norm and the gates)."""
+
+    q: torch.Tensor  # (B, T, H, K) L2-normalised
+    k: torch.Tensor  # (B, T, H, K) L2-normalised
+    v: torch.Tensor  # (B, T, H, V)
+    g: torch.Tensor  # (B, T, H, K) log decay, <= 0
+    beta: torch.Tensor  # (B, T, H)
+    conv_tail: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+class KDAOutput(NamedTuple):
+    out: torch.Tensor  # (B, T, d_model)
+    cache: KDACache | None  # when use_cache=True
+    stats: dict  # g (B,T,H,K), beta (B,T,H); with trace=True also state_norm (B,T,H)
+
+
+class KimiDeltaAttention(nn.Module):
+    """KDA layer (Kimi Linear, arXiv 2510.26692; layout of fla/layers/kda.py).
+
+        q, k, v = SiLU(ShortConv(W_q x)), SiLU(ShortConv(W_k x)), SiLU(ShortConv(W_v x))   (B, T, H, K|V)
+        q, k    = L2Norm(q), L2Norm(k)  per head
+        g       = -exp(A_log)[h] * softplus(W_f_up W_f_down x + dt_bias)   (B, T, H, K)  per-channel log decay
+        beta    = sigmoid(W_b x)                                           (B, T, H)
+        o       = KDA(q, k, v, g, beta)                                    (B, T, H, V)
+        out     = W_o( sigmoid(W_g_up W_g_down x) * RMSNorm(o) )           (B, T, d_model)
+    """
+
+    def __init__(self, d_model: int, cfg: KDAConfig, norm_eps: float = 1e-6):
+        super().__init__()
+        self.cfg = cfg
+        H, K, r = cfg.n_heads, cfg.head_dim, cfg.rank
+        V = K
+        self.d_model = d_model
+        self.n_heads, self.head_dim = H, K
+        self.q_proj = nn.Linear(d_model, H * K, bias=False)
+        self.k_proj = nn.Linear(d_model, H * K, bias=False)
+        self.v_proj = nn.Linear(d_model, H * V, bias=False)
+        self.q_conv = ShortConv(H * K, cfg.conv_size)
+        self.k_conv = ShortConv(H * K, cfg.conv_size)
+        self.v_conv = ShortConv(H * V, cfg.conv_size)
+        # decay gate, low rank: g = -exp(A_log)[h] * softplus(f_up(f_down(x)) + dt_bias)
+        self.f_down = nn.Linear(d_model, r, bias=False)
+        self.f_up = nn.Linear(r, H * K, bias=False)
+        self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(1, 16)))
+        # dt_bias = softplus^-1(dt), dt log-uniform in [1e-3, 1e-1] per channel (the Mamba-2 / Gated DeltaNet
+        # initialisation): decays start between ~0.2 and ~1 per token, spread across channels
+        dt = torch.exp(torch.rand(H * K) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
+        self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))
+        self.b_proj = nn.Linear(d_model, H, bias=False)  # beta = sigmoid(b_proj x)
+        # output gate, low rank: o = o_proj(sigmoid(g_up(g_down(x))) * RMSNorm(o))
+        self.g_down = nn.Linear(d_model, r, bias=False)
+        self.g_up = nn.Linear(r, H * V, bias=True)
+        self.o_norm = RMSNorm(V, eps=norm_eps)
+        self.o_proj = nn.Linear(H * V, d_model, bias=False)
+
+    def kernel_inputs(self, x: torch.Tensor, cache: KDACache | None = None) -> KDAInputs:
+        """Everything before the recurrence: x (B, T, d_model) -> q, k, v, g, beta (+ new conv tails)."""
+        B, T, _ = x.shape
+        H, K = self.n_heads, self.head_dim
+        tails = cache.conv_tail if cache is not None else (None, None, None)
+        q, tq = self.q_conv(self.q_proj(x), tails[0])  # (B, T, H*K)
+        k, tk = self.k_conv(self.k_proj(x), tails[1])
+        v, tv = self.v_conv(self.v_proj(x), tails[2])
+        q = F.normalize(F.silu(q).view(B, T, H, K), dim=-1, eps=1e-6)  # (B, T, H, K)
+        k = F.normalize(F.silu(k).view(B, T, H, K), dim=-1, eps=1e-6)  # (B, T, H, K)
+        v = F.silu(v).view(B, T, H, K)  # (B, T, H, V)
+        f = self.f_up(self.f_down(x)).float() + self.dt_bias.float()  # (B, T, H*K)
+        g = -self.A_log.float().exp()[:, None] * F.softplus(f).view(B, T, H, K)  # (B, T, H, K) log decay
+        beta = torch.sigmoid(self.b_proj(x).float())  # (B, T, H)
+        return KDAInputs(q, k, v, g, beta, (tq, tk, tv))
+
+    def forward(self, x: torch.Tensor, cache: KDACache | None = None, use_cache: bool = False,
+                mode: str = "chunk", trace: bool = False, chunk_size: int = 32) -> KDAOutput:
+        """x: (B, T, d_model). With `cache` (from a previous call with use_cache=True) continue decoding.
+
+        mode "chunk" (chunk_kda) or "recurrent" (recurrent_kda): the same numbers, different speed.
+        chunk_size 32: the fastest on CPU in `python -m k3lite.bench kda` (any size gives the same numbers).
+        trace=True also records state_norm (B, T, H), the Frobenius norm of S_t per step (an extra
+        recurrent pass: meant for the small inputs the app shows).
+        """
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must be (B, T, d_model={self.d_model}); got {tuple(x.shape)}")
+        if mode not in ("chunk", "recurrent"):
+            raise ValueError(f"mode must be 'chunk' or 'recurrent', got {mode!r}")
+        B, T, _ = x.shape
+        H, K = self.n_heads, self.head_dim
+        if cache is not None and cache.state.shape != (B, H, K, K):
+            raise ValueError(f"cache.state must be (B, H, K, V) = {(B, H, K, K)}; got {tuple(cache.state.shape)}")
+        inp = self.kernel_inputs(x, cache)
+        S0 = cache.state if cache is not None else None
+        # one token (decoding): the recurrent step is the cheaper way to the same numbers
+        kernel = chunk_kda if mode == "chunk" and T > 1 else recurrent_kda
+        kwargs = {"chunk_size": chunk_size} if kernel is chunk_kda else {}
+        o, S = kernel(inp.q, inp.k, inp.v, inp.g, inp.beta, initial_state=S0, output_final_state=use_cache, **kwargs)
+        stats = {"g": inp.g.detach(), "beta": inp.beta.detach()}
+        if trace:
+            with torch.no_grad():
+                traj = kda_trajectory(inp.q, inp.k, inp.v, inp.g, inp.beta, initial_state=S0)
+            stats["state_norm"] = traj.state_norm  # (B, T, H)
+        gate = torch.sigmoid(self.g_up(self.g_down(x))).view(B, T, H, K)  # (B, T, H, V)
+        o = self.o_norm(o.to(x.dtype)) * gate  # (B, T, H, V)
+        out = self.o_proj(o.reshape(B, T, H * K))  # (B, T, d_model)
+        new_cache = KDACache(S, inp.conv_tail) if use_cache else None
+        return KDAOutput(out, new_cache, stats)
