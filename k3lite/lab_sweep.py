@@ -1,0 +1,379 @@
+"""The lab's shipped experiment: recall accuracy vs sequence length, per mixer, several seeds (Zoology-style).
+
+Protocol (Zoology, arXiv 2312.04927; Kimi Linear report, arXiv 2510.26692, synthetic tasks):
+  * tasks at the difficulty where the mechanisms differ: MQAR with keys and values disjoint and the number of
+    pairs growing with the length (num_pairs = T / 4, up to 64 pairs against a 32-dim head state), and
+    Palindrome (the whole first half, T / 2 tokens, must sit in the state);
+  * per (task, mixer) the learning rate is picked from `LRS` at one length (`LR_SEQ_LEN`, seed 0) by final
+    held-out accuracy, then used at every length and seed;
+  * every run trains to a plateau with one stopping rule (`stop_reason`): held-out accuracy >= `SOLVED`
+    ("solved"), or no gain of `MIN_GAIN` in the best held-out accuracy over the last `PATIENCE` steps once
+    `MIN_STEPS` are done ("plateau"), or `MAX_STEPS` ("max_steps": said on the page as not plateaued);
+  * `SEEDS` seeds per (task, mixer, length).
+
+Each finished run is one JSON file under `assets/lab/` (config, held-out curve, final accuracy, wall time, the
+command that reproduces it). The sweep is resumable: a run whose file exists is skipped, so it can run for
+hours in the background and the page shows whatever has finished. Several workers can share one sweep (each
+claims a run by creating a lock file first).
+
+    python -m k3lite.lab_sweep all --workers 2          # the whole shipped set (hours on 2 CPU cores)
+    python -m k3lite.lab_sweep run --task mqar --mixer kda --seq-len 128 --lr 0.01 --seed 1   # one run
+    python -m k3lite.lab_sweep table                    # the accuracy-vs-length table of what has finished
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from k3lite.lab import LabConfig, train
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = ROOT / "assets" / "lab"
+
+# ----------------------------------------------------------------------------------------------- protocol
+MIXERS: tuple[str, ...] = ("linear", "mamba2", "gdn", "kda")
+REPORT_ORDER: tuple[str, ...] = ("kda", "gdn", "mamba2")  # Kimi Linear report: KDA >= GDN > Mamba-2
+SEQ_LENS: dict[str, tuple[int, ...]] = {"mqar": (32, 64, 128, 256), "palindrome": (16, 32, 64, 128)}
+LR_SEQ_LEN: dict[str, int] = {"mqar": 128, "palindrome": 64}
+LRS: tuple[float, ...] = (3e-3, 1e-2, 3e-2)
+SEEDS: tuple[int, ...] = (0, 1, 2)
+VOCAB = 512
+D_MODEL, N_HEADS = 64, 2  # head state 32 x 32: MQAR's 32 and 64 pairs and Palindrome's 32 and 64 tokens overflow it
+BATCH_SIZE = 32
+MAX_STEPS, MIN_STEPS, PATIENCE, EVAL_EVERY = 800, 400, 300, 50
+SOLVED, MIN_GAIN = 0.99, 0.01
+EVAL_EXAMPLES = 256
+
+
+def num_pairs(task: str, seq_len: int) -> int:
+    """MQAR pairs grow with the length (Zoology's hardest ratio, 4 tokens of sequence per pair)."""
+    return seq_len // 4 if task == "mqar" else 8
+
+
+def lab_config(task: str, mixer: str, seq_len: int, lr: float, seed: int) -> LabConfig:
+    """The exact `LabConfig` of one sweep run (max steps; the stopping rule may end it earlier)."""
+    return LabConfig(task=task, mixer=mixer, seq_len=seq_len, vocab_size=VOCAB, num_pairs=num_pairs(task, seq_len),
+                     d_model=D_MODEL, n_heads=N_HEADS, ffn_mult=0, steps=MAX_STEPS, batch_size=BATCH_SIZE, lr=lr,
+                     eval_every=EVAL_EVERY, eval_examples=EVAL_EXAMPLES, seed=seed)
+
+
+@dataclass(frozen=True)
+class Job:
+    task: str
+    mixer: str
+    seq_len: int
+    lr: float
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.task}_T{self.seq_len}_{self.mixer}_lr{self.lr:g}_s{self.seed}"
+
+    def path(self, results_dir: Path = RESULTS_DIR) -> Path:
+        return Path(results_dir) / f"{self.name}.json"
+
+    @property
+    def command(self) -> str:
+        return (f"python -m k3lite.lab_sweep run --task {self.task} --mixer {self.mixer} --seq-len {self.seq_len} "
+                f"--lr {self.lr:g} --seed {self.seed}")
+
+
+class Stopper:
+    """The stopping rule: solved, or a plateau of the best held-out accuracy, or the step cap."""
+
+    def __init__(self, solved: float = SOLVED, min_gain: float = MIN_GAIN, patience: int = PATIENCE,
+                 min_steps: int = MIN_STEPS):
+        self.solved, self.min_gain, self.patience, self.min_steps = solved, min_gain, patience, min_steps
+        self.history: list[tuple[int, float]] = []  # (step, held-out accuracy)
+        self.reason = "max_steps"
+
+    def should_stop(self, step: int, eval_acc: float | None) -> bool:
+        if eval_acc is None:
+            return False
+        self.history.append((step, eval_acc))
+        if eval_acc >= self.solved:
+            self.reason = "solved"
+            return True
+        if step < self.min_steps:
+            return False
+        best_now = max(a for _, a in self.history)
+        earlier = [a for s, a in self.history if s <= step - self.patience]
+        if earlier and best_now - max(earlier) < self.min_gain:
+            self.reason = "plateau"
+            return True
+        return False
+
+
+def run_job(job: Job, results_dir: Path = RESULTS_DIR, quiet: bool = True) -> dict:
+    """Train one run with the stopping rule and write its JSON (atomically). Returns the record."""
+    cfg = lab_config(job.task, job.mixer, job.seq_len, job.lr, job.seed)
+    stopper = Stopper()
+
+    def on_step(rec):
+        if not quiet and rec.eval_acc is not None:
+            print(f"  {job.name} step {rec.step} eval acc {rec.eval_acc:.3f} ({rec.elapsed_s:.0f} s)", file=sys.stderr)
+        return not stopper.should_stop(rec.step, rec.eval_acc)
+
+    result = train(cfg, on_step=on_step)
+    record = {
+        "job": asdict(job),
+        "command": job.command,
+        "config": result.config,
+        "steps_done": result.steps_done,
+        "stop_reason": stopper.reason,
+        "final_eval_acc": result.final_eval_acc,
+        "final_eval_loss": result.final_eval_loss,
+        "best_eval_acc": max(result.evals["acc"]),
+        "evals": result.evals,
+        "n_params": result.n_params,
+        "wall_s": result.wall_s,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+    }
+    results_dir = Path(results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=results_dir, suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(record, fh, indent=1)
+        fh.write("\n")
+    os.replace(tmp, job.path(results_dir))
+    return record
+
+
+# ---------------------------------------------------------------------------------------------- results
+def load_runs(results_dir: Path = RESULTS_DIR) -> list[dict]:
+    """Every finished run under `results_dir` (unreadable files are skipped, never fatal)."""
+    runs = []
+    for path in sorted(Path(results_dir).glob("*.json")):
+        try:
+            runs.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return runs
+
+
+def chosen_lr(runs: list[dict], task: str, mixer: str) -> float | None:
+    """The learning rate of the LR sweep (seed 0, LR_SEQ_LEN) with the best final accuracy; None until all of
+    `LRS` have finished. Ties (within 0.005) go to the lower final loss."""
+    T = LR_SEQ_LEN[task]
+    found = {}
+    for r in runs:
+        j = r["job"]
+        if j["task"] == task and j["mixer"] == mixer and j["seq_len"] == T and j["seed"] == 0 and j["lr"] in LRS:
+            found[j["lr"]] = r
+    if len(found) < len(LRS):
+        return None
+    return min(found, key=lambda lr: (-round(found[lr]["final_eval_acc"] / 0.005), found[lr]["final_eval_loss"]))
+
+
+def lr_jobs(task: str) -> list[Job]:
+    return [Job(task, m, LR_SEQ_LEN[task], lr, 0) for m in MIXERS for lr in LRS]
+
+
+def main_jobs(task: str, runs: list[dict]) -> list[Job] | None:
+    """Every (mixer, length, seed) run of `task` at its chosen LR; None while some LR is not chosen yet."""
+    lrs = {m: chosen_lr(runs, task, m) for m in MIXERS}
+    if any(lr is None for lr in lrs.values()):
+        return None
+    return [Job(task, m, T, lrs[m], s) for s in SEEDS for T in SEQ_LENS[task] for m in MIXERS]
+
+
+def aggregate(runs: list[dict]) -> list[dict]:
+    """Main-sweep runs (each mixer at its chosen LR) grouped by (task, mixer, seq_len): mean, spread, seeds.
+
+    Returns rows {task, mixer, seq_len, lr, n, mean, std, min, max, accs, not_plateaued}; accuracies are
+    held-out fractions. A (task, mixer) whose LR is not chosen yet contributes nothing.
+    """
+    rows = []
+    tasks = sorted({r["job"]["task"] for r in runs})
+    for task in tasks:
+        for mixer in MIXERS:
+            lr = chosen_lr(runs, task, mixer)
+            if lr is None:
+                continue
+            for T in SEQ_LENS.get(task, ()):
+                sel = [r for r in runs if r["job"]["task"] == task and r["job"]["mixer"] == mixer
+                       and r["job"]["seq_len"] == T and r["job"]["lr"] == lr and r["job"]["seed"] in SEEDS]
+                if not sel:
+                    continue
+                accs = [r["final_eval_acc"] for r in sorted(sel, key=lambda r: r["job"]["seed"])]
+                rows.append({"task": task, "mixer": mixer, "seq_len": T, "lr": lr, "n": len(accs),
+                             "mean": statistics.fmean(accs), "std": statistics.pstdev(accs) if len(accs) > 1 else 0.0,
+                             "min": min(accs), "max": max(accs), "accs": accs,
+                             "not_plateaued": sum(r["stop_reason"] == "max_steps" for r in sel)})
+    return rows
+
+
+def order_at(rows: list[dict], task: str, seq_len: int, min_seeds: int = 1) -> list[tuple[str, float, float]]:
+    """(mixer, mean, std) at one (task, length), best first, over mixers with at least `min_seeds` seeds."""
+    sel = [r for r in rows if r["task"] == task and r["seq_len"] == seq_len and r["n"] >= min_seeds]
+    return [(r["mixer"], r["mean"], r["std"]) for r in sorted(sel, key=lambda r: (-r["mean"], MIXERS.index(r["mixer"])))]
+
+
+def report_verdict(order: list[tuple[str, float, float]]) -> str:
+    """Does KDA >= GDN > Mamba-2 (the report's direction) hold at this length? Differences within the larger
+    of the two seed spreads (std), or within 0.02, count as ties."""
+    means = {m: (mean, std) for m, mean, std in order}
+    present = [m for m in REPORT_ORDER if m in means]
+    if len(present) < 2:
+        return "not comparable yet"
+    reversed_pairs, ties = [], []
+    for i, a in enumerate(present):
+        for b in present[i + 1:]:
+            (ma, sa), (mb, sb) = means[a], means[b]
+            margin = max(0.02, sa, sb)
+            if mb - ma > margin:
+                reversed_pairs.append(f"{_short(b)} > {_short(a)}")
+            elif abs(ma - mb) <= margin:
+                ties.append(f"{_short(a)} ≈ {_short(b)}")
+    if reversed_pairs:
+        return "differs from the report (" + ", ".join(reversed_pairs) + ")"
+    if ties:
+        return "matches up to ties within seed spread (" + ", ".join(ties) + ")"
+    return "matches the report"
+
+
+def _short(mixer: str) -> str:
+    return {"linear": "linear", "mamba2": "Mamba-2", "gdn": "GDN", "kda": "KDA"}.get(mixer, mixer)
+
+
+def order_sentences(rows: list[dict], task: str) -> list[str]:
+    """One sentence per length, computed from the runs: the order, with means, and the verdict vs the report."""
+    out = []
+    for T in SEQ_LENS.get(task, ()):
+        order = order_at(rows, task, T)
+        if not order:
+            continue
+        ranked = " > ".join(f"{_short(m)} {100 * mean:.0f}%" for m, mean, _ in order)
+        seeds = min(r["n"] for r in rows if r["task"] == task and r["seq_len"] == T)
+        out.append(f"T = {T}: {ranked} (mean of {seeds}+ seeds) — {report_verdict(order)}.")
+    return out
+
+
+def format_table(rows: list[dict]) -> str:
+    lines = []
+    for task in sorted({r["task"] for r in rows}):
+        lens = SEQ_LENS[task]
+        lines.append(f"{task}: held-out accuracy, mean ± std over seeds (n), LR per mixer")
+        lines.append(f"{'mixer':<9}{'lr':>7}  " + "".join(f"{'T=' + str(T):>16}" for T in lens))
+        for mixer in MIXERS:
+            cells, lr = [], None
+            for T in lens:
+                r = next((r for r in rows if r["task"] == task and r["mixer"] == mixer and r["seq_len"] == T), None)
+                if r is None:
+                    cells.append(f"{'-':>16}")
+                else:
+                    lr = r["lr"]
+                    cells.append(f"{100 * r['mean']:>8.1f} ±{100 * r['std']:4.1f} ({r['n']})")
+            if lr is not None:
+                lines.append(f"{mixer:<9}{lr:>7g}  " + "".join(cells))
+        lines.append("")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------- driver
+def _claim(job: Job, claims_dir: Path) -> bool:
+    claims_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(claims_dir / f"{job.name}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+    return True
+
+
+def pending(results_dir: Path, tasks: tuple[str, ...]) -> tuple[list[Job], bool]:
+    """Runs still to do, in order (per task: its LR sweep, then its main sweep). The flag says whether some
+    main-sweep runs are not listed yet because their task's LR sweep is unfinished."""
+    runs = load_runs(results_dir)
+    done = {Job(**r["job"]).name for r in runs}
+    todo, waiting = [], False
+    for task in tasks:
+        todo += [j for j in lr_jobs(task) if j.name not in done]
+        main = main_jobs(task, runs)
+        if main is None:
+            waiting = True
+        else:
+            todo += [j for j in main if j.name not in done]
+    return todo, waiting
+
+
+def work(results_dir: Path, tasks: tuple[str, ...], claims_dir: Path, quiet: bool = True,
+         poll_s: float = 10.0) -> int:
+    """One worker: claim the next pending run, train it, repeat; wait while only blocked runs remain."""
+    n = 0
+    while True:
+        todo, waiting = pending(results_dir, tasks)
+        job = next((j for j in todo if _claim(j, claims_dir)), None)
+        if job is None:
+            if not waiting:
+                return n
+            time.sleep(poll_s)  # another worker is finishing an LR-sweep run this worker needs
+            continue
+        start = time.perf_counter()
+        rec = run_job(job, results_dir, quiet=quiet)
+        n += 1
+        print(f"{job.name}: acc {rec['final_eval_acc']:.3f} after {rec['steps_done']} steps ({rec['stop_reason']}, "
+              f"{time.perf_counter() - start:.0f} s)", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m k3lite.lab_sweep", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("all", help="run every pending run of the shipped set (resumable)")
+    a.add_argument("--workers", type=int, default=1)
+    a.add_argument("--tasks", default=",".join(SEQ_LENS))
+    a.add_argument("--results", default=str(RESULTS_DIR))
+    r = sub.add_parser("run", help="one run (its stored command)")
+    r.add_argument("--task", required=True, choices=sorted(SEQ_LENS))
+    r.add_argument("--mixer", required=True, choices=MIXERS)
+    r.add_argument("--seq-len", type=int, required=True)
+    r.add_argument("--lr", type=float, required=True)
+    r.add_argument("--seed", type=int, required=True)
+    r.add_argument("--results", default=str(RESULTS_DIR))
+    t = sub.add_parser("table", help="print the accuracy-vs-length table of the finished runs")
+    t.add_argument("--results", default=str(RESULTS_DIR))
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    results = Path(args.results)
+    if args.cmd == "run":
+        rec = run_job(Job(args.task, args.mixer, args.seq_len, args.lr, args.seed), results, quiet=False)
+        print(f"acc {rec['final_eval_acc']:.3f} after {rec['steps_done']} steps ({rec['stop_reason']})")
+        return 0
+    if args.cmd == "table":
+        rows = aggregate(load_runs(results))
+        print(format_table(rows))
+        for task in sorted({r["task"] for r in rows}):
+            print(task + ":\n  " + "\n  ".join(order_sentences(rows, task)))
+        return 0
+    tasks = tuple(x for x in args.tasks.split(",") if x)
+    bad = [x for x in tasks if x not in SEQ_LENS]
+    if bad or args.workers < 1:
+        print(f"error: tasks must be among {sorted(SEQ_LENS)} and --workers >= 1", file=sys.stderr)
+        return 2
+    claims = Path(tempfile.gettempdir()) / f"k3lite_lab_claims_{os.getpid()}"
+    if args.workers == 1:
+        work(results, tasks, claims)
+        return 0
+    import multiprocessing as mp  # only the multi-worker driver needs it
+
+    procs = [mp.Process(target=work, args=(results, tasks, claims)) for _ in range(args.workers)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join()
+    return max((proc.exitcode or 0) for proc in procs)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

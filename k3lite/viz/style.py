@@ -1,0 +1,87 @@
+"""The app's one visual language: a fixed colour per concept, one byte formatter, one way to draw log axes.
+
+Every figure builder takes its colours and units from here, so KDA is the same colour on every page and a
+byte count reads the same everywhere. Colours come from the Okabe-Ito palette (distinguishable with the
+common colour-vision deficiencies) plus greys; "your setting" is drawn as an outline (`HIGHLIGHT_LINE`), never
+as one more hue.
+
+Bytes are decimal (SI) everywhere: 1 kB = 1000 B, 1 MB = 10^6 B, 1 GB = 10^9 B, as in network and HBM
+datasheets (GB/s, TB/s) and DeepEP's README. One formatter (`fmt_bytes`), one axis title helper (`bytes_axis`).
+"""
+from __future__ import annotations
+
+import math
+
+# ------------------------------------------------------------------------------------------- colours
+# Okabe & Ito (2008), "Color Universal Design": black, orange, sky blue, bluish green, yellow, blue,
+# vermillion, reddish purple.
+_ORANGE, _SKY, _GREEN, _YELLOW, _BLUE, _VERMILLION, _PURPLE = (
+    "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
+_GREY, _LIGHT_GREY, _DARK = "#7F7F7F", "#BBBBBB", "#333333"
+
+CONCEPT: dict[str, str] = {
+    # sequence mixers
+    "kda": _GREEN, "mla": _BLUE, "gdn": _SKY, "mamba2": _YELLOW, "linear": _GREY, "deltanet": _PURPLE,
+    "attention": _DARK, "hybrid": _VERMILLION,
+    # mixture of experts
+    "routed": _ORANGE, "shared": _PURPLE, "latent": _VERMILLION, "router": _YELLOW, "dense": _LIGHT_GREY,
+    "attn": _BLUE, "embedding": _LIGHT_GREY, "head": _GREY,
+    # references
+    "baseline": _LIGHT_GREY, "published": _DARK,
+}
+# balancing methods (MoE page): one colour each, the same on every panel
+BALANCING: dict[str, str] = {"none": _LIGHT_GREY, "aux_loss": _SKY, "bias": _ORANGE, "quantile": _GREEN}
+# link and memory types (bytes ledger, interconnect, serving)
+LINK: dict[str, str] = {"nvlink": _SKY, "nic": _VERMILLION, "hbm_weights": _BLUE, "hbm_cache": _GREEN,
+                        "attnres": _PURPLE, "compute": _GREY}
+# dispatch vs combine
+DIRECTION: dict[str, str] = {"dispatch": _BLUE, "combine": _ORANGE}
+
+HIGHLIGHT_LINE = dict(color=_DARK, width=3)  # "your setting": an outline, not a hue
+NEUTRAL = _GREY
+SEQUENTIAL_SCALE = "Viridis"  # heatmaps of one quantity (magnitudes, loads)
+DIVERGING_SCALE = "RdBu"  # heatmaps of signed quantities (state entries, deltas)
+
+
+def color(concept: str) -> str:
+    """The colour of `concept` (a key of CONCEPT, BALANCING, LINK or DIRECTION); KeyError names the known ones."""
+    for table in (CONCEPT, BALANCING, LINK, DIRECTION):
+        if concept in table:
+            return table[concept]
+    known = sorted({*CONCEPT, *BALANCING, *LINK, *DIRECTION})
+    raise KeyError(f"no colour for {concept!r}; known concepts: {known}")
+
+
+# --------------------------------------------------------------------------------------------- units
+_BYTE_UNITS = (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3), ("B", 1.0))
+
+
+def byte_unit(n: float) -> tuple[str, float]:
+    """The decimal unit that shows `n` bytes with 1 to 3 digits before the point: ("MB", 1e6) etc."""
+    for name, size in _BYTE_UNITS:
+        if abs(n) >= size:
+            return name, size
+    return "B", 1.0
+
+
+def fmt_bytes(n: float, digits: int = 3) -> str:
+    """`n` bytes in decimal units with `digits` significant digits: 1536 -> '1.54 kB', 3.2e10 -> '32.0 GB'."""
+    if not math.isfinite(n):
+        raise ValueError(f"byte count must be finite, got {n}")
+    name, size = byte_unit(n)
+    v = n / size
+    if name == "B":
+        return f"{v:.0f} B"
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(v)))) if v else 0)
+    return f"{v:.{decimals}f} {name}"
+
+
+def bytes_axis(quantity: str, n_max: float) -> tuple[str, float]:
+    """Axis title and divisor for byte values up to `n_max`: ("dispatch bytes per token (kB)", 1e3)."""
+    name, size = byte_unit(n_max)
+    return f"{quantity} ({name})", size
+
+
+def log_axis(title: str) -> dict:
+    """Plotly axis settings for a log axis labelled once per decade (1, 10, 100, ...), no 2-5 minor labels."""
+    return dict(title=title, type="log", dtick=1, minor=dict(showgrid=True), exponentformat="SI")
