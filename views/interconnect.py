@@ -8,6 +8,7 @@ from k3lite.interconnect import (
     traffic_table,
 )
 from k3lite.viz.interconnect import compare_figure, measured_figure, traffic_figure
+from k3lite.viz.style import fmt_bytes
 from views.common import explain, push_url, url_state, user_errors
 
 PRESETS = ("k3-estimated", "kimi-k2", "deepseek-v3")
@@ -75,7 +76,7 @@ with user_errors():
     t = analytic_traffic(cfg, dep)
 
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("bytes / token / MoE layer", f"{t.per_layer.total / 1e3:,.1f} KB")
+m1.metric("bytes / token / MoE layer", fmt_bytes(t.per_layer.total))
 m2.metric(f"per forward pass ({t.n_moe_layers} MoE layers)", f"{t.per_forward / 1e6:,.2f} MB")
 m3.metric("remote GPUs per token", f"{t.copies.remote:.2f}",
           help=f"{t.copies.remote_intra:.2f} in the token's NVLink domain + {t.copies.remote_inter:.2f} beyond it")

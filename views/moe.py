@@ -68,7 +68,7 @@ def lite_model():
     return load_lite_model()  # (model, warning or None); never mutated here: read through hooks only
 
 
-@st.cache_resource(show_spinner="Running the trained model over 8 KB of text and code (once per server)…")
+@st.cache_resource(show_spinner="Running the trained model over 8 kB of text and code (once per server)…")
 def stream_states():
     return model_moe_inputs(lite_model()[0], calibration_stream())  # {layer: (L, d)}
 
@@ -158,7 +158,7 @@ costs = [latent_cost_per_token(K3_D, K3_FFN, K, SHARED, K3_FFN, r) for r in RATI
 st.plotly_chart(latent_tradeoff(costs, RATIO), width="stretch")
 explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3 numbers from unofficial config copies), top-{K}, "
         f"{SHARED} shared: wire = 2 x k x l x 2 bytes (bf16, dispatch + combine, every copy leaves its GPU); "
-        "routed FLOPs = 2 x 3 x l x FFN x k. Red = your latent ratio. Shared experts never cross the wire.")
+        "routed FLOPs = 2 x 3 x l x FFN x k. Outlined = your latent ratio. Shared experts never cross the wire.")
 
 st.subheader("(e) Activation ratio: routed experts a token visits")
 st.dataframe(pd.DataFrame(activation_rows(K, E)), hide_index=True, width="stretch")

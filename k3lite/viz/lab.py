@@ -8,17 +8,10 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from k3lite.lab import MIXER_LABELS, MIXERS
+from k3lite.viz.style import CONCEPT, log_axis
 
-# one colour per mixer, stable across figures (plotly's qualitative "D3" palette order)
-COLORS = {
-    "linear": "#7f7f7f",
-    "mamba2": "#ff7f0e",
-    "deltanet": "#bcbd22",
-    "gdn": "#1f77b4",
-    "kda": "#d62728",
-    "attention": "#2ca02c",
-    "hybrid": "#9467bd",
-}
+# one colour per mixer: the same as on every other page (k3lite.viz.style.CONCEPT)
+COLORS = {m: CONCEPT[m] for m in MIXERS}
 
 
 def smooth(values: list[float], window: int = 10) -> list[float]:
@@ -41,7 +34,7 @@ def curves_figure(runs: dict[str, dict], metric: str = "acc", total_steps: int |
         raise ValueError(f"metric must be 'acc' or 'loss', got {metric!r}")
     fig = go.Figure()
     for mixer, run in runs.items():
-        color = COLORS.get(mixer, "#333333")
+        color = COLORS.get(mixer, CONCEPT["attention"])
         label = MIXER_LABELS.get(mixer, mixer)
         curve = run.get("curve", {})
         scale = 100.0 if metric == "acc" else 1.0
@@ -72,9 +65,9 @@ def accuracy_vs_length_figure(rows: list[dict], task: str) -> go.Figure:
     for mixer in mixers:
         pts = [(r["seq_len"], 100.0 * r["acc"][mixer]) for r in rows if mixer in r["acc"]]
         fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers",
-                                 name=MIXER_LABELS.get(mixer, mixer), line=dict(color=COLORS.get(mixer))))
+                                 name=MIXER_LABELS.get(mixer, mixer), line=dict(color=COLORS.get(mixer, CONCEPT["attention"]))))
     fig.update_layout(xaxis_title="sequence length (tokens)", yaxis_title="held-out accuracy (%)", height=340,
                       margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.3))
-    fig.update_xaxes(type="log")
+    fig.update_xaxes(**log_axis("sequence length (tokens, log)"))
     fig.update_yaxes(range=[0, 101])
     return fig

@@ -8,10 +8,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from k3lite.moe import LatentCost
+from k3lite.viz.style import BALANCING, CONCEPT, HIGHLIGHT_LINE, NEUTRAL, SEQUENTIAL_SCALE, byte_unit
 
 METHOD_LABELS = {"none": "none (raw top-k)", "aux_loss": "aux loss (Switch)", "bias": "bias (DeepSeek-V3)",
                  "quantile": "quantile (QB)"}
-METHOD_COLORS = {"none": "#7f7f7f", "aux_loss": "#1f77b4", "bias": "#ff7f0e", "quantile": "#2ca02c"}
+METHOD_COLORS = BALANCING  # one colour per balancing method, the same on every page
 
 # Published activation ratios (top-k / routed experts) quoted in the seed article (K3 announcement).
 PUBLISHED_ACTIVATION = (
@@ -38,7 +39,7 @@ def routing_heatmap(labels: Sequence[str], topk_idx: np.ndarray, topk_weight: np
     t = topk_idx.shape[0]
     z = np.full((t, n_experts), np.nan)
     np.put_along_axis(z, topk_idx, topk_weight, axis=1)
-    fig = go.Figure(go.Heatmap(z=z, x=np.arange(n_experts), y=np.arange(t), colorscale="Viridis",
+    fig = go.Figure(go.Heatmap(z=z, x=np.arange(n_experts), y=np.arange(t), colorscale=SEQUENTIAL_SCALE,
                                colorbar=dict(title="gate weight"), hoverongaps=False,
                                hovertemplate="token %{y}<br>expert %{x}<br>weight %{z:.3f}<extra></extra>"))
     fig.update_layout(title=title, height=min(900, 140 + 16 * t), margin=dict(l=10, r=10, t=40, b=10),
@@ -63,7 +64,7 @@ def load_bars(loads: dict[str, Sequence[int]], violations: dict[str, float] | No
         load = np.asarray(loads[m])
         fig.add_bar(x=np.arange(len(load)), y=load, marker_color=METHOD_COLORS.get(m), name=m, showlegend=False,
                     row=1, col=c, hovertemplate="expert %{x}: %{y} tokens<extra></extra>")
-        fig.add_hline(y=float(load.mean()), line_dash="dash", line_color="black", row=1, col=c)
+        fig.add_hline(y=float(load.mean()), line_dash="dash", line_color=NEUTRAL, row=1, col=c)
         fig.update_xaxes(title_text="expert", row=1, col=c)
     fig.update_yaxes(title_text="tokens routed (count)", row=1, col=1)
     fig.update_layout(height=330, margin=dict(l=10, r=10, t=60, b=10))
@@ -91,22 +92,24 @@ def violation_curves(curves: dict[str, Sequence[float]], smooth: int = 10) -> go
 def latent_tradeoff(costs: Sequence[LatentCost], current_ratio: float | None = None) -> go.Figure:
     """Left: wire bytes per token vs latent ratio. Right: FLOPs per token (routed / projections / shared)."""
     names = [("1" if c.ratio == 1 else f"1/{round(1 / c.ratio)}") + f" (l={c.latent_dim})" for c in costs]
-    colors = ["#d62728" if current_ratio is not None and abs(c.ratio - current_ratio) < 1e-9 else "#9fb7d9"
-              for c in costs]
+    mine = [current_ratio is not None and abs(c.ratio - current_ratio) < 1e-9 for c in costs]
+    unit, div = byte_unit(max((c.wire_bytes for c in costs), default=1))
     fig = make_subplots(rows=1, cols=2, subplot_titles=("bytes on the wire per token (dispatch + combine)",
                                                         "FLOPs per token in the MoE layer"))
-    fig.add_bar(x=names, y=[c.wire_bytes / 1024 for c in costs], marker_color=colors, showlegend=False,
-                row=1, col=1, hovertemplate="%{x}: %{y:.1f} KiB<extra></extra>")
-    for field, label, color in (("routed_flops", "routed experts", "#2ca02c"),
-                                ("proj_flops", "latent down/up projections", "#ff7f0e"),
-                                ("shared_flops", "shared experts", "#7f7f7f")):
+    # your ratio: outlined (HIGHLIGHT_LINE), not another hue
+    fig.add_bar(x=names, y=[c.wire_bytes / div for c in costs], marker_color=CONCEPT["latent"], showlegend=False,
+                marker_line=dict(color=HIGHLIGHT_LINE["color"], width=[HIGHLIGHT_LINE["width"] if m else 0 for m in mine]),
+                row=1, col=1, hovertemplate="%{x}: %{y:.1f} " + unit + "<extra></extra>")
+    for field, label, color in (("routed_flops", "routed experts", CONCEPT["routed"]),
+                                ("proj_flops", "latent down/up projections", CONCEPT["latent"]),
+                                ("shared_flops", "shared experts", CONCEPT["shared"])):
         fig.add_bar(x=names, y=[getattr(c, field) / 1e9 for c in costs], name=label, marker_color=color,
                     row=1, col=2, hovertemplate="%{x}: %{y:.3f} GFLOP<extra>" + label + "</extra>")
     fig.update_layout(barmode="stack", height=360, margin=dict(l=10, r=10, t=50, b=10),
                       legend=dict(orientation="h", y=-0.25))
     fig.update_xaxes(title_text="latent ratio l / d", row=1, col=1)
     fig.update_xaxes(title_text="latent ratio l / d", row=1, col=2)
-    fig.update_yaxes(title_text="KiB per token (bf16)", row=1, col=1)
+    fig.update_yaxes(title_text=f"{unit} per token (bf16)", row=1, col=1)
     fig.update_yaxes(title_text="GFLOP per token", row=1, col=2)
     return fig
 
