@@ -36,10 +36,9 @@ CLI (via `python -m k3lite.train --task ...`; see `main`; lists run every combin
 
     python -m k3lite.train --task mqar --mixer kda --seq-len 256 --steps 300 --json out.json
 
-Reproduce the shipped files (about 12 min each on the shared 2-core machine):
+The shipped accuracy-vs-length sweep is `python -m k3lite.lab_sweep all` (see k3lite/lab_sweep.py). Reproduce
+the residual experiment's files (about 12 min each on the shared 2-core machine):
 
-    python -m k3lite.train --task mqar --mixer kda,gdn,mamba2,linear --seq-len 64,128 --d-model 128 \
-        --ffn-mult 0 --batch-size 16 --steps 150 --json assets/lab_results.json
     python -m k3lite.train --task attnres --steps 150 --batch-size 4 --seq-len 64 --multiples 1.5,2.0 \
         --json assets/lab_attnres.json
     python -m k3lite.train --task attnres --steps 150 --batch-size 4 --seq-len 64 --seed 1 --multiples 1.5 \
