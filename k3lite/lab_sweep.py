@@ -49,7 +49,7 @@ SEEDS: tuple[int, ...] = (0, 1, 2)
 VOCAB = 512
 D_MODEL, N_HEADS = 64, 2  # head state 32 x 32: MQAR's 32 and 64 pairs and Palindrome's 32 and 64 tokens overflow it
 BATCH_SIZE = 32
-MAX_STEPS, MIN_STEPS, PATIENCE, EVAL_EVERY = 800, 400, 300, 50
+MAX_STEPS, MIN_STEPS, PATIENCE, EVAL_EVERY = 600, 300, 200, 50
 SOLVED, MIN_GAIN = 0.99, 0.01
 EVAL_EXAMPLES = 256
 
