@@ -89,7 +89,7 @@ def figure_problems(spec: dict) -> list[str]:
     """What in one figure's Plotly JSON breaks the style rules (empty = fine)."""
     problems = []
     for where, c in _colours(spec):
-        if c.upper() not in PALETTE:
+        if c.upper() not in PALETTE and style.opaque(c).upper() not in PALETTE:  # translucent(): same hue
             problems.append(f"colour {c} at {where} is not in style.PALETTE")
     for i, t in enumerate(spec.get("data", [])):
         kind = t.get("type", "scatter")
@@ -103,7 +103,8 @@ def figure_problems(spec: dict) -> list[str]:
             problems.append(f"trace {i} ({kind}) uses a colour scale that is not style.SEQUENTIAL/DIVERGING_SCALE")
     layout = spec.get("layout", {})
     for k, axis in layout.items():
-        if re.fullmatch(r"[xy]axis\d*", k) and axis.get("type") == "log" and axis.get("dtick") not in (1, "1"):
+        if re.fullmatch(r"[xy]axis\d*", k) and axis.get("type") == "log" and axis.get("dtick") not in (1, "1") \
+                and not axis.get("tickvals"):  # explicit ticks (e.g. the lengths actually run) are fine too
             problems.append(f"{k} is a log axis not built by style.log_axis (labels once per decade)")
     unit = UNIT.search(json.dumps({"layout": layout, "data": [{k: v for k, v in t.items() if k in (
         "name", "hovertemplate", "text", "texttemplate")} for t in spec.get("data", [])]}))

@@ -70,6 +70,20 @@ def color(concept: str) -> str:
     raise KeyError(f"no colour for {concept!r}; known concepts: {known}")
 
 
+def translucent(hex_color: str, alpha: float) -> str:
+    """A palette colour with opacity `alpha` (bands, fills): '#0072B2', 0.2 -> 'rgba(0, 114, 178, 0.2)'."""
+    h = hex_color.lstrip("#")
+    return f"rgba({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)}, {alpha})"
+
+
+def opaque(colour: str) -> str:
+    """The '#RRGGBB' behind a colour string ('rgba(0, 114, 178, 0.2)' -> '#0072B2'); others unchanged."""
+    if colour.startswith("rgb"):
+        r, g, b = (int(float(v)) for v in colour[colour.index("(") + 1:colour.index(")")].split(",")[:3])
+        return f"#{r:02X}{g:02X}{b:02X}"
+    return colour
+
+
 def series_color(i: int) -> str:
     """The i-th colour for series that are settings of one knob (not concepts): cycles through SERIES."""
     return SERIES[i % len(SERIES)]
