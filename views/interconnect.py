@@ -96,7 +96,7 @@ with user_errors():
                            st.session_state.ic_ep, st.session_state.ic_dispatch, st.session_state.ic_combine,
                            st.session_state.ic_node_limit)
 st.plotly_chart(compare_figure(rows), width="stretch")
-st.dataframe(traffic_table(rows), hide_index=True)
+st.dataframe(traffic_table(rows), hide_index=True, width="stretch")  # full width: headers were cut
 explain(
     "Each model with its own published config (DeepSeek-V3: arXiv 2412.19437 config.json; Kimi K2: "
     "Kimi-K2-Instruct config.json) or, for K3, the estimated preset (896 experts top-16 from the seed article; "
@@ -136,7 +136,7 @@ if st.button("Measure it", type="primary", key="ic_m_go"):
 res = st.session_state.get("ic_measured")
 if res is not None:
     st.plotly_chart(measured_figure(res), width="stretch")
-    st.code(format_result(res), language="text")
+    st.code(format_result(res), language="text", wrap_lines=True)  # the log was cut at the right edge
     explain(
         "Measured and same-routing bars are equal to the byte (an exact integer comparison per rank): the analytic "
         "counting is what a real all_to_all sends. The uniform expectation differs a little because a real "
