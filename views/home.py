@@ -3,9 +3,12 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from k3lite import ledger as byte_ledger
 from k3lite.config import PRESETS, get_preset
 from k3lite.params import count_params, fmt
+from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.params import PUBLISHED, breakdown_figure
+from k3lite.viz.style import fmt_bytes
 from views.common import push_url, url_state, user_errors
 from views.registry import PAGES
 
@@ -94,6 +97,56 @@ st.caption(
 )
 if base.notes:
     st.caption(" · ".join(f"**{k}**: {v}" for k, v in base.notes.items()))
+
+st.subheader("Bytes per decoded token: where one token's bytes go")
+st.markdown(
+    "One decoded token, split by where its bytes move: **NVLink** and **NIC** (experts on other GPUs: dispatch "
+    "and combine), **HBM weights** (read once per step, shared by the batch), **HBM KV cache / KDA state** "
+    "(this token's own sequence) and **Attention Residual reads**. Every segment comes from the function the "
+    "mechanism page uses (interconnect, hybrid, Attention Residuals, parameter count); hatched bars are K3 with "
+    "an idea switched off. Formulas: `k3lite/ledger.py`."
+)
+CONTEXTS = [4_096, 32_768, 131_072, 1_048_576]
+url_state("ledger_models", list(byte_ledger.MODELS), choices=list(byte_ledger.MODELS))
+url_state("ledger_context", 131_072, choices=CONTEXTS)
+url_state("ledger_batch", 64, choices=[1, 8, 64, 256, 1024])
+l1, l2, l3 = st.columns([2, 1, 1])
+picked = l1.multiselect("models", list(byte_ledger.MODELS), key="ledger_models",
+                        format_func=byte_ledger.MODELS.get)
+l2.select_slider("context (tokens)", CONTEXTS, key="ledger_context", format_func=lambda n: f"{n // 1024}k")
+l3.select_slider("batch (sequences per step)", [1, 8, 64, 256, 1024], key="ledger_batch")
+st.caption("K3 ideas on (switch one off to see K3 without it):")
+t1, t2, t3, t4, t5 = st.columns(5)
+on = dict(latent=t1.checkbox("latent experts", True, key="ledger_latent"),
+          hybrid=t2.checkbox("3:1 KDA hybrid", True, key="ledger_hybrid"),
+          block_attnres=t3.checkbox("block AttnRes", True, key="ledger_block"),
+          balancing=t4.checkbox("balancing", True, key="ledger_balancing"))
+overload = t5.number_input("busiest GPU's overload without balancing (max-violation)", 0.0, 20.0, 1.0, 0.25,
+                           key="ledger_overload", help="our assumption, used only with balancing off; the MoE "
+                                                       "page measures max-violation per method")
+push_url("ledger_models", "ledger_context", "ledger_batch")
+with user_errors():
+    deploy = byte_ledger.Deploy(batch=st.session_state.ledger_batch, gpu_overload=float(overload))
+    context = st.session_state.ledger_context
+    chosen = byte_ledger.Toggles(**on)
+    rows = [byte_ledger.ledger(p, context, deploy=deploy) for p in picked]
+    # the counterfactual beside any comparison with K3: always K3 without latent, plus the user's choice
+    extra = [byte_ledger.ONE_OFF["latent"]] + ([chosen] if chosen not in (byte_ledger.ALL_ON, byte_ledger.ONE_OFF["latent"]) else [])
+    rows += [byte_ledger.ledger("k3-estimated", context, t, deploy) for t in extra]
+    saved = byte_ledger.savings(context, deploy)
+st.plotly_chart(ledger_figure(rows), width="stretch")
+s1, s2, s3, s4 = st.columns(4)
+for col, (key, label) in zip((s1, s2, s3, s4), (("latent", "latent saves"), ("hybrid", "KDA hybrid saves"),
+                                                 ("block_attnres", "block AttnRes saves"),
+                                                 ("balancing", "balancing saves (busiest GPU)"))):
+    col.metric(label, fmt_bytes(saved[key]) + " / token", help="bytes per decoded token of K3 with this idea off, "
+                                                               "minus K3 as designed, all segments together")
+st.caption(
+    f"Deployment: {deploy.topology} rack, experts over {deploy.ep_size} GPUs, {deploy.dispatch.upper()} dispatch / "
+    f"{deploy.combine.upper()} combine (the interconnect page's defaults); FP8 weights "
+    f"({byte_ledger.WEIGHT_BYTES:g} byte per parameter); uniform routing. K3 is our estimate (home's table). "
+    "HBM and interconnect bytes are drawn on separate axes: they differ by about a factor of a thousand."
+)
 
 st.subheader("Where to go next")
 cols = st.columns(4)

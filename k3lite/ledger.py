@@ -1,0 +1,163 @@
+"""Bytes per decoded token, split by where they move: the app's byte story in one ledger.
+
+One decode step serves a batch of B sequences at context T; the ledger is what ONE decoded token costs:
+
+    NVLink, NIC    expert-parallel dispatch + combine over all MoE layers, expected under uniform routing:
+                   `k3lite.interconnect.analytic_traffic` on one deployment (the interconnect page's function;
+                   default an NVL72 rack, EP over 64 GPUs, FP8 dispatch, BF16 combine). Copies to GPUs in the
+                   token's NVLink domain count as NVLink, copies beyond it as NIC.
+    HBM weights    a step reads every weight it multiplies with once, shared by the batch:
+                   (non-routed active params + routed experts hit by >= 1 of the B tokens) x bytes/param / B,
+                   with P(an expert is hit) = 1 - (1 - k/E)^B under uniform routing; params counted from the
+                   real modules on the meta device (`k3lite.params.count_params`, the home page's count).
+    HBM cache      the token's own sequence: MLA latent cache (T tokens) plus fixed KDA states, read once per
+                   step (`k3lite.hybrid.cache_bytes`, the hybrid page's function; bf16 latents, fp32 states).
+    AttnRes reads  the source vectors the depth mixes read for one token (`k3lite.attnres.attnres_cost`, the
+                   Attention Residuals page's function; standard residual: one running sum per sublayer).
+
+Toggles turn one K3 idea off at a time (a counterfactual K3, not a published model):
+    latent off     experts work on d_model and d_model travels (LatentMoE off; same E, k, expert FFN)
+    all-MLA        every layer global (no KDA), so every layer keeps a KV cache that grows with T
+    full AttnRes   every sublayer reads every earlier output instead of block sums
+    no balancing   the step waits for the busiest GPU, whose links carry (1 + overload) x the mean: the NVLink
+                   and NIC bars become the busiest GPU's share. `gpu_overload` is the caller's stated
+                   assumption (the MoE page measures max-violation per balancing method); bytes on average
+                   are unchanged, which is why this is the only toggle that needs one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
+
+from k3lite.attnres import attnres_cost
+from k3lite.config import K3Config, get_preset
+from k3lite.hybrid import cache_bytes
+from k3lite.interconnect import Deployment, analytic_traffic, get_topology
+from k3lite.params import count_params
+
+MODELS: dict[str, str] = {"deepseek-v3": "DeepSeek-V3", "kimi-k2": "Kimi K2", "k3-estimated": "K3 (estimated)"}
+SEGMENTS: tuple[tuple[str, str], ...] = (  # (field = style.LINK key, label)
+    ("nvlink", "NVLink: expert dispatch + combine"),
+    ("nic", "NIC: expert dispatch + combine"),
+    ("hbm_weights", "HBM: weights (shared by the batch)"),
+    ("hbm_cache", "HBM: KV cache / KDA state"),
+    ("attnres", "HBM: Attention Residual reads"),
+)
+WEIGHT_BYTES = 1.0  # bytes per parameter: FP8 weights, as DeepSeek-V3 ships and serves them (arXiv 2412.19437)
+
+
+@dataclass(frozen=True)
+class Deploy:
+    """Where and how one decode step runs (defaults: the interconnect page's)."""
+
+    topology: str = "nvl72"
+    ep_size: int = 64
+    dispatch: str = "fp8"
+    combine: str = "bf16"
+    batch: int = 64  # sequences decoded together (they share each weight read)
+    gpu_overload: float = 1.0  # busiest GPU's max-violation without balancing (assumption; used only then)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.batch <= 4096:
+            raise ValueError(f"batch must be 1..4096 sequences, got {self.batch}")
+        if not 0 <= self.gpu_overload <= 100:
+            raise ValueError(f"gpu_overload must be in [0, 100] (max-violation, 0 = even), got {self.gpu_overload}")
+
+
+@dataclass(frozen=True)
+class Toggles:
+    """Which K3 ideas are on (all on = K3 as designed); each off gives the counterfactual named by `label`."""
+
+    latent: bool = True
+    hybrid: bool = True
+    block_attnres: bool = True
+    balancing: bool = True
+
+    def label(self) -> str:
+        off = [name for name, on in (("latent", self.latent), ("KDA (all-MLA)", self.hybrid),
+                                     ("block AttnRes (full)", self.block_attnres),
+                                     ("balancing", self.balancing)) if not on]
+        return "as designed" if not off else "without " + ", ".join(off)
+
+
+ALL_ON = Toggles()
+ONE_OFF: dict[str, Toggles] = {"latent": Toggles(latent=False), "hybrid": Toggles(hybrid=False),
+                               "block_attnres": Toggles(block_attnres=False), "balancing": Toggles(balancing=False)}
+
+
+class Ledger(NamedTuple):
+    name: str  # e.g. "K3 (estimated)" or "K3 without latent"
+    context: int
+    nvlink: float  # bytes per decoded token
+    nic: float
+    hbm_weights: float
+    hbm_cache: float
+    attnres: float
+
+    @property
+    def total(self) -> float:
+        return self.nvlink + self.nic + self.hbm_weights + self.hbm_cache + self.attnres
+
+    def parts(self) -> dict[str, float]:
+        return {key: getattr(self, key) for key, _ in SEGMENTS}
+
+
+def variant(cfg: K3Config, toggles: Toggles) -> K3Config:
+    """`cfg` with the switched-off ideas removed (a toggle that does not apply to `cfg` changes nothing)."""
+    if not toggles.latent and cfg.moe.latent_dim:
+        cfg = cfg.with_(moe={"latent_dim": 0, "latent_norm": False})
+    if not toggles.hybrid and cfg.kda is not None and "kda" in cfg.layer_types():
+        cfg = cfg.with_(kda_ratio=(0, 1))
+    if not toggles.block_attnres and cfg.attn_res == "block":
+        cfg = cfg.with_(attn_res="full")
+    return cfg
+
+
+@lru_cache(maxsize=32)
+def _weights(preset: str, toggles: Toggles) -> tuple[float, float, int]:
+    """(non-routed active params, routed params of one expert in one layer, MoE layers): meta-device count."""
+    cfg = variant(get_preset(preset), toggles)
+    rep = count_params(cfg)
+    n_moe = sum(t == "moe" for t in cfg.ffn_types())
+    routed = rep.by_component.get("routed_experts", 0)
+    dense_active = rep.active - rep.active_by_component.get("routed_experts", 0)
+    per_expert = routed / max(1, n_moe * cfg.moe.n_routed_experts)
+    return float(dense_active), float(per_expert), n_moe
+
+
+def ledger(preset: str, context: int, toggles: Toggles = ALL_ON, deploy: Deploy = Deploy(),
+           name: str | None = None) -> Ledger:
+    """Bytes one decoded token moves, by where (formulas in the module docstring)."""
+    if preset not in MODELS:
+        raise ValueError(f"model must be one of {list(MODELS)}, got {preset!r}")
+    if not 1 <= context <= 10_000_000:
+        raise ValueError(f"context must be 1..10,000,000 tokens, got {context}")
+    cfg = variant(get_preset(preset), toggles)
+    dep = Deployment(get_topology(deploy.topology), deploy.ep_size, deploy.dispatch, deploy.combine)
+    wire = analytic_traffic(cfg, dep)
+    busiest = 1.0 if toggles.balancing else 1.0 + deploy.gpu_overload
+    nvlink = wire.per_layer.intra * wire.n_moe_layers * busiest
+    nic = wire.per_layer.inter * wire.n_moe_layers * busiest
+    dense_active, per_expert, n_moe = _weights(preset, toggles)
+    E, k, B = cfg.moe.n_routed_experts, cfg.moe.top_k, deploy.batch
+    experts_read = n_moe * E * (1 - (1 - k / E) ** B)  # expected (layer, expert) pairs hit by the batch
+    weights = (dense_active + experts_read * per_expert) * WEIGHT_BYTES / B
+    mla, kda = cache_bytes(cfg, context)
+    attnres = attnres_cost(cfg.n_layers, cfg.d_model, cfg.attn_res, cfg.attn_res_block_size).read_bytes
+    label = name or (MODELS[preset] if toggles == ALL_ON else f"{MODELS[preset].split(' (')[0]} {toggles.label()}")
+    return Ledger(label, context, nvlink, nic, weights, mla + kda, float(attnres))
+
+
+def comparison(context: int, deploy: Deploy = Deploy(), counterfactuals: bool = True) -> list[Ledger]:
+    """DeepSeek-V3, K2 and K3 side by side, then K3 with each idea switched off (the counterfactual bars)."""
+    rows = [ledger(p, context, deploy=deploy) for p in MODELS]
+    if counterfactuals:
+        rows += [ledger("k3-estimated", context, t, deploy) for t in ONE_OFF.values()]
+    return rows
+
+
+def savings(context: int, deploy: Deploy = Deploy()) -> dict[str, float]:
+    """What each K3 idea saves per decoded token: bytes(K3 with the idea off) - bytes(K3), by toggle."""
+    k3 = ledger("k3-estimated", context, deploy=deploy).total
+    return {key: ledger("k3-estimated", context, t, deploy).total - k3 for key, t in ONE_OFF.items()}
