@@ -35,7 +35,9 @@ VIEWS = [(r, r, "") for r in ROUTES] + [
 MEASURE_JS = """
 (tol) => {
   const main = document.querySelector('[data-testid="stMain"]') || document.body;
-  const plots = [...main.querySelectorAll('.js-plotly-plot')].filter(el => !el.closest('[data-stale="true"]'));
+  // figures a visitor can see: not stale, not inside a collapsed expander (laid out at its last open width)
+  const plots = [...main.querySelectorAll('.js-plotly-plot')].filter(
+      el => !el.closest('[data-stale="true"]') && !el.closest('details:not([open])'));
   const r = (el) => { const b = el.getBoundingClientRect(); return {l: b.left, r: b.right, t: b.top, b: b.bottom,
                                                                     w: b.width, h: b.height}; };
   const meet = (a, b) => a.l < b.r - tol && b.l < a.r - tol && a.t < b.b - tol && b.t < a.b - tol;

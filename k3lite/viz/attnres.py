@@ -71,9 +71,9 @@ def cost_curves_figure(layers: list[int], costs: dict[str, list[AttnResCost]], w
     for i, (name, cs) in enumerate(costs.items()):
         fig.add_scatter(x=layers, y=[getattr(c, what) / 1e6 for c in cs], mode="lines", name=name,
                         line=dict(color=series_color(i)))
-    title = {"read_bytes": "Cross-layer reads per token (MB, all sublayers together)",
+    title = {"read_bytes": "Cross-layer reads per token<br>(MB, all sublayers together)",
              "live_bytes": "Outputs kept alive per token (MB)"}[what]
-    fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), title=title,
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=60, b=10), title=title,
                       xaxis=dict(title="layers (2 sublayers each)"), yaxis=log_axis("MB per token (log)"),
                       legend=dict(orientation="h", y=-0.25))
     return fig

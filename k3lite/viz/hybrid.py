@@ -14,7 +14,7 @@ def layer_pattern_figure(layer_types: list[str], title: str = "") -> go.Figure:
     fig = go.Figure(go.Bar(x=list(range(len(layer_types))), y=[1] * len(layer_types), marker_color=colors,
                            text=[t.upper() for t in layer_types], textposition="inside", insidetextanchor="middle",
                            hovertemplate="layer %{x}: %{text}<extra></extra>"))
-    fig.update_layout(height=130, margin=dict(l=10, r=10, t=30, b=30), title=title, showlegend=False,
+    fig.update_layout(height=150, margin=dict(l=10, r=10, t=45, b=30), title=title, showlegend=False,
                       yaxis=dict(visible=False), xaxis=dict(title="layer", dtick=1), bargap=0.08)
     return fig
 
@@ -32,9 +32,9 @@ def cache_vs_context_figure(contexts: list[int], series: dict[str, list[float]])
     for i, (name, ys) in enumerate(series.items()):
         fig.add_scatter(x=contexts, y=list(ys), mode="lines+markers", name=name,
                         line=dict(color=pattern_color(name, i)))
-    fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Decode cache per sequence",
+    fig.update_layout(height=380, margin=dict(l=10, r=10, t=60, b=10), title="Decode cache per sequence<br>(bf16 latents, fp32 KDA state)",
                       xaxis=log_axis("context (tokens, log)"),
-                      yaxis=bytes_log_axis("cache: bf16 latents + fp32 KDA state"),
+                      yaxis=bytes_log_axis("cache per sequence"),
                       legend=dict(orientation="h", y=-0.2))
     return fig
 

@@ -21,8 +21,8 @@ def _pattern(key: str) -> dict:
 
 def traffic_figure(t: TokenTraffic) -> go.Figure:
     """Stacked bars for one config: bytes per token per MoE layer (kB) and per forward pass (MB)."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("per MoE layer (kB / token)",
-                                                        f"per forward pass, {t.n_moe_layers} MoE layers (MB / token)"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("per MoE layer<br>(kB / token)",
+                                                        f"per forward pass, {t.n_moe_layers}<br>MoE layers (MB / token)"))
     for key, label, colour in SEGMENTS:
         v = getattr(t.per_layer, key)
         fig.add_bar(x=[t.name], y=[v / 1e3], name=label, marker_color=colour, marker_pattern=_pattern(key),
@@ -30,7 +30,7 @@ def traffic_figure(t: TokenTraffic) -> go.Figure:
         fig.add_bar(x=[t.name], y=[v * t.n_moe_layers / 1e6], name=label, marker_color=colour,
                     marker_pattern=_pattern(key), legendgroup=key,
                     showlegend=False, row=1, col=2, hovertemplate=f"{label}: %{{y:.3f}} MB<extra></extra>")
-    fig.update_layout(barmode="stack", height=360, margin=dict(l=10, r=10, t=50, b=10),
+    fig.update_layout(barmode="stack", height=380, margin=dict(l=10, r=10, t=70, b=10),
                       legend=dict(orientation="h", y=-0.15))
     fig.update_yaxes(title_text="kB / token", row=1, col=1)
     fig.update_yaxes(title_text="MB / token", row=1, col=2)

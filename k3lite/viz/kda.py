@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from k3lite.viz.style import (CONCEPT, DIVERGING_SCALE, HIGHLIGHT_LINE, SEQUENTIAL_SCALE, bytes_log_axis, log_axis,
-                              series_color)
+                              series_color, wrap)
 
 # the probe's mechanisms by display name -> the one colour of that mixer everywhere
 MECH_COLORS = {"linear attention": CONCEPT["linear"], "DeltaNet": CONCEPT["deltanet"],
@@ -34,7 +34,7 @@ def decay_heatmap(a: np.ndarray, labels: Sequence[str], head: int) -> go.Figure:
     scalar = np.exp(np.log(np.clip(a, 1e-30, 1.0)).mean(axis=1, keepdims=True))  # (T, 1)
     rows = [f"{t}: {lab}" for t, lab in enumerate(labels)]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.86, 0.14], horizontal_spacing=0.02,
-                        subplot_titles=(f"KDA, head {head}: one decay per key channel", "GDN: one scalar"))
+                        subplot_titles=(wrap(f"KDA, head {head}: one decay per key channel", 24), "GDN:<br>one scalar"))
     common = dict(zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL_SCALE)
     fig.add_trace(go.Heatmap(z=a, x=list(range(K)), y=rows, colorbar=dict(title="a_t"), **common,
                              hovertemplate="token %{y}<br>channel %{x}<br>a = %{z:.3f}<extra></extra>"), 1, 1)
@@ -42,7 +42,7 @@ def decay_heatmap(a: np.ndarray, labels: Sequence[str], head: int) -> go.Figure:
                              hovertemplate="token %{y}<br>a = %{z:.3f}<extra></extra>"), 1, 2)
     fig.update_yaxes(autorange="reversed", title_text="token (time ↓)", row=1, col=1)
     fig.update_xaxes(title_text="key channel k", row=1, col=1)
-    fig.update_layout(height=max(320, min(900, 14 * T + 120)), margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(height=max(340, min(920, 14 * T + 140)), margin=dict(l=10, r=10, t=70, b=10))
     return fig
 
 
@@ -51,7 +51,8 @@ def state_figure(S: np.ndarray, correction: np.ndarray, v: np.ndarray, t: int, l
     S, correction, v = (np.asarray(x, dtype=float) for x in (S, correction, v))
     lim = float(np.abs(S).max()) or 1.0
     fig = make_subplots(rows=1, cols=2, column_widths=[0.52, 0.48], horizontal_spacing=0.15,
-                        subplot_titles=(f"state S_t after token {t} ({label})", "what step t writes along k_t"))
+                        subplot_titles=(wrap(f"state S_t after token {t} ({label})", 20),
+                                        wrap("what step t writes along k_t", 20)))
     fig.add_trace(go.Heatmap(z=S, zmin=-lim, zmax=lim, colorscale=DIVERGING_SCALE, colorbar=dict(title="S", x=0.46, xanchor="left", thickness=10, len=0.9),
                              hovertemplate="key channel %{y}<br>value dim %{x}<br>S = %{z:.3f}<extra></extra>"), 1, 1)
     dims = list(range(len(v)))
@@ -60,7 +61,7 @@ def state_figure(S: np.ndarray, correction: np.ndarray, v: np.ndarray, t: int, l
     fig.update_yaxes(autorange="reversed", title_text="key channel", row=1, col=1)
     fig.update_xaxes(title_text="value dim", row=1, col=1)
     fig.update_xaxes(title_text="value dim", row=1, col=2)
-    fig.update_layout(barmode="group", height=380, margin=dict(l=10, r=10, t=50, b=10),
+    fig.update_layout(barmode="group", height=400, margin=dict(l=10, r=10, t=70, b=10),
                       legend=dict(orientation="h", y=-0.2))
     return fig
 

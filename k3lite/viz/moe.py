@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from k3lite.moe import LatentCost
-from k3lite.viz.style import BALANCING, CONCEPT, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE, byte_unit
+from k3lite.viz.style import BALANCING, CONCEPT, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE, byte_unit, wrap
 
 METHOD_LABELS = {"none": "none (raw top-k)", "aux_loss": "aux loss (Switch)", "bias": "bias (DeepSeek-V3)",
                  "quantile": "quantile (QB)"}
@@ -101,8 +101,9 @@ def latent_tradeoff(costs: Sequence[LatentCost], current_ratio: float | None = N
     names = [("1" if c.ratio == 1 else f"1/{round(1 / c.ratio)}") + f" (l={c.latent_dim})" for c in costs]
     mine = [current_ratio is not None and abs(c.ratio - current_ratio) < 1e-9 for c in costs]
     unit, div = byte_unit(max((c.wire_bytes for c in costs), default=1))
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("bytes on the wire per token (dispatch + combine)",
-                                                        "FLOPs per token in the MoE layer"))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,
+                        subplot_titles=(wrap("bytes on the wire per token (dispatch + combine)", 24),
+                                        wrap("FLOPs per token in the MoE layer", 24)))
     # your ratio: outlined (HIGHLIGHT_LINE), not another hue
     fig.add_bar(x=names, y=[c.wire_bytes / div for c in costs], marker_color=CONCEPT["latent"], showlegend=False,
                 marker_line=dict(color=HIGHLIGHT_LINE["color"], width=[HIGHLIGHT_LINE["width"] if m else 0 for m in mine]),
@@ -112,7 +113,7 @@ def latent_tradeoff(costs: Sequence[LatentCost], current_ratio: float | None = N
                                 ("shared_flops", "shared experts", CONCEPT["shared"])):
         fig.add_bar(x=names, y=[getattr(c, field) / 1e9 for c in costs], name=label, marker_color=color,
                     row=1, col=2, hovertemplate="%{x}: %{y:.3f} GFLOP<extra>" + label + "</extra>")
-    fig.update_layout(barmode="stack", height=360, margin=dict(l=10, r=10, t=50, b=10),
+    fig.update_layout(barmode="stack", height=400, margin=dict(l=10, r=10, t=70, b=10),
                       legend=dict(orientation="h", y=-0.25))
     fig.update_xaxes(title_text="latent ratio l / d", row=1, col=1)
     fig.update_xaxes(title_text="latent ratio l / d", row=1, col=2)

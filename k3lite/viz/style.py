@@ -137,6 +137,19 @@ def bytes_axis(quantity: str, n_max: float) -> tuple[str, float]:
     return f"{quantity} ({name})", size
 
 
+def wrap(text: str, width: int = 28) -> str:
+    """Break a figure or subplot title into lines of at most ~`width` characters (Plotly never wraps titles, and
+    side-by-side subplot titles ran into each other at 390 px): 'a b c' -> 'a b<br>c'."""
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "<br>".join([*lines, line] if line else lines)
+
+
 # byte units a figure must not show: binary units (one formatter, decimal) and the upper-case "KB" spelling
 FORBIDDEN_UNITS = ("KiB", "MiB", "GiB", "TiB", "KB")
 

@@ -1,0 +1,113 @@
+"""The bytes-per-decoded-token ledger: each segment is the mechanism page's own number, each toggle moves only
+the segments its idea touches, and the home page draws it for the three models with the toggles."""
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from k3lite import ledger as L
+from k3lite.attnres import attnres_cost
+from k3lite.config import get_preset
+from k3lite.hybrid import cache_bytes
+from k3lite.interconnect import Deployment, analytic_traffic, get_topology
+from k3lite.params import count_params
+from k3lite.viz.ledger import ledger_figure
+from k3lite.viz.style import COUNTERFACTUAL_PATTERN
+
+CTX = 131_072
+DEP = L.Deploy()
+
+
+def _wire(cfg):
+    return analytic_traffic(cfg, Deployment(get_topology(DEP.topology), DEP.ep_size, DEP.dispatch, DEP.combine))
+
+
+@pytest.mark.parametrize("preset", list(L.MODELS))
+def test_segments_are_the_mechanism_pages_numbers(preset):
+    cfg = get_preset(preset)
+    row = L.ledger(preset, CTX)
+    wire = _wire(cfg)
+    assert row.nvlink + row.nic == pytest.approx(wire.per_forward)  # the interconnect page's per forward pass
+    assert row.hbm_cache == pytest.approx(sum(cache_bytes(cfg, CTX)))  # the hybrid page's cache
+    assert row.attnres == attnres_cost(cfg.n_layers, cfg.d_model, cfg.attn_res, cfg.attn_res_block_size).read_bytes
+    assert row.total == pytest.approx(sum(row.parts().values()))
+
+
+def test_batch_of_one_reads_exactly_the_active_weights():
+    """At batch 1 a step reads what one token multiplies with: the home page's active count x bytes/param."""
+    row = L.ledger("deepseek-v3", CTX, deploy=L.Deploy(batch=1))
+    assert row.hbm_weights == pytest.approx(count_params(get_preset("deepseek-v3")).active * L.WEIGHT_BYTES, rel=1e-6)
+    bigger = L.ledger("deepseek-v3", CTX, deploy=L.Deploy(batch=256))
+    assert bigger.hbm_weights < row.hbm_weights  # shared by more sequences
+    assert (bigger.nvlink, bigger.hbm_cache) == (row.nvlink, row.hbm_cache)  # per token, not shared
+
+
+def test_latent_off_sends_d_model_instead_of_the_latent():
+    cfg = get_preset("k3-estimated")
+    k3, no_latent = L.ledger("k3-estimated", CTX), L.ledger("k3-estimated", CTX, L.ONE_OFF["latent"])
+    meta = _wire(cfg).per_layer.metadata * _wire(cfg).n_moe_layers  # expert ids + gate weights: unchanged
+    ratio = (no_latent.nvlink + no_latent.nic - meta) / (k3.nvlink + k3.nic - meta)
+    assert ratio == pytest.approx(cfg.d_model / cfg.moe.latent_dim)
+    assert no_latent.hbm_weights > k3.hbm_weights and no_latent.hbm_cache == k3.hbm_cache
+
+
+def test_all_mla_grows_the_cache_and_only_the_cache_term():
+    k3, all_mla = L.ledger("k3-estimated", CTX), L.ledger("k3-estimated", CTX, L.ONE_OFF["hybrid"])
+    assert all_mla.hbm_cache == pytest.approx(sum(cache_bytes(get_preset("k3-estimated").with_(kda_ratio=(0, 1)), CTX)))
+    assert all_mla.hbm_cache > k3.hbm_cache and all_mla.nvlink == k3.nvlink
+    short = L.ledger("k3-estimated", 4096, L.ONE_OFF["hybrid"]).hbm_cache
+    assert all_mla.hbm_cache / short == pytest.approx(CTX / 4096)  # all-MLA: linear in context
+
+
+def test_full_attnres_reads_more_and_balancing_scales_only_the_links():
+    k3 = L.ledger("k3-estimated", CTX)
+    full = L.ledger("k3-estimated", CTX, L.ONE_OFF["block_attnres"])
+    assert full.attnres > k3.attnres and full.nvlink == k3.nvlink
+    dep = L.Deploy(gpu_overload=0.5)
+    hot = L.ledger("k3-estimated", CTX, L.ONE_OFF["balancing"], dep)
+    assert hot.nvlink == pytest.approx(1.5 * k3.nvlink) and hot.hbm_weights == k3.hbm_weights
+    assert L.savings(CTX, dep)["balancing"] == pytest.approx(0.5 * (k3.nvlink + k3.nic))
+
+
+def test_toggles_that_do_not_apply_change_nothing():
+    assert L.ledger("deepseek-v3", CTX, L.Toggles(latent=False, hybrid=False, block_attnres=False)).total == \
+        pytest.approx(L.ledger("deepseek-v3", CTX).total)
+
+
+@pytest.mark.parametrize("bad, match", [(dict(preset="gpt-9"), "model must be one of"),
+                                        (dict(context=0), "context must be"),
+                                        (dict(deploy=dict(batch=0)), "batch must be"),
+                                        (dict(deploy=dict(gpu_overload=-1)), "gpu_overload must be")])
+def test_bad_input_names_the_constraint(bad, match):
+    with pytest.raises(ValueError, match=match):
+        deploy = L.Deploy(**bad.get("deploy", {}))
+        L.ledger(bad.get("preset", "kimi-k2"), bad.get("context", CTX), deploy=deploy)
+
+
+def test_figure_hatches_the_counterfactuals_only():
+    rows = [L.ledger("kimi-k2", CTX), L.ledger("k3-estimated", CTX), L.ledger("k3-estimated", CTX, L.ONE_OFF["latent"])]
+    fig = json.loads(ledger_figure(rows).to_json())
+    bars = [t for t in fig["data"] if t["type"] == "bar"]
+    assert {t["name"] for t in bars} == {label for _, label in L.SEGMENTS}
+    for t in bars:
+        assert t["marker"]["pattern"]["shape"] == ["", "", COUNTERFACTUAL_PATTERN["shape"]]
+
+
+def test_home_draws_the_ledger_for_three_models_with_each_toggle():
+    at = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=300).run()
+    assert not at.exception, [e.message for e in at.exception]
+
+    def rows_drawn():
+        figs = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+        ledger = next(f for f in figs if any(t.get("name", "").startswith("NVLink") for t in f["data"]))
+        return next(t for t in ledger["data"] if t["type"] == "bar")["y"]
+
+    drawn = rows_drawn()
+    for name in ("DeepSeek-V3", "Kimi K2", "K3 (estimated)", "K3 without<br>latent"):
+        assert name in drawn, drawn
+    for key, words in (("ledger_hybrid", "KDA"), ("ledger_block", "block AttnRes"), ("ledger_balancing", "balancing")):
+        at.checkbox(key=key).uncheck().run()
+        assert not at.exception, [e.message for e in at.exception]
+        assert any(words in r for r in rows_drawn()), (key, rows_drawn())
+        at.checkbox(key=key).check().run()
