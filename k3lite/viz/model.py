@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 from k3lite.tokenizer import token_label
 from k3lite.trace import Trace
 from k3lite.viz.style import (CONCEPT, DIVERGING_SCALE, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE,
-                              series_color)
+                              series_color, title_top, wrap)
 
 WHAT = {
     "tokenize": "The prompt becomes bytes: k3lite's tokenizer is byte-level (vocab 256), so any unicode works and "
@@ -76,7 +76,10 @@ def _token_axis(fig: go.Figure, labels: list[str], axis: str = "x", **kw) -> Non
 
 
 def _layout(fig: go.Figure, title: str, height: int = 360) -> go.Figure:
-    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=45, b=10))
+    title, top = title_top(title, base=45)
+    if any(a.text for a in fig.layout.annotations):  # subplot titles sit under the figure title
+        top += 30
+    fig.update_layout(title=title, height=height + top - 45, margin=dict(l=10, r=10, t=top, b=10))
     return fig
 
 
@@ -124,8 +127,8 @@ def kda_figure(trace: Trace, layer: int, head: int = 0) -> go.Figure:
     keep = lt.kda_decay[0, :, head].float().exp().numpy()  # (T, K): a_t = exp(g_t), fraction kept per step
     labels = _labels(trace)
     fig = make_subplots(rows=2, cols=1, row_heights=[0.65, 0.35], shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=(f"head {head}: decay a_t = exp(g_t) per key channel (1 = keep)",
-                                        "β_t (write strength) and ‖S_t‖ per head"))
+                        subplot_titles=(wrap(f"head {head}: decay a_t = exp(g_t) per key channel (1 = keep)", 36),
+                                        wrap("β_t (write strength) and ‖S_t‖ per head", 36)))
     fig.add_heatmap(z=keep.T, colorscale=SEQUENTIAL_SCALE, zmin=0, zmax=1, row=1, col=1, colorbar=dict(title="a_t", len=0.6, y=0.7),
                     hovertemplate="token %{x}, channel %{y}: keeps %{z:.3f}<extra></extra>")
     T = len(labels)
@@ -188,7 +191,8 @@ def load_figure(trace: Trace, layer: int) -> go.Figure:
 def combine_figure(trace: Trace, layer: int) -> go.Figure:
     cum = trace.bytes_cumulative()
     labels = _labels(trace)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("FFN output norm per token", "interconnect bytes per token, cumulative"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(wrap("FFN output norm per token", 20),
+                                                        wrap("interconnect bytes per token, cumulative", 20)))
     lt = trace.layers[layer]
     fig.add_bar(x=list(range(len(labels))), y=lt.ffn_out_norm[0].float().numpy(), row=1, col=1, showlegend=False,
                 marker_color=CONCEPT["routed"])

@@ -8,7 +8,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from k3lite.moe import LatentCost
-from k3lite.viz.style import BALANCING, CONCEPT, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE, byte_unit, wrap
+from k3lite.viz.style import (BALANCING, CONCEPT, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE, byte_unit,
+                              title_top, wrap)
 
 METHOD_LABELS = {"none": "none (raw top-k)", "aux_loss": "aux loss (Switch)", "bias": "bias (DeepSeek-V3)",
                  "quantile": "quantile (QB)"}
@@ -42,7 +43,8 @@ def routing_heatmap(labels: Sequence[str], topk_idx: np.ndarray, topk_weight: np
     fig = go.Figure(go.Heatmap(z=z, x=np.arange(n_experts), y=np.arange(t), colorscale=SEQUENTIAL_SCALE,
                                colorbar=dict(title="gate weight"), hoverongaps=False,
                                hovertemplate="token %{y}<br>expert %{x}<br>weight %{z:.3f}<extra></extra>"))
-    fig.update_layout(title=title, height=min(900, 140 + 16 * t), margin=dict(l=10, r=10, t=40, b=10),
+    title, top = title_top(title)
+    fig.update_layout(title=title, height=min(900, 140 + 16 * t), margin=dict(l=10, r=10, t=top, b=10),
                       xaxis=dict(title="routed expert (index)"),
                       yaxis=dict(title="token (byte)", tickmode="array", tickvals=list(range(t)),
                                  ticktext=[f"{i}:{s}" for i, s in enumerate(labels)], autorange="reversed"))
@@ -139,7 +141,7 @@ def gpu_heatmap(labels: Sequence[str], counts: np.ndarray, touched: np.ndarray, 
     t, g = counts.shape
     z = np.where(counts > 0, counts, np.nan)
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.78, 0.22], horizontal_spacing=0.03,
-                        subplot_titles=("experts of the token on each GPU", "GPUs touched"))
+                        subplot_titles=("experts of the token<br>on each GPU", "GPUs<br>touched"))
     fig.add_trace(go.Heatmap(z=z, x=np.arange(g), y=np.arange(t), colorscale=SEQUENTIAL_SCALE, zmin=1,
                              zmax=max(2.0, float(np.nanmax(z)) if np.isfinite(z).any() else 2.0), hoverongaps=False,
                              colorbar=dict(title="experts", x=0.76, xanchor="right", thickness=10, len=0.9),
@@ -147,7 +149,8 @@ def gpu_heatmap(labels: Sequence[str], counts: np.ndarray, touched: np.ndarray, 
     fig.add_trace(go.Bar(x=np.asarray(touched), y=np.arange(t), orientation="h", marker_color=LINK["nvlink"],
                          showlegend=False, hovertemplate="token %{y}: %{x} GPUs<extra></extra>"), 1, 2)
     fig.add_vline(x=expected_touched, line_dash="dash", line_color=NEUTRAL, row=1, col=2)
-    fig.update_layout(title=title, height=min(900, 160 + 16 * t), margin=dict(l=10, r=10, t=70, b=10),
+    title, top = title_top(title, base=70)
+    fig.update_layout(title=title, height=min(900, 160 + 16 * t), margin=dict(l=10, r=10, t=top, b=10),
                       yaxis=dict(title="token (byte)", tickmode="array", tickvals=list(range(t)),
                                  ticktext=[f"{i}:{s}" for i, s in enumerate(labels)], autorange="reversed"))
     fig.update_xaxes(title_text=f"GPU (of {g})", row=1, col=1)

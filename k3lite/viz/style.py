@@ -150,6 +150,12 @@ def wrap(text: str, width: int = 28) -> str:
     return "<br>".join([*lines, line] if line else lines)
 
 
+def title_top(text: str, width: int = 40, base: int = 40) -> tuple[str, int]:
+    """A figure title wrapped for a phone-width figure, and the top margin its lines need (px)."""
+    wrapped = wrap(text, width) if text else text
+    return wrapped, base + 22 * wrapped.count("<br>")
+
+
 # byte units a figure must not show: binary units (one formatter, decimal) and the upper-case "KB" spelling
 FORBIDDEN_UNITS = ("KiB", "MiB", "GiB", "TiB", "KB")
 
