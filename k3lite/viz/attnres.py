@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 
 from k3lite.attnres import AttnResCost
 from k3lite.trace import Trace
-from k3lite.viz.style import SEQUENTIAL_SCALE, log_axis, series_color, title_top
+from k3lite.viz.style import SEQUENTIAL_SCALE, fit_titles, log_axis, series_color
 
 
 def sublayer_names(n_layers: int, layer_types: list[str] | None = None) -> list[str]:
@@ -58,12 +58,10 @@ def depth_heatmap_figure(trace: Trace, token: int | None = None, title: str = ""
                                colorbar=dict(title="weight"),
                                hovertemplate="%{y} reads %{x}: %{z:.3f}<extra></extra>"))
     # automargin: the slanted source names were clipped at the bottom edge ("…dding", issue 16)
-    title, top = title_top(title or label)
-    fig.update_layout(height=200 + 26 * len(rows), margin=dict(l=10, r=10, t=top, b=10),
-                      title=title, xaxis=dict(title="source (earlier output or block sum)", tickangle=-35,
+    fig.update_layout(height=200 + 26 * len(rows), margin=dict(l=10, r=10, t=40, b=10), xaxis=dict(title="source (earlier output or block sum)", tickangle=-35,
                                                        automargin=True),
                       yaxis=dict(title="sublayer reading", autorange="reversed", automargin=True))
-    return fig
+    return fit_titles(fig, title or label)
 
 
 def cost_curves_figure(layers: list[int], costs: dict[str, list[AttnResCost]], what: str = "read_bytes") -> go.Figure:

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from k3lite.viz.style import (CONCEPT, DIVERGING_SCALE, HIGHLIGHT_LINE, SEQUENTIAL_SCALE, bytes_log_axis, log_axis,
-                              series_color, wrap)
+                              fit_titles, series_color, wrap)
 
 # the probe's mechanisms by display name -> the one colour of that mixer everywhere
 MECH_COLORS = {"linear attention": CONCEPT["linear"], "DeltaNet": CONCEPT["deltanet"],
@@ -33,8 +33,8 @@ def decay_heatmap(a: np.ndarray, labels: Sequence[str], head: int) -> go.Figure:
     T, K = a.shape
     scalar = np.exp(np.log(np.clip(a, 1e-30, 1.0)).mean(axis=1, keepdims=True))  # (T, 1)
     rows = [f"{t}: {lab}" for t, lab in enumerate(labels)]
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.86, 0.14], horizontal_spacing=0.02,
-                        subplot_titles=(wrap(f"KDA, head {head}: one decay per key channel", 24), "GDN:<br>one scalar"))
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.8, 0.2], horizontal_spacing=0.03,
+                        subplot_titles=(wrap(f"KDA, head {head}: one decay per key channel", 20), "GDN:<br>scalar"))
     common = dict(zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL_SCALE)
     fig.add_trace(go.Heatmap(z=a, x=list(range(K)), y=rows, colorbar=dict(title="a_t"), **common,
                              hovertemplate="token %{y}<br>channel %{x}<br>a = %{z:.3f}<extra></extra>"), 1, 1)
@@ -43,7 +43,7 @@ def decay_heatmap(a: np.ndarray, labels: Sequence[str], head: int) -> go.Figure:
     fig.update_yaxes(autorange="reversed", title_text="token (time ↓)", row=1, col=1)
     fig.update_xaxes(title_text="key channel k", row=1, col=1)
     fig.update_layout(height=max(340, min(920, 14 * T + 140)), margin=dict(l=10, r=10, t=70, b=10))
-    return fig
+    return fit_titles(fig)
 
 
 def state_figure(S: np.ndarray, correction: np.ndarray, v: np.ndarray, t: int, label: str) -> go.Figure:
@@ -63,7 +63,7 @@ def state_figure(S: np.ndarray, correction: np.ndarray, v: np.ndarray, t: int, l
     fig.update_xaxes(title_text="value dim", row=1, col=2)
     fig.update_layout(barmode="group", height=400, margin=dict(l=10, r=10, t=70, b=10),
                       legend=dict(orientation="h", y=-0.2))
-    return fig
+    return fit_titles(fig)
 
 
 def memory_figure(contexts: Sequence[int], curves: Mapping[str, Sequence[float]], title: str = "") -> go.Figure:

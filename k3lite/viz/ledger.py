@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from k3lite.ledger import SEGMENTS, Ledger
-from k3lite.viz.style import COUNTERFACTUAL_PATTERN, LINK, byte_unit, fmt_bytes
+from k3lite.viz.style import COUNTERFACTUAL_PATTERN, LINK, byte_unit, fit_titles, fmt_bytes
 
 HBM = ("hbm_weights", "hbm_cache", "attnres")
 WIRE = ("nvlink", "nic")
@@ -37,7 +37,7 @@ def ledger_figure(rows: list[Ledger], counterfactual: set[str] | None = None) ->
                         subplot_titles=(f"HBM read per decoded token ({hbm_unit})",
                                         f"interconnect per decoded token ({wire_unit})"))
     pattern = [COUNTERFACTUAL_PATTERN if r.name in counterfactual else dict(shape="") for r in rows]
-    for panel, keys, div, unit in ((1, HBM, hbm_div, hbm_unit), (2, WIRE, wire_div, wire_unit)):
+    for panel, keys, div in ((1, HBM, hbm_div), (2, WIRE, wire_div)):
         for key in keys:
             fig.add_bar(y=names, x=[getattr(r, key) / div for r in rows], orientation="h", name=labels[key],
                         marker=dict(color=LINK[key], pattern=dict(shape=[p["shape"] for p in pattern],
@@ -48,8 +48,8 @@ def ledger_figure(rows: list[Ledger], counterfactual: set[str] | None = None) ->
         totals = [sum(getattr(r, k) for k in keys) for r in rows]
         fig.add_scatter(y=names, x=[t / div for t in totals], mode="text", text=[fmt_bytes(t) for t in totals],
                         textposition="middle right", showlegend=False, hoverinfo="skip", row=panel, col=1)
-        fig.update_xaxes(title_text=unit, range=[0, max(totals, default=1) / div * 1.35 or 1], row=panel, col=1)
+        fig.update_xaxes(range=[0, max(totals, default=1) / div * 1.35 or 1], row=panel, col=1)
         fig.update_yaxes(autorange="reversed", automargin=True, row=panel, col=1)
     fig.update_layout(barmode="stack", height=260 + 2 * 46 * len(rows), margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(orientation="h", yanchor="top", y=-0.06, x=0))
-    return fig
+    return fit_titles(fig)

@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 from k3lite.tokenizer import token_label
 from k3lite.trace import Trace
 from k3lite.viz.style import (CONCEPT, DIVERGING_SCALE, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE,
-                              series_color, title_top, wrap)
+                              fit_titles, series_color, wrap)
 
 WHAT = {
     "tokenize": "The prompt becomes bytes: k3lite's tokenizer is byte-level (vocab 256), so any unicode works and "
@@ -76,11 +76,8 @@ def _token_axis(fig: go.Figure, labels: list[str], axis: str = "x", **kw) -> Non
 
 
 def _layout(fig: go.Figure, title: str, height: int = 360) -> go.Figure:
-    title, top = title_top(title, base=45)
-    if any(a.text for a in fig.layout.annotations):  # subplot titles sit under the figure title
-        top += 30
-    fig.update_layout(title=title, height=height + top - 45, margin=dict(l=10, r=10, t=top, b=10))
-    return fig
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=45, b=10))
+    return fit_titles(fig, title)
 
 
 def tokens_figure(trace: Trace) -> go.Figure:

@@ -9,7 +9,7 @@ from plotly.subplots import make_subplots
 
 from k3lite.moe import LatentCost
 from k3lite.viz.style import (BALANCING, CONCEPT, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE, byte_unit,
-                              title_top, wrap)
+                              fit_titles, wrap)
 
 METHOD_LABELS = {"none": "none (raw top-k)", "aux_loss": "aux loss (Switch)", "bias": "bias (DeepSeek-V3)",
                  "quantile": "quantile (QB)"}
@@ -43,12 +43,11 @@ def routing_heatmap(labels: Sequence[str], topk_idx: np.ndarray, topk_weight: np
     fig = go.Figure(go.Heatmap(z=z, x=np.arange(n_experts), y=np.arange(t), colorscale=SEQUENTIAL_SCALE,
                                colorbar=dict(title="gate weight"), hoverongaps=False,
                                hovertemplate="token %{y}<br>expert %{x}<br>weight %{z:.3f}<extra></extra>"))
-    title, top = title_top(title)
-    fig.update_layout(title=title, height=min(900, 140 + 16 * t), margin=dict(l=10, r=10, t=top, b=10),
+    fig.update_layout(height=min(900, 140 + 16 * t), margin=dict(l=10, r=10, t=40, b=10),
                       xaxis=dict(title="routed expert (index)"),
                       yaxis=dict(title="token (byte)", tickmode="array", tickvals=list(range(t)),
                                  ticktext=[f"{i}:{s}" for i, s in enumerate(labels)], autorange="reversed"))
-    return fig
+    return fit_titles(fig, title)
 
 
 def load_bars(loads: dict[str, Sequence[int]], violations: dict[str, float] | None = None,
@@ -104,8 +103,8 @@ def latent_tradeoff(costs: Sequence[LatentCost], current_ratio: float | None = N
     mine = [current_ratio is not None and abs(c.ratio - current_ratio) < 1e-9 for c in costs]
     unit, div = byte_unit(max((c.wire_bytes for c in costs), default=1))
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,
-                        subplot_titles=(wrap("bytes on the wire per token (dispatch + combine)", 24),
-                                        wrap("FLOPs per token in the MoE layer", 24)))
+                        subplot_titles=(wrap("bytes on the wire per token (dispatch + combine)", 18),
+                                        wrap("FLOPs per token in the MoE layer", 14)))
     # your ratio: outlined (HIGHLIGHT_LINE), not another hue
     fig.add_bar(x=names, y=[c.wire_bytes / div for c in costs], marker_color=CONCEPT["latent"], showlegend=False,
                 marker_line=dict(color=HIGHLIGHT_LINE["color"], width=[HIGHLIGHT_LINE["width"] if m else 0 for m in mine]),
@@ -121,7 +120,7 @@ def latent_tradeoff(costs: Sequence[LatentCost], current_ratio: float | None = N
     fig.update_xaxes(title_text="latent ratio l / d", row=1, col=2)
     fig.update_yaxes(title_text=f"{unit} per token (bf16)", row=1, col=1)
     fig.update_yaxes(title_text="GFLOP per token", row=1, col=2)
-    return fig
+    return fit_titles(fig)
 
 
 def activation_rows(top_k: int, n_experts: int) -> list[dict]:
@@ -149,13 +148,12 @@ def gpu_heatmap(labels: Sequence[str], counts: np.ndarray, touched: np.ndarray, 
     fig.add_trace(go.Bar(x=np.asarray(touched), y=np.arange(t), orientation="h", marker_color=LINK["nvlink"],
                          showlegend=False, hovertemplate="token %{y}: %{x} GPUs<extra></extra>"), 1, 2)
     fig.add_vline(x=expected_touched, line_dash="dash", line_color=NEUTRAL, row=1, col=2)
-    title, top = title_top(title, base=70)
-    fig.update_layout(title=title, height=min(900, 160 + 16 * t), margin=dict(l=10, r=10, t=top, b=10),
+    fig.update_layout(height=min(900, 160 + 16 * t), margin=dict(l=10, r=10, t=70, b=10),
                       yaxis=dict(title="token (byte)", tickmode="array", tickvals=list(range(t)),
                                  ticktext=[f"{i}:{s}" for i, s in enumerate(labels)], autorange="reversed"))
     fig.update_xaxes(title_text=f"GPU (of {g})", row=1, col=1)
     fig.update_xaxes(title_text="GPUs", rangemode="tozero", row=1, col=2)
-    return fig
+    return fit_titles(fig, title)
 
 
 def load_histogram(loads: dict[str, Sequence[int]], ideal: float) -> go.Figure:

@@ -150,10 +150,22 @@ def wrap(text: str, width: int = 28) -> str:
     return "<br>".join([*lines, line] if line else lines)
 
 
-def title_top(text: str, width: int = 40, base: int = 40) -> tuple[str, int]:
-    """A figure title wrapped for a phone-width figure, and the top margin its lines need (px)."""
-    wrapped = wrap(text, width) if text else text
-    return wrapped, base + 22 * wrapped.count("<br>")
+def fit_titles(fig, title: str = "", width: int = 40, min_top: int = 20):
+    """Wrap the figure title for a phone-width figure, pin it to the top of the figure, and give the top margin
+    room for its lines plus the top row's subplot titles under it (they overlapped at 390 px). The plot area
+    keeps its height: the figure grows by what the margin grows. Returns `fig`."""
+    text = wrap(title, width) if title else ""
+    lines = text.count("<br>") + 1 if text else 0
+    subplot_lines = max((str(a.text).count("<br>") + 1 for a in fig.layout.annotations
+                         if a.text and a.yref == "paper" and a.y is not None and a.y >= 0.97
+                         and a.yanchor == "bottom"), default=0)
+    top = max(min_top, 12 + 24 * lines + 18 * subplot_lines + (6 if subplot_lines else 0))
+    old_top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
+    height = fig.layout.height
+    fig.update_layout(margin=dict(t=top), title=dict(text=text, y=1, yref="container", yanchor="top", pad=dict(t=8)))
+    if height:
+        fig.update_layout(height=height + top - old_top)
+    return fig
 
 
 # byte units a figure must not show: binary units (one formatter, decimal) and the upper-case "KB" spelling
