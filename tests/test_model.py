@@ -9,7 +9,7 @@ from k3lite.checkpoint import DEFAULT_PATH, load_lite_model, save_checkpoint
 from k3lite.config import K3Config, KDAConfig, MLAConfig, MoEConfig, get_preset
 from k3lite.model import K3Model, dense_baseline_for, loss_fn, n_params
 from k3lite.params import count_params
-from k3lite.tokenizer import MAX_PROMPT_CHARS, decode, encode
+from k3lite.tokenizer import MAX_PROMPT_CHARS, decode, encode, token_label
 from k3lite.trace import KDA_FIELDS, MLA_FIELDS, MOE_FIELDS
 
 TOL = dict(atol=2e-5, rtol=1e-4)  # fp32, 8 sublayers deep
@@ -159,6 +159,20 @@ def test_any_unicode_round_trips():
         ids = encode(text)
         assert all(0 <= i < 256 for i in ids) and len(ids) == len(text.encode())
         assert decode(ids) == text
+
+
+def test_one_token_label_everywhere():
+    """One display per byte on every page: escapes for tab/newline/CR, ␣ for space, hex for the rest."""
+    assert [token_label(b) for b in b"a \n\t\r~"] == ["a", "␣", "\\n", "\\t", "\\r", "~"]
+    assert [token_label(b) for b in "é".encode()] == ["xc3", "xa9"]
+    assert token_label(0) == "x00" and token_label(127) == "x7f"
+    with pytest.raises(ValueError, match="byte token"):
+        token_label(256)
+    # no page or figure module defines its own label function (the MoE and KDA pages used to show x0a)
+    root = Path(__file__).resolve().parent.parent
+    own = [str(f.relative_to(root)) for d in ("k3lite", "views") for f in (root / d).rglob("*.py")
+           if "def token_label" in f.read_text() and f.name != "tokenizer.py"]
+    assert own == []
 
 
 def test_dense_baseline_matches_active_params():
