@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 
 from k3lite.config import PRESETS, get_preset
-from k3lite.model import K3Model, dense_baseline_for, loss_fn, n_params
-from k3lite.params import count_params
+from k3lite.model import K3Model, loss_fn, n_params
+from k3lite.params import count_params, dense_baseline_for
 
 SYNTH_FRACTION = 0.3
 VAL_EVERY_NTH_FILE = 10

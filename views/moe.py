@@ -5,7 +5,7 @@ import torch
 
 from k3lite.bench.balance import (MAX_PROMPT_BYTES, calibration_stream, check_prompt, model_moe_inputs, prompt_demo,
                                   run_balance, summary_rows)
-from k3lite.checkpoint import load_lite_model
+from k3lite.checkpoint import checkpoint_meta, load_lite_model
 from k3lite.config import BALANCING_METHODS, MoEConfig, get_preset
 from k3lite.guards import heavy_work
 from k3lite.moe import latent_cost_per_token
@@ -108,7 +108,7 @@ stats = result.stats[METHOD]
 
 st.subheader("(a) Which experts each token of the prompt visits")
 st.caption(
-    f"The prompt runs through the trained lite model (assets/lite.safetensors, {model.meta.get('steps', '?')} "
+    f"The prompt runs through the trained lite model (assets/lite.safetensors, {checkpoint_meta().get('steps', '?')} "
     f"training steps); the hidden states entering its MoE at layer {LAYER} (d = {D}) then go into a fresh seeded "
     f"LatentMoE built from your settings (l = {stats.dispatch_dim}, expert FFN {EXPERT_FFN}). Its router is "
     "untrained, so which expert gets which byte is arbitrary; how *evenly* they spread is the point. Each "
