@@ -17,9 +17,9 @@ up to 6.3x faster decoding (TPOT) at 1M context than full MLA.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from k3lite.config import K3Config, get_preset
-from k3lite.params import active_params
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,32 @@ def hybrid_config(kda_per_mla: int, base: str = "kimi-linear-48b-a3b") -> K3Conf
     if cfg.kda is None:
         raise ValueError(f"preset {base!r} has no KDA config")
     return cfg.with_(kda_ratio=(kda_per_mla, 1), last_layer_global=True)
+
+
+@lru_cache(maxsize=64)
+def _layer_active(base: str, kda_per_mla: int, mixer: str, ffn: str) -> int:
+    """Active params of one layer of the given kind, from the real module on the meta device
+    (k3lite.params convention: routed experts count top_k / E)."""
+    import torch
+
+    from k3lite.model import Layer
+
+    cfg = hybrid_config(kda_per_mla, base)
+    index = next(i for i, (m, f) in enumerate(zip(cfg.layer_types(), cfg.ffn_types())) if (m, f) == (mixer, ffn))
+    with torch.device("meta"):
+        layer = Layer(cfg, index)
+    frac = cfg.moe.top_k / cfg.moe.n_routed_experts
+    return round(sum(p.numel() * (frac if ".experts." in f".{n}" else 1) for n, p in layer.named_parameters()))
+
+
+def _active_params(kda_per_mla: int, base: str) -> int:
+    """Active params of the re-patterned model, summed over its layers + head + final norm."""
+    cfg = hybrid_config(kda_per_mla, base)
+    total = sum(_layer_active(base, kda_per_mla, m, f) for m, f in zip(cfg.layer_types(), cfg.ffn_types()))
+    total += cfg.vocab_size * cfg.d_model + cfg.d_model  # LM head (embedding lookup not active) + final norm
+    if cfg.attn_res != "standard":
+        total += 2 * cfg.d_model  # final AttnRes
+    return total
 
 
 def bytes_ceiling(kda_per_mla: int, base: str = "kimi-linear-48b-a3b") -> float:
@@ -106,13 +132,13 @@ def decode_cost(kda_per_mla: int, context: int, batch: int = 1, hardware: str = 
     types = cfg.layer_types()
     n_mla, n_kda = types.count("mla"), types.count("kda")
     mla_b, kda_b = cache_bytes(cfg, context, bytes_per_elem)
-    weights = active_params(cfg) * bytes_per_elem
+    weights = _active_params(kda_per_mla, base) * bytes_per_elem
     m = cfg.mla
     attn_flops = n_mla * (2 * m.n_heads * context * (m.kv_lora_rank + m.qk_rope_head_dim)
                           + 2 * m.n_heads * context * m.kv_lora_rank)
     if n_kda:
         attn_flops += n_kda * 6 * cfg.kda.n_heads * cfg.kda.head_dim * cfg.kda.head_dim
-    flops = batch * (2 * active_params(cfg) + attn_flops)
+    flops = batch * (2 * _active_params(kda_per_mla, base) + attn_flops)
     # the cache reads are the attention part: a slower long-context kernel stretches only that part
     t_mem = (weights + batch * kda_b) / hw.hbm_bytes_per_s + batch * mla_b / hw.hbm_bytes_per_s / attention_efficiency
     t_flops = flops / hw.peak_flops

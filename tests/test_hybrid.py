@@ -3,7 +3,7 @@ import pytest
 
 from k3lite.config import get_preset
 from k3lite.hybrid import (
-    bytes_ceiling, cache_bytes, decode_cost, efficiency_to_match, hybrid_config, kv_reduction,
+    _active_params, bytes_ceiling, cache_bytes, decode_cost, efficiency_to_match, hybrid_config, kv_reduction,
     speedup_vs_full_mla,
 )
 from k3lite.params import count_params
@@ -21,12 +21,8 @@ def test_pattern_and_cache_from_the_config():
     assert hybrid_config(0).layer_types() == ["mla"] * 27
 
 
-def test_decode_reads_the_active_weights_of_the_params_convention():
-    # one definition of "active" (k3lite.params): the decode model's weight bytes are that count x bytes/param
-    for ratio in (0, 3):
-        active = count_params(hybrid_config(ratio)).active
-        assert decode_cost(ratio, 4096, bytes_per_elem=2).weight_bytes == 2 * active
-    assert count_params(hybrid_config(3)).active == count_params(get_preset("kimi-linear-48b-a3b")).active
+def test_active_params_match_the_full_meta_count():
+    assert _active_params(3, "kimi-linear-48b-a3b") == count_params(get_preset("kimi-linear-48b-a3b")).active
 
 
 def test_kv_reduction_close_to_reported_and_speedup_bounded_by_bytes():

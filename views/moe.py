@@ -14,7 +14,8 @@ from k3lite.viz.moe import (METHOD_LABELS, activation_rows, latent_tradeoff, loa
 from views.common import explain, push_url, url_state, user_errors
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
-K3_D, K3_FFN = 7168, 3072  # K3 hidden size and expert FFN: secondary (unofficial config copies), for (d)
+K3 = get_preset("k3-estimated")  # hidden size and expert FFN: secondary (unofficial config copies)
+K3_D, K3_FFN = K3.d_model, K3.moe.expert_ffn_dim  # for (d)
 RATIOS = {"1": 1.0, "1/2": 0.5, "1/4": 0.25, "1/8": 0.125}
 LITE = get_preset("lite")
 MOE_LAYERS = [i for i, kind in enumerate(LITE.ffn_types()) if kind == "moe"]
