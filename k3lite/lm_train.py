@@ -4,6 +4,12 @@ Both run through `python -m k3lite.train` (k3lite/train.py: one CLI, one flag co
     python -m k3lite.train --preset lite --out assets/lite.safetensors          -> `train_lite`
     python -m k3lite.train --task attnres --steps 150 --json out.json          -> `attnres_experiment`
 
+Reproduce the shipped residual-experiment files (about 12 min each on the shared 2-core machine):
+    python -m k3lite.train --task attnres --steps 150 --batch-size 4 --seq-len 64 --multiples 1.5,2.0 \
+        --json assets/lab_attnres.json
+    python -m k3lite.train --task attnres --steps 150 --batch-size 4 --seq-len 64 --seed 1 --multiples 1.5 \
+        --json assets/lab_attnres_seed1.json
+
 Corpus (offline on every machine, deterministic):
   * Python standard-library source (docstrings included): every top-level `*.py` of the running
     interpreter's stdlib directory, sorted by name; every 10th file is held out for validation.
