@@ -68,9 +68,6 @@ MIXER_LABELS = {
     "attention": "softmax attention",
     "hybrid": "hybrid (KDA, then softmax attention)",
 }
-# The published direction on MQAR / Palindrome (Kimi Linear report, arXiv 2510.26692): best first.
-# Only the four recurrent mixers the report compares are ranked; softmax attention is the exact-recall ceiling.
-REPORT_ORDER: tuple[str, ...] = ("kda", "gdn", "mamba2")
 EVAL_STEP_OFFSET = 1_000_000  # eval batches use steps >= this, never seen in training
 # Initial write strength of the delta rule, as a logit: beta = sigmoid(-3) ~ 0.05 at init (was 0.5).
 # Measured: with beta ~ 0.5 at init, DeltaNet, GDN and KDA sat at chance on MQAR (DeltaNet T=128/32 pairs:
@@ -460,25 +457,3 @@ def summary_rows(runs: list[dict]) -> list[dict]:
         groups.setdefault(key, {}).setdefault(c["mixer"], []).append(run["final_eval_acc"])
     return [{"task": t, "seq_len": T, "residual": res, "acc": {m: sum(v) / len(v) for m, v in accs.items()}}
             for (t, T, res), accs in sorted(groups.items())]
-
-
-def ranking(acc: dict[str, float]) -> list[str]:
-    """Mixers ordered best first by accuracy (ties keep MIXERS order)."""
-    return sorted(acc, key=lambda m: (-round(acc[m], 4), MIXERS.index(m) if m in MIXERS else 99))
-
-
-def compare_with_report(acc: dict[str, float], tie: float = 0.01) -> str:
-    """Does our accuracy order KDA >= GDN >= Mamba-2 (the report's direction) hold? A plain-words verdict.
-
-    `tie`: accuracy differences below this (fraction) count as a tie, not as a reversal.
-    """
-    present = [m for m in REPORT_ORDER if m in acc]
-    if len(present) < 2:
-        return "needs at least two of KDA / GDN / Mamba-2 to compare"
-    reversed_pairs = [(a, b) for i, a in enumerate(present) for b in present[i + 1:] if acc[b] - acc[a] > tie]
-    tied = [(a, b) for i, a in enumerate(present) for b in present[i + 1:] if abs(acc[a] - acc[b]) <= tie]
-    if reversed_pairs:
-        return "differs: " + ", ".join(f"{b} beat {a}" for a, b in reversed_pairs)
-    if tied:
-        return "matches up to ties: " + ", ".join(f"{a} = {b}" for a, b in tied)
-    return "matches (" + " > ".join(present) + ")"

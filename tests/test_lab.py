@@ -6,11 +6,10 @@ import torch
 import torch.nn.functional as F
 
 import k3lite.kda as kda
-from k3lite.lab import (MIXERS, RECURRENT_MIXERS, LabConfig, LabModel, build, causal_conv, compare_with_report,
-                        evaluate, ranking, summary_rows, train)
+from k3lite.lab import MIXERS, RECURRENT_MIXERS, LabConfig, LabModel, build, causal_conv, evaluate, summary_rows, train
 from k3lite.lm_train import steps_to_reach
 from k3lite.train import main
-from k3lite.viz.lab import accuracy_vs_length_figure, curves_figure, smooth
+from k3lite.viz.lab import curves_figure, smooth
 
 from conftest import ROOT
 
@@ -157,13 +156,6 @@ def test_one_lr_schedule_for_lab_and_lm():
         assert lr_at(step, cfg) == ref
 
 
-def test_compare_with_report_and_ranking():
-    assert compare_with_report({"kda": 0.9, "gdn": 0.7, "mamba2": 0.2}).startswith("matches")
-    assert compare_with_report({"kda": 0.5, "gdn": 0.7, "mamba2": 0.2}).startswith("differs: gdn beat kda")
-    assert compare_with_report({"kda": 0.705, "gdn": 0.7, "mamba2": 0.2}).startswith("matches up to ties")
-    assert ranking({"linear": 0.1, "kda": 0.9, "attention": 1.0}) == ["attention", "kda", "linear"]
-
-
 def test_figures():
     assert smooth([0, 10, 20], window=2) == [0, 5, 15]
     run = {"curve": {"step": [1, 2], "loss": [3.0, 2.0], "acc": [0.1, 0.2]},
@@ -172,11 +164,6 @@ def test_figures():
     assert len(fig.data) == 4 and max(fig.data[1].y) == pytest.approx(25.0)
     with pytest.raises(ValueError):
         curves_figure({}, "perplexity")
-    rows = [{"task": "mqar", "seq_len": 64, "residual": "standard", "acc": {"kda": 1.0, "gdn": 0.5}},
-            {"task": "mqar", "seq_len": 128, "residual": "standard", "acc": {"kda": 0.8, "gdn": 0.2}}]
-    fig = accuracy_vs_length_figure(rows, "mqar")
-    assert [t.name.split(" ")[0] for t in fig.data] == ["Gated", "KDA"]
-    assert list(fig.data[1].y) == [100.0, 80.0]
 
 
 def test_page_trains_live_under_apptest():
