@@ -40,32 +40,37 @@ class GPU(NamedTuple):
         return self.fp8_flops
 
 
-_HOPPER = ("NVIDIA H100 Tensor Core GPU datasheet (SXM): 80 GB HBM3, 3.35 TB/s, BF16 1,979 / FP8 3,958 TFLOPS "
-           "with sparsity (dense = half), NVLink 900 GB/s, as tabulated at glennklockwood.com/garden/processors/h100 "
-           "and archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html; DGX H100: 8x ConnectX-7 400 Gb/s")
+_HOPPER = ("NVIDIA H100 SXM datasheet as tabulated at glennklockwood.com/garden/processors/h100 (80 GB HBM3, "
+           "3.35 TB/s, dense matrix BF16 989.4 / FP8 1978.9 TFLOPS, NVLink 900 GB/s) and "
+           "archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html (the datasheet table, sparse figures with an asterisk); "
+           "ConnectX-7 400 Gb/s per GPU as in DGX H100")
 
 GPUS: dict[str, GPU] = {
     "H100 SXM": GPU("H100 SXM", 80e9, 3.35e12, 989e12, 1979e12, 0.0, 450e9, 50e9, 8, _HOPPER),
     "H800": GPU("H800", 80e9, 3.35e12, 989e12, 1979e12, 0.0, 200e9, 50e9, 8,
-                "H100 silicon with NVLink cut to 400 GB/s (NVIDIA H800 SXM5 spec); DeepSeek-V3 report "
-                "(arXiv 2412.19437 §3.2.2): NVLink 160 GB/s achieved, InfiniBand 50 GB/s per GPU",
-                unverified="400 GB/s NVLink: not found in a stored NVIDIA page; memory and FLOPs assumed equal to H100 SXM"),
+                "H100 silicon with a cut NVLink (aiwiki.ai/wiki/nvidia_h800; tumgag/philisun pages: 400 GB/s "
+                "bidirectional); DeepSeek-V3 report (arXiv 2412.19437 §3.2.2): NVLink 160 GB/s achieved, "
+                "InfiniBand 50 GB/s per GPU",
+                unverified="NVLink: secondary pages say 400 GB/s, Reuters-based reports 300 GB/s, no NVIDIA datasheet "
+                           "stored; HBM and FLOPs taken equal to H100 SXM"),
     "H200": GPU("H200", 141e9, 4.8e12, 989e12, 1979e12, 0.0, 450e9, 50e9, 8,
-                "NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s; compute and NVLink as H100 SXM"),
+                "NVIDIA H200 SXM: 141 GB HBM3e, 4.8 TB/s, FP8 3,958 TFLOPS with sparsity, NVLink 900 GB/s "
+                "(tabulated at lzwjava.github.io/nvidia-h200-gpu-specs-en and aiwiki.ai/wiki/nvidia_h200); "
+                "compute as H100 SXM"),
     "B200": GPU("B200", 180e9, 8.0e12, 2250e12, 4500e12, 9000e12, 900e9, 50e9, 8,
-                "NVIDIA HGX/DGX B200: 1,440 GB HBM3e per 8 GPUs (180 GB each), 8 TB/s, dense BF16 2.25 / FP8 4.5 / "
-                "FP4 9 PFLOPS, NVLink 5 1.8 TB/s per GPU; ConnectX-7 400 Gb/s",
-                unverified="dense FP4 9 PFLOPS taken as half the 18 PFLOPS sparse figure"),
+                "HGX B200 (1,000 W variant) at glennklockwood.com/garden/processors/B200: dense BF16 2.25 / FP8 4.5 / "
+                "FP4 9 PFLOPS, 8 TB/s, NVLink 5 2 x 900 GB/s; HBM: 192 GB on spec pages, 179 GB visible on an HGX "
+                "B200 (docs.vultr.com inference cookbook): we use 180 GB (DGX B200: 1,440 GB per 8 GPUs)",
+                unverified="180 GB usable HBM (spec pages say 192 GB); the ConnectX-7 400 Gb/s NIC"),
     "B300": GPU("B300", 288e9, 8.0e12, 2250e12, 4500e12, 13500e12, 900e9, 100e9, 8,
-                "NVIDIA HGX/DGX B300 (Blackwell Ultra): 2.3 TB HBM3e per 8 GPUs (288 GB each), 8 TB/s, dense FP4 "
-                "108 PFLOPS per 8 GPUs (13.5 each), FP8 as B200, NVLink 5 1.8 TB/s per GPU, ConnectX-8 800 Gb/s "
-                "(glennklockwood.com/garden/processors/B300; fibermall HGX B300 table)",
-                unverified="dense FP4 (secondary pages disagree: 13.1-15 PFLOPS); BF16/FP8 assumed equal to B200"),
+                "HGX B300 (Blackwell Ultra) at glennklockwood.com/garden/processors/B300: 288 GB HBM3e, 8 TB/s, "
+                "NVLink 5 2 x 900 GB/s, BF16 / FP8 as B200, dense FP4 '13 PF'; ConnectX-8 800 Gb/s (DGX B300)",
+                unverified="dense FP4 (secondary pages give 13.1 to 15 PFLOPS; we use 13.5)"),
     "GB300 NVL72": GPU("GB300 NVL72", 288e9, 8.0e12, 2500e12, 5000e12, 15000e12, 900e9, 100e9, 72,
-                       "NVIDIA GB300 NVL72 spec per rack / 72: ~20.7 TB HBM3e (288 GB each), 576 TB/s (8 TB/s each), "
-                       "1.1 EF dense FP4 (~15 PF each), 360 PF FP8 (5 PF each), one 72-GPU NVLink domain at 1.8 TB/s "
-                       "per GPU, 72 ConnectX-8 800 Gb/s (glennklockwood.com/garden/processors/B300)",
-                       unverified="BF16 taken as half the FP8 figure"),
+                       "GB300 NVL72 as advertised (glennklockwood.com/garden/processors/B300): 1.1 EF dense FP4, "
+                       "360 PF FP8, ~20 TB HBM at 576 TB/s, one 72-GPU NVLink domain (130 TB/s), 72 ConnectX-8 NICs; "
+                       "per GPU: 288 GB, 8 TB/s, ~15 PF FP4, 5 PF FP8, 1.8 TB/s NVLink, 800 Gb/s",
+                       unverified="BF16 taken as half the FP8 figure; 288 GB per GPU (the rack figure '20 TB' / 72 = 278 GB)"),
 }
 
 
