@@ -146,33 +146,24 @@ def test_figures():
     assert list(fig.data[1].y) == [100.0, 80.0]
 
 
-def test_shipped_results_are_valid():
-    path = ROOT / "assets" / "lab_results.json"
-    if not path.exists():
-        pytest.skip("assets/lab_results.json not generated yet")
-    data = json.loads(path.read_text())
-    rows = summary_rows(data["runs"])
-    assert rows and all(0 <= a <= 1 for r in rows for a in r["acc"].values())
-    assert any({"kda", "gdn", "mamba2", "linear"} <= set(r["acc"]) for r in rows if r["task"] == "mqar")
-
-
 def test_page_trains_live_under_apptest():
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "views" / "lab.py"), default_timeout=120).run()
     assert not at.exception, [e.message for e in at.exception]
-    at.select_slider(key="lab_seq_len").set_value(32)
+    at.select_slider(key="lab_seq_len").set_value(16)
     at.slider(key="lab_steps").set_value(10)
     at.multiselect(key="lab_mixers").set_value(["kda", "attention"])
     at.run()
     at.button(key="lab_train").click().run()
     assert not at.exception, [e.message for e in at.exception]
-    table = at.dataframe[0].value
+    live_table = lambda: next(d.value for d in at.dataframe if "steps trained" in d.value.columns)  # noqa: E731
+    table = live_table()
     assert list(table["steps trained"]) == [10, 10]
     assert table["held-out accuracy (%)"].between(0, 100).all()
     # a second click with the same settings comes from the cache and shows the same numbers
     at.button(key="lab_train").click().run()
-    assert list(at.dataframe[0].value["held-out accuracy (%)"]) == list(table["held-out accuracy (%)"])
+    assert list(live_table()["held-out accuracy (%)"]) == list(table["held-out accuracy (%)"])
 
 
 def test_page_rejects_empty_mixer_choice():
