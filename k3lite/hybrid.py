@@ -29,7 +29,7 @@ from k3lite import memory
 from k3lite.config import K3Config, get_preset
 from k3lite.hardware import GPUS, get_gpu
 
-HYBRID_GPUS = ("H100 SXM", "H200", "B200")  # the page's choices (url values kept from before the shared table)
+HYBRID_GPUS = tuple(GPUS)  # the page's choices: the shared table (its names include the page's earlier three)
 
 REPORTED = {
     "kv_reduction": (0.75, "up to 75% smaller KV cache (Kimi Linear tech report, arXiv 2510.26692)"),
