@@ -7,11 +7,13 @@ One decode step serves a batch of B sequences at context T; the ledger is what O
                    default an NVL72 rack, EP over 64 GPUs, FP8 dispatch, BF16 combine). Copies to GPUs in the
                    token's NVLink domain count as NVLink, copies beyond it as NIC.
     HBM weights    a step reads every weight it multiplies with once, shared by the batch:
-                   (non-routed active params + routed experts hit by >= 1 of the B tokens) x bytes/param / B,
-                   with P(an expert is hit) = 1 - (1 - k/E)^B under uniform routing; params counted from the
-                   real modules on the meta device (`k3lite.params.count_params`, the home page's count).
+                   (non-routed active weights + the distinct experts the B tokens touch) / B, in FP8
+                   (`k3lite.memory.decode_weight_bytes`, the serving page's function; experts touched per
+                   layer E (1 - (1 - k/E)^B) under uniform routing; params from the real modules on the meta
+                   device).
     HBM cache      the token's own sequence: MLA latent cache (T tokens) plus fixed KDA states, read once per
-                   step (`k3lite.hybrid.cache_bytes`, the hybrid page's function; bf16 latents, fp32 states).
+                   step (`k3lite.memory.sequence_cache_bytes`, the hybrid and serving pages' function; bf16
+                   latents, fp32 states).
     AttnRes reads  the source vectors the depth mixes read for one token (`k3lite.attnres.attnres_cost`, the
                    Attention Residuals page's function; standard residual: one running sum per sublayer).
 
@@ -27,14 +29,12 @@ Toggles turn one K3 idea off at a time (a counterfactual K3, not a published mod
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import NamedTuple
 
+from k3lite import memory
 from k3lite.attnres import attnres_cost
 from k3lite.config import K3Config, get_preset
-from k3lite.hybrid import cache_bytes
 from k3lite.interconnect import Deployment, analytic_traffic, get_topology
-from k3lite.params import count_params
 
 MODELS: dict[str, str] = {"deepseek-v3": "DeepSeek-V3", "kimi-k2": "Kimi K2", "k3-estimated": "K3 (estimated)"}
 SEGMENTS: tuple[tuple[str, str], ...] = (  # (field = style.LINK key, label)
@@ -44,7 +44,7 @@ SEGMENTS: tuple[tuple[str, str], ...] = (  # (field = style.LINK key, label)
     ("hbm_cache", "HBM: KV cache / KDA state"),
     ("attnres", "HBM: Attention Residual reads"),
 )
-WEIGHT_BYTES = 1.0  # bytes per parameter: FP8 weights, as DeepSeek-V3 ships and serves them (arXiv 2412.19437)
+WEIGHT_PRECISION = "fp8"  # as DeepSeek-V3 ships and serves its weights (arXiv 2412.19437); memory.PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -114,18 +114,6 @@ def variant(cfg: K3Config, toggles: Toggles) -> K3Config:
     return cfg
 
 
-@lru_cache(maxsize=32)
-def _weights(preset: str, toggles: Toggles) -> tuple[float, float, int]:
-    """(non-routed active params, routed params of one expert in one layer, MoE layers): meta-device count."""
-    cfg = variant(get_preset(preset), toggles)
-    rep = count_params(cfg)
-    n_moe = sum(t == "moe" for t in cfg.ffn_types())
-    routed = rep.by_component.get("routed_experts", 0)
-    dense_active = rep.active - rep.active_by_component.get("routed_experts", 0)
-    per_expert = routed / max(1, n_moe * cfg.moe.n_routed_experts)
-    return float(dense_active), float(per_expert), n_moe
-
-
 def ledger(preset: str, context: int, toggles: Toggles = ALL_ON, deploy: Deploy = Deploy(),
            name: str | None = None) -> Ledger:
     """Bytes one decoded token moves, by where (formulas in the module docstring)."""
@@ -139,14 +127,11 @@ def ledger(preset: str, context: int, toggles: Toggles = ALL_ON, deploy: Deploy 
     busiest = 1.0 if toggles.balancing else 1.0 + deploy.gpu_overload
     nvlink = wire.per_layer.intra * wire.n_moe_layers * busiest
     nic = wire.per_layer.inter * wire.n_moe_layers * busiest
-    dense_active, per_expert, n_moe = _weights(preset, toggles)
-    E, k, B = cfg.moe.n_routed_experts, cfg.moe.top_k, deploy.batch
-    experts_read = n_moe * E * (1 - (1 - k / E) ** B)  # expected (layer, expert) pairs hit by the batch
-    weights = (dense_active + experts_read * per_expert) * WEIGHT_BYTES / B
-    mla, kda = cache_bytes(cfg, context)
+    weights = memory.decode_weight_bytes(cfg, deploy.batch, WEIGHT_PRECISION) / deploy.batch
+    cache = memory.sequence_cache_bytes(cfg, context)
     attnres = attnres_cost(cfg.n_layers, cfg.d_model, cfg.attn_res, cfg.attn_res_block_size).read_bytes
     label = name or (MODELS[preset] if toggles == ALL_ON else f"{MODELS[preset].split(' (')[0]} {toggles.label()}")
-    return Ledger(label, context, nvlink, nic, weights, mla + kda, float(attnres))
+    return Ledger(label, context, nvlink, nic, weights, float(cache.total), float(attnres))
 
 
 def comparison(context: int, deploy: Deploy = Deploy(), counterfactuals: bool = True) -> list[Ledger]:

@@ -9,9 +9,8 @@ from conftest import ROOT
 from k3lite import ledger as L
 from k3lite.attnres import attnres_cost
 from k3lite.config import get_preset
-from k3lite.hybrid import cache_bytes
+from k3lite.memory import decode_weight_bytes, sequence_cache_bytes, weight_bytes
 from k3lite.interconnect import Deployment, analytic_traffic, get_topology
-from k3lite.params import count_params
 from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.style import COUNTERFACTUAL_PATTERN
 
@@ -29,7 +28,8 @@ def test_segments_are_the_mechanism_pages_numbers(preset):
     row = L.ledger(preset, CTX)
     wire = _wire(cfg)
     assert row.nvlink + row.nic == pytest.approx(wire.per_forward)  # the interconnect page's per forward pass
-    assert row.hbm_cache == pytest.approx(sum(cache_bytes(cfg, CTX)))  # the hybrid page's cache
+    assert row.hbm_cache == sequence_cache_bytes(cfg, CTX).total  # the hybrid / serving pages' cache
+    assert row.hbm_weights == pytest.approx(decode_weight_bytes(cfg, DEP.batch, L.WEIGHT_PRECISION) / DEP.batch)
     assert row.attnres == attnres_cost(cfg.n_layers, cfg.d_model, cfg.attn_res, cfg.attn_res_block_size).read_bytes
     assert row.total == pytest.approx(sum(row.parts().values()))
 
@@ -37,7 +37,8 @@ def test_segments_are_the_mechanism_pages_numbers(preset):
 def test_batch_of_one_reads_exactly_the_active_weights():
     """At batch 1 a step reads what one token multiplies with: the home page's active count x bytes/param."""
     row = L.ledger("deepseek-v3", CTX, deploy=L.Deploy(batch=1))
-    assert row.hbm_weights == pytest.approx(count_params(get_preset("deepseek-v3")).active * L.WEIGHT_BYTES, rel=1e-6)
+    active = weight_bytes(get_preset("deepseek-v3"), L.WEIGHT_PRECISION, active=True)
+    assert row.hbm_weights == pytest.approx(sum(active.values()), rel=1e-6)
     bigger = L.ledger("deepseek-v3", CTX, deploy=L.Deploy(batch=256))
     assert bigger.hbm_weights < row.hbm_weights  # shared by more sequences
     assert (bigger.nvlink, bigger.hbm_cache) == (row.nvlink, row.hbm_cache)  # per token, not shared
@@ -54,7 +55,7 @@ def test_latent_off_sends_d_model_instead_of_the_latent():
 
 def test_all_mla_grows_the_cache_and_only_the_cache_term():
     k3, all_mla = L.ledger("k3-estimated", CTX), L.ledger("k3-estimated", CTX, L.ONE_OFF["hybrid"])
-    assert all_mla.hbm_cache == pytest.approx(sum(cache_bytes(get_preset("k3-estimated").with_(kda_ratio=(0, 1)), CTX)))
+    assert all_mla.hbm_cache == sequence_cache_bytes(get_preset("k3-estimated").with_(kda_ratio=(0, 1)), CTX).total
     assert all_mla.hbm_cache > k3.hbm_cache and all_mla.nvlink == k3.nvlink
     short = L.ledger("k3-estimated", 4096, L.ONE_OFF["hybrid"]).hbm_cache
     assert all_mla.hbm_cache / short == pytest.approx(CTX / 4096)  # all-MLA: linear in context

@@ -5,7 +5,7 @@ from streamlit.errors import StreamlitAPIException
 
 from k3lite import ledger as byte_ledger
 from k3lite.config import PRESETS, get_preset
-from k3lite.params import count_params, fmt
+from k3lite.params import ACTIVE_RULE, count_params, fmt
 from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.params import PUBLISHED, breakdown_figure
 from k3lite.viz.style import fmt_bytes
@@ -71,12 +71,7 @@ m2.metric("active per token", fmt(report.active))
 m3.metric("activation ratio (active / total params)", f"{100 * report.activation_ratio:.2f} %")
 m4.metric("experts used per token (top-k / E)", f"{100 * int(top_k) / int(experts):.2f} %")
 st.plotly_chart(breakdown_figure(report))
-st.caption(
-    "**Active** = what one token multiplies with: all attention, router, shared-expert, dense-FFN and LM-head "
-    "weights, plus top-k / E of the routed experts. The input embedding is *not* counted as active: a token "
-    "only looks up one row of it (DeepSeek's own README counts it in; labs differ). With tied embeddings "
-    "the table doubles as the LM head, and then it counts."
-)
+st.caption(ACTIVE_RULE)
 
 st.subheader("Our count vs the published totals")
 rows = []
@@ -143,8 +138,8 @@ for col, (key, label) in zip((s1, s2, s3, s4), (("latent", "latent saves"), ("hy
                                                                "minus K3 as designed, all segments together")
 st.caption(
     f"Deployment: {deploy.topology} rack, experts over {deploy.ep_size} GPUs, {deploy.dispatch.upper()} dispatch / "
-    f"{deploy.combine.upper()} combine (the interconnect page's defaults); FP8 weights "
-    f"({byte_ledger.WEIGHT_BYTES:g} byte per parameter); uniform routing. K3 is our estimate (home's table). "
+    f"{deploy.combine.upper()} combine (the interconnect page's defaults); {byte_ledger.WEIGHT_PRECISION.upper()} "
+    "weights; uniform routing. K3 is our estimate (home's table). "
     "HBM and interconnect bytes are drawn on separate axes: they differ by about a factor of a thousand."
 )
 
