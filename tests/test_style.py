@@ -95,7 +95,7 @@ def figure_problems(spec: dict) -> list[str]:
         kind = t.get("type", "scatter")
         if kind in ("bar", "scatter") and t.get("mode") != "text":
             explicit = (t.get("marker", {}).get("color") if kind == "bar" or "markers" in t.get("mode", "")
-                        else t.get("line", {}).get("color")) or t.get("line", {}).get("color")
+                        else t.get("line", {}).get("color")) or t.get("line", {}).get("color") or t.get("fillcolor")
             if explicit is None:
                 problems.append(f"trace {i} ({t.get('name')!r}, {kind}) has no explicit colour: Plotly's default "
                                 "colorway would pick one")
