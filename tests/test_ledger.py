@@ -112,3 +112,15 @@ def test_home_draws_the_ledger_for_three_models_with_each_toggle():
         assert not at.exception, [e.message for e in at.exception]
         assert any(words in r for r in rows_drawn()), (key, rows_drawn())
         at.checkbox(key=key).check().run()
+
+
+def test_interconnect_comparison_shows_k3_without_latent_beside_k3():
+    """The comparison chart showed K3 moving the most bytes with no counterfactual (issue 16)."""
+    at = AppTest.from_file(str(ROOT / "views" / "interconnect.py"), default_timeout=300).run()
+    assert not at.exception, [e.message for e in at.exception]
+    figs = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+    compare = next(f for f in figs if "K3 without latent" in (f["data"][0].get("x") or []))
+    names = compare["data"][0]["x"]
+    totals = [sum(t["y"][i] for t in compare["data"] if t["type"] == "bar") for i in range(len(names))]
+    k3 = totals[names.index(next(n for n in names if n.startswith("k3")))]
+    assert totals[names.index("K3 without latent")] > k3

@@ -3,6 +3,7 @@ import streamlit as st
 
 from k3lite.config import get_preset
 from k3lite.guards import heavy_work
+from k3lite.ledger import ONE_OFF, variant
 from k3lite.interconnect import (
     TOPOLOGIES, WIRE_FORMATS, Deployment, MeasureSpec, analytic_traffic, compare_presets, format_result, measure,
     traffic_table,
@@ -95,6 +96,12 @@ with user_errors():
     rows = compare_presets(("deepseek-v3", "kimi-k2", "k3-estimated"), st.session_state.ic_topology,
                            st.session_state.ic_ep, st.session_state.ic_dispatch, st.session_state.ic_combine,
                            st.session_state.ic_node_limit)
+    # the counterfactual beside the comparison: K3 moves the most per forward pass, but without its latent it
+    # would move more (same deployment; the ledger's definition of "K3 without latent", k3lite/ledger.py)
+    k3_plain = variant(get_preset("k3-estimated"), ONE_OFF["latent"]).with_(name="K3 without latent")
+    rows.append(analytic_traffic(k3_plain, Deployment(TOPOLOGIES[st.session_state.ic_topology], st.session_state.ic_ep,
+                                                      st.session_state.ic_dispatch, st.session_state.ic_combine,
+                                                      st.session_state.ic_node_limit)))
 st.plotly_chart(compare_figure(rows), width="stretch")
 st.dataframe(traffic_table(rows), hide_index=True, width="stretch")  # full width: headers were cut
 explain(

@@ -41,9 +41,11 @@ def compare_figure(rows: list[TokenTraffic]) -> go.Figure:
     """Side by side: MB per token per forward pass, stacked by direction and domain, wire time on top."""
     fig = go.Figure()
     names = [r.name for r in rows]
+    # a counterfactual row ("K3 without latent") is faded: not a model anyone ships
+    faded = [0.45 if " without " in r.name else 1.0 for r in rows]
     for key, label, colour in SEGMENTS:
         fig.add_bar(x=names, y=[getattr(r.per_layer, key) * r.n_moe_layers / 1e6 for r in rows], name=label,
-                    marker_color=colour, marker_pattern=_pattern(key),
+                    marker_color=colour, marker_pattern=_pattern(key), marker_opacity=faded,
                     hovertemplate=f"{label}: %{{y:.3f}} MB<extra></extra>")
     fig.add_scatter(x=names, y=[r.per_forward / 1e6 for r in rows], mode="text", showlegend=False,
                     text=[f"{r.per_forward / 1e6:.2f} MB, {r.wire_s_forward * 1e6:.1f} µs" for r in rows],

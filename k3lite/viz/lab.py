@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from k3lite.lab import MIXER_LABELS, MIXERS
-from k3lite.viz.style import CONCEPT, log_axis, translucent
+from k3lite.viz.style import CONCEPT, fit_titles, log_axis, translucent
 
 # one colour per mixer, the same on every page (k3lite.viz.style)
 COLORS = {m: CONCEPT[m] for m in MIXERS}
@@ -78,9 +78,8 @@ def sweep_figure(rows: list[dict], task: str) -> go.Figure:
             hovertemplate="T=%{x}: mean %{y:.1f}% over %{customdata[0]} seeds (min %{customdata[1]:.1f}, "
                           "max %{customdata[2]:.1f}), lr %{customdata[3]}<extra>%{fullData.name}</extra>"))
     lengths = sorted({r["seq_len"] for r in rows})
-    fig.update_layout(title=dict(text=f"{task}: held-out accuracy vs length (band: worst to best seed)", font_size=14),
-                      xaxis_title="sequence length (tokens)", yaxis_title="held-out accuracy (%)", height=360,
+    fig.update_layout(xaxis_title="sequence length (tokens)", yaxis_title="held-out accuracy (%)", height=360,
                       margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.3))
     fig.update_xaxes(type="log", tickvals=lengths, ticktext=[str(t) for t in lengths])
     fig.update_yaxes(range=[0, 101])
-    return fig
+    return fit_titles(fig, f"{task}: held-out accuracy vs length (band: worst to best seed)")

@@ -5,7 +5,7 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from k3lite.viz.style import CONCEPT, HIGHLIGHT_LINE, HIGHLIGHT_MARKER, LINK, NEUTRAL, bytes_axis, log_axis
+from k3lite.viz.style import CONCEPT, HIGHLIGHT_LINE, HIGHLIGHT_MARKER, LINK, NEUTRAL, bytes_axis, fit_titles, log_axis, wrap
 
 COMPONENT_COLOUR = {"routed_experts": CONCEPT["routed"], "attention": CONCEPT["attn"], "shared": CONCEPT["shared"],
                     "embeddings": CONCEPT["embedding"], "other": CONCEPT["router"]}
@@ -49,8 +49,8 @@ def pareto_figure(per_user: Sequence[float], per_gpu: Sequence[float], batches: 
     if chosen:
         fig.add_scatter(x=[chosen[0]], y=[chosen[1]], mode="markers", name="your batch",
                         marker=HIGHLIGHT_MARKER)
-    fig.update_layout(height=380, title="Throughput vs interactivity (each point a batch size)",
-                      xaxis=log_axis("tokens/s per user"), yaxis=log_axis("tokens/s per GPU"), **_LAYOUT)
+    fig.update_layout(height=380, xaxis=log_axis("tokens/s per user"), yaxis=log_axis("tokens/s per GPU"), **_LAYOUT)
+    fit_titles(fig, "Throughput vs interactivity (each point a batch size)")  # wrapped for phone width
     return fig
 
 
@@ -76,25 +76,25 @@ def waterfall_figure(labels: Sequence[str], usd: Sequence[float]) -> go.Figure:
                                  increasing=dict(marker=dict(color=LINK["nic"])),
                                  decreasing=dict(marker=dict(color=CONCEPT["kda"])),
                                  totals=dict(marker=dict(color=NEUTRAL))))
-    fig.update_layout(height=380, title="$ per million output tokens, one design choice at a time",
-                      yaxis_title="$ / M output tokens", showlegend=False, margin=_LAYOUT["margin"])
-    return fig
+    fig.update_layout(height=380, yaxis_title="$ / M output tokens", showlegend=False, margin=_LAYOUT["margin"],
+                      xaxis=dict(automargin=True))
+    return fit_titles(fig, "$ per million output tokens, one design choice at a time")
 
 
 def gpus_for_weights_figure(formats: Sequence[str], gpus: Sequence[float], claim: float, gpu: str) -> go.Figure:
     fig = go.Figure(go.Bar(x=list(formats), y=list(gpus), marker_color=CONCEPT["routed"],
                            text=[f"{g:.1f}" for g in gpus], textposition="outside"))
     fig.add_hline(y=claim, line=HIGHLIGHT_LINE, annotation_text=f"the seed: 'roughly six {gpu}'")
-    fig.update_layout(height=320, title=f"{gpu} GPUs' worth of HBM for the weights alone",
-                      yaxis_title="GPUs (weights / HBM per GPU)", xaxis_title="storage format of every weight",
+    fig.update_layout(height=320, yaxis_title="GPUs (weights / HBM per GPU)", xaxis_title="storage format of every weight",
                       margin=_LAYOUT["margin"])
-    return fig
+    return fit_titles(fig, f"{gpu} GPUs' worth of HBM for the weights alone")
 
 
 def validation_figure(labels: Sequence[str], measured: Sequence[float], model: Sequence[float]) -> go.Figure:
     fig = go.Figure()
-    fig.add_bar(x=list(labels), y=list(measured), name="published measurement", marker_color=CONCEPT["published"])
-    fig.add_bar(x=list(labels), y=list(model), name="this model (upper bound)", marker_color=CONCEPT["hybrid"])
-    fig.update_layout(barmode="group", height=360, title="Decode tokens/s per GPU: published vs model",
-                      yaxis_title="tokens/s per GPU", **_LAYOUT)
-    return fig
+    labels = [wrap(label, 18) for label in labels]  # long setups ran past the figure's edge at 390 px
+    fig.add_bar(x=labels, y=list(measured), name="published measurement", marker_color=CONCEPT["published"])
+    fig.add_bar(x=labels, y=list(model), name="this model (upper bound)", marker_color=CONCEPT["hybrid"])
+    fig.update_layout(barmode="group", height=360, yaxis_title="tokens/s per GPU", **_LAYOUT)
+    fig.update_xaxes(automargin=True, tickangle=0)
+    return fit_titles(fig, "Decode tokens/s per GPU: published vs model")

@@ -159,10 +159,12 @@ def fit_titles(fig, title: str = "", width: int = 40, min_top: int = 20):
     subplot_lines = max((str(a.text).count("<br>") + 1 for a in fig.layout.annotations
                          if a.text and a.yref == "paper" and a.y is not None and a.y >= 0.97
                          and a.yanchor == "bottom"), default=0)
-    top = max(min_top, 12 + 24 * lines + 18 * subplot_lines + (6 if subplot_lines else 0))
+    under = 18 * subplot_lines + 6  # the subplot titles' band between the figure title and the plot area
+    top = max(min_top, 14 + 24 * lines + under)
     old_top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
     height = fig.layout.height
-    fig.update_layout(margin=dict(t=top), title=dict(text=text, y=1, yref="container", yanchor="top", pad=dict(t=8)))
+    fig.update_layout(margin=dict(t=top),
+                      title=dict(text=text, yref="paper", y=1, yanchor="bottom", pad=dict(b=under)))
     if height:
         fig.update_layout(height=height + top - old_top)
     return fig
