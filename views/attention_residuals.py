@@ -68,8 +68,11 @@ if mode != trained[0] or (mode == "block" and block != trained[1]):
 tok = st.radio("weights of", ["mean over the prompt's tokens", "last token"], horizontal=True, key="ar_token")
 fig = depth_heatmap_figure(trace, None if tok.startswith("mean") else len(trace.tokens) - 1,
                            title=f"{mode} residual{f', S = {block}' if mode == 'block' else ''}: "
-                                 f"how much each sublayer reads from each source{note}")
+                                 "what each sublayer reads")
 st.plotly_chart(fig, width="stretch")
+if note:  # under the figure, not in its title: a figure title does not wrap and was cut at this caveat
+    caveat = note.strip(" ()")
+    st.caption(caveat[0].upper() + caveat[1:] + ".")
 explain(
     "What to notice: each row sums to 1 (full/block) — a sublayer's input is a convex mix of earlier outputs, "
     "not their sum. Rows that put weight far from the diagonal are sublayers that reach back past their "
