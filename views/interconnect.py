@@ -3,10 +3,8 @@ import streamlit as st
 
 from k3lite.config import get_preset
 from k3lite.guards import heavy_work
-from k3lite.interconnect import (
-    TOPOLOGIES, WIRE_FORMATS, Deployment, MeasureSpec, analytic_traffic, compare_presets, format_result, measure,
-    traffic_table,
-)
+from k3lite.interconnect import TOPOLOGIES, WIRE_FORMATS, Deployment, analytic_traffic, compare_presets, traffic_table
+from k3lite.interconnect.measured import MeasureSpec, format_result, measure
 from k3lite.viz.interconnect import compare_figure, measured_figure, traffic_figure
 from views.common import explain, push_url, url_state, user_errors
 
@@ -77,8 +75,8 @@ with user_errors():
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("bytes / token / MoE layer", f"{t.per_layer.total / 1e3:,.1f} KB")
 m2.metric(f"per forward pass ({t.n_moe_layers} MoE layers)", f"{t.per_forward / 1e6:,.2f} MB")
-m3.metric("remote GPUs per token", f"{t.copies.remote:.2f}",
-          help=f"{t.copies.remote_intra:.2f} in the token's NVLink domain + {t.copies.remote_inter:.2f} beyond it")
+m3.metric("remote GPUs per token", f"{t.copies.total:.2f}",
+          help=f"{t.copies.intra:.2f} in the token's NVLink domain + {t.copies.inter:.2f} beyond it")
 m4.metric("time on the wire / token / forward", f"{t.wire_s_forward * 1e6:,.2f} µs")
 st.plotly_chart(traffic_figure(t), width="stretch")
 explain(

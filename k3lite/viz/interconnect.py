@@ -4,7 +4,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from k3lite.interconnect import KINDS, MeasureResult, TokenTraffic
+from k3lite.interconnect import TokenTraffic
+from k3lite.interconnect.measured import KINDS, MeasureResult
 
 SEGMENTS = (  # (LayerBytes field, legend label, colour)
     ("dispatch_intra", "dispatch, intra-domain (NVLink)", "#4c78a8"),
