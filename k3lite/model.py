@@ -31,7 +31,6 @@ from k3lite.nn import RMSNorm, SwiGLU
 from k3lite.trace import LayerTrace, Trace, detach
 
 RECURRENT_MAX_T = 8  # KDA runs its token-by-token recurrence for inputs this short, chunk-wise above
-BYTES_PER_ELEMENT_WIRE = 2  # bf16 activations on the interconnect (same convention as k3lite/moe.py)
 
 
 class ModelCache(NamedTuple):
@@ -109,7 +108,6 @@ class Layer(nn.Module):
             lt.router_scores, lt.expert_load = detach(routing.scores), detach(routing.load)
             lt.load_max_violation, lt.load_entropy, lt.dropped = routing.max_violation, routing.entropy, routing.dropped
             lt.dispatch_dim = routing.dispatch_dim
-            lt.bytes_per_token = 2.0 * routing.bytes_dispatched  # dispatch + combine
         return res.cache, aux, lt
 
 

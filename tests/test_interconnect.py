@@ -207,3 +207,72 @@ def test_cli_json_has_the_issue_fields(root):
     bad = subprocess.run([sys.executable, "-m", "k3lite.interconnect", "analytic", "--ep", "12", "--topology",
                           "multi-node-8x8"], cwd=root, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "multiple" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# ------------------------------------------------------------------------------------------ DeepEP comparison
+def test_deepep_comparison_reproduces_their_latency_and_counts_less():
+    from k3lite.interconnect.deepep import LOW_LATENCY, comparison_table
+
+    rows = comparison_table()
+    assert len(rows) == 2 * (4 + len(LOW_LATENCY))
+    for r in rows:
+        assert 0 < r["ours / theirs"] < 1  # we never count the own GPU / node; they do
+        if r["reported latency (µs)"] is not None:  # their bytes / their bandwidth = their latency (within 3%)
+            assert r["their time (µs)"] == pytest.approx(r["reported latency (µs)"], rel=0.03)
+    ll = [r for r in rows if r["kernels"] == "low-latency" and r["direction"] == "dispatch"]
+    assert [r["ours / theirs"] for r in ll] == [round((ep - 1) / ep * 7408 / 7408, 3) for ep, *_ in LOW_LATENCY]
+
+
+# ------------------------------------------------------------------------------------------ figures + page
+def test_figures_carry_the_numbers():
+    from k3lite.viz.interconnect import compare_figure, node_limit_figure, traffic_figure
+
+    rows = compare_presets()
+    fig = compare_figure(rows)
+    stacked = sum(np.array(tr.y, dtype=float) for tr in fig.data if tr.type == "bar")
+    assert np.allclose(stacked, [r.per_forward / 1e6 for r in rows])
+    fig = traffic_figure(rows[2])
+    assert sum(tr.y[0] for tr in fig.data if tr.xaxis == "x") == pytest.approx(rows[2].per_layer.total / 1e3)
+    sweep = node_limit_sweep(get_preset("k3-estimated"), "multi-node-8x8", 64)
+    fig = node_limit_figure(sweep, 4)
+    assert len(fig.data) == 3 and fig.data[1].y[3] * 1e3 == pytest.approx(sweep["normal"][3][1])
+
+
+def _page():
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+    return AppTest.from_file(str(ROOT / "views" / "interconnect.py"), default_timeout=120)
+
+
+def _metric(at, label):
+    return next(m.value for m in at.metric if m.label.startswith(label))
+
+
+def test_page_reacts_to_controls_and_its_sentences_follow_the_numbers():
+    at = _page().run()
+    assert not at.exception and not at.error
+    per_layer = _metric(at, "bytes / token / MoE layer")
+    b = wire_bytes_per_token(get_preset("k3-estimated"), "multi-node-8x8", 64, "normal")
+    assert per_layer == f"{b.total:,.0f} B"  # defaults: K3 on 8 x 8, DeepEP normal, no node limit
+    text = " ".join(c.value for c in at.caption)
+    k2, k3 = (wire_bytes_per_token(get_preset(n), "multi-node-8x8", 64, "normal") for n in ("kimi-k2", "k3-estimated"))
+    assert f"{k3.copies.gpus_hit / k2.copies.gpus_hit:.2f}x as many GPUs" in text
+    assert f"moves {k3.total / k2.total:.2f}x K2's bytes" in text
+    at.radio(key="ic_scheme").set_value("low-latency").run()
+    assert _metric(at, "bytes / token / MoE layer") != per_layer
+    at.select_slider(key="ic_latent").set_value("1/4").run()
+    assert not at.exception
+    at.slider(key="ic_experts").set_value(40).run()  # fewer experts than the 64 GPUs
+    assert any("at least one expert per GPU" in e.value for e in at.error)
+
+
+def test_page_measure_button_runs_the_real_gloo_layer():
+    at = _page().run()
+    at.radio(key="ic_m_ranks").set_value(2)
+    at.slider(key="ic_m_tokens").set_value(8)
+    at.button(key="ic_m_go").click().run()
+    assert not at.exception and not at.error
+    text = at.code[0].value
+    assert "same routing: True" in text and "MATCH" in text
+    assert any("equal to the byte" in c.value and "off" in c.value for c in at.caption)

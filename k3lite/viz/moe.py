@@ -95,8 +95,8 @@ def latent_tradeoff(costs: Sequence[LatentCost], current_ratio: float | None = N
               for c in costs]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("bytes on the wire per token (dispatch + combine)",
                                                         "FLOPs per token in the MoE layer"))
-    fig.add_bar(x=names, y=[c.wire_bytes / 1024 for c in costs], marker_color=colors, showlegend=False,
-                row=1, col=1, hovertemplate="%{x}: %{y:.1f} KiB<extra></extra>")
+    fig.add_bar(x=names, y=[c.wire_bytes / 1e3 for c in costs], marker_color=colors, showlegend=False,
+                row=1, col=1, hovertemplate="%{x}: %{y:.1f} kB<extra></extra>")
     for field, label, color in (("routed_flops", "routed experts", "#2ca02c"),
                                 ("proj_flops", "latent down/up projections", "#ff7f0e"),
                                 ("shared_flops", "shared experts", "#7f7f7f")):
@@ -106,7 +106,7 @@ def latent_tradeoff(costs: Sequence[LatentCost], current_ratio: float | None = N
                       legend=dict(orientation="h", y=-0.25))
     fig.update_xaxes(title_text="latent ratio l / d", row=1, col=1)
     fig.update_xaxes(title_text="latent ratio l / d", row=1, col=2)
-    fig.update_yaxes(title_text="KiB per token (bf16)", row=1, col=1)
+    fig.update_yaxes(title_text="kB per token per MoE layer (FP8 out, BF16 back)", row=1, col=1)
     fig.update_yaxes(title_text="GFLOP per token", row=1, col=2)
     return fig
 
