@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from k3lite.interconnect import expert_to_gpu
-from k3lite.interconnect.measured import MeasureSpec, PortInUseError, free_port, measure, predicted_for_routing
+from k3lite.interconnect.measured import MeasureSpec
+from k3lite.interconnect.run import PortInUseError, free_port, measure, predicted_for_routing
 
 
 def _children() -> set[int]:

@@ -9,7 +9,8 @@ from k3lite.interconnect import (
 )
 from k3lite.interconnect.deepep import SOURCE as DEEPEP_SOURCE
 from k3lite.interconnect.deepep import RDMA_PEAK, comparison_table
-from k3lite.interconnect.measured import MeasureSpec, format_result, measure
+from k3lite.interconnect.measured import MeasureSpec
+from k3lite.interconnect.run import format_result, measure
 from k3lite.viz.interconnect import compare_figure, measured_figure, node_limit_figure, traffic_figure
 from views.common import explain, push_url, url_state, user_errors
 

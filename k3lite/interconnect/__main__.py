@@ -15,7 +15,8 @@ import os
 import sys
 from dataclasses import asdict
 
-from k3lite.interconnect.analytic import SCHEMES, TOPOLOGIES, WIRE_FORMATS, cli_rows, get_topology
+from k3lite.interconnect.analytic import cli_rows
+from k3lite.interconnect.deployment import SCHEMES, TOPOLOGIES, WIRE_FORMATS, get_topology
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
@@ -95,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             for row in comparison_table():
                 print("  " + ", ".join(f"{k}: {v}" for k, v in row.items()))
             return 0
-        # the measured run: import it only here (torch.distributed, the MoE layer)
-        from k3lite.interconnect.measured import format_result, measure, worker
+        # the measured run: imported only here (torch.distributed and the MoE layer are not needed for the rest)
+        from k3lite.interconnect.run import format_result, measure, worker
 
         if args.cmd == "worker":  # a traceback here goes to the rank's log, which the launcher quotes
             ranks = int(os.environ.get("WORLD_SIZE", "0")) or json.loads(args.spec or "{}").get("ranks", 0)

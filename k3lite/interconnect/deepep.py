@@ -21,7 +21,8 @@ same bandwidth: the gap is the local traffic they count and we do not, minus our
 """
 from __future__ import annotations
 
-from k3lite.interconnect.analytic import expected_copies, layer_bytes, wire_format
+from k3lite.interconnect.analytic import expected_copies, layer_bytes
+from k3lite.interconnect.deployment import wire_format
 
 SOURCE = "DeepEP docs/legacy.md Performance tables (github.com/deepseek-ai/DeepEP @ dd758ca); H800, CX7 400 Gb/s"
 HIDDEN, TOP_K, N_EXPERTS, GPUS_PER_NODE = 7168, 8, 256, 8

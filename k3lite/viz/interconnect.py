@@ -5,7 +5,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from k3lite.interconnect import SCHEME_LABELS, TokenTraffic
-from k3lite.interconnect.measured import KINDS, MeasureResult
+from k3lite.interconnect.measured import KINDS
+from k3lite.interconnect.run import MeasureResult
 from k3lite.viz.style import HIGHLIGHT_LINE, LINK, bytes_axis
 
 SEGMENTS = (  # (LayerBytes field, legend label, colour)
