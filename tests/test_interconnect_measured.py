@@ -95,8 +95,10 @@ def test_a_crashing_worker_is_reported_and_the_others_reaped(monkeypatch):
 
 
 def test_spec_validation():
+    with pytest.raises(ValueError, match="ranks must be <= 8 for local processes"):
+        measure(MeasureSpec(ranks=16, ranks_per_node=8, n_experts=16))
     with pytest.raises(ValueError, match="ranks"):
-        MeasureSpec(ranks=9)
+        MeasureSpec(ranks=0)
     with pytest.raises(ValueError, match="scheme"):
         MeasureSpec(scheme="ring")
     with pytest.raises(ValueError, match="node_limit"):

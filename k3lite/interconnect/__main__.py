@@ -40,7 +40,9 @@ def _spec(args, ranks: int):
 
     if args.spec:
         return MeasureSpec(**json.loads(args.spec))
-    rpn = args.ranks_per_node or max(1, ranks // 2)
+    # under torchrun on several machines a node is a machine; on one machine, pretend nodes of half the ranks
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", "0"))
+    rpn = args.ranks_per_node or (local if 0 < local < ranks else max(1, ranks // 2))
     return MeasureSpec(ranks=ranks, ranks_per_node=rpn, d_model=args.d_model, latent_dim=args.latent,
                        n_experts=args.experts, top_k=args.top_k, tokens_per_rank=args.tokens, dispatch=args.dispatch,
                        combine=args.combine, node_limit=args.node_limit, scheme=args.scheme, seed=args.seed,

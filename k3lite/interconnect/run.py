@@ -156,6 +156,9 @@ def worker(spec: MeasureSpec, backend: str = "gloo", init_method: str = "env://"
 
 
 # ------------------------------------------------------------------------------------------ local launcher
+MAX_LOCAL_RANKS = 8
+
+
 class PortInUseError(ValueError):
     pass
 
@@ -178,6 +181,9 @@ def check_port(port: int) -> None:
 def measure(spec: MeasureSpec, port: int = 0, progress: Callable[[float, str], None] | None = None) -> MeasureResult:
     """Run the expert-parallel layer on spec.ranks gloo processes; always reaps them (also on error/timeout)."""
     progress = progress or (lambda frac, msg: None)
+    if spec.ranks > MAX_LOCAL_RANKS:
+        raise ValueError(f"ranks must be <= {MAX_LOCAL_RANKS} for local processes (each is a CPU process), got "
+                         f"{spec.ranks}; start more with torchrun (`python -m k3lite.interconnect worker`)")
     if port:
         check_port(port)
     else:
