@@ -168,7 +168,7 @@ class _Comm:
         ct = torch.tensor(counts, dtype=torch.int64, device=self.device)
         rc = torch.empty_like(ct)
         dist.all_to_all_single(rc, ct, group=group)  # control: how many records each peer will send
-        self.spec_control(len(members))
+        self.sent["control"] += 8 * (len(members) - 1)
         recv_counts = rc.tolist()
         recv = torch.empty((sum(recv_counts), send.shape[1]), dtype=torch.uint8, device=self.device)
         dist.all_to_all_single(recv, send.contiguous(), output_split_sizes=recv_counts, input_split_sizes=counts,
@@ -180,11 +180,8 @@ class _Comm:
                 self.sent[f"{kind}_{side}"] += c * send.shape[1]
         return recv, recv_counts
 
-    def spec_control(self, n_members: int) -> None:
-        self.sent["control"] += 8 * (n_members - 1)
 
-
-def _compute(moe, shard_lo: int, shard: RoutedExperts, h: torch.Tensor, ids: torch.Tensor,
+def _compute(shard_lo: int, shard: RoutedExperts, h: torch.Tensor, ids: torch.Tensor,
              w: torch.Tensor) -> torch.Tensor:
     """Rows h (R, dim) with k global expert ids (-1 / other ranks' ids ignored) and weights -> (R, dim) sums."""
     mine = (ids >= shard_lo) & (ids < shard_lo + shard.n_experts)  # (R, k)
@@ -238,13 +235,13 @@ def ep_forward(moe, x: torch.Tensor, spec: MeasureSpec, rank: int, groups: dict,
             o = payload.shape[1] + 4
             rid = recv[:, o:o + 8 * k].contiguous().view(torch.int64)
             rw = recv[:, o + 8 * k:o + 12 * k].contiguous().view(torch.float32)
-            part = _compute(moe, first[rank], shard, hr, rid, rw)
+            part = _compute(first[rank], shard, hr, rid, rw)
             back_rec = torch.cat([encode(part, spec.combine), recv[:, payload.shape[1]:o], _bytes(rw, torch.float32)], 1)
         else:
             head = recv[:, :16].contiguous().view(torch.int32)  # (R, 4)
             hr = decode(recv[:, 16:], dim, spec.dispatch)
             ones = torch.ones(hr.shape[0], 1, device=device)
-            part = _compute(moe, first[rank], shard, hr, head[:, 1:2].long(), ones)  # unweighted expert output
+            part = _compute(first[rank], shard, hr, head[:, 1:2].long(), ones)  # unweighted expert output
             back_rec = encode(part, spec.combine)
         back, _ = comm.exchange(_pad_to(back_rec, c_rec), rcounts, list(range(world)), "combine")
         y = decode(back[:, :wire_format(spec.combine).row_bytes(dim)], dim, spec.combine)  # (sum counts, dim)
@@ -277,7 +274,7 @@ def ep_forward(moe, x: torch.Tensor, spec: MeasureSpec, rank: int, groups: dict,
         hr = decode(recv_b[:, :row_b], dim, spec.dispatch)
         rid = recv_b[:, row_b + 8:row_b + 8 + 4 * k].contiguous().view(torch.int32).long()
         rw = recv_b[:, row_b + 8 + 4 * k:row_b + 8 + 8 * k].contiguous().view(torch.float32)
-        part = _compute(moe, first[rank], shard, hr, rid, rw)
+        part = _compute(first[rank], shard, hr, rid, rw)
         c_row = wire_format(spec.combine).row_bytes(dim)
 
         def combine_rec(vals: torch.Tensor, src_rec: torch.Tensor) -> torch.Tensor:
