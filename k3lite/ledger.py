@@ -3,9 +3,9 @@
 One decode step serves a batch of B sequences at context T; the ledger is what ONE decoded token costs:
 
     NVLink, NIC    expert-parallel dispatch + combine over all MoE layers, expected under uniform routing:
-                   `k3lite.interconnect.analytic_traffic` on one deployment (the interconnect page's function;
-                   default an NVL72 rack, EP over 64 GPUs, FP8 dispatch, BF16 combine). Copies to GPUs in the
-                   token's NVLink domain count as NVLink, copies beyond it as NIC.
+                   `k3lite.interconnect.wire_bytes_per_token` (THE wire-bytes function every page uses) times
+                   the MoE layers; default an NVL72 rack, EP over 64 GPUs, DeepEP's normal kernels, FP8
+                   dispatch, BF16 combine. Copies inside the token's NVLink domain count as NVLink, beyond it NIC.
     HBM weights    a step reads every weight it multiplies with once, shared by the batch:
                    (non-routed active weights + the distinct experts the B tokens touch) / B, in FP8
                    (`k3lite.memory.decode_weight_bytes`, the serving page's function; experts touched per
@@ -34,7 +34,7 @@ from typing import NamedTuple
 from k3lite import memory
 from k3lite.attnres import attnres_cost
 from k3lite.config import K3Config, get_preset
-from k3lite.interconnect import Deployment, analytic_traffic, get_topology
+from k3lite.interconnect import Deployment, get_topology, wire_bytes_per_token
 
 MODELS: dict[str, str] = {"deepseek-v3": "DeepSeek-V3", "kimi-k2": "Kimi K2", "k3-estimated": "K3 (estimated)"}
 SEGMENTS: tuple[tuple[str, str], ...] = (  # (field = style.LINK key, label)
@@ -55,6 +55,7 @@ class Deploy:
     ep_size: int = 64
     dispatch: str = "fp8"
     combine: str = "bf16"
+    scheme: str = "normal"  # DeepEP's high-throughput kernels (k3lite.interconnect.SCHEMES)
     batch: int = 64  # sequences decoded together (they share each weight read)
     gpu_overload: float = 1.0  # busiest GPU's max-violation without balancing (assumption; used only then)
 
@@ -122,11 +123,13 @@ def ledger(preset: str, context: int, toggles: Toggles = ALL_ON, deploy: Deploy 
     if not 1 <= context <= 10_000_000:
         raise ValueError(f"context must be 1..10,000,000 tokens, got {context}")
     cfg = variant(get_preset(preset), toggles)
-    dep = Deployment(get_topology(deploy.topology), deploy.ep_size, deploy.dispatch, deploy.combine)
-    wire = analytic_traffic(cfg, dep)
+    Deployment(get_topology(deploy.topology), deploy.ep_size, deploy.dispatch, deploy.combine, 0, deploy.scheme)  # validates
+    wire = wire_bytes_per_token(cfg, deploy.topology, deploy.ep_size, deploy.scheme, dispatch=deploy.dispatch,
+                                combine=deploy.combine)
+    n_moe = cfg.ffn_types().count("moe")
     busiest = 1.0 if toggles.balancing else 1.0 + deploy.gpu_overload
-    nvlink = wire.per_layer.intra * wire.n_moe_layers * busiest
-    nic = wire.per_layer.inter * wire.n_moe_layers * busiest
+    nvlink = wire.intra * n_moe * busiest
+    nic = wire.inter * n_moe * busiest
     weights = memory.decode_weight_bytes(cfg, deploy.batch, WEIGHT_PRECISION) / deploy.batch
     cache = memory.sequence_cache_bytes(cfg, context)
     attnres = attnres_cost(cfg.n_layers, cfg.d_model, cfg.attn_res, cfg.attn_res_block_size).read_bytes

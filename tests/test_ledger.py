@@ -19,7 +19,8 @@ DEP = L.Deploy()
 
 
 def _wire(cfg):
-    return analytic_traffic(cfg, Deployment(get_topology(DEP.topology), DEP.ep_size, DEP.dispatch, DEP.combine))
+    return analytic_traffic(cfg, Deployment(get_topology(DEP.topology), DEP.ep_size, DEP.dispatch, DEP.combine, 0,
+                                            DEP.scheme))
 
 
 @pytest.mark.parametrize("preset", list(L.MODELS))
@@ -119,7 +120,7 @@ def test_interconnect_comparison_shows_k3_without_latent_beside_k3():
     at = AppTest.from_file(str(ROOT / "views" / "interconnect.py"), default_timeout=300).run()
     assert not at.exception, [e.message for e in at.exception]
     figs = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
-    compare = next(f for f in figs if "K3 without latent" in (f["data"][0].get("x") or []))
+    compare = next(f for f in figs if "K3 without latent" in (f["data"][0].get("x") or []))  # the first of them
     names = compare["data"][0]["x"]
     totals = [sum(t["y"][i] for t in compare["data"] if t["type"] == "bar") for i in range(len(names))]
     k3 = totals[names.index(next(n for n in names if n.startswith("k3")))]
