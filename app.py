@@ -14,18 +14,21 @@ for spec in PAGES:
         # Streamlit serves the default page at "/" only: its url_path is not routable, so "/home" (what a visitor
         # types, or an old link) showed a "Page not found" toast. A hidden page running the same file answers
         # there; the default keeps "/" under an internal url_path no link uses.
-        pages.append(st.Page(spec.file, title=spec.title, icon=spec.icon, url_path=f"{spec.url_path}-root",
-                             default=True))
+        home = st.Page(spec.file, title=spec.title, icon=spec.icon, url_path=f"{spec.url_path}-root", default=True)
+        pages.append(home)
         pages.append(st.Page(spec.file, title=spec.title, icon=spec.icon, url_path=spec.url_path,
                              visibility="hidden"))
     else:
         pages.append(st.Page(spec.file, title=spec.title, icon=spec.icon, url_path=spec.url_path))
 
+current = st.navigation(sections)
 with st.sidebar:
     st.caption(
         "k3lite runs a small PyTorch model of every K3 idea live on this server's CPU. Most charts come from "
         "code that just executed; the lab's tables and the residual experiment are shipped results "
         "(each page says which)."
     )
+    # the byte story in one picture, reachable from every page (it lives on the home page)
+    st.page_link(home, label="Bytes per decoded token: the ledger (on Home)", icon=":material/stacked_bar_chart:")
 
-st.navigation(sections).run()
+current.run()

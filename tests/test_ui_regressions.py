@@ -37,3 +37,13 @@ def test_forward_pass_stage_control_matches_the_heading():
         shown = control.options[control.value]  # options are the stage indices 0..N-1, shown formatted
         heading = at.subheader[0].value
         assert heading.startswith(f"{shown} · "), f"control shows {shown!r}, heading says {heading!r}"
+
+
+def test_every_page_links_to_the_byte_ledger():
+    """The ledger lives on home; app.py's sidebar links to it from every page (issue 16: reachable from every page)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300).run()
+    for page in ("views/kda.py", "views/cost_per_task.py"):
+        at.switch_page(page).run()
+        assert not at.exception, [e.message for e in at.exception]
+        links = [link.proto.label for link in at.sidebar.get("page_link")]
+        assert any("ledger" in label for label in links), links

@@ -7,7 +7,7 @@ from plotly.subplots import make_subplots
 from k3lite.interconnect import SCHEME_LABELS, TokenTraffic
 from k3lite.interconnect.measured import KINDS
 from k3lite.interconnect.run import MeasureResult
-from k3lite.viz.style import CONCEPT, HIGHLIGHT_LINE, LINK, bytes_axis
+from k3lite.viz.style import CONCEPT, HIGHLIGHT_LINE, LINK, bytes_axis, wrap
 
 SEGMENTS = (  # (LayerBytes field, legend label, colour): the colour is the link; combine is hatched
     ("dispatch_intra", "dispatch, intra-domain (NVLink)", LINK["nvlink"]),
@@ -95,7 +95,7 @@ def node_limit_figure(sweep: dict[str, list[tuple[int, float]]], current: int = 
         fig.add_vline(x=current, line=HIGHLIGHT_LINE, annotation_text=f"your M = {current}")
     n = max((len(p) for p in sweep.values()), default=1)
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25),
-                      xaxis=dict(title="node limit M (domains a token may use; the last point = no limit)",
+                      xaxis=dict(title=wrap("node limit M (domains a token may use; the last point = no limit)", 40),
                                  tickmode="array", tickvals=list(range(1, n + 1))),
                       yaxis=dict(title=title, rangemode="tozero"))
     return fig

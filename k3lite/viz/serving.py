@@ -85,7 +85,7 @@ def gpus_for_weights_figure(formats: Sequence[str], gpus: Sequence[float], claim
     fig = go.Figure(go.Bar(x=list(formats), y=list(gpus), marker_color=CONCEPT["routed"],
                            text=[f"{g:.1f}" for g in gpus], textposition="outside"))
     fig.add_hline(y=claim, line=HIGHLIGHT_LINE, annotation_text=f"the seed: 'roughly six {gpu}'")
-    fig.update_layout(height=320, yaxis_title="GPUs (weights / HBM per GPU)", xaxis_title="storage format of every weight",
+    fig.update_layout(height=320, yaxis_title="GPUs", xaxis_title="storage format of every weight",
                       margin=_LAYOUT["margin"])
     return fit_titles(fig, f"{gpu} GPUs' worth of HBM for the weights alone")
 
