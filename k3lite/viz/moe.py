@@ -134,7 +134,7 @@ def gpu_heatmap(labels: Sequence[str], counts: np.ndarray, touched: np.ndarray, 
                         subplot_titles=("experts of the token<br>on each GPU", "GPUs<br>touched"))
     fig.add_trace(go.Heatmap(z=z, x=np.arange(g), y=np.arange(t), colorscale=SEQUENTIAL_SCALE, zmin=1,
                              zmax=max(2.0, float(np.nanmax(z)) if np.isfinite(z).any() else 2.0), hoverongaps=False,
-                             colorbar=dict(title="experts", x=0.76, xanchor="right", thickness=10, len=0.9),
+                             colorbar=dict(title="experts", x=1.01, xanchor="left", thickness=10, len=0.9),
                              hovertemplate="token %{y}<br>GPU %{x}: %{z:.0f} of its experts<extra></extra>"), 1, 1)
     fig.add_trace(go.Bar(x=np.asarray(touched), y=np.arange(t), orientation="h", marker_color=LINK["nvlink"],
                          showlegend=False, hovertemplate="token %{y}: %{x} GPUs<extra></extra>"), 1, 2)

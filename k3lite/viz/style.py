@@ -159,7 +159,7 @@ def fit_titles(fig, title: str = "", width: int = 40, min_top: int = 20):
     subplot_lines = max((str(a.text).count("<br>") + 1 for a in fig.layout.annotations
                          if a.text and a.yref == "paper" and a.y is not None and a.y >= 0.97
                          and a.yanchor == "bottom"), default=0)
-    under = 24 * subplot_lines + 10  # the subplot titles' band (16 px font) between the figure title and the plot
+    under = 26 * subplot_lines + 14  # the subplot titles' band (16 px font) between the figure title and the plot
     top = max(min_top, 14 + 24 * lines + under)
     old_top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
     height = fig.layout.height
