@@ -131,10 +131,11 @@ with user_errors():
     saved = byte_ledger.savings(context, deploy)
 st.plotly_chart(ledger_figure(rows), width="stretch")
 s1, s2, s3, s4 = st.columns(4)
-for col, (key, label) in zip((s1, s2, s3, s4), (("latent", "latent saves"), ("hybrid", "KDA hybrid saves"),
-                                                 ("block_attnres", "block AttnRes saves"),
-                                                 ("balancing", "balancing saves (busiest GPU)"))):
-    col.metric(label, fmt_bytes(saved[key]) + " / token", help="bytes per decoded token of K3 with this idea off, "
+for col, (key, label) in zip((s1, s2, s3, s4), (("latent", "latent saves per token"),
+                                                 ("hybrid", "KDA hybrid saves per token"),
+                                                 ("block_attnres", "block AttnRes saves per token"),
+                                                 ("balancing", "balancing saves per token (busiest GPU)"))):
+    col.metric(label, fmt_bytes(saved[key]), help="bytes per decoded token of K3 with this idea off, "
                                                                "minus K3 as designed, all segments together")
 st.caption(
     f"Deployment: {deploy.topology} rack, experts over {deploy.ep_size} GPUs, {deploy.dispatch.upper()} dispatch / "

@@ -42,7 +42,8 @@ def ledger_figure(rows: list[Ledger], counterfactual: set[str] | None = None) ->
             fig.add_bar(y=names, x=[getattr(r, key) / div for r in rows], orientation="h", name=labels[key],
                         marker=dict(color=LINK[key], pattern=dict(shape=[p["shape"] for p in pattern],
                                                                   fgcolor=COUNTERFACTUAL_PATTERN["fgcolor"],
-                                                                  solidity=COUNTERFACTUAL_PATTERN["solidity"])),
+                                                                  solidity=COUNTERFACTUAL_PATTERN["solidity"],
+                                                                  fillmode=COUNTERFACTUAL_PATTERN["fillmode"])),
                         customdata=[fmt_bytes(getattr(r, key)) for r in rows], legendgroup=key,
                         hovertemplate="%{y}: %{customdata}<extra>" + labels[key] + "</extra>", row=panel, col=1)
         totals = [sum(getattr(r, k) for k in keys) for r in rows]

@@ -49,7 +49,8 @@ HIGHLIGHT_LINE = dict(color=_DARK, width=3)  # "your setting": an outline, not a
 HIGHLIGHT_MARKER = dict(color="rgba(0,0,0,0)", size=14, line=HIGHLIGHT_LINE)  # a ring around the point
 NEUTRAL = _GREY  # reference lines (ideal load, parity, 1x)
 CONTROL = _DARK  # theme colour of sliders and buttons (.streamlit/config.toml primaryColor): no concept's hue
-COUNTERFACTUAL_PATTERN = dict(shape="/", fgcolor="#FFFFFF", solidity=0.35)  # "K3 without latent": hatched bars
+# "K3 without latent": hatched bars (white hatching over the segment's own colour)
+COUNTERFACTUAL_PATTERN = dict(shape="/", fgcolor="#FFFFFF", solidity=0.35, fillmode="overlay")
 SEQUENTIAL_SCALE = "Viridis"  # heatmaps of one quantity (magnitudes, loads)
 DIVERGING_SCALE = "RdBu"  # heatmaps of signed quantities (state entries, deltas)
 
