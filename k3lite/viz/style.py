@@ -164,8 +164,9 @@ def fit_titles(fig, title: str = "", width: int = 40, min_top: int = 20):
     top = max(min_top, 14 + 24 * lines + under)
     old_top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
     height = fig.layout.height
-    fig.update_layout(margin=dict(t=top),
-                      title=dict(text=text, yref="paper", y=1, yanchor="bottom", pad=dict(b=under)))
+    # Plotly anchors a multi-line title by its first line, so the lines below it need their own room too
+    fig.update_layout(margin=dict(t=top), title=dict(text=text, yref="paper", y=1, yanchor="bottom",
+                                                     pad=dict(b=under + 24 * max(0, lines - 1))))
     if height:
         fig.update_layout(height=height + top - old_top)
     return fig
