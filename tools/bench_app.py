@@ -2,17 +2,18 @@
 
     python -m k3lite.bench app [--repeats 7] [--pages moe,kda] [--threads N] [--json]
 
-For each page listed in app.py, in one process and one run (Streamlit's AppTest, no browser):
+For each page in views/registry.py (the list app.py navigates), in one process and one run (Streamlit's
+AppTest, no browser):
   cold first render   the first session of a fresh server: imports, st.cache_resource / st.cache_data builds
   warm first render   a later visitor's first view (a new session, caches warm)
   rerun median / max  that session moves its first slider (else number input, else selectbox) to `repeats`
                       NEW values one step apart around the default (so st.cache_data misses, as for a
                       visitor exploring), timing each rerun
-Target (issue 8): every page's median rerun at default settings < 0.5 s on 2 CPU cores. The machine's load
+Target: every page's median rerun at default settings < 0.5 s on 2 CPU cores. The machine's load
 average is printed because other processes slow every number alike.
 
-This is the one module under k3lite/ that imports Streamlit (lazily, inside the functions): it measures
-the app itself. The model code stays Streamlit-free.
+It imports Streamlit (it measures the app itself), so it lives in tools/, outside k3lite/; the command
+above runs it as `python -m tools.bench_app` from the repository root.
 """
 from __future__ import annotations
 
@@ -25,14 +26,17 @@ import time
 from pathlib import Path
 
 import torch
+from streamlit import config
+from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[2]
+from k3lite.guards import bounded_threads
+from views.registry import PAGES  # the app's one page list
+
+ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 0.5
 
 
 def page_paths() -> list[str]:
-    from views.registry import PAGES  # the app's one page list (views/ is importable from the repo root)
-
     return [p.file for p in PAGES]
 
 
@@ -65,8 +69,6 @@ def _around(v, step, lo, hi, n: int = 64) -> list:
 
 
 def bench_page(page: str, repeats: int, timeout: float) -> dict:
-    from streamlit.testing.v1 import AppTest
-
     path = str(ROOT / page)
     t0 = time.perf_counter()
     at = AppTest.from_file(path, default_timeout=timeout).run()
@@ -105,7 +107,7 @@ def bench_page(page: str, repeats: int, timeout: float) -> dict:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m k3lite.bench app", description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=7, help="reruns per page after a control change")
-    ap.add_argument("--pages", default="", help="comma-separated file stems (default: every page in app.py)")
+    ap.add_argument("--pages", default="", help="comma-separated file stems (default: every page in views/registry.py)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: k3lite.guards.bounded_threads)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds one script run may take")
     ap.add_argument("--json", action="store_true")
@@ -113,10 +115,6 @@ def main(argv: list[str]) -> int:
     if args.repeats < 1:
         print("error: --repeats must be >= 1", file=sys.stderr)
         return 2
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    from streamlit import config
-
     cwd, details, threads = os.getcwd(), config.get_option("client.showErrorDetails"), torch.get_num_threads()
     os.chdir(ROOT)  # AppTest reads .streamlit/config.toml from here, as `streamlit run` does
     config.set_option("client.showErrorDetails", "full")  # the bench reports errors verbatim
@@ -129,8 +127,6 @@ def main(argv: list[str]) -> int:
 
 
 def _run(args) -> int:
-    from k3lite.guards import bounded_threads
-
     if args.threads:
         torch.set_num_threads(args.threads)
     threads = torch.get_num_threads() if args.threads else bounded_threads()
@@ -165,3 +161,7 @@ def _run(args) -> int:
         print(f"pages under the {TARGET_S} s rerun target: {sum(m < TARGET_S for m in meds)}/{len(meds)}; "
               f"slowest median {max(meds):.3f} s; whole bench {total:.0f} s")
     return 1 if any(r["errors"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
