@@ -16,6 +16,9 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_PAGE_PATHS, heavy_slot_taken
+from k3lite.bench.balance import model_moe_inputs
+from k3lite.config import get_preset
+from k3lite.model import K3Model
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_PATHS = APP_PAGE_PATHS
@@ -215,3 +218,31 @@ def test_page_survives_a_busy_server(page, monkeypatch):
             if b.proto.type == "primary" and not b.proto.disabled:
                 at.button[i].click().run()
                 assert not at.exception, (page, b.label, [e.message for e in at.exception])
+
+
+def test_hidden_states_read_from_a_shared_model_are_this_sessions_own():
+    """model_moe_inputs hooks a cached model that other sessions run at the same time (found by
+    `python -m k3lite.bench load`: a prompt of 37 bytes came back with 94 hidden states). Another thread
+    running the same model meanwhile must not add to, or change, this thread's result."""
+    torch.manual_seed(0)
+    model = K3Model(get_preset("lite")).eval()
+    data = bytes(range(32, 127)) * 4  # 380 tokens, run in chunks of 16: many forwards to interleave with
+    alone = model_moe_inputs(model, data, chunk=16)
+    stop = threading.Event()
+
+    def other_visitor():
+        with torch.inference_mode():
+            while not stop.is_set():
+                model(torch.randint(0, 256, (1, 24)))
+
+    t = threading.Thread(target=other_visitor)
+    t.start()
+    try:
+        together = model_moe_inputs(model, data, chunk=16)
+    finally:
+        stop.set()
+        t.join(30)
+    assert together.keys() == alone.keys()
+    for i in alone:
+        assert together[i].shape == alone[i].shape == (len(data), model.cfg.d_model)
+        torch.testing.assert_close(together[i], alone[i])
