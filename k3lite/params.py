@@ -14,11 +14,13 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 from k3lite.config import PRESETS, K3Config, get_preset
+from k3lite.model import DenseTransformer, K3Model, Layer
 
 COMPONENTS = (
     "embedding", "lm_head", "attention_kda", "attention_mla", "dense_ffn", "routed_experts",
@@ -100,10 +102,8 @@ _INIT_FUNCS = frozenset({"normal_", "uniform_", "trunc_normal_", "kaiming_unifor
                          "zero_", "fill_"})
 
 
-def build_meta_model(cfg: K3Config):
+def build_meta_model(cfg: K3Config) -> K3Model:
     """The whole `K3Model(cfg)` on the meta device (shapes only, no memory, no init)."""
-    from k3lite.model import K3Model  # model.py imports this module for its dense baseline: break the cycle
-
     with torch.device("meta"), _NoInitOnMeta():
         return K3Model(cfg)
 
@@ -126,8 +126,6 @@ def _meta_parameters(cfg: K3Config) -> list[tuple[str, int, int]]:
     modules: one of each kind is built and counted once per layer of that kind (K3: 93 layers, 4 kinds),
     and the parameters outside the layers come from a small K3Model with the same outside settings.
     `count_params(cfg, whole_model=True)` builds everything; a test checks that both agree."""
-    from k3lite.model import K3Model, Layer  # model.py imports this module: break the cycle
-
     small = _smallest_like(cfg)
     if small is None:
         return [(name, p.numel(), 1) for name, p in build_meta_model(cfg).named_parameters()]
@@ -155,20 +153,52 @@ def count_params(cfg: K3Config, *, whole_model: bool = False) -> ParamReport:
         params = _meta_parameters(cfg)
     mixer_of = cfg.layer_types()
     total = dict.fromkeys(COMPONENTS, 0)
-    active = dict.fromkeys(COMPONENTS, 0)
-    frac_routed = cfg.moe.top_k / cfg.moe.n_routed_experts
     for name, numel, times in params:  # tied weights are yielded once
         comp = _component(name)
         if comp == "mixer":
             comp = "attention_" + mixer_of[int(name.split(".")[1])]
         total[comp] += numel * times
-        if comp == "routed_experts":
-            active[comp] += round(numel * frac_routed) * times
-        elif comp == "embedding" and not cfg.tie_embeddings:
-            pass  # a lookup, not a matmul: not active (see module docstring)
-        else:
-            active[comp] += numel * times
+    active = {comp: round(n * active_share(comp, cfg)) for comp, n in total.items()}
+
+# The "active" convention in words, for pages and CLIs that explain it (the rule itself is `active_share`).
+ACTIVE_RULE = (
+    "**Active** = what one token multiplies with: all attention, router, shared-expert, dense-FFN and LM-head "
+    "weights, plus top-k / E of the routed experts. The input embedding is *not* counted as active: a token "
+    "only looks up one row of it (DeepSeek's own README counts it in; labs differ). With tied embeddings "
+    "the table doubles as the LM head, and then it counts."
+)
+
+
+def active_share(component: str, cfg: K3Config) -> float:
+    """The fraction of a component's parameters one token uses: the one home of the "active" rule."""
+    if component == "routed_experts":
+        return cfg.moe.top_k / cfg.moe.n_routed_experts
+    if component == "embedding" and not cfg.tie_embeddings:
+        return 0.0  # a lookup, not a matmul (see module docstring)
+    return 1.0
+
+
     return ParamReport(cfg.name, sum(total.values()), sum(active.values()), total, active)
+
+
+@lru_cache(maxsize=256)
+def active_params(cfg: K3Config) -> int:
+    """`count_params(cfg).active`, cached per config (the hybrid decode model asks for it on every rerun)."""
+    return count_params(cfg).active
+
+
+def dense_baseline_for(cfg: K3Config, match: str = "active") -> DenseTransformer:
+    """A DenseTransformer with the same d_model, layers and heads as `cfg`, and the SwiGLU width chosen so
+    its parameter count matches cfg's *active* (default) or *total* parameters (k3lite.params convention)."""
+    if match not in ("active", "total"):
+        raise ValueError(f"match must be 'active' or 'total', got {match!r}")
+    rep = count_params(cfg)
+    target = rep.active if match == "active" else rep.total
+    d, L = cfg.d_model, cfg.n_layers
+    n_heads = max(1, cfg.mla.n_heads)
+    fixed = cfg.vocab_size * d + L * (4 * d * d + 2 * d) + d  # embedding (tied) + attention + norms
+    ffn = max(8, int(round((target - fixed) / (3 * d * L) / 8)) * 8)
+    return DenseTransformer(cfg.vocab_size, d, L, n_heads, ffn, cfg.max_seq_len, cfg.norm_eps)
 
 
 def fmt(n: float) -> str:
