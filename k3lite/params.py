@@ -159,6 +159,8 @@ def count_params(cfg: K3Config, *, whole_model: bool = False) -> ParamReport:
             comp = "attention_" + mixer_of[int(name.split(".")[1])]
         total[comp] += numel * times
     active = {comp: round(n * active_share(comp, cfg)) for comp, n in total.items()}
+    return ParamReport(cfg.name, sum(total.values()), sum(active.values()), total, active)
+
 
 # The "active" convention in words, for pages and CLIs that explain it (the rule itself is `active_share`).
 ACTIVE_RULE = (
@@ -176,9 +178,6 @@ def active_share(component: str, cfg: K3Config) -> float:
     if component == "embedding" and not cfg.tie_embeddings:
         return 0.0  # a lookup, not a matmul (see module docstring)
     return 1.0
-
-
-    return ParamReport(cfg.name, sum(total.values()), sum(active.values()), total, active)
 
 
 @lru_cache(maxsize=256)
