@@ -26,7 +26,9 @@ Reported:
               marker `k3load-<session>-<nonce>`; a frame holding another session's marker, or a query string
               (the page mirrors its widgets into the URL) that does not echo this session's own last values,
               is cross-talk. The check can see: the number of own echoes it verified is printed.
-  load        the machine's load average and this client's own CPU time (it shares the cores with the server)
+  load        the machine's load average and this client's own CPU time (it shares the cores with the server);
+              the server's CPU seconds per script run, which other processes on the machine inflate far less
+              than wall-clock latency, so the capacity of the cores can be read off even on a shared box
 Exit status 1 if any error or cross-talk was seen. Latency is printed, never asserted.
 """
 from __future__ import annotations
@@ -129,6 +131,17 @@ def tree_rss_bytes(pid: int) -> int:
         except (OSError, StopIteration):
             pass
     return total
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) used so far by `pid` and its finished-and-waited children (Linux /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    ticks = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 class RssSampler(threading.Thread):
@@ -444,6 +457,12 @@ def print_report(rep: dict) -> None:
           f"{rep['think_s']} s; {rep['cpus']} CPUs, load average {rep['load_avg_start']:.1f} at start, "
           f"{rep['load_avg_end']:.1f} at end; this client used {rep['client_cpu_s']:.1f} s of CPU "
           f"in {rep['wall_s']:.0f} s")
+    runs = len(rep["latency"]) and sum(row["n"] for row in rep["latency"])
+    if rep.get("server_cpu_s", float("nan")) == rep.get("server_cpu_s", float("nan")) and runs:
+        per_run = rep["server_cpu_s"] / runs
+        print(f"server CPU: {rep['server_cpu_s']:.0f} s for {runs} script runs = {per_run:.2f} s per run, a cost "
+              f"that other load inflates far less than latency: {rep['cpus']} cores serve at most ~{rep['cpus'] / per_run:.1f} "
+              f"runs/s (this class asked for {runs / rep['wall_s']:.1f}/s)")
     print(f"{'page':<22}{'kind':<7}{'n':>5}{'p50 (s)':>9}{'p95 (s)':>9}{'max (s)':>9}")
     for row in rep["latency"]:
         print(f"{row['page']:<22}{row['kind']:<7}{row['n']:>5}{row['p50_s']:>9.2f}{row['p95_s']:>9.2f}"
@@ -520,6 +539,7 @@ def measure(args) -> dict:
             sampler = RssSampler(pid)
             sampler.start()
         load0 = os.getloadavg()[0]
+        server_cpu0 = tree_cpu_seconds(pid) if pid else float("nan")
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.monotonic()
         findings = asyncio.run(run_load(url, args.sessions, 60 * args.minutes, args.pages, args.think,
@@ -527,6 +547,7 @@ def measure(args) -> dict:
         cpu1 = resource.getrusage(resource.RUSAGE_SELF)
         cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
         wall = time.monotonic() - t0
+        server_cpu = (tree_cpu_seconds(pid) - server_cpu0) if pid else float("nan")
     finally:
         if sampler is not None:
             sampler.stop()
@@ -537,6 +558,7 @@ def measure(args) -> dict:
             except subprocess.TimeoutExpired:
                 proc.kill()
     rep = report(findings, sampler.samples if sampler else [], args, cpu, (load0, os.getloadavg()[0]), wall)
+    rep["server_cpu_s"] = server_cpu
     if proc is not None:  # tracebacks the server logged (an exception a page swallowed would still show here)
         text = log_path.read_text(errors="replace")
         rep["server_log_tracebacks"] = text.count("Traceback (most recent call last)")
