@@ -129,13 +129,13 @@ class Asset(NamedTuple):
 
 
 def _assets() -> dict[str, Asset]:
-    data = ("assets/lite.safetensors",)
+    model_files = ("assets/lite.safetensors",) + MODEL_SOURCES + DEMO_SOURCES
+    demo_args = {"layer": MOE_LAYER, "prompt": MOE_PROMPT, "cfg": repr(moe_default_cfg(get_preset("lite").d_model))}
     return {
-        "moe_stream_layer4": Asset(_moe_stream, {"layer": MOE_LAYER}, data + MODEL_SOURCES + DEMO_SOURCES),
-        "moe_demo_default": Asset(_moe_demo, {"layer": MOE_LAYER, "prompt": MOE_PROMPT,
-                                              "cfg": repr(moe_default_cfg(get_preset("lite").d_model))}, data + MODEL_SOURCES + DEMO_SOURCES),
-        "moe_balance_runs": Asset(lambda: run_balance(**BALANCE_ARGS), BALANCE_ARGS, ("k3lite/moe.py", "k3lite/config.py")
-                                  + DEMO_SOURCES),
+        "moe_stream_layer4": Asset(_moe_stream, {"layer": MOE_LAYER}, model_files),
+        "moe_demo_default": Asset(_moe_demo, demo_args, model_files),
+        "moe_balance_runs": Asset(lambda: run_balance(**BALANCE_ARGS), BALANCE_ARGS,
+                                  ("k3lite/moe.py", "k3lite/config.py") + DEMO_SOURCES),
     }
 
 

@@ -63,8 +63,8 @@ from k3lite.viz.style import fmt_bytes  # the one byte formatter (decimal units)
 from views.registry import DEFAULT_PAGE, PAGES  # the app's one page list
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_PAGES = (DEFAULT_PAGE.url_path,) + tuple(p.url_path for p in PAGES if p.section == "Mechanisms") + ("forward_pass",)
 MECHANISM_PAGES = tuple(p.url_path for p in PAGES if p.section == "Mechanisms")
+DEFAULT_PAGES = (DEFAULT_PAGE.url_path, *MECHANISM_PAGES, "forward_pass")
 MARKER_RE = re.compile(rb"k3load-(\d+)-[0-9a-f]{6}")
 WIDGETS = ("slider", "number_input", "selectbox", "radio", "text_input", "text_area", "checkbox", "toggle")
 PROMPT_WORDS = ("the", "cat", "sat", "on", "mat", "42", "experts", "route", "tokens", "delta", "3.14", "über")
@@ -460,9 +460,9 @@ def print_report(rep: dict) -> None:
     runs = len(rep["latency"]) and sum(row["n"] for row in rep["latency"])
     if rep.get("server_cpu_s", float("nan")) == rep.get("server_cpu_s", float("nan")) and runs:
         per_run = rep["server_cpu_s"] / runs
-        print(f"server CPU: {rep['server_cpu_s']:.0f} s for {runs} script runs = {per_run:.2f} s per run, a cost "
-              f"that other load inflates far less than latency: {rep['cpus']} cores serve at most ~{rep['cpus'] / per_run:.1f} "
-              f"runs/s (this class asked for {runs / rep['wall_s']:.1f}/s)")
+        print(f"server CPU: {rep['server_cpu_s']:.0f} s for {runs} script runs = {per_run:.2f} s per run (other load "
+              f"inflates it far less than latency): {rep['cpus']} cores serve at most "
+              f"~{rep['cpus'] / per_run:.1f} runs/s; this class asked for {runs / rep['wall_s']:.1f}/s")
     print(f"{'page':<22}{'kind':<7}{'n':>5}{'p50 (s)':>9}{'p95 (s)':>9}{'max (s)':>9}")
     for row in rep["latency"]:
         print(f"{row['page']:<22}{row['kind']:<7}{row['n']:>5}{row['p50_s']:>9.2f}{row['p95_s']:>9.2f}"
