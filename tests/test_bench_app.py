@@ -29,3 +29,13 @@ def test_nothing_under_k3lite_imports_streamlit(root):
             offenders += [f"{path.relative_to(root)}:{node.lineno} {n}" for n in names
                           if n == "streamlit" or n.startswith("streamlit.")]
     assert not offenders, offenders
+
+
+def test_every_control_moves_each_keyed_control(capsys):
+    rc = bench_app.main(["--pages", "hybrid_attention", "--repeats", "1", "--every-control"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    row = next(line for line in out.splitlines() if line.startswith("hybrid_attention"))
+    n = int(row.split(" controls, each")[0].rsplit(None, 1)[-1])
+    listed = [line for line in out.splitlines() if "rerun median" in line and line.startswith("    ")]
+    assert n >= 2 and len(listed) == n, out
