@@ -7,7 +7,8 @@ from streamlit.proto.Slider_pb2 import Slider
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from tools import bench_load
-from tools.bench_load import Findings, RunResult
+from tools.bench_load import Findings
+from tools.streamlit_session import RunResult
 
 RSS_BOUND_BYTES = 3 * 10**9  # issue target for a class of 30 after 10 minutes; a few sessions stay far below
 
