@@ -14,8 +14,9 @@ from k3lite.moe import RoutingStats
 
 
 def sample_tree():
-    stats = RoutingStats(torch.arange(6).reshape(1, 3, 2), torch.rand(1, 3, 2), torch.rand(1, 3, 4),
-                         torch.tensor([1, 2, 3, 0]), 0.5, 0.25, 0, 1.2, 16, 64.0)
+    stats = RoutingStats(topk_idx=torch.arange(6).reshape(1, 3, 2), topk_weight=torch.rand(1, 3, 2),
+                         scores=torch.rand(1, 3, 4), load=torch.tensor([1, 2, 3, 0]), max_violation=0.5, cv=0.25,
+                         dropped=0, entropy=1.2, dispatch_dim=16)
     return {"labels": ["a", "\n"], 4: (1, 2.5, None), "stats": {"quantile": stats}, "nan": float("nan")}
 
 
