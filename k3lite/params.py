@@ -81,6 +81,14 @@ class ParamReport:
         }
 
 
+def routed_fraction(top_k: int, n_routed_experts: int) -> float:
+    """Share of the routed experts one token visits (top-k / E): the "activation ratio" of the expert pool.
+    The home page, the routing page's table and `count_params` all use this one function."""
+    if not 1 <= top_k <= n_routed_experts:
+        raise ValueError(f"need 1 <= top_k <= routed experts, got top_k {top_k}, experts {n_routed_experts}")
+    return top_k / n_routed_experts
+
+
 def build_meta_model(cfg: K3Config):
     from k3lite.model import K3Model
 
@@ -93,7 +101,7 @@ def count_params(cfg: K3Config) -> ParamReport:
     model = build_meta_model(cfg)
     total = dict.fromkeys(COMPONENTS, 0)
     active = dict.fromkeys(COMPONENTS, 0)
-    frac_routed = cfg.moe.top_k / cfg.moe.n_routed_experts
+    frac_routed = routed_fraction(cfg.moe.top_k, cfg.moe.n_routed_experts)
     for name, p in model.named_parameters():  # tied weights are yielded once
         comp = _component(name)
         if comp == "mixer":
