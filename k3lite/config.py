@@ -347,7 +347,8 @@ def k3_estimated() -> K3Config:
     dense FFN 33792, vocab 163840. Our guesses on top of those: MLA dims of the K2 family
     (kv_lora 512, qk 128+64, v 128, q_lora 1536, NoPE as in Kimi Linear, sigmoid output gate);
     KDA with 96 heads x 128 (= d_model / 56, chosen so q/k/v projections match the MLA width of
-    the same family); 1 dense first layer; attention-residual blocks of 12 sublayers (~8 blocks).
+    the same family); 1 dense first layer; attention-residual blocks of 24 sublayers (186 sublayers -> 8 blocks,
+    the last one partial).
     `python -m k3lite.params --preset k3-estimated` shows how close this lands to 2.8T.
     """
     return K3Config(

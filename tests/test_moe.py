@@ -422,3 +422,46 @@ def test_page_invalid_input_is_a_clear_error(root, state, message):
     at = _page(root, **state)
     assert not at.exception, [e.message for e in at.exception]
     assert any(message in e.value for e in at.error), [e.value for e in at.error]
+
+
+# ------------------------------------------------------------------------------------------ DeepSeek-V3 Gate
+def deepseek_gate(x, weight, bias, score_func, n_groups, topk_groups, top_k, route_scale):
+    """Port of DeepSeek-V3 `inference/model.py` `Gate.forward` (bias = its optional selection bias or None)."""
+    scores = x @ weight.T
+    scores = scores.softmax(dim=-1) if score_func == "softmax" else scores.sigmoid()
+    original = scores
+    if bias is not None:
+        scores = scores + bias
+    if n_groups > 1:
+        scores = scores.view(x.size(0), n_groups, -1)
+        group_scores = scores.amax(dim=-1) if bias is None else scores.topk(2, dim=-1)[0].sum(dim=-1)
+        indices = group_scores.topk(topk_groups, dim=-1)[1]
+        mask = scores.new_ones(x.size(0), n_groups, dtype=bool).scatter_(1, indices, False)
+        scores = scores.masked_fill_(mask.unsqueeze(-1), float("-inf")).flatten(1)
+    indices = torch.topk(scores, top_k, dim=-1)[1]
+    weights = original.gather(1, indices)
+    if score_func == "sigmoid":
+        weights /= weights.sum(dim=-1, keepdim=True)
+    return weights * route_scale, indices
+
+
+@pytest.mark.parametrize("score_func", ["sigmoid", "softmax"])
+@pytest.mark.parametrize("balancing", ["none", "bias"])
+@pytest.mark.parametrize("groups", [(1, 1), (4, 2)])
+def test_router_matches_deepseek_gate(score_func, balancing, groups):
+    """Same experts and weights as DeepSeek's Gate in every case: softmax weights are not renormalised, and
+    groups rank by amax without a bias, by top-2 sum with one (both differed before)."""
+    torch.manual_seed(0)
+    c = cfg(n_routed_experts=16, top_k=3, score_func=score_func, balancing=balancing, n_groups=groups[0],
+            topk_groups=groups[1], route_scale=2.5)
+    r = Router(32, c)
+    if balancing == "bias":
+        r.bias.copy_(0.05 * torch.randn(16))
+    x = torch.randn(50, 32)
+    with torch.no_grad():
+        out = r(x)
+        w_ref, idx_ref = deepseek_gate(x, r.weight, r.bias if balancing == "bias" else None, score_func, *groups,
+                                       3, 2.5)
+    torch.testing.assert_close(out.topk_idx.sort(-1).values, idx_ref.sort(-1).values, atol=0, rtol=0)
+    order, order_ref = out.topk_idx.argsort(-1), idx_ref.argsort(-1)
+    torch.testing.assert_close(out.topk_weight.gather(1, order), w_ref.gather(1, order_ref), **TOL)
