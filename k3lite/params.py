@@ -89,6 +89,12 @@ def routed_fraction(top_k: int, n_routed_experts: int) -> float:
     return top_k / n_routed_experts
 
 
+def active_with_embedding(report: ParamReport) -> int:
+    """Active parameters counting the input-embedding table in (the convention of DeepSeek-V3's weights README:
+    "36.7B activated, including 0.9B embedding and 0.9B output head"); our own convention leaves it out."""
+    return report.active + report.by_component["embedding"] - report.active_by_component["embedding"]
+
+
 def build_meta_model(cfg: K3Config):
     from k3lite.model import K3Model
 
