@@ -21,7 +21,7 @@ import torch
 
 from k3lite.config import BALANCING_METHODS, MoEConfig
 from k3lite.moe import LatentMoE, Router, routing_metrics, selection_stability
-from k3lite.tokenizer import token_label
+from k3lite.tokenizer import token_label, validate_prompt
 
 METHODS = tuple(BALANCING_METHODS)  # none, aux_loss, bias, quantile
 UPDATE_COUNTS = (1, 2, 4, 8, 16, 32, 64)  # held-out violation is recorded after these many updates
@@ -56,13 +56,9 @@ def calibration_stream() -> bytes:
 
 
 def check_prompt(prompt: str) -> bytes:
-    """The prompt's UTF-8 bytes (one token per byte), or ValueError naming the constraint."""
-    data = prompt.encode("utf-8")
-    if not data:
-        raise ValueError("the prompt must not be empty")
-    if len(data) > MAX_PROMPT_BYTES:
-        raise ValueError(f"the prompt must be at most {MAX_PROMPT_BYTES} bytes of UTF-8, got {len(data)}")
-    return data
+    """The prompt's UTF-8 bytes (one token per byte): the app's one prompt policy (`validate_prompt`) with this
+    demo's length limit; ValueError naming the constraint."""
+    return validate_prompt(prompt, max_bytes=MAX_PROMPT_BYTES)
 
 
 # ------------------------------------------------------------------------------------ hidden states
