@@ -1,8 +1,12 @@
 """The routing page's demo: every balancing method gets the same update budget, the claims come from the curves,
 expert choice is counted honestly, and nothing passed in (a cached router or model) is mutated."""
+import re
+
 import pytest
 import torch
 
+from conftest import ROOT
+from k3lite.bench.balance import main as bench_balance
 from k3lite.config import MoEConfig
 from k3lite.moe import Router
 from k3lite.moe_demo import (ExpertChoice, PromptDemo, balance_claim, calibrate, expert_choice, notice_lines,
@@ -124,3 +128,18 @@ def test_notice_lines_follow_the_numbers():
     _, calm = notice_lines(fake_demo(curves, stability={"none": 0.05, "aux_loss": 0.02, "bias": 0.06,
                                                         "quantile": 0.07}))
     assert "aux_loss did not" in calm and "flip more easily" not in calm
+
+
+def test_no_page_imports_a_benchmark():
+    """Pages import library modules; k3lite.bench is for the command line (the routing page used to import its
+    demo from k3lite.bench.balance)."""
+    imports = re.compile(r"^\s*(from|import)\s+k3lite\.bench", re.M)
+    offenders = [p.name for p in (ROOT / "views").glob("*.py") if imports.search(p.read_text())]
+    assert offenders == []
+
+
+def test_bench_prints_the_pages_panel_b(capsys):
+    assert bench_balance(["--prompt-demo", "--experts", "16", "--top-k", "2", "--layer", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "E 16, top-2" in out and "Updates needed to get below" in out
+    assert bench_balance(["--prompt-demo", "--layer", "0"]) == 2  # layer 0 is dense in the lite model
