@@ -299,8 +299,8 @@ def balance_claim(demo: PromptDemo, names: dict[str, str] | None = None) -> str:
     late = [i for i, n in enumerate(counts) if n >= budget]
     values = [demo.curves[m][i] for m in balancers for i in late]
     # lowest at a budget = equal to the minimum as shown (2 decimals): ties are shared
-    winners = [[m for m in balancers if round(demo.curves[m][i], 2) == round(min(demo.curves[b][i] for b in balancers), 2)]
-               for i in late]
+    shown_min = {i: round(min(demo.curves[m][i] for m in balancers), 2) for i in late}
+    winners = [[m for m in balancers if round(demo.curves[m][i], 2) == shown_min[i]] for i in late]
     always = [m for m in balancers if all(m in w for w in winners)]
     if always:
         level = (" and ".join(names.get(m, m) for m in always) + (" is" if len(always) == 1 else " are")
