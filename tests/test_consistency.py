@@ -92,6 +92,11 @@ def test_moe_bars_are_the_curve_at_the_shared_budget_and_the_claim_uses_them(moe
     low, high = map(float, re.search(r"stay between ([\d.]+) and ([\d.]+)", claim).groups())
     late = [float(y) for tr in curve.data[1:] for x, y in zip(array(tr.x), array(tr.y)) if x >= budget]  # [0]: none
     assert (low, high) == (round(min(late), 2), round(max(late), 2))
+    captions = " ".join(c.value for c in moe_page.caption)
+    tokens = int(re.search(r"([\d,]+) held-out bytes x top-", captions).group(1).replace(",", ""))
+    k = int(re.search(r"held-out bytes x top-(\d+)", captions).group(1))
+    per_expert = int(re.search(r"give every expert exactly (\d+)", captions).group(1))
+    assert per_expert == tokens * k // moe_page.session_state.moe_experts  # expert choice: N k / E each, exactly
     notice = " ".join(m.value for m in moe_page.markdown)
     assert "comes closest to the dashed line" not in notice  # the old fixed claim (quantile was 4th of 4)
     assert f"{1 + from_bars[0]:.1f}x the ideal load" in notice  # none's bar, in the what-to-notice text
