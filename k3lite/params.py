@@ -83,14 +83,6 @@ class ParamReport:
         }
 
 
-def routed_fraction(top_k: int, n_routed_experts: int) -> float:
-    """Share of the routed experts one token visits (top-k / E): the "activation ratio" of the expert pool.
-    The home page, the routing page's table and `count_params` all use this one function."""
-    if not 1 <= top_k <= n_routed_experts:
-        raise ValueError(f"need 1 <= top_k <= routed experts, got top_k {top_k}, experts {n_routed_experts}")
-    return top_k / n_routed_experts
-
-
 def active_with_embedding(report: ParamReport) -> int:
     """Active parameters counting the input-embedding table in (the convention of DeepSeek-V3's weights README:
     "36.7B activated, including 0.9B embedding and 0.9B output head"); our own convention leaves it out."""
@@ -114,7 +106,7 @@ ACTIVE_RULE = (
 def active_share(component: str, cfg: K3Config) -> float:
     """The fraction of a component's parameters one token uses: the one home of the "active" rule."""
     if component == "routed_experts":
-        return routed_fraction(cfg.moe.top_k, cfg.moe.n_routed_experts)
+        return cfg.moe.activation_ratio  # top_k / E (config.routed_fraction)
     if component == "embedding" and not cfg.tie_embeddings:
         return 0.0  # a lookup, not a matmul (see module docstring)
     return 1.0

@@ -418,6 +418,7 @@ def test_page_renders_at_extremes(root, state):
     (dict(moe_experts=8, moe_top_k=32), "moe.top_k (32) must be <= moe.n_routed_experts (8)"),
     (dict(moe_prompt="x" * 300), "the limit is 256"),
     (dict(moe_prompt=""), "prompt is empty"),
+    (dict(moe_prompt="bell\x07"), "control character U+0007"),  # the app's one prompt policy
 ])
 def test_page_invalid_input_is_a_clear_error(root, state, message):
     at = _page(root, **state)

@@ -67,7 +67,9 @@ def move(step: int) -> None:
 b1, b2, b3 = st.columns([1, 1, 8])
 b1.button("◀ Prev", on_click=move, args=(-1,), disabled=st.session_state.fp_stage == 0, key="fp_prev")
 b2.button("Next ▶", on_click=move, args=(1,), disabled=st.session_state.fp_stage == last, key="fp_next")
-b3.slider("stage", 0, last, key="fp_stage", label_visibility="collapsed")
+# shows "n/N" like the heading below (a 0-based number read 41 beside "42/42"), with a visible label
+b3.select_slider("stage", options=list(range(len(STAGES))), key="fp_stage",
+                 format_func=lambda i: f"{i + 1}/{len(STAGES)}")
 push_url("fp_stage")
 stage = STAGES[st.session_state.fp_stage]
 

@@ -3,8 +3,8 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from k3lite.config import PRESETS, get_preset
-from k3lite.params import ACTIVE_RULE, active_with_embedding, count_params, fmt, routed_fraction
+from k3lite.config import PRESETS, get_preset, routed_fraction
+from k3lite.params import ACTIVE_RULE, active_with_embedding, count_params, fmt
 from k3lite.viz.params import ACTIVE_CONVENTION, PUBLISHED, breakdown_figure
 from views.common import push_url, url_state, user_errors
 from views.registry import PAGES, SHIPPED_INPUTS
