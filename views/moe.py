@@ -6,6 +6,7 @@ import torch
 from k3lite.checkpoint import checkpoint_meta, load_lite_model
 from k3lite.config import BALANCING_METHODS, MoEConfig, get_preset
 from k3lite.guards import heavy_work
+from k3lite.interconnect import REFERENCE, deployment_bytes
 from k3lite.moe import latent_cost_per_token
 from k3lite.moe_balance import run_balance, summary_rows, training_claim
 from k3lite.moe_demo import (MAX_PROMPT_BYTES, balance_claim, calibration_stream, check_prompt,
@@ -133,8 +134,13 @@ m1.metric(f"max-violation, {result.eval_tokens:,} held-out bytes", f"{result.eva
                "expert: too few to measure balance (chance alone overloads some expert), so it is measured on "
                "held-out text the balancer did not see.")
 m2.metric("load CV on the prompt", f"{stats.cv:.2f}", help="std/mean of tokens per expert")
-m3.metric("bytes dispatched per token", f"{stats.bytes_dispatched:,.0f} B",
-          help="one direction, bf16: top-k x dispatch dim x 2 bytes; combine sends as much back")
+with user_errors():
+    wire = deployment_bytes(cfg, REFERENCE, d_model=D)  # the one wire-bytes function (k3lite.interconnect)
+m3.metric("bytes on the wire per token", f"{wire.total:,.0f} B",
+          help=f"dispatch {wire.dispatch:,.0f} B + combine {wire.combine:,.0f} B per MoE layer, expected under uniform "
+               f"routing on {REFERENCE.describe()}: {wire.copies.total:.2f} copies x ({wire.dispatch_record} + "
+               f"{wire.combine_record}) B records of the {stats.dispatch_dim}-dim latent. The Interconnect page "
+               "shows every other deployment.")
 m4.metric("selection flips under noise", f"{100 * result.stability[METHOD]:.1f}%",
           help="share of top-k choices that change when scores get noise of std 0.01 (held-out tokens)")
 K3_SCALE = E > K3_SCALE_EXPERTS
@@ -196,10 +202,12 @@ explain(training_claim(runs, METHOD_LABELS) + " Trained here (once, then cached)
         "same initial weights and batches for every method. `python -m k3lite.bench balance` runs the longer version.")
 
 st.subheader("(d) Bytes on the wire and expert FLOPs per token vs latent ratio, at K3 width")
-costs = [latent_cost_per_token(K3_D, K3_FFN, K, SHARED, K3_FFN, r) for r in RATIOS.values()]
+with user_errors():
+    costs = [latent_cost_per_token(K3_D, K3_FFN, K, SHARED, K3_FFN, r, n_experts=E) for r in RATIOS.values()]
 st.plotly_chart(latent_tradeoff(costs, RATIO), width="stretch")
 explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3 numbers from unofficial config copies), top-{K}, "
-        f"{SHARED} shared: wire = 2 x k x l x 2 bytes (bf16, dispatch + combine, every copy leaves its GPU); "
+        f"{SHARED} shared, {E} experts: wire = expected copies x (FP8 dispatch + BF16 combine record) on "
+        f"{REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token); "
         "routed FLOPs = 2 x 3 x l x FFN x k. Outlined = your latent ratio. Shared experts never cross the wire.")
 
 st.subheader("(e) Activation ratio: routed experts a token visits")

@@ -191,8 +191,9 @@ def load_figure(trace: Trace, layer: int) -> go.Figure:
                         f"{lt.dispatch_dim}-dim latent per copy)", 320)
 
 
-def combine_figure(trace: Trace, layer: int) -> go.Figure:
-    cum = trace.bytes_cumulative()
+def combine_figure(trace: Trace, layer: int, wire_per_layer: float) -> go.Figure:
+    """wire_per_layer: bytes per token per MoE layer from k3lite.interconnect.wire_bytes_per_token."""
+    cum = trace.bytes_cumulative(wire_per_layer)
     labels = _labels(trace)
     fig = make_subplots(rows=1, cols=2, subplot_titles=("FFN output norm per token", "interconnect bytes per token, cumulative"))
     lt = trace.layers[layer]
@@ -200,7 +201,7 @@ def combine_figure(trace: Trace, layer: int) -> go.Figure:
                 marker_color=CONCEPT["routed"])
     colors = [LINK["nvlink"] if i <= layer else CONCEPT["baseline"] for i in range(len(cum))]
     fig.add_bar(x=[f"L{i}" for i in range(len(cum))], y=cum, marker_color=colors, row=1, col=2, showlegend=False)
-    fig.update_yaxes(title="bytes (dispatch + combine, bf16)", row=1, col=2)
+    fig.update_yaxes(title="bytes per token (dispatch + combine)", row=1, col=2)
     step = max(1, len(labels) // 30)
     fig.update_xaxes(tickmode="array", tickvals=list(range(0, len(labels), step)), ticktext=labels[::step], row=1, col=1)
     return _layout(fig, f"Layer {layer}: combine — {cum[layer]:,.0f} bytes per token so far")
@@ -232,8 +233,9 @@ def top5_figure(top_ids: list[int], top_probs: list[float]) -> go.Figure:
     return _layout(fig, "Top-5 next-byte probabilities", 300)
 
 
-def stage_figure(trace: Trace, stage: Stage, top: tuple[list[int], list[float]] | None = None, head: int = 0):
-    """The picture for one stage."""
+def stage_figure(trace: Trace, stage: Stage, top: tuple[list[int], list[float]] | None = None, head: int = 0,
+                 wire_per_layer: float | None = None):
+    """The picture for one stage (the combine stage needs wire_per_layer: bytes per token per MoE layer)."""
     if stage.kind == "tokenize":
         return tokens_figure(trace)
     if stage.kind == "embed":
@@ -249,7 +251,9 @@ def stage_figure(trace: Trace, stage: Stage, top: tuple[list[int], list[float]] 
     if stage.kind == "experts":
         return load_figure(trace, stage.layer)
     if stage.kind == "combine":
-        return combine_figure(trace, stage.layer)
+        if wire_per_layer is None:
+            raise ValueError("the combine stage needs wire_per_layer (k3lite.interconnect.wire_bytes_per_token)")
+        return combine_figure(trace, stage.layer, wire_per_layer)
     if stage.kind == "dense":
         return dense_figure(trace, stage.layer)
     if stage.kind == "logits":

@@ -115,7 +115,7 @@ def latent_tradeoff(costs: Sequence[LatentCost], current_ratio: float | None = N
                       legend=dict(orientation="h", y=-0.25))
     fig.update_xaxes(title_text="latent ratio l / d", row=1, col=1)
     fig.update_xaxes(title_text="latent ratio l / d", row=1, col=2)
-    fig.update_yaxes(title_text=f"{unit} per token (bf16)", row=1, col=1)
+    fig.update_yaxes(title_text=f"{unit} per token per MoE layer (FP8 out, BF16 back)", row=1, col=1)
     fig.update_yaxes(title_text="GFLOP per token", row=1, col=2)
     return fig
 
