@@ -28,7 +28,8 @@ from typing import Any, Callable, NamedTuple
 import torch
 from safetensors.torch import load_file, save_file
 
-from k3lite.bench.balance import calibration_stream, check_prompt, model_moe_inputs, prompt_demo, run_balance
+from k3lite.moe_balance import run_balance
+from k3lite.moe_demo import calibration_stream, check_prompt, model_moe_inputs, prompt_demo
 from k3lite.checkpoint import DEFAULT_PATH as LITE_CHECKPOINT
 from k3lite.checkpoint import load_lite_model
 from k3lite.config import MoEConfig, get_preset
@@ -90,7 +91,7 @@ def sha256_file(path: Path) -> str:
 # ------------------------------------------------------------------------------------------ what is shipped
 MODEL_SOURCES = ("k3lite/model.py", "k3lite/moe.py", "k3lite/mla.py", "k3lite/kda", "k3lite/attnres.py",
                  "k3lite/nn.py", "k3lite/trace.py", "k3lite/checkpoint.py", "k3lite/config.py")
-DEMO_SOURCES = ("k3lite/bench/balance.py",)  # the prompt demo, the calibration text and the balancing run
+DEMO_SOURCES = ("k3lite/moe_demo.py", "k3lite/tokenizer.py")  # the prompt demo and the calibration text
 
 # the MoE page's defaults (views/moe.py); a test renders the page and checks that it uses these assets
 MOE_LAYER = 4
@@ -135,7 +136,7 @@ def _assets() -> dict[str, Asset]:
         "moe_stream_layer4": Asset(_moe_stream, {"layer": MOE_LAYER}, model_files),
         "moe_demo_default": Asset(_moe_demo, demo_args, model_files),
         "moe_balance_runs": Asset(lambda: run_balance(**BALANCE_ARGS), BALANCE_ARGS,
-                                  ("k3lite/moe.py", "k3lite/config.py") + DEMO_SOURCES),
+                                  ("k3lite/moe.py", "k3lite/config.py", "k3lite/moe_balance.py")),
     }
 
 

@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import APP_PAGE_PATHS, heavy_slot_taken
 from streamlit_internals import cached_modules, make_apptest_thread_safe
-from k3lite.bench.balance import model_moe_inputs
+from k3lite.moe_demo import model_moe_inputs
 from k3lite.config import get_preset
 from k3lite.model import K3Model
 
