@@ -1,6 +1,6 @@
 """Figures for the lab page: training curves per mixer, and accuracy vs sequence length.
 
-Plain functions: data in (the curve dicts of `k3lite.lab.LabResult`, or rows of `summary_rows`),
+Plain functions: data in (the curve dicts of `k3lite.lab.LabResult`, or rows of `k3lite.lab_sweep.aggregate`),
 a plotly figure out, so they are tested without a browser.
 """
 from __future__ import annotations
@@ -53,23 +53,6 @@ def curves_figure(runs: dict[str, dict], metric: str = "acc", total_steps: int |
         fig.update_xaxes(range=[0, total_steps])
     if metric == "acc":
         fig.update_yaxes(range=[0, 101])
-    return fig
-
-
-def accuracy_vs_length_figure(rows: list[dict], task: str) -> go.Figure:
-    """Final held-out accuracy (%) vs sequence length, one line per mixer (rows from `summary_rows`)."""
-    rows = sorted((r for r in rows if r["task"] == task and r.get("residual", "standard") == "standard"),
-                  key=lambda r: r["seq_len"])
-    mixers = sorted({m for r in rows for m in r["acc"]}, key=lambda m: MIXERS.index(m) if m in MIXERS else 99)
-    fig = go.Figure()
-    for mixer in mixers:
-        pts = [(r["seq_len"], 100.0 * r["acc"][mixer]) for r in rows if mixer in r["acc"]]
-        fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers",
-                                 name=MIXER_LABELS.get(mixer, mixer), line=dict(color=COLORS.get(mixer))))
-    fig.update_layout(xaxis_title="sequence length (tokens)", yaxis_title="held-out accuracy (%)", height=340,
-                      margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.3))
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(range=[0, 101])
     return fig
 
 
