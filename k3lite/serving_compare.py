@@ -127,7 +127,8 @@ PUBLISHED: tuple[Published, ...] = (
               Serving("kimi-k2", "H200", 96, 96, 1, FP8, 2100), 480, 384_000 / 96,
               "LMSYS / Mooncake team, 'Deploying Kimi K2 with PD Disaggregation and Large-Scale Expert Parallelism "
               "on 128 H200 GPUs' (2025-07-17): decode throughput 384k tokens/s on the cluster (12 decode nodes), "
-              "2,000-token inputs, 100-token outputs, decode batch 480; we divide by the 96 decode GPUs"),
+              "2,000-token inputs, 100-token outputs, decode batch 480 (read as per GPU: the blog does not say); we "
+              "divide by the 96 decode GPUs"),
 )
 
 

@@ -142,6 +142,14 @@ explain(dollars(f"Same hardware for every bar ({hw0.n_gpus} x {hw0.gpu}, EP {hw0
         f"{steps[-1].usd_per_m / steps[0].usd_per_m:.2f}x the classic design's."))
 st.dataframe([{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in rows],
              hide_index=True, width="stretch")
+cheap = min(rows, key=lambda r: r["$ / M output"])
+dear = max(rows, key=lambda r: r["$ / M output"])
+explain(dollars(f"Side by side on the same hardware and context: the cheapest is {cheap['model']} with {cheap['weights']} "
+                f"(${cheap['$ / M output']:.3f} per M output tokens at {cheap['batch / GPU']} sequences per GPU), the "
+                f"dearest {dear['model']} with {dear['weights']} (${dear['$ / M output']:.3f} at {dear['batch / GPU']}). "
+                + ("Every row is HBM-bound, so the sequences that fit next to the weights set the price."
+                   if all(r["bound by"] == "HBM" for r in rows) else
+                   "Bound by: " + ", ".join(f"{r['model']} {r['weights']}: {r['bound by']}" for r in rows) + ".")))
 
 st.subheader("5. Checked against published serving figures")
 st.plotly_chart(validation_figure([c["short"] for c in checks], [c["measured tokens/s / GPU"] for c in checks],
