@@ -7,6 +7,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from k3lite.viz.style import fmt_bytes
+
 MECH_COLORS = {"linear attention": "#7f7f7f", "DeltaNet": "#1f77b4", "Gated DeltaNet": "#ff7f0e", "KDA": "#2ca02c"}
 
 
@@ -60,9 +62,8 @@ def memory_figure(contexts: Sequence[int], curves: Mapping[str, Sequence[float]]
         fig.add_trace(go.Scatter(x=list(contexts), y=list(ys), name=name, mode="lines", line=dict(dash=dash),
                                  hovertemplate="%{x:,} tokens: %{y:,.0f} bytes<extra>" + name + "</extra>"))
     fig.update_xaxes(type="log", title_text="context length (tokens)")
-    ticks = [2.0**e for e in range(0, 50, 5)]
-    names = ["1 B", "32 B", "1 KiB", "32 KiB", "1 MiB", "32 MiB", "1 GiB", "32 GiB", "1 TiB", "32 TiB"]
-    fig.update_yaxes(type="log", title_text="decode memory (bf16)", tickvals=ticks, ticktext=names)
+    ticks = [10.0**e for e in range(0, 15, 2)]  # decimal units, as every byte count in the app (viz.style)
+    fig.update_yaxes(type="log", title_text="decode memory (bytes)", tickvals=ticks, ticktext=[fmt_bytes(t, 1) for t in ticks])
     fig.update_layout(title=title, height=420, margin=dict(l=10, r=10, t=50, b=10), legend=dict(font=dict(size=11)))
     return fig
 
