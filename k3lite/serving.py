@@ -196,7 +196,7 @@ def wire_bytes_per_token(cfg: K3Config, s: Serving) -> tuple[float, float]:
     gpu = get_gpu(s.gpu)
     g = min(gpu.nvlink_domain, s.ep)
     if s.ep > g and s.ep % g:  # e.g. EP 12 on 8-GPU nodes: the model needs whole domains, so count 4-GPU ones
-        g = math.gcd(s.ep, g)  # (fewer NVLink peers: slightly more inter-node bytes, the conservative side)
+        g = math.gcd(s.ep, g)  # (fewer NVLink peers than the real layout: slightly more inter-node bytes)
     topo = Topology(s.gpu, s.ep, g, gpu.nvlink_bw, gpu.nic_bw, gpu.source)
     lb = analytic_traffic(cfg, WireDeployment(topo, s.ep, s.dispatch, s.combine)).per_layer
     return lb.intra, lb.inter
