@@ -163,5 +163,6 @@ verdict = ("never below, as an upper bound must" if lo >= 1 else
 explain(f"The model lands {lo:.2f}x to {hi:.2f}x the measured tokens/s (with overlap, at each publication's "
         f"batch and context): {verdict}. What it leaves out: kernel efficiency below "
         "peak, expert load imbalance (EPLB gave SGLang 2.54x in decode), launch and synchronisation "
-        "latency, activation memory, and DeepEP's per-(token, expert) messages in decode. DeepSeek's own figure "
+        "latency and activation memory (the wire bytes are DeepEP low-latency's, one message per token and "
+        "selected expert, from `k3lite.interconnect`). DeepSeek's own figure "
         "also includes speculative multi-token prediction, which the model does not credit.")
