@@ -2,4 +2,4 @@
 
 Each NAME is a module k3lite/bench/NAME.py with a `main(argv) -> int`.
 """
-BENCHES = ("kda", "moe", "balance", "model", "app")
+BENCHES = ("kda", "moe", "balance", "model", "app", "train")
