@@ -151,3 +151,19 @@ def chunk_carry(it: Intra, n: int, S, scale: float, delta: bool, in_place: bool,
             outs.append(torch.baddbmm(qG[i] @ S, Aqk[i], D, beta=scale, alpha=scale))
             S = torch.baddbmm(a_end[i] * S, k_dec_t[i], D)
     return (o if in_place else torch.stack(outs)), S
+
+
+def chunk_flops(B: int, T: int, H: int, K: int, V: int, C: int, delta: bool = True) -> int:
+    """Matmul FLOPs (2 per multiply-add) of the chunk kernel's forward; elementwise work is not counted.
+
+    Per chunk and head, as `chunk_intra` and `chunk_carry` compute them: the two decayed Grams 2 x 2C^2K,
+    the triangular inverse ~C^3, U and W 2C^2V + 2C^2K, then the carry: W S, Q S and the state update
+    3 x 2CKV, and Aqk Delta 2C^2V. Without the delta rule: no A, no inverse, no U/W matmuls, no W S.
+    """
+    C = max(1, min(C, T))
+    n_chunks = -(-T // C)
+    if delta:
+        per = 4 * C * C * K + C**3 + 2 * C * C * V + 2 * C * C * K + 6 * C * K * V + 2 * C * C * V
+    else:
+        per = 2 * C * C * K + 4 * C * K * V + 2 * C * C * V
+    return B * H * n_chunks * per
