@@ -85,6 +85,9 @@ class Intra(NamedTuple):
     G: torch.Tensor  # (M, C, K) cumulative log-decay (zeros without decay)
     A: torch.Tensor | None  # (M, C, C) strictly lower decayed k k^T, before Diag(beta) (delta only)
     Mut: torch.Tensor | None  # (M, C, C) (I + Diag(beta) A)^-1 (delta only)
+    eG: torch.Tensor  # (M, C, K) exp(G)
+    kG: torch.Tensor  # (M, C, K) k * exp(G)
+    eG_end_minus: torch.Tensor  # (M, C, K) exp(G_end - G)
 
 
 def chunk_intra(q, k, v, g, beta, delta: bool) -> Intra:
@@ -94,7 +97,8 @@ def chunk_intra(q, k, v, g, beta, delta: bool) -> Intra:
     G_end = G[:, -1:, :]  # (M, 1, K)
     eG = G.exp()  # (M, C, K) decay since the chunk start, <= 1
     qG, kG = q * eG, k * eG  # (M, C, K)
-    k_dec = k * (G_end - G).exp()  # (M, C, K) k_i decayed to the chunk end, <= 1
+    e_rest = (G_end - G).exp()  # (M, C, K) decay from each token to the chunk end, <= 1
+    k_dec = k * e_rest  # (M, C, K) k_i decayed to the chunk end
 
     if C <= _SUB:  # one block: exp(G_c - G_i) = exp(G_c - 0) * exp(G_end - G_i) * exp(0 - G_end)
         right_t = (k_dec * (-G_end).clamp(max=_CAP).exp()).transpose(-1, -2)  # (M, K, C)
@@ -118,7 +122,7 @@ def chunk_intra(q, k, v, g, beta, delta: bool) -> Intra:
         U, W = torch.bmm(Mb, v), torch.bmm(Mb, kG)  # (M, C, V), (M, C, K)
     else:
         U, A = (v if beta is None else beta * v), None
-    return Intra(qG, Aqk, U, W, k_dec, G_end.exp().transpose(-1, -2), G, A, Mut)
+    return Intra(qG, Aqk, U, W, k_dec, G_end.exp().transpose(-1, -2), G, A, Mut, eG, kG, e_rest)
 
 
 def chunk_carry(it: Intra, n: int, S, scale: float, delta: bool, in_place: bool, states=None):

@@ -1,9 +1,9 @@
 """The hand-written backward of the chunk-wise kernel (`ChunkGatedDelta`), so training never runs autograd
 through the chunk loop (which saves every step's small tensors and zero-fills a full-size gradient per slice).
 
-Forward keeps only the state each chunk starts from, S_i (n, BH, K, V); backward recomputes the parallel
-intra-chunk part (`chunk_intra`) group by group, walks the chunks in reverse for the state gradient, then
-does everything else batched. Per chunk, with scale folded into dO:
+Forward keeps the state each chunk starts from, S_i (n, BH, K, V), and the parallel intra-chunk part
+(`chunk_intra`) of each group of chunks; backward walks the groups in reverse, the chunks inside a group in
+reverse for the state gradient, and does everything else batched over the group. Per chunk, with scale folded into dO:
 
     forward                          backward (dS' = gradient of the state after the chunk)
     D  = U - W S                     dD = Aqk^T dO + k_dec dS'            (the only sequential part, with dS)
@@ -24,9 +24,6 @@ import torch
 
 from k3lite.kda.chunk import _CAP, _SUB, _decayed_grams, _exact_blocks, chunk_carry, chunk_intra
 
-_GROUP_FLOATS_BWD = 1 << 18  # backward groups of chunks: larger than the forward's (fewer, bigger ops)
-
-
 def _gram_backward(q, k, it, dAqk, dA):
     """Gradients of Aqk (and A, if not None) w.r.t. q, k and G: (dq, dk, dG), each (M, C, K)."""
     M, C, K = q.shape
@@ -39,7 +36,7 @@ def _gram_backward(q, k, it, dAqk, dA):
             return torch.autograd.grad(outs, (qd, kd, Gd), grads)
     # one block: exp(G_c - G_i) = e^(G_c) e^(-G_i); the product is <= 1, the second factor <= e^span
     G_end = G[:, -1:, :]
-    eG = G.exp()  # (M, C, K)
+    eG = it.eG  # (M, C, K)
     eNG = (-G).clamp(max=_CAP).exp()  # (M, C, K) e^(-G_i) >= 1, exact where the chunk's span <= cap
     right = k * eNG  # (M, C, K)
     row_q = torch.bmm(dAqk, right)  # (M, C, K) sum_i dAqk[c, i] k_i e^(-G_i)
@@ -67,15 +64,14 @@ def _gram_backward(q, k, it, dAqk, dA):
     return dq, dk, dG
 
 
-def _group_backward(q, k, v, g, beta, states, dO, dS, scale: float, delta: bool):
-    """Backward through n consecutive chunks, (n, BH, C, .) each, given dO and dS, the gradient of the state
-    after the last chunk. Returns (dq, dk, dv, dg, dbeta) in the same layout and dS at the first chunk."""
+def _group_backward(q, k, v, g, beta, it, states, dO, dS, scale: float, delta: bool):
+    """Backward through n consecutive chunks, (n, BH, C, .) each, given their forward `Intra`, dO and dS, the
+    gradient of the state after the last chunk. Returns (dq, dk, dv, dg, dbeta) in that layout and dS at the
+    first chunk."""
     n, BH, C, K = q.shape
     V = v.shape[-1]
     M = n * BH
-    flat = [None if x is None else x.reshape(M, C, x.shape[-1]) for x in (q, k, v, g, beta)]
-    q, k, v, g, beta = flat
-    it = chunk_intra(q, k, v, g, beta, delta)
+    q, k, v, g, beta = (None if x is None else x.reshape(M, C, x.shape[-1]) for x in (q, k, v, g, beta))
     dO = dO.reshape(M, C, V) * scale  # scale folded in
     S = states.reshape(M, K, V)
     dD = torch.bmm(it.Aqk.transpose(-1, -2), dO).view(n, BH, C, V)  # the parallel half of dD
@@ -98,8 +94,7 @@ def _group_backward(q, k, v, g, beta, states, dO, dS, scale: float, delta: bool)
     dAqk = torch.bmm(dO, D.transpose(-1, -2)).masked_fill_(~lower, 0.0)  # (M, C, C)
     dk_dec = torch.bmm(D, dS_after.transpose(-1, -2))  # (M, C, K)
     da_end = (S * dS_after).sum(-1)  # (M, K)
-    eG = it.G.exp()
-    kG = k * eG
+    eG, kG = it.eG, it.kG
     dbeta = dA = None
     if delta:
         Mb = it.Mut if beta is None else it.Mut * beta.transpose(-1, -2)  # (M, C, C)
@@ -120,7 +115,7 @@ def _group_backward(q, k, v, g, beta, states, dO, dS, scale: float, delta: bool)
             dbeta = (dD * v).sum(-1, keepdim=True)
     dq_g, dk_g, dG = _gram_backward(q, k, it, dAqk, dA)
     dq = dq_g + dqG * eG
-    R = (it.G[:, -1:, :] - it.G).exp()  # (M, C, K) e^(G_end - G)
+    R = it.eG_end_minus  # (M, C, K) e^(G_end - G)
     dk = dk_g + dk_dec * R
     dG = dG + dqG * it.qG - dk_dec * it.k_dec
     if dkG is not None:
@@ -140,13 +135,15 @@ class ChunkGatedDelta(torch.autograd.Function):
     def forward(ctx, q, k, v, g, beta, S0, scale: float, delta: bool, group: int):
         N, BH, C, K = q.shape
         S = S0.clone()
-        states = q.new_empty(N, BH, K, v.shape[-1])  # the state each chunk starts from: all backward keeps
+        states = q.new_empty(N, BH, K, v.shape[-1])  # the state each chunk starts from
         o = q.new_empty(N, BH, C, v.shape[-1])
+        ctx.intras = []  # the parallel part of each group, kept for backward (recomputing it costs more)
         for n0 in range(0, N, group):
             n1 = min(n0 + group, N)
             sl = [None if x is None else x[n0:n1].reshape(-1, C, x.shape[-1]) for x in (q, k, v, g, beta)]
-            o[n0:n1], S = chunk_carry(chunk_intra(*sl, delta), n1 - n0, S, scale, delta, in_place=True,
-                                      states=states[n0:n1])
+            it = chunk_intra(*sl, delta)
+            o[n0:n1], S = chunk_carry(it, n1 - n0, S, scale, delta, in_place=True, states=states[n0:n1])
+            ctx.intras.append((n0, n1, it))
         ctx.save_for_backward(q, k, v, g, beta, states)
         ctx.scale, ctx.delta = scale, delta
         return o, S
@@ -159,12 +156,11 @@ class ChunkGatedDelta(torch.autograd.Function):
         dS = torch.zeros(BH, K, V, dtype=q.dtype, device=q.device) if dS_final is None else dS_final.clone()
         dO = torch.zeros_like(states[:, :, :1, :].expand(N, BH, C, V)) if dO is None else dO
         grads = [torch.empty_like(x) if x is not None else None for x in (q, k, v, g, beta)]
-        group = max(1, _GROUP_FLOATS_BWD // (BH * C * max(K, V)))
-        for n1 in range(N, 0, -group):
-            n0 = max(0, n1 - group)
+        for n0, n1, it in reversed(ctx.intras):
             sl = [None if x is None else x[n0:n1] for x in (q, k, v, g, beta)]
-            part, dS = _group_backward(*sl, states[n0:n1], dO[n0:n1], dS, ctx.scale, ctx.delta)
+            part, dS = _group_backward(*sl, it, states[n0:n1], dO[n0:n1], dS, ctx.scale, ctx.delta)
             for out, p in zip(grads, part):
                 if out is not None:
                     out[n0:n1] = p
+        ctx.intras = None
         return (*grads, dS, None, None, None)
