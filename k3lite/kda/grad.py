@@ -37,7 +37,7 @@ def _gram_backward(q, k, it, dAqk, dA):
     # one block: exp(G_c - G_i) = e^(G_c) e^(-G_i); the product is <= 1, the second factor <= e^span
     G_end = G[:, -1:, :]
     eG = it.eG  # (M, C, K)
-    eNG = (-G).clamp(max=_CAP).exp()  # (M, C, K) e^(-G_i) >= 1, exact where the chunk's span <= cap
+    eNG = it.eG_end_minus * (-G_end).clamp(max=_CAP).exp()  # (M, C, K) e^(-G_i), exact where span <= cap
     right = k * eNG  # (M, C, K)
     row_q = torch.bmm(dAqk, right)  # (M, C, K) sum_i dAqk[c, i] k_i e^(-G_i)
     col = torch.bmm(dAqk.transpose(-1, -2), it.qG)  # (M, C, K) sum_c dAqk[c, i] q_c e^(G_c)
