@@ -138,7 +138,7 @@ def kda_trajectory(q, k, v, g, beta, scale=None, initial_state=None, keep_states
 # ============================================================================ chunk-wise parallel
 
 
-_GROUP_FLOATS = 1 << 16  # chunks are processed in groups whose (chunks x B*H x C x K) tensors stay cache-sized
+_GROUP_FLOATS = 1 << 17  # chunks go in groups whose (chunks x B*H x C x K) tensors stay cache-sized (512 KiB)
 
 
 def chunk_gated_delta(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_size: int, delta: bool):
