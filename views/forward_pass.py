@@ -2,7 +2,7 @@
 import streamlit as st
 import torch
 
-from k3lite.checkpoint import load_lite_model
+from k3lite.checkpoint import checkpoint_meta, load_lite_model
 from k3lite.tokenizer import decode, encode, token_label
 from k3lite.viz.model import WHAT, stage_figure, stages
 from views.common import explain, push_url, url_state, user_errors
@@ -43,9 +43,9 @@ def continuation(prompt: str, n: int, temperature: float, seed: int) -> str:
 model, warning = lite_model()
 if warning:
     st.warning(warning)
-elif getattr(model, "meta", {}).get("val_loss"):
-    st.caption(f"Checkpoint: {model.meta.get('steps')} training steps, validation loss "
-               f"{model.meta['val_loss']:.2f} nats/byte (uniform guessing: 5.55). See assets/lite_train_log.json.")
+elif (meta := checkpoint_meta()).get("val_loss"):
+    st.caption(f"Checkpoint: {meta.get('steps')} training steps, validation loss "
+               f"{meta['val_loss']:.2f} nats/byte (uniform guessing: 5.55). See assets/lite_train_log.json.")
 
 url_state("fp_prompt", "def greet(name):\n    return 'Hello, ' + name")
 st.text_area(f"prompt (≤ {MAX_CHARS} characters, ≤ {MAX_BYTES} UTF-8 bytes; any unicode)", key="fp_prompt",
@@ -67,7 +67,9 @@ def move(step: int) -> None:
 b1, b2, b3 = st.columns([1, 1, 8])
 b1.button("◀ Prev", on_click=move, args=(-1,), disabled=st.session_state.fp_stage == 0, key="fp_prev")
 b2.button("Next ▶", on_click=move, args=(1,), disabled=st.session_state.fp_stage == last, key="fp_next")
-b3.slider("stage", 0, last, key="fp_stage", label_visibility="collapsed")
+# shows "n/N" like the heading below (a 0-based number read 41 beside "42/42"), with a visible label
+b3.select_slider("stage", options=list(range(len(STAGES))), key="fp_stage",
+                 format_func=lambda i: f"{i + 1}/{len(STAGES)}")
 push_url("fp_stage")
 stage = STAGES[st.session_state.fp_stage]
 

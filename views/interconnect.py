@@ -8,6 +8,7 @@ from k3lite.interconnect import (
     traffic_table,
 )
 from k3lite.viz.interconnect import compare_figure, measured_figure, traffic_figure
+from k3lite.viz.style import fmt_bytes
 from views.common import explain, push_url, url_state, user_errors
 
 PRESETS = ("k3-estimated", "kimi-k2", "deepseek-v3")
@@ -75,7 +76,7 @@ with user_errors():
     t = analytic_traffic(cfg, dep)
 
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("bytes / token / MoE layer", f"{t.per_layer.total / 1e3:,.1f} KB")
+m1.metric("bytes / token / MoE layer", fmt_bytes(t.per_layer.total))
 m2.metric(f"per forward pass ({t.n_moe_layers} MoE layers)", f"{t.per_forward / 1e6:,.2f} MB")
 m3.metric("remote GPUs per token", f"{t.copies.remote:.2f}",
           help=f"{t.copies.remote_intra:.2f} in the token's NVLink domain + {t.copies.remote_inter:.2f} beyond it")
@@ -95,7 +96,7 @@ with user_errors():
                            st.session_state.ic_ep, st.session_state.ic_dispatch, st.session_state.ic_combine,
                            st.session_state.ic_node_limit)
 st.plotly_chart(compare_figure(rows), width="stretch")
-st.dataframe(traffic_table(rows), hide_index=True)
+st.dataframe(traffic_table(rows), hide_index=True, width="stretch")  # full width: headers were cut
 explain(
     "Each model with its own published config (DeepSeek-V3: arXiv 2412.19437 config.json; Kimi K2: "
     "Kimi-K2-Instruct config.json) or, for K3, the estimated preset (896 experts top-16 from the seed article; "
@@ -135,7 +136,7 @@ if st.button("Measure it", type="primary", key="ic_m_go"):
 res = st.session_state.get("ic_measured")
 if res is not None:
     st.plotly_chart(measured_figure(res), width="stretch")
-    st.code(format_result(res), language="text")
+    st.code(format_result(res), language="text", wrap_lines=True)  # the log was cut at the right edge
     explain(
         "Measured and same-routing bars are equal to the byte (an exact integer comparison per rank): the analytic "
         "counting is what a real all_to_all sends. The uniform expectation differs a little because a real "

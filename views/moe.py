@@ -5,16 +5,18 @@ import torch
 
 from k3lite.bench.balance import (MAX_PROMPT_BYTES, calibration_stream, check_prompt, model_moe_inputs, prompt_demo,
                                   run_balance, summary_rows)
-from k3lite.checkpoint import load_lite_model
+from k3lite.checkpoint import checkpoint_meta, load_lite_model
 from k3lite.config import BALANCING_METHODS, MoEConfig, get_preset
 from k3lite.guards import heavy_work
 from k3lite.moe import latent_cost_per_token
-from k3lite.viz.moe import (METHOD_LABELS, activation_rows, latent_tradeoff, load_bars, routing_heatmap,
-                            violation_curves)
+from k3lite.placement import K3_SCALE_EXPERTS, gpu_view, mean_load_per_expert
+from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_tradeoff, load_bars, load_histogram,
+                            routing_heatmap, violation_curves)
 from views.common import explain, push_url, url_state, user_errors
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
-K3_D, K3_FFN = 7168, 3072  # K3 hidden size and expert FFN: secondary (unofficial config copies), for (d)
+K3 = get_preset("k3-estimated")  # hidden size and expert FFN: secondary (unofficial config copies)
+K3_D, K3_FFN = K3.d_model, K3.moe.expert_ffn_dim  # for (d)
 RATIOS = {"1": 1.0, "1/2": 0.5, "1/4": 0.25, "1/8": 0.125}
 LITE = get_preset("lite")
 MOE_LAYERS = [i for i, kind in enumerate(LITE.ffn_types()) if kind == "moe"]
@@ -68,7 +70,7 @@ def lite_model():
     return load_lite_model()  # (model, warning or None); never mutated here: read through hooks only
 
 
-@st.cache_resource(show_spinner="Running the trained model over 8 KB of text and code (once per server)…")
+@st.cache_resource(show_spinner="Running the trained model over 8 kB of text and code (once per server)…")
 def stream_states():
     return model_moe_inputs(lite_model()[0], calibration_stream())  # {layer: (L, d)}
 
@@ -108,22 +110,42 @@ stats = result.stats[METHOD]
 
 st.subheader("(a) Which experts each token of the prompt visits")
 st.caption(
-    f"The prompt runs through the trained lite model (assets/lite.safetensors, {model.meta.get('steps', '?')} "
+    f"The prompt runs through the trained lite model (assets/lite.safetensors, {checkpoint_meta().get('steps', '?')} "
     f"training steps); the hidden states entering its MoE at layer {LAYER} (d = {D}) then go into a fresh seeded "
     f"LatentMoE built from your settings (l = {stats.dispatch_dim}, expert FFN {EXPERT_FFN}). Its router is "
     "untrained, so which expert gets which byte is arbitrary; how *evenly* they spread is the point. Each "
     f"method's balancing state was fitted first on {result.fit_tokens:,} bytes of text and code."
 )
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("max-violation on the prompt", f"{stats.max_violation:.2f}", help="max(load)/mean(load) - 1; 0 = even")
+per_expert = mean_load_per_expert(len(result.labels), K, E)
+m1.metric(f"max-violation, {result.eval_tokens:,} held-out bytes", f"{result.eval_violation[METHOD]:.2f}",
+          help=f"max(load)/mean(load) - 1; 0 = even. On the prompt alone it reads {stats.max_violation:.2f}, but "
+               f"{len(result.labels)} bytes x top-{K} spread over {E} experts is {per_expert:.2f} assignments per "
+               "expert: too few to measure balance (chance alone overloads some expert), so it is measured on "
+               "held-out text the balancer did not see.")
 m2.metric("load CV on the prompt", f"{stats.cv:.2f}", help="std/mean of tokens per expert")
 m3.metric("bytes dispatched per token", f"{stats.bytes_dispatched:,.0f} B",
           help="one direction, bf16: top-k x dispatch dim x 2 bytes; combine sends as much back")
 m4.metric("selection flips under noise", f"{100 * result.stability[METHOD]:.1f}%",
           help="share of top-k choices that change when scores get noise of std 0.01 (held-out tokens)")
-st.plotly_chart(routing_heatmap(result.labels, stats.topk_idx[0].numpy(), stats.topk_weight[0].numpy(), E,
-                                title=f"{METHOD_LABELS[METHOD]}: gate weight of each chosen expert"),
-                width="stretch")
+K3_SCALE = E > K3_SCALE_EXPERTS
+if K3_SCALE:  # a tokens x experts heatmap is hairline static here: show where the experts live instead
+    GPU_CHOICES = [8, 16, 32, 64, 128]
+    url_state("moe_gpus", 64, choices=GPU_CHOICES)
+    st.select_slider("GPUs the experts are spread over (expert parallelism)", GPU_CHOICES, key="moe_gpus")
+    push_url("moe_gpus")
+    view = gpu_view(stats.topk_idx[0].numpy(), E, st.session_state.moe_gpus)
+    st.plotly_chart(gpu_heatmap(result.labels, view.counts, view.touched, view.expected_touched,
+                                title=f"{METHOD_LABELS[METHOD]}: {E} experts in blocks of {view.experts_per_gpu:.0f} "
+                                      f"over {view.n_gpus} GPUs"), width="stretch")
+    explain(f"Above {K3_SCALE_EXPERTS} experts the question is not which expert but which GPU: each token's {K} "
+            f"experts sit on {view.touched.mean():.1f} of {view.n_gpus} GPUs on average here (uniform routing: "
+            f"{view.expected_touched:.1f}, the interconnect page's formula); every GPU touched other than the "
+            "token's own costs one dispatch and one combine copy on the interconnect.")
+else:
+    st.plotly_chart(routing_heatmap(result.labels, stats.topk_idx[0].numpy(), stats.topk_weight[0].numpy(), E,
+                                    title=f"{METHOD_LABELS[METHOD]}: gate weight of each chosen expert"),
+                    width="stretch")
 with st.expander(f"The trained model's own router at layer {LAYER} ({LITE.moe.n_routed_experts} experts, "
                  f"top-{LITE.moe.top_k}, {LITE.moe.balancing} balancing)"):
     idx, weight, own_violation = own_routing(PROMPT, LAYER)
@@ -132,7 +154,10 @@ with st.expander(f"The trained model's own router at layer {LAYER} ({LITE.moe.n_
                     width="stretch")
 
 st.subheader("(b) Tokens per expert under each method, same router, held-out tokens")
-st.plotly_chart(load_bars(result.eval_load, result.eval_violation, result.stability), width="stretch")
+if K3_SCALE:  # 896 bars per panel are unreadable: how many experts got how many tokens
+    st.plotly_chart(load_histogram(result.eval_load, result.eval_tokens * K / E), width="stretch")
+else:
+    st.plotly_chart(load_bars(result.eval_load, result.eval_violation, result.stability), width="stretch")
 explain(f"{result.eval_tokens:,} held-out bytes x top-{K} = {result.eval_tokens * K:,} assignments; dashed line = "
         f"the ideal even load ({result.eval_tokens * K / E:.1f} tokens per expert). Bias: 30 updates with γ = 0.01 "
         "(10x DeepSeek-V3's 0.001, which is meant for thousands of steps); "
@@ -158,7 +183,7 @@ costs = [latent_cost_per_token(K3_D, K3_FFN, K, SHARED, K3_FFN, r) for r in RATI
 st.plotly_chart(latent_tradeoff(costs, RATIO), width="stretch")
 explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3 numbers from unofficial config copies), top-{K}, "
         f"{SHARED} shared: wire = 2 x k x l x 2 bytes (bf16, dispatch + combine, every copy leaves its GPU); "
-        "routed FLOPs = 2 x 3 x l x FFN x k. Red = your latent ratio. Shared experts never cross the wire.")
+        "routed FLOPs = 2 x 3 x l x FFN x k. Outlined = your latent ratio. Shared experts never cross the wire.")
 
 st.subheader("(e) Activation ratio: routed experts a token visits")
 st.dataframe(pd.DataFrame(activation_rows(K, E)), hide_index=True, width="stretch")

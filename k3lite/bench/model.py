@@ -16,8 +16,8 @@ import time
 import torch
 
 from k3lite.config import get_preset
-from k3lite.model import K3Model, dense_baseline_for, n_params
-from k3lite.params import count_params
+from k3lite.model import K3Model, n_params
+from k3lite.params import count_params, dense_baseline_for
 
 
 _CLOCK = time.perf_counter  # or time.thread_time with --clock cpu
