@@ -32,6 +32,34 @@ def _time(fn, repeats: int) -> list[float]:
     return out
 
 
+def where_time_goes(model: torch.nn.Module, tokens: torch.Tensor, repeats: int = 3) -> tuple[float, dict, int]:
+    """CPU seconds of one forward, per kind of sublayer module (layers.<i>.<part>, summed over layers, keyed by
+    part and class), and the number of aten calls: (total, {kind: seconds}, calls). Min over `repeats`; the
+    hooks themselves add a little time, so read the shares, not the absolute sum."""
+    start, spent = {}, {}
+    hooks = []
+    for name, mod in model.named_modules():
+        if name.count(".") == 2:  # layers.<i>.<part>
+            key = f"{name.split('.')[-1]} ({type(mod).__name__})"  # e.g. "mixer (KimiDeltaAttention)"
+            hooks.append(mod.register_forward_pre_hook(lambda m, a, n=name: start.__setitem__(n, time.thread_time())))
+            hooks.append(mod.register_forward_hook(
+                lambda m, a, o, n=name, k=key: spent.__setitem__(k, spent.get(k, 0.0) + time.thread_time() - start[n])))
+    best_total, best = float("inf"), {}
+    for _ in range(repeats):
+        spent.clear()
+        t0 = time.thread_time()
+        model(tokens)
+        total = time.thread_time() - t0
+        if total < best_total:
+            best_total, best = total, dict(spent)
+    for h in hooks:
+        h.remove()
+    with torch.profiler.profile() as prof:
+        model(tokens)
+    calls = sum(1 for e in prof.events() if e.name.startswith("aten::"))
+    return best_total, best, calls
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m k3lite.bench model", description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=1, help="1: the pages run one prompt at a time")
@@ -42,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="wall clock, or this thread's CPU time (steadier when the machine is loaded)")
+    ap.add_argument("--profile", action="store_true",
+                    help="where the time goes: CPU ms per submodule kind and aten calls, at the first --seq")
     args = ap.parse_args(argv)
     for name in ("batch", "repeats", "threads"):
         if getattr(args, name) <= 0:
@@ -76,6 +106,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{seq:>7}{ml * 1e3:>10.1f}{md * 1e3:>10.1f}{n_tok / ml:>12,.0f}{n_tok / md:>13,.0f}{md / ml:>11.2f}x",
                   flush=True)
         print("lite/dense: lite's tokens/s as a fraction of the dense baseline's (1 = as fast).")
+        if args.profile:
+            tokens = torch.randint(0, cfg.vocab_size, (args.batch, args.seq[0]))
+            for name, m in (("lite", lite), ("dense", dense)):
+                total, parts, calls = where_time_goes(m, tokens)
+                print(f"\n{name}, {args.seq[0]} tokens: {total * 1e3:.1f} ms CPU, {calls:,} aten calls; per submodule kind "
+                      f"(the rest is glue between modules):")
+                for key, sec in sorted(parts.items(), key=lambda kv: -kv[1]):
+                    print(f"  {key:<36}{sec * 1e3:>8.1f} ms  {sec / total:>5.0%}")
 
         # decoding: cached one-token steps vs recomputing the prefix each step (batch 1)
         steps = args.decode_steps
