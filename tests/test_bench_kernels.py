@@ -37,7 +37,11 @@ def test_bench_train_prints_each_mixer_and_ratio(capsys):
 
 
 def test_bench_model_rows_per_prompt_length(capsys):
-    assert bench_model.main(["--seq", "8", "24", "--repeats", "1", "--decode-steps", "0"]) == 0
+    assert bench_model.main(["--seq", "8", "24", "--repeats", "1", "--decode-steps", "0", "--profile"]) == 0
     out = capsys.readouterr().out
     lengths = [line.split()[0] for line in out.splitlines() if re.match(r"\s+\d+\s+\d", line)]
     assert lengths == ["8", "24"]
+    # the profile names lite's KDA and MoE sublayers and counts more aten calls for lite than for dense
+    assert "mixer (KimiDeltaAttention)" in out and "ffn (LatentMoE)" in out and "attn (CausalSelfAttention)" in out
+    calls = [int(c.replace(",", "")) for c in re.findall(r"([\d,]+) aten calls", out)]
+    assert len(calls) == 2 and calls[0] > calls[1] > 0
