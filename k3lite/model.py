@@ -107,7 +107,6 @@ class Layer(nn.Module):
             lt.router_scores, lt.expert_load = detach(routing.scores), detach(routing.load)
             lt.load_max_violation, lt.load_entropy, lt.dropped = routing.max_violation, routing.entropy, routing.dropped
             lt.dispatch_dim = routing.dispatch_dim
-            lt.bytes_per_token = 2.0 * routing.bytes_dispatched  # dispatch + combine
         return res.cache, aux, lt
 
 

@@ -6,8 +6,11 @@
       |--shared SwiGLU (full d, always on)--------------------------------------> + shared (N, d)
 
 Sources
-- Router, sigmoid scores, group-limited top-k, gate weights from raw scores renormalised over the chosen k
-  times `route_scale`: DeepSeek-V3 (arXiv 2412.19437; `inference/model.py` `Gate`).
+- Router, sigmoid scores, group-limited top-k, gate weights from the raw scores times `route_scale`: DeepSeek-V3
+  (arXiv 2412.19437; `inference/model.py` `Gate`), matched in its two special cases: the chosen weights are
+  renormalised over the k only for sigmoid scores (softmax scores are used as they are), and groups are ranked
+  by their best score (amax) when selection has no bias, by the sum of their top-2 when it has one (bias, and
+  quantile's beta, which plays the same role). tests/test_moe.py checks this against a port of `Gate`.
 - Balancing, selected by `MoEConfig.balancing`:
     none      plain top-k of the raw scores.
     aux_loss  Switch / GShard auxiliary loss  L = alpha * E * sum_i f_i * P_i  (Fedus et al., arXiv 2101.03961),
@@ -36,15 +39,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from k3lite.config import MoEConfig
+from k3lite.interconnect import REFERENCE, Deployment, deployment_bytes
 from k3lite.nn import RMSNorm, SwiGLU
-
-BYTES_PER_ELEMENT = 2  # bf16 activations on the wire (what `RoutingStats.bytes_dispatched` assumes)
 
 
 # ------------------------------------------------------------------------------------------ results
 class RouterOutput(NamedTuple):
     topk_idx: torch.Tensor  # (N, k) long: chosen experts (selected on balanced scores)
-    topk_weight: torch.Tensor  # (N, k): raw scores of the chosen experts, renormalised over k, x route_scale
+    topk_weight: torch.Tensor  # (N, k): raw scores of the chosen experts (renormalised over k if sigmoid) x route_scale
     scores: torch.Tensor  # (N, E): raw router scores (sigmoid or softmax), no bias / beta
     aux_loss: torch.Tensor  # (): Switch aux loss when balancing == "aux_loss", else 0
 
@@ -69,8 +71,7 @@ class RoutingStats(NamedTuple):
     dropped: int  # (token, expert) assignments dropped by the capacity limit
     entropy: float  # entropy of the load distribution load/sum(load), nats; log(E) = uniform
     dispatch_dim: int  # elements sent per (token, expert) copy: latent_dim, or d_model for a classic MoE
-    bytes_dispatched: float  # bytes per token, ONE direction (dispatch; combine is the same again):
-    #                          top_k * dispatch_dim * BYTES_PER_ELEMENT (bf16), counting every copy as remote
+    #                    (bytes on the wire: k3lite.interconnect.wire_bytes_per_token, for a stated deployment)
 
 
 class MoEOutput(NamedTuple):
@@ -153,8 +154,10 @@ class Router(nn.Module):
         if cfg.n_groups > 1 and cfg.topk_groups < cfg.n_groups:
             n, e = sel.shape
             grouped = sel.view(n, cfg.n_groups, e // cfg.n_groups)  # (N, G, E/G)
-            # DeepSeek-V3 Gate: rank groups by the sum of their top-2 (max if a group has one expert)
-            group_score = grouped.topk(min(2, grouped.shape[-1]), dim=-1).values.sum(-1)  # (N, G)
+            # DeepSeek-V3 Gate: with a selection bias rank groups by the sum of their top-2, without one by amax
+            biased = cfg.balancing in ("bias", "quantile")
+            group_score = (grouped.topk(min(2, grouped.shape[-1]), dim=-1).values.sum(-1) if biased
+                           else grouped.amax(-1))  # (N, G)
             keep = group_score.topk(cfg.topk_groups, dim=-1).indices  # (N, topk_groups)
             mask = torch.ones(n, cfg.n_groups, dtype=torch.bool, device=sel.device).scatter_(1, keep, False)
             sel = grouped.masked_fill(mask[..., None], float("-inf")).view(n, e)
@@ -172,7 +175,9 @@ class Router(nn.Module):
         scores = self.score(x)  # (N, E)
         topk_idx = self.select(scores.detach())  # (N, k)
         weight = scores.gather(1, topk_idx)  # (N, k) raw scores of the chosen experts
-        weight = weight / weight.sum(-1, keepdim=True).clamp_min(1e-20) * cfg.route_scale
+        if cfg.score_func == "sigmoid":  # as DeepSeek-V3's Gate: softmax scores already sum to 1 over all E
+            weight = weight / weight.sum(-1, keepdim=True).clamp_min(1e-20)
+        weight = weight * cfg.route_scale
 
         aux_loss = scores.new_zeros(())
         if cfg.balancing == "aux_loss" and x.shape[0] > 0:
@@ -425,7 +430,6 @@ class LatentMoE(nn.Module):
             scores=route.scores.detach().view(b, t, -1),
             load=load, max_violation=max_violation, cv=cv, dropped=res.dropped, entropy=entropy,
             dispatch_dim=self.dispatch_dim,
-            bytes_dispatched=float(cfg.top_k * self.dispatch_dim * BYTES_PER_ELEMENT),
         )
         return MoEOutput(y.view(b, t, d), route.aux_loss, stats)
 
@@ -440,20 +444,22 @@ class LatentCost(NamedTuple):
 
     ratio: float  # latent_dim / d_model (1 = classic MoE)
     latent_dim: int
-    wire_bytes: float  # dispatch + combine: 2 x top_k x latent_dim x bytes_per_element, every copy remote
+    wire_bytes: float  # dispatch + combine per token: k3lite.interconnect.wire_bytes_per_token on `deployment`
     routed_flops: float  # top_k SwiGLU experts in the latent space: 2 x 3 x latent_dim x ffn x top_k
     proj_flops: float  # down_proj + up_proj: 2 x 2 x d_model x latent_dim (0 when ratio = 1: no projections)
     shared_flops: float  # shared experts on the full d: 2 x 3 x d_model x shared_ffn x n_shared
 
 
 def latent_cost_per_token(d_model: int, expert_ffn_dim: int, top_k: int, n_shared: int = 0,
-                          shared_ffn_dim: int = 0, ratio: float = 1.0,
-                          bytes_per_element: int = BYTES_PER_ELEMENT) -> LatentCost:
-    """Analytic wire bytes and FLOPs per token for a LatentMoE layer (worst case: all k copies leave the GPU)."""
+                          shared_ffn_dim: int = 0, ratio: float = 1.0, *, n_experts: int,
+                          deployment: Deployment = REFERENCE) -> LatentCost:
+    """Analytic wire bytes (expected, uniform routing, on `deployment`) and FLOPs per token for a LatentMoE layer."""
     if not 0 < ratio <= 1:
         raise ValueError(f"latent ratio must be in (0, 1], got {ratio}")
     latent = max(1, round(d_model * ratio))
     proj = 0.0 if latent == d_model else 2.0 * 2 * d_model * latent
-    return LatentCost(ratio, latent, 2.0 * top_k * latent * bytes_per_element,
+    moe = MoEConfig(n_routed_experts=n_experts, top_k=top_k, expert_ffn_dim=expert_ffn_dim,
+                    latent_dim=0 if latent == d_model else latent)
+    return LatentCost(ratio, latent, deployment_bytes(moe, deployment, d_model).total,
                       float(active_expert_flops_per_token(latent, expert_ffn_dim, top_k)), proj,
                       2.0 * 3 * d_model * (shared_ffn_dim or expert_ffn_dim) * n_shared)

@@ -4,8 +4,10 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from k3lite.interconnect import KINDS, MeasureResult, TokenTraffic
-from k3lite.viz.style import CONCEPT, LINK
+from k3lite.interconnect import SCHEME_LABELS, TokenTraffic
+from k3lite.interconnect.measured import KINDS
+from k3lite.interconnect.run import MeasureResult
+from k3lite.viz.style import CONCEPT, HIGHLIGHT_LINE, LINK, bytes_axis
 
 SEGMENTS = (  # (LayerBytes field, legend label, colour): the colour is the link; combine is hatched
     ("dispatch_intra", "dispatch, intra-domain (NVLink)", LINK["nvlink"]),
@@ -70,4 +72,28 @@ def measured_figure(res: MeasureResult) -> go.Figure:
     fig.update_layout(barmode="group", height=360, margin=dict(l=10, r=10, t=40, b=10),
                       yaxis_title="bytes / token / layer", legend=dict(orientation="h", y=-0.2),
                       title=f"{res.spec.ranks} gloo ranks, {n} tokens")
+    return fig
+
+
+SCHEME_DASH = {"direct": "solid", "normal": "dash", "low-latency": "dot"}  # one link colour, schemes by line style
+SCHEME_SYMBOL = {"direct": "circle", "normal": "square", "low-latency": "diamond"}
+
+
+def node_limit_figure(sweep: dict[str, list[tuple[int, float]]], current: int = 0) -> go.Figure:
+    """NIC bytes per token per MoE layer vs node limit M, one line per dispatch scheme (from node_limit_sweep)."""
+    top = max((b for pts in sweep.values() for _, b in pts), default=1.0)
+    title, div = bytes_axis("NIC bytes per token per MoE layer", top)
+    fig = go.Figure()
+    for scheme, pts in sweep.items():
+        fig.add_scatter(x=[m for m, _ in pts], y=[b / div for _, b in pts], name=SCHEME_LABELS[scheme],
+                        mode="lines+markers", line=dict(color=LINK["nic"], dash=SCHEME_DASH[scheme]),
+                        marker=dict(symbol=SCHEME_SYMBOL[scheme], size=9),
+                        hovertemplate=f"{scheme}, M = %{{x}}: %{{y:.2f}}<extra></extra>")
+    if current:
+        fig.add_vline(x=current, line=HIGHLIGHT_LINE, annotation_text=f"your M = {current}")
+    n = max((len(p) for p in sweep.values()), default=1)
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25),
+                      xaxis=dict(title="node limit M (domains a token may use; the last point = no limit)",
+                                 tickmode="array", tickvals=list(range(1, n + 1))),
+                      yaxis=dict(title=title, rangemode="tozero"))
     return fig

@@ -8,10 +8,14 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
+from k3lite.config import get_preset
 from k3lite.tokenizer import token_label
 from k3lite.trace import Trace
 from k3lite.viz.style import (CONCEPT, DIVERGING_SCALE, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE,
                               series_color)
+
+LITE_DENSE = get_preset("lite").first_k_dense  # the model the forward-pass page runs
+DENSE_PRESETS = (("DeepSeek-V3", "deepseek-v3"), ("Kimi K2", "kimi-k2"), ("Kimi Linear", "kimi-linear-48b-a3b"))
 
 WHAT = {
     "tokenize": "The prompt becomes bytes: k3lite's tokenizer is byte-level (vocab 256), so any unicode works and "
@@ -33,8 +37,10 @@ WHAT = {
                "interconnect.",
     "combine": "Expert outputs come back (combine), are summed with the gate weights, projected up to d_model and "
                "added to the always-on shared expert. Dispatch + combine bytes accumulate layer by layer.",
-    "dense": "The first layer uses a dense SwiGLU FFN (first_k_dense = 1), as DeepSeek-V3 / Kimi do: routing is "
-             "unstable on raw embeddings, and a dense layer moves no bytes between GPUs.",
+    "dense": (f"The first layer{'s use' if LITE_DENSE > 1 else ' uses'} a dense SwiGLU FFN instead of MoE "
+              f"(first_k_dense = {LITE_DENSE} in this model; " + ", ".join(
+                  f"{name}: {get_preset(p).first_k_dense}" for name, p in DENSE_PRESETS) + " in their published configs): "
+              "a dense layer moves no bytes between GPUs."),
     "logits": "A final Attention Residual mixes all block sums, RMSNorm, then the (tied) embedding matrix turns "
               "the last hidden state into 256 logits, one per byte.",
     "next": "Softmax over the logits: the probability of each next byte. Greedy decoding takes the top one; "
@@ -185,8 +191,9 @@ def load_figure(trace: Trace, layer: int) -> go.Figure:
                         f"{lt.dispatch_dim}-dim latent per copy)", 320)
 
 
-def combine_figure(trace: Trace, layer: int) -> go.Figure:
-    cum = trace.bytes_cumulative()
+def combine_figure(trace: Trace, layer: int, wire_per_layer: float) -> go.Figure:
+    """wire_per_layer: bytes per token per MoE layer from k3lite.interconnect.wire_bytes_per_token."""
+    cum = trace.bytes_cumulative(wire_per_layer)
     labels = _labels(trace)
     fig = make_subplots(rows=1, cols=2, subplot_titles=("FFN output norm per token", "interconnect bytes per token, cumulative"))
     lt = trace.layers[layer]
@@ -194,7 +201,7 @@ def combine_figure(trace: Trace, layer: int) -> go.Figure:
                 marker_color=CONCEPT["routed"])
     colors = [LINK["nvlink"] if i <= layer else CONCEPT["baseline"] for i in range(len(cum))]
     fig.add_bar(x=[f"L{i}" for i in range(len(cum))], y=cum, marker_color=colors, row=1, col=2, showlegend=False)
-    fig.update_yaxes(title="bytes (dispatch + combine, bf16)", row=1, col=2)
+    fig.update_yaxes(title="bytes per token (dispatch + combine)", row=1, col=2)
     step = max(1, len(labels) // 30)
     fig.update_xaxes(tickmode="array", tickvals=list(range(0, len(labels), step)), ticktext=labels[::step], row=1, col=1)
     return _layout(fig, f"Layer {layer}: combine — {cum[layer]:,.0f} bytes per token so far")
@@ -226,8 +233,9 @@ def top5_figure(top_ids: list[int], top_probs: list[float]) -> go.Figure:
     return _layout(fig, "Top-5 next-byte probabilities", 300)
 
 
-def stage_figure(trace: Trace, stage: Stage, top: tuple[list[int], list[float]] | None = None, head: int = 0):
-    """The picture for one stage."""
+def stage_figure(trace: Trace, stage: Stage, top: tuple[list[int], list[float]] | None = None, head: int = 0,
+                 wire_per_layer: float | None = None):
+    """The picture for one stage (the combine stage needs wire_per_layer: bytes per token per MoE layer)."""
     if stage.kind == "tokenize":
         return tokens_figure(trace)
     if stage.kind == "embed":
@@ -243,7 +251,9 @@ def stage_figure(trace: Trace, stage: Stage, top: tuple[list[int], list[float]] 
     if stage.kind == "experts":
         return load_figure(trace, stage.layer)
     if stage.kind == "combine":
-        return combine_figure(trace, stage.layer)
+        if wire_per_layer is None:
+            raise ValueError("the combine stage needs wire_per_layer (k3lite.interconnect.wire_bytes_per_token)")
+        return combine_figure(trace, stage.layer, wire_per_layer)
     if stage.kind == "dense":
         return dense_figure(trace, stage.layer)
     if stage.kind == "logits":
