@@ -4,5 +4,5 @@ Each NAME in BENCHES is a module k3lite/bench/NAME.py with a `main(argv) -> int`
 itself (APP_BENCHES) import Streamlit, so they live in tools/ (nothing under k3lite/ imports Streamlit);
 the same command runs them in a child process.
 """
-BENCHES = ("kda", "moe", "balance", "model")
+BENCHES = ("kda", "moe", "balance", "model", "train")
 APP_BENCHES = {"app": "tools.bench_app", "load": "tools.bench_load"}  # NAME -> module run with `python -m`
