@@ -28,7 +28,7 @@ TOLERANCE_PX = 2
 # (name, route, query): every page at its defaults, plus the views issue 16 found broken
 VIEWS = [(r, r, "") for r in ROUTES] + [
     ("moe-896-top16", "moe", "moe_experts=896&moe_top_k=16"),  # K3 scale: GPU view + load histogram
-    ("forward-pass-kda", "forward_pass", "fp_stage=3"),  # a KDA stage: legend vs colourbar
+    ("forward-pass-kda", "forward_pass", "fp_stage=4"),  # a KDA stage (1-based): legend vs colourbar
     ("attention-residuals-full", "attention_residuals", "ar_mode=full"),  # the caveat that cut the title
 ]
 

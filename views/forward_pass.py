@@ -56,25 +56,24 @@ with user_errors():
     trace, top = run(st.session_state.fp_prompt)
 
 STAGES = stages(trace)
-last = len(STAGES) - 1
-url_state("fp_stage", 0, lo=0, hi=last)
-st.session_state.fp_stage = min(max(int(st.session_state.fp_stage), 0), last)
+N_STAGES = len(STAGES)
+# 1-based like the heading ("42/42"): a 0-based slider read 41 beside it (issue 16)
+url_state("fp_stage", 1, lo=1, hi=N_STAGES)
+st.session_state.fp_stage = min(max(int(st.session_state.fp_stage), 1), N_STAGES)
 
 
 def move(step: int) -> None:
-    st.session_state.fp_stage = min(max(st.session_state.fp_stage + step, 0), last)
+    st.session_state.fp_stage = min(max(st.session_state.fp_stage + step, 1), N_STAGES)
 
 
 b1, b2, b3 = st.columns([1, 1, 8])
-b1.button("◀ Prev", on_click=move, args=(-1,), disabled=st.session_state.fp_stage == 0, key="fp_prev")
-b2.button("Next ▶", on_click=move, args=(1,), disabled=st.session_state.fp_stage == last, key="fp_next")
-# shows "n/N" like the heading below (a 0-based number read 41 beside "42/42"), with a visible label
-b3.select_slider("stage", options=list(range(len(STAGES))), key="fp_stage",
-                 format_func=lambda i: f"{i + 1}/{len(STAGES)}")
+b1.button("◀ Prev", on_click=move, args=(-1,), disabled=st.session_state.fp_stage == 1, key="fp_prev")
+b2.button("Next ▶", on_click=move, args=(1,), disabled=st.session_state.fp_stage == N_STAGES, key="fp_next")
+b3.slider(f"stage (of {N_STAGES})", 1, N_STAGES, key="fp_stage")
 push_url("fp_stage")
-stage = STAGES[st.session_state.fp_stage]
+stage = STAGES[st.session_state.fp_stage - 1]
 
-st.subheader(f"{st.session_state.fp_stage + 1}/{len(STAGES)} · {stage.title}")
+st.subheader(f"{st.session_state.fp_stage}/{N_STAGES} · {stage.title}")
 st.info(f"**What happens here.** {WHAT[stage.kind]}")
 head = 0
 if stage.kind == "kda":

@@ -124,7 +124,7 @@ url_state("ledger_batch", 64, choices=[1, 8, 64, 256, 1024])
 l1, l2, l3 = st.columns([2, 1, 1])
 picked = l1.multiselect("models", list(byte_ledger.MODELS), key="ledger_models",
                         format_func=byte_ledger.MODELS.get)
-l2.select_slider("context (tokens)", CONTEXTS, key="ledger_context", format_func=lambda n: f"{n:,}")
+l2.select_slider("context (tokens)", CONTEXTS, key="ledger_context")
 l3.select_slider("batch (sequences per step)", [1, 8, 64, 256, 1024], key="ledger_batch")
 st.caption("K3 ideas on (switch one off to see K3 without it):")
 t1, t2, t3, t4, t5 = st.columns(5)
