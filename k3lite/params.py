@@ -88,25 +88,49 @@ def build_meta_model(cfg: K3Config):
         return K3Model(cfg)
 
 
-def count_params(cfg: K3Config) -> ParamReport:
-    """Instantiate `K3Model(cfg)` on the meta device and bucket every parameter."""
+def _param_rows(cfg: K3Config):
+    """(layer index or None, component, total, active) for every parameter tensor of `K3Model(cfg)` on meta.
+
+    The one place the "active" rule is applied (module docstring): routed experts count top_k / E, the
+    untied embedding not at all, everything else fully.
+    """
     model = build_meta_model(cfg)
-    total = dict.fromkeys(COMPONENTS, 0)
-    active = dict.fromkeys(COMPONENTS, 0)
     frac_routed = cfg.moe.top_k / cfg.moe.n_routed_experts
     for name, p in model.named_parameters():  # tied weights are yielded once
         comp = _component(name)
+        layer = int(name.split(".")[1]) if name.startswith("layers.") else None
         if comp == "mixer":
-            comp = "attention_" + model.layers[int(name.split(".")[1])].mixer_type
+            comp = "attention_" + model.layers[layer].mixer_type
         n = p.numel()
-        total[comp] += n
         if comp == "routed_experts":
-            active[comp] += round(n * frac_routed)
+            active = round(n * frac_routed)
         elif comp == "embedding" and not cfg.tie_embeddings:
-            pass  # a lookup, not a matmul: not active (see module docstring)
+            active = 0  # a lookup, not a matmul: not active (see module docstring)
         else:
-            active[comp] += n
+            active = n
+        yield layer, comp, n, active
+
+
+def count_params(cfg: K3Config) -> ParamReport:
+    """Instantiate `K3Model(cfg)` on the meta device and bucket every parameter."""
+    total = dict.fromkeys(COMPONENTS, 0)
+    active = dict.fromkeys(COMPONENTS, 0)
+    for _, comp, n, act in _param_rows(cfg):
+        total[comp] += n
+        active[comp] += act
     return ParamReport(cfg.name, sum(total.values()), sum(active.values()), total, active)
+
+
+def params_by_layer(cfg: K3Config) -> tuple[list[dict[str, tuple[int, int]]], dict[str, tuple[int, int]]]:
+    """Per layer {component: (total, active)}, and the same for what sits outside the layers (embedding,
+    head, final norm and depth mix). Sums to `count_params(cfg)`; the architecture map shows it per element."""
+    layers: list[dict[str, tuple[int, int]]] = [{} for _ in range(cfg.n_layers)]
+    outside: dict[str, tuple[int, int]] = {}
+    for layer, comp, n, act in _param_rows(cfg):
+        bucket = outside if layer is None else layers[layer]
+        t, a = bucket.get(comp, (0, 0))
+        bucket[comp] = (t + n, a + act)
+    return layers, outside
 
 
 def fmt(n: float) -> str:
