@@ -4,6 +4,7 @@ import torch
 
 from k3lite.checkpoint import load_lite_model
 from k3lite.tokenizer import decode, encode, token_label
+from k3lite.viz.archmap import architecture_map, stage_index
 from k3lite.viz.model import WHAT, stage_figure, stages
 from views.common import explain, push_url, url_state, user_errors
 
@@ -58,6 +59,22 @@ STAGES = stages(trace)
 last = len(STAGES) - 1
 url_state("fp_stage", 0, lo=0, hi=last)
 st.session_state.fp_stage = min(max(int(st.session_state.fp_stage), 0), last)
+
+
+def jump_to_clicked() -> None:
+    """A click on the map moves to that element's stage (customdata = [stage kind, layer or -1, part])."""
+    points = st.session_state.fp_map.selection.points
+    if points:
+        kind, layer, _ = points[0]["customdata"]
+        st.session_state.fp_stage = stage_index(STAGES, kind, None if layer < 0 else int(layer))
+
+
+current = STAGES[st.session_state.fp_stage]
+st.plotly_chart(architecture_map(model.cfg, trace=trace, highlight=(current.kind, current.layer)),
+                key="fp_map", on_select=jump_to_clicked, selection_mode="points", width="stretch")
+st.caption(f"The whole model, drawn from its config; outlined: **{current.title}**. Click an element to jump to its "
+           "stage; hover for this prompt's numbers (state norm, max-violation, bytes so far), read from the same "
+           "Trace as the stage view below.")
 
 
 def move(step: int) -> None:

@@ -355,3 +355,11 @@ def architecture_map(cfg: K3Config, trace: Trace | None = None, anatomy: Anatomy
                    tickfont=dict(size=10)),
     )
     return fig
+
+
+def stage_index(stage_list, kind: str, layer: int | None) -> int:
+    """Position in the forward-pass stage list (k3lite.viz.model.stages) of a map node's (stage kind, layer)."""
+    for i, s in enumerate(stage_list):
+        if s.kind == kind and s.layer == layer:
+            return i
+    raise ValueError(f"no forward-pass stage {kind!r} at layer {layer}")
