@@ -22,7 +22,7 @@ for i, s in enumerate(STEPS, start=1):
     else:
         url_state(f"tour_g{i}", s.choices[0], choices=s.choices)
 revealed = {int(x) for x in st.session_state.tour_revealed if str(x).isdigit()}
-i = min(max(int(st.session_state.tour_step), 1), N)
+st.session_state.tour_step = i = min(max(int(st.session_state.tour_step), 1), N)
 step = STEPS[i - 1]
 
 
@@ -39,9 +39,9 @@ def computed(index: int):
     return STEPS[index].compute()
 
 
-st.progress(len(revealed & set(range(1, N + 1))) / N,
-            text=f"step {i} of {N} · {len(revealed)} revealed · " + " → ".join(
-                f"**{s.title}**" if k == i else s.title for k, s in enumerate(STEPS, start=1)))
+st.slider("step", 1, N, key="tour_step")
+st.caption(" → ".join(f"{'✓ ' if k in revealed else ''}{f'**{s.title}**' if k == i else s.title}"
+                      for k, s in enumerate(STEPS, start=1)) + f" · {len(revealed & set(range(1, N + 1)))} of {N} revealed")
 st.subheader(f"{i}. {step.title}")
 st.markdown(f"*The claim:* {step.claim}")
 st.markdown(f"**Predict:** {step.question}")
@@ -53,9 +53,9 @@ else:
     st.radio("your guess", step.choices, key=key)
 push_url("tour_step", key)
 
-if i not in revealed:
-    st.button("Reveal the computed answer", type="primary", on_click=reveal, args=(i,), key="tour_reveal")
-else:
+st.button("Reveal the computed answer", type="primary", on_click=reveal, args=(i,), key="tour_reveal",
+          disabled=i in revealed)
+if i in revealed:
     with user_errors():
         answer = computed(i - 1)
     c1, c2 = st.columns(2)
