@@ -69,8 +69,13 @@ def jump_to_clicked() -> None:
         st.session_state.fp_stage = stage_index(STAGES, kind, None if layer < 0 else int(layer))
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)  # a figure costs ~0.2 s to build; plotly_chart only reads it
+def map_figure(prompt: str, kind: str, layer: int | None):
+    return architecture_map(lite_model()[0].cfg, trace=run(prompt)[0], highlight=(kind, layer))
+
+
 current = STAGES[st.session_state.fp_stage]
-st.plotly_chart(architecture_map(model.cfg, trace=trace, highlight=(current.kind, current.layer)),
+st.plotly_chart(map_figure(st.session_state.fp_prompt, current.kind, current.layer),
                 key="fp_map", on_select=jump_to_clicked, selection_mode="points", width="stretch")
 st.caption(f"The whole model, drawn from its config; outlined: **{current.title}**. Click an element to jump to its "
            "stage; hover for this prompt's numbers (state norm, max-violation, bytes so far), read from the same "

@@ -281,26 +281,28 @@ def architecture_map(cfg: K3Config, trace: Trace | None = None, anatomy: Anatomy
         raise ValueError(f"trace has {trace.n_layers} layers but the config {cfg.name!r} has {cfg.n_layers}")
     lay = layout(cfg, max_layer_rows)
     fig = go.Figure()
+    shapes: list[dict] = []  # collected and set once: add_shape re-validates every shape so far (quadratic)
     n_rows = len(lay.rows)
     # highlight band behind the current stage's row
     hl_rows = {n.row for n in lay.nodes if highlight and (n.stage, n.layer) == tuple(highlight)}
     for r in hl_rows:
-        fig.add_shape(type="rect", x0=LANE + 0.1, x1=BRACKET_X - 0.2, y0=r - 0.45, y1=r + 0.45, layer="below",
-                      line=dict(width=0), fillcolor=color("baseline"), opacity=0.35)
+        shapes.append(dict(type="rect", x0=LANE + 0.1, x1=BRACKET_X - 0.2, y0=r - 0.45, y1=r + 0.45,
+                           layer="below", line=dict(width=0), fillcolor=color("baseline"), opacity=0.35))
     # residual stream: a plain line down the lane; the arcs of AttnRes bulge out to its left
-    fig.add_shape(type="line", x0=LANE, x1=LANE, y0=0, y1=n_rows - 1, layer="below",
-                  line=dict(color=NEUTRAL, width=1.5))
+    shapes.append(dict(type="line", x0=LANE, x1=LANE, y0=0, y1=n_rows - 1, layer="below",
+                       line=dict(color=NEUTRAL, width=1.5)))
     arc_color = color("attnres")
     for a in lay.arcs:
         h = abs(a.y1 - a.y0)
         bulge = LANE - 0.35 - min(2.6, 0.22 * h + 0.1)
-        fig.add_shape(type="path", path=f"M {LANE},{a.y0} Q {bulge},{(a.y0 + a.y1) / 2} {LANE},{a.y1}",
-                      line=dict(color=arc_color, width=1), opacity=0.45 if not lay.groups else 0.6, layer="below")
+        shapes.append(dict(type="path", path=f"M {LANE},{a.y0} Q {bulge},{(a.y0 + a.y1) / 2} {LANE},{a.y1}",
+                           line=dict(color=arc_color, width=1), opacity=0.45 if not lay.groups else 0.6,
+                           layer="below"))
     for first, period, reps in lay.groups:  # "x N" brackets on collapsed periods
         r0, r1 = lay.row_of_layer(first), lay.row_of_layer(first + period - 1)
-        fig.add_shape(type="path", path=f"M {BRACKET_X - 0.15},{r0 - 0.35} L {BRACKET_X},{r0 - 0.35} "
-                                        f"L {BRACKET_X},{r1 + 0.35} L {BRACKET_X - 0.15},{r1 + 0.35}",
-                      line=dict(color=NEUTRAL, width=1.5))
+        shapes.append(dict(type="path", path=f"M {BRACKET_X - 0.15},{r0 - 0.35} L {BRACKET_X},{r0 - 0.35} "
+                                             f"L {BRACKET_X},{r1 + 0.35} L {BRACKET_X - 0.15},{r1 + 0.35}",
+                           line=dict(color=NEUTRAL, width=1.5)))
         fig.add_annotation(x=BRACKET_X + 0.1, y=(r0 + r1) / 2, text=f"<b>× {reps}</b>", showarrow=False,
                            xanchor="left", font=dict(size=13),
                            hovertext=f"layers {first}-{first + period * reps - 1}: this period repeats {reps} times")
@@ -340,10 +342,11 @@ def architecture_map(cfg: K3Config, trace: Trace | None = None, anatomy: Anatomy
     # dense FFN is wider: it spans the MoE columns
     for n in lay.nodes:
         if n.part == "dense_ffn":
-            fig.add_shape(type="rect", x0=COL["router"] - 0.3, x1=COL["shared"] + 0.3, y0=n.row - 0.3,
-                          y1=n.row + 0.3, line=dict(color=color("dense"), width=1), layer="below")
+            shapes.append(dict(type="rect", x0=COL["router"] - 0.3, x1=COL["shared"] + 0.3, y0=n.row - 0.3,
+                               y1=n.row + 0.3, line=dict(color=color("dense"), width=1), layer="below"))
     x_min = LANE - 3.1 if lay.arcs else LANE - 0.5
     fig.update_layout(
+        shapes=shapes,
         title=dict(text=title if title is not None else _title(cfg, lay), font=dict(size=12)),
         height=50 + ROW_PX * n_rows + LEGEND_PX, margin=dict(l=10, r=10, t=50, b=10), plot_bgcolor="white",
         showlegend=True, legend=dict(orientation="h", y=-0.02, yanchor="top", font=dict(size=10),
