@@ -5,7 +5,8 @@ than 4096 elements (norm gains, router balancing state, gate biases) stay fp32. 
 in the file's metadata, so a checkpoint always rebuilds the model it was trained as.
 
 `load_lite_model(path=None) -> (model, warning_or_None)`: a missing or corrupt file never crashes;
-it returns a randomly initialised model and a warning string the page shows.
+it returns a randomly initialised model and a warning string the page shows. The training facts stored
+with the weights (steps, validation loss) are read by `checkpoint_meta(path)`, not attached to the module.
 """
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ import json
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 
 from k3lite.config import K3Config, get_preset
+from k3lite.model import K3Model
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 DEFAULT_PATH = ASSETS / "lite.safetensors"
@@ -23,8 +27,6 @@ SMALL = 4096  # tensors with fewer elements are stored in fp32
 
 def save_checkpoint(model, path: str | Path, meta: dict | None = None) -> int:
     """Write `model` (a K3Model) to `path`; returns the file size in bytes."""
-    from safetensors.torch import save_file
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {}
@@ -42,10 +44,6 @@ def save_checkpoint(model, path: str | Path, meta: dict | None = None) -> int:
 
 def load_checkpoint(path: str | Path):
     """-> (model in eval mode, fp32; meta dict). Raises on a missing/corrupt/mismatched file."""
-    from safetensors import safe_open
-
-    from k3lite.model import K3Model
-
     with safe_open(str(path), framework="pt") as f:
         metadata = f.metadata() or {}
         if "config" not in metadata:
@@ -64,30 +62,34 @@ def load_lite_model(path: str | Path | None = None, cfg: K3Config | None = None)
     """The trained lite model, or a random-init one plus a warning saying why (never raises for a bad file)."""
     path = Path(path) if path is not None else DEFAULT_PATH
     try:
-        model, meta = load_checkpoint(path)
-        model.meta = meta
+        model, _ = load_checkpoint(path)
         return model, None
     except Exception as e:  # noqa: BLE001 - any failure to read the file means: fall back, visibly
-        from k3lite.model import K3Model
-
         torch.manual_seed(0)
         model = K3Model(cfg or get_preset("lite")).eval()
-        model.meta = {}
         reason = "file not found" if not path.exists() else f"{type(e).__name__}: {str(e)[:160]}"
         return model, (f"Could not load the trained checkpoint {path.name} ({reason}); using a randomly "
                        "initialised lite model, so routing and predictions are meaningless. "
                        "Rebuild it with `python -m k3lite.train --preset lite --out assets/lite.safetensors`.")
 
 
+def checkpoint_meta(path: str | Path | None = None) -> dict:
+    """The training facts saved with a checkpoint (preset, seed, steps, val_loss); {} when the file is missing
+    or unreadable (the page then shows the random-init warning of `load_lite_model` instead)."""
+    path = Path(path) if path is not None else DEFAULT_PATH
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return json.loads((f.metadata() or {}).get("meta", "{}"))
+    except Exception:  # noqa: BLE001 - same fallback rule as load_lite_model
+        return {}
+
+
 def with_config(model, **changes):
     """A new model with `model`'s weights under a changed config (e.g. attn_res / block size); the
     original is never mutated. Parameters the new layout lacks are dropped; new ones keep their init
     (a zero pseudo-query, i.e. uniform depth weights)."""
-    from k3lite.model import K3Model
-
     cfg = model.cfg.with_(**changes)
     new = K3Model(cfg)
     target = new.state_dict()
     new.load_state_dict({k: v for k, v in model.state_dict().items() if k in target}, strict=False)
-    new.meta = dict(getattr(model, "meta", {}))
     return new.eval()

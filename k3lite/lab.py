@@ -31,28 +31,20 @@ KDA -> attention: the linear layer writes local structure, the global layer does
 
 Residual variants (`residual=`): "standard" (x + f(x)), or Attention Residuals "full" / "block"
 (arXiv 2603.15031) built from `k3lite.attnres` (DepthAttention per sublayer + ResidualStream).
+(The residual experiment on the *lite language model* lives in `k3lite.lm_train`.)
 
-CLI (via `python -m k3lite.train --task ...`; see `main`; lists run every combination, 1 torch thread):
+CLI: `python -m k3lite.train --task ...` (k3lite/train.py; lists run every combination, 1 torch thread):
 
     python -m k3lite.train --task mqar --mixer kda --seq-len 256 --steps 300 --json out.json
 
-Reproduce the shipped files (about 12 min each on the shared 2-core machine):
-
-    python -m k3lite.train --task mqar --mixer kda,gdn,mamba2,linear --seq-len 64,128 --d-model 128 \
-        --ffn-mult 0 --batch-size 16 --steps 150 --json assets/lab_results.json
-    python -m k3lite.train --task attnres --steps 150 --batch-size 4 --seq-len 64 --multiples 1.5,2.0 \
-        --json assets/lab_attnres.json
-    python -m k3lite.train --task attnres --steps 150 --batch-size 4 --seq-len 64 --seed 1 --multiples 1.5 \
-        --json assets/lab_attnres_seed1.json
+The shipped accuracy-vs-length sweep is `python -m k3lite.lab_sweep all` (see k3lite/lab_sweep.py); the
+residual experiment's files are made by the commands in `k3lite.lm_train`'s docstring.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator, NamedTuple
 
 import torch
@@ -61,7 +53,7 @@ from torch import nn
 
 from k3lite.attnres import DepthAttention, ResidualStream
 from k3lite.kda.ops import MIXER_KERNELS
-from k3lite.nn import RMSNorm, SwiGLU
+from k3lite.nn import RMSNorm, SwiGLU, warmup_cosine_lr
 from k3lite.tasks import IGNORE, TASKS, TaskSpec, make_batch
 
 RECURRENT_MIXERS: tuple[str, ...] = ("linear", "mamba2", "deltanet", "gdn", "kda")
@@ -76,17 +68,18 @@ MIXER_LABELS = {
     "attention": "softmax attention",
     "hybrid": "hybrid (KDA, then softmax attention)",
 }
-# The published direction on MQAR / Palindrome (Kimi Linear report, arXiv 2510.26692): best first.
-# Only the four recurrent mixers the report compares are ranked; softmax attention is the exact-recall ceiling.
-REPORT_ORDER: tuple[str, ...] = ("kda", "gdn", "mamba2")
 EVAL_STEP_OFFSET = 1_000_000  # eval batches use steps >= this, never seen in training
-# Initial write strength of the delta rule, as a logit: beta = sigmoid(-3) ~ 0.05 at init. Why: at
-# initialisation the keys of neighbouring positions overlap strongly (the random kernel-4 conv mixes the same
-# tokens into consecutive keys, and SiLU puts every key in one orthant), so with beta ~ 0.5 each write erases
-# most of the ones before it and the read-out carries no gradient towards any stored pair: DeltaNet, GDN and
-# KDA sat at chance on MQAR for 600 steps at every learning rate tried, while linear attention (which never
-# erases) learned. Starting with a small beta makes the delta rule begin as a scaled linear attention and
-# learn to raise beta (tests/test_lab.py::test_delta_rule_learns_mqar; closing note of the lab issue).
+# Initial write strength of the delta rule, as a logit: beta = sigmoid(-3) ~ 0.05 at init (was 0.5).
+# Measured: with beta ~ 0.5 at init, DeltaNet, GDN and KDA sat at chance on MQAR (DeltaNet T=128/32 pairs:
+# 1.1% after 400 steps at lr 1e-2; the same with the recurrent reference kernel, so not a gradient bug; T=256/64
+# pairs: 0.4% after 600 steps) while linear attention learned. With 0.05 DeltaNet reaches 96% by step 300 on
+# the same task. Why, as far as we checked: every delta-rule write also erases what earlier writes stored along
+# its key, a share beta(2 - beta)/K per write for random unit keys in K dims, so a pair keeps about
+# (1 - beta(2 - beta)/K)^n of itself after n later writes (filler and queries included): 22% after 64 writes
+# at beta 0.5, K 32, but 82% at 0.05. At init nothing has learned which positions deserve a write, so the
+# large beta wipes the pairs before a gradient can say which to keep; a small beta starts the delta rule close
+# to a scaled linear attention, which learns. (The initial keys are not unusually aligned: mean cosine of
+# neighbouring keys 0.09, of random pairs 0.07, at T=128.) Test: tests/test_lab_sweep.py.
 BETA_INIT_LOGIT = -3.0
 
 
@@ -378,12 +371,8 @@ def evaluate(model: LabModel, cfg: LabConfig, examples: int | None = None) -> tu
 
 
 def lr_at(step: int, cfg: LabConfig) -> float:
-    """Linear warmup then cosine decay to 10% (step is 0-based)."""
-    warmup = max(1, int(cfg.warmup_frac * cfg.steps))
-    if step < warmup:
-        return cfg.lr * (step + 1) / warmup
-    progress = (step - warmup) / max(1, cfg.steps - warmup)
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+    """Linear warmup over `warmup_frac` of the steps, then cosine decay to 10% (step is 0-based)."""
+    return warmup_cosine_lr(step, cfg.steps, cfg.lr, max(1, int(cfg.warmup_frac * cfg.steps)))
 
 
 def build(cfg: LabConfig) -> tuple[LabModel, torch.optim.Optimizer]:
@@ -447,187 +436,7 @@ def train(cfg: LabConfig, on_step: Callable[[StepRecord], bool | None] | None = 
                      wall_s=round(time.perf_counter() - start, 2), stopped=stopped)
 
 
-# ------------------------------------------------------------------------------------------------ CLI
-def _progress_bar(label: str, rec: StepRecord, total: int, stream=sys.stderr) -> None:
-    width = 24
-    filled = int(width * rec.step / total)
-    tail = f" eval acc {rec.eval_acc:.3f}" if rec.eval_acc is not None else ""
-    stream.write(f"\r{label:<28} [{'#' * filled}{'.' * (width - filled)}] {rec.step}/{total} "
-                 f"loss {rec.loss:.3f} acc {rec.acc:.3f}{tail} {rec.elapsed_s:.0f}s ")
-    if rec.step == total:
-        stream.write("\n")
-    stream.flush()
-
-
-def _csv(kind):
-    return lambda s: [kind(part) for part in s.split(",") if part]
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m k3lite.train --task ...",
-        description="Train tiny 2-layer models on recall tasks (the lab). Lists (a,b,c) run every combination.")
-    d = LabConfig()
-    p.add_argument("--task", type=_csv(str), default=[d.task], help=f"one or more of {TASKS}")
-    p.add_argument("--mixer", type=_csv(str), default=[d.mixer], help=f"one or more of {MIXERS}")
-    p.add_argument("--seq-len", type=_csv(int), default=[d.seq_len])
-    p.add_argument("--residual", type=_csv(str), default=[d.residual], help=f"one or more of {RESIDUALS}")
-    p.add_argument("--seed", type=_csv(int), default=[d.seed])
-    p.add_argument("--steps", type=int, default=d.steps)
-    p.add_argument("--num-pairs", type=int, default=d.num_pairs)
-    p.add_argument("--vocab", type=int, default=d.vocab_size)
-    p.add_argument("--d-model", type=int, default=d.d_model)
-    p.add_argument("--heads", type=int, default=d.n_heads)
-    p.add_argument("--layers", type=int, default=d.n_layers)
-    p.add_argument("--ffn-mult", type=int, default=d.ffn_mult, help="SwiGLU hidden / d_model; 0 = no FFN")
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--lr", type=float, default=d.lr)
-    p.add_argument("--eval-every", type=int, default=d.eval_every)
-    p.add_argument("--eval-examples", type=int, default=d.eval_examples)
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the machine is shared)")
-    p.add_argument("--json", default=None, help="write every run's config, curves and final accuracy here")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    return p
-
-
-# ------------------------------------------------------------------------------- residual experiment
-def attnres_experiment(steps: int = 150, batch: int = 4, seq_len: int = 64, seed: int = 0, lr: float = 3e-3,
-                       multiples: tuple[float, ...] = (1.25, 1.5, 2.0), block_size: int = 4,
-                       eval_every: int = 50, val_batches: int = 4) -> dict:
-    """The `lite` LM trained `steps` steps with standard vs full vs block Attention Residuals.
-
-    Same data, seed, optimiser and schedule as `k3lite.lm_train` (its `train_one`, corpus and validation
-    sets, reused). Then the standard-residual model is retrained with `multiples` x `steps` (each its own
-    full warmup + cosine schedule, so no run is judged mid-schedule) to find how many steps standard
-    residuals need to reach the AttnRes validation loss: the "compute-equivalent" ratio the AttnRes paper
-    reports as ~1.25x (arXiv 2603.15031). The ratio is interpolated linearly between measured budgets and
-    reported as "> max multiple" when standard never catches up.
-    """
-    from types import SimpleNamespace
-
-    from k3lite.config import get_preset
-    from k3lite.lm_train import train_one, val_batches as make_val
-    from k3lite.model import K3Model
-
-    base = get_preset("lite")
-    sets = make_val(seed, val_batches, batch, seq_len)
-
-    def run(mode: str, n_steps: int) -> dict:
-        cfg = base.with_(attn_res=mode, attn_res_block_size=block_size)
-        args = SimpleNamespace(seed=seed, lr=lr, steps=n_steps, warmup=max(1, n_steps // 10), batch=batch,
-                               seq=seq_len, eval_every=eval_every, max_minutes=0)
-        torch.manual_seed(seed)
-        model = K3Model(cfg)
-        out = train_one(model, f"{mode} x{n_steps}", args, sets, is_k3=True)
-        return {"mode": mode, "steps": n_steps, "params": sum(p.numel() for p in model.parameters()),
-                "final_val": out["final_val"], "init_val": out["init_val"], "evals": out["evals"],
-                "seconds": out["seconds"]}
-
-    runs = [run(mode, steps) for mode in ("standard", "full", "block")]
-    runs += [run("standard", int(round(m * steps))) for m in multiples]
-    standard = sorted((r for r in runs if r["mode"] == "standard"), key=lambda r: r["steps"])
-    match = {}
-    for mode in ("full", "block"):
-        target = next(r for r in runs if r["mode"] == mode and r["steps"] == steps)["final_val"]["mean"]
-        match[mode] = {"target_val": target, **_steps_to_reach(standard, target, steps)}
-    return {"preset": "lite", "steps": steps, "batch": batch, "seq_len": seq_len, "seed": seed, "lr": lr,
-            "block_size_sublayers": block_size, "units": "validation loss: next-byte cross-entropy, nats/byte",
-            "runs": runs, "standard_steps_to_match": match, "torch": torch.__version__}
-
-
-def _steps_to_reach(standard: list[dict], target: float, steps: int) -> dict:
-    """Smallest standard-residual budget whose final loss <= target, interpolated between budgets."""
-    prev = None
-    for r in standard:
-        loss = r["final_val"]["mean"]
-        if loss <= target:
-            if prev is None or r["steps"] == steps:
-                return {"steps_needed": r["steps"], "ratio": r["steps"] / steps, "reached": True}
-            (s0, l0), (s1, l1) = prev, (r["steps"], loss)
-            est = s0 + (l0 - target) / max(l0 - l1, 1e-9) * (s1 - s0)
-            return {"steps_needed": round(est), "ratio": round(est / steps, 3), "reached": True}
-        prev = (r["steps"], loss)
-    return {"steps_needed": None, "ratio": None, "reached": False,
-            "note": f"standard residuals did not reach it within {standard[-1]['steps']} steps"}
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if "--task=attnres" in argv or any(a == "--task" and b == "attnres" for a, b in zip(argv, argv[1:])):
-        return attnres_main(argv)  # the residual experiment on the lite LM, not a recall task
-    args = build_parser().parse_args(argv)
-    torch.set_num_threads(max(1, args.threads))
-    try:
-        configs = [LabConfig(task=task, mixer=mixer, seq_len=T, residual=res, seed=seed, steps=args.steps,
-                             num_pairs=args.num_pairs, vocab_size=args.vocab, d_model=args.d_model,
-                             n_heads=args.heads, n_layers=args.layers, ffn_mult=args.ffn_mult,
-                             batch_size=args.batch_size, lr=args.lr,
-                             eval_every=args.eval_every, eval_examples=args.eval_examples)
-                   for task in args.task for T in args.seq_len for mixer in args.mixer
-                   for res in args.residual for seed in args.seed]
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    runs = []
-    for cfg in configs:
-        label = f"{cfg.task} T={cfg.seq_len} {cfg.mixer}" + ("" if cfg.residual == "standard" else f" {cfg.residual}")
-        show = None if args.quiet else (lambda rec, lab=label: _progress_bar(lab, rec, cfg.steps))
-        result = train(cfg, on_step=show)
-        runs.append(result.to_dict())
-        print(f"{label}: eval acc {result.final_eval_acc:.3f} loss {result.final_eval_loss:.3f} "
-              f"({result.n_params} params, {result.wall_s:.1f} s)", file=sys.stderr)
-        if args.json:  # rewrite after every run so a long sweep leaves partial results
-            _write_json(args.json, runs, argv)
-    print(format_table(runs))
-    return 0
-
-
-def attnres_main(argv: list[str]) -> int:
-    """`python -m k3lite.train --task attnres --steps 150 --json assets/lab_attnres.json` (the lite LM)."""
-    p = argparse.ArgumentParser(prog="python -m k3lite.train --task attnres",
-                                description="lite LM: standard vs full vs block Attention Residuals")
-    p.add_argument("--task", choices=["attnres"])
-    p.add_argument("--steps", type=int, default=150)
-    p.add_argument("--batch-size", type=int, default=4)
-    p.add_argument("--seq-len", type=int, default=64)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--multiples", type=_csv(float), default=[1.25, 1.5, 2.0])
-    p.add_argument("--block-size", type=int, default=4, help="AttnRes block size in sublayers")
-    p.add_argument("--eval-every", type=int, default=50)
-    p.add_argument("--val-batches", type=int, default=4)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--json", default=None)
-    args = p.parse_args(argv)
-    for name in ("steps", "batch_size", "seq_len", "eval_every", "val_batches", "block_size", "threads"):
-        if getattr(args, name) < 1:
-            print(f"error: --{name.replace('_', '-')} must be positive", file=sys.stderr)
-            return 2
-    torch.set_num_threads(args.threads)
-    result = attnres_experiment(args.steps, args.batch_size, args.seq_len, args.seed, args.lr,
-                                tuple(args.multiples), args.block_size, args.eval_every, args.val_batches)
-    result["command"] = "python -m k3lite.train " + " ".join(argv)
-    for r in result["runs"]:
-        print(f"{r['mode']:>9} {r['steps']:>5} steps: val {r['final_val']['mean']:.4f} nats/byte "
-              f"({r['seconds']:.0f} s)")
-    for mode, m in result["standard_steps_to_match"].items():
-        print(f"standard residuals to match {mode} AttnRes ({m['target_val']:.4f}): "
-              + (f"{m['steps_needed']} steps = {m['ratio']:.2f}x" if m["reached"] else m["note"]))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=1)
-            fh.write("\n")
-    return 0
-
-
-def _write_json(path: str, runs: list[dict], argv) -> None:
-    payload = {"command": "python -m k3lite.train " + " ".join(argv if argv is not None else sys.argv[1:]),
-               "torch": torch.__version__, "runs": runs}
-    with open(path, "w") as fh:
-        json.dump(payload, fh, indent=1)
-        fh.write("\n")
-
-
+# -------------------------------------------------------------------------------------------- results
 def format_table(runs: list[dict]) -> str:
     """Final held-out accuracy per (task, seq_len) row and mixer column, as plain text."""
     rows = summary_rows(runs)
@@ -648,29 +457,3 @@ def summary_rows(runs: list[dict]) -> list[dict]:
         groups.setdefault(key, {}).setdefault(c["mixer"], []).append(run["final_eval_acc"])
     return [{"task": t, "seq_len": T, "residual": res, "acc": {m: sum(v) / len(v) for m, v in accs.items()}}
             for (t, T, res), accs in sorted(groups.items())]
-
-
-def with_overrides(cfg: LabConfig, **changes) -> LabConfig:
-    return replace(cfg, **changes)
-
-
-def ranking(acc: dict[str, float]) -> list[str]:
-    """Mixers ordered best first by accuracy (ties keep MIXERS order)."""
-    return sorted(acc, key=lambda m: (-round(acc[m], 4), MIXERS.index(m) if m in MIXERS else 99))
-
-
-def compare_with_report(acc: dict[str, float], tie: float = 0.01) -> str:
-    """Does our accuracy order KDA >= GDN >= Mamba-2 (the report's direction) hold? A plain-words verdict.
-
-    `tie`: accuracy differences below this (fraction) count as a tie, not as a reversal.
-    """
-    present = [m for m in REPORT_ORDER if m in acc]
-    if len(present) < 2:
-        return "needs at least two of KDA / GDN / Mamba-2 to compare"
-    reversed_pairs = [(a, b) for i, a in enumerate(present) for b in present[i + 1:] if acc[b] - acc[a] > tie]
-    tied = [(a, b) for i, a in enumerate(present) for b in present[i + 1:] if abs(acc[a] - acc[b]) <= tie]
-    if reversed_pairs:
-        return "differs: " + ", ".join(f"{b} beat {a}" for a, b in reversed_pairs)
-    if tied:
-        return "matches up to ties: " + ", ".join(f"{a} = {b}" for a, b in tied)
-    return "matches (" + " > ".join(present) + ")"

@@ -49,7 +49,7 @@ SEEDS: tuple[int, ...] = (0, 1, 2)
 VOCAB = 512
 D_MODEL, N_HEADS = 64, 2  # head state 32 x 32: MQAR's 32 and 64 pairs and Palindrome's 32 and 64 tokens overflow it
 BATCH_SIZE = 32
-MAX_STEPS, MIN_STEPS, PATIENCE, EVAL_EVERY = 800, 400, 300, 50
+MAX_STEPS, MIN_STEPS, PATIENCE, EVAL_EVERY = 600, 300, 200, 50
 SOLVED, MIN_GAIN = 0.99, 0.01
 EVAL_EXAMPLES = 256
 
@@ -257,6 +257,23 @@ def order_sentences(rows: list[dict], task: str) -> list[str]:
         seeds = min(r["n"] for r in rows if r["task"] == task and r["seq_len"] == T)
         out.append(f"T = {T}: {ranked} (mean of {seeds}+ seeds) — {report_verdict(order)}.")
     return out
+
+
+def spread_sentence(rows: list[dict], task: str) -> str:
+    """How the mixers spread from the shortest to the longest length, from the numbers (one sentence)."""
+    lens = [T for T in SEQ_LENS.get(task, ()) if order_at(rows, task, T)]
+    if len(lens) < 2:
+        return ""
+    lo, hi = order_at(rows, task, lens[0]), order_at(rows, task, lens[-1])
+    mean_lo, mean_hi = {m: a for m, a, _ in lo}, {m: a for m, a, _ in hi}
+    both = [m for m in MIXERS if m in mean_lo and m in mean_hi]
+    if not both:
+        return ""
+    drop = max(both, key=lambda m: mean_lo[m] - mean_hi[m])
+    best = hi[0][0]
+    return (f"From T = {lens[0]} to T = {lens[-1]} the largest drop is {_short(drop)}'s "
+            f"({100 * mean_lo[drop]:.0f}% → {100 * mean_hi[drop]:.0f}%); at T = {lens[-1]} {_short(best)} is best "
+            f"with {100 * hi[0][1]:.0f}%.")
 
 
 def format_table(rows: list[dict]) -> str:

@@ -15,7 +15,6 @@ training log and `python -m k3lite.bench model` compare against.
 """
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import torch
@@ -31,7 +30,6 @@ from k3lite.nn import RMSNorm, SwiGLU
 from k3lite.trace import LayerTrace, Trace, detach
 
 RECURRENT_MAX_T = 8  # KDA runs its token-by-token recurrence for inputs this short, chunk-wise above
-BYTES_PER_ELEMENT_WIRE = 2  # bf16 activations on the interconnect (same convention as k3lite/moe.py)
 
 
 class ModelCache(NamedTuple):
@@ -279,22 +277,6 @@ class DenseTransformer(nn.Module):
         return ModelOutput(logits, None, None, x.new_zeros(()))
 
 
-def dense_baseline_for(cfg: K3Config, match: str = "active") -> DenseTransformer:
-    """A DenseTransformer with the same d_model, layers and heads as `cfg`, and the SwiGLU width chosen so
-    its parameter count matches cfg's *active* (default) or *total* parameters (k3lite.params convention)."""
-    from k3lite.params import count_params
-
-    if match not in ("active", "total"):
-        raise ValueError(f"match must be 'active' or 'total', got {match!r}")
-    rep = count_params(cfg)
-    target = rep.active if match == "active" else rep.total
-    d, L = cfg.d_model, cfg.n_layers
-    n_heads = max(1, cfg.mla.n_heads)
-    fixed = cfg.vocab_size * d + L * (4 * d * d + 2 * d) + d  # embedding (tied) + attention + norms
-    ffn = max(8, int(round((target - fixed) / (3 * d * L) / 8)) * 8)
-    return DenseTransformer(cfg.vocab_size, d, L, n_heads, ffn, cfg.max_seq_len, cfg.norm_eps)
-
-
 def n_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
@@ -302,7 +284,3 @@ def n_params(model: nn.Module) -> int:
 def loss_fn(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean next-token cross-entropy in nats; targets (B, T) aligned with logits (B, T, V)."""
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
-
-
-def bits_per_byte(nats: float) -> float:
-    return nats / math.log(2)

@@ -1,5 +1,7 @@
-"""Small building blocks shared by every mixer: RMSNorm, SwiGLU, helpers."""
+"""Small building blocks shared by every mixer and training loop: RMSNorm, SwiGLU, the lr schedule, helpers."""
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -40,3 +42,12 @@ class SwiGLU(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))
+
+
+def warmup_cosine_lr(step: int, steps: int, peak: float, warmup: int) -> float:
+    """The learning rate of every training loop here (lab and LM): linear warmup over `warmup` steps, then
+    cosine decay to 10% of `peak` at `steps`. `step` is 0-based."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = (step - warmup) / max(1, steps - warmup)
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))

@@ -14,10 +14,12 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 
 from k3lite.config import PRESETS, K3Config, get_preset
+from k3lite.model import DenseTransformer, K3Model
 
 COMPONENTS = (
     "embedding", "lm_head", "attention_kda", "attention_mla", "dense_ffn", "routed_experts",
@@ -81,56 +83,81 @@ class ParamReport:
         }
 
 
-def build_meta_model(cfg: K3Config):
-    from k3lite.model import K3Model
-
+def build_meta_model(cfg: K3Config) -> K3Model:
     with torch.device("meta"):
         return K3Model(cfg)
 
 
-def _param_rows(cfg: K3Config):
-    """(layer index or None, component, total, active) for every parameter tensor of `K3Model(cfg)` on meta.
+# The "active" convention in words, for pages and CLIs that explain it (the rule itself is `active_share`).
+ACTIVE_RULE = (
+    "**Active** = what one token multiplies with: all attention, router, shared-expert, dense-FFN and LM-head "
+    "weights, plus top-k / E of the routed experts. The input embedding is *not* counted as active: a token "
+    "only looks up one row of it (DeepSeek's own README counts it in; labs differ). With tied embeddings "
+    "the table doubles as the LM head, and then it counts."
+)
 
-    The one place the "active" rule is applied (module docstring): routed experts count top_k / E, the
-    untied embedding not at all, everything else fully.
-    """
-    model = build_meta_model(cfg)
-    frac_routed = cfg.moe.top_k / cfg.moe.n_routed_experts
-    for name, p in model.named_parameters():  # tied weights are yielded once
-        comp = _component(name)
-        layer = int(name.split(".")[1]) if name.startswith("layers.") else None
-        if comp == "mixer":
-            comp = "attention_" + model.layers[layer].mixer_type
-        n = p.numel()
-        if comp == "routed_experts":
-            active = round(n * frac_routed)
-        elif comp == "embedding" and not cfg.tie_embeddings:
-            active = 0  # a lookup, not a matmul: not active (see module docstring)
-        else:
-            active = n
-        yield layer, comp, n, active
+
+def active_share(component: str, cfg: K3Config) -> float:
+    """The fraction of a component's parameters one token uses: the one home of the "active" rule."""
+    if component == "routed_experts":
+        return cfg.moe.top_k / cfg.moe.n_routed_experts
+    if component == "embedding" and not cfg.tie_embeddings:
+        return 0.0  # a lookup, not a matmul (see module docstring)
+    return 1.0
 
 
 def count_params(cfg: K3Config) -> ParamReport:
     """Instantiate `K3Model(cfg)` on the meta device and bucket every parameter."""
+    model = build_meta_model(cfg)
     total = dict.fromkeys(COMPONENTS, 0)
-    active = dict.fromkeys(COMPONENTS, 0)
-    for _, comp, n, act in _param_rows(cfg):
-        total[comp] += n
-        active[comp] += act
+    for name, p in model.named_parameters():  # tied weights are yielded once
+        comp = _component(name)
+        if comp == "mixer":
+            comp = "attention_" + model.layers[int(name.split(".")[1])].mixer_type
+        total[comp] += p.numel()
+    active = {comp: round(n * active_share(comp, cfg)) for comp, n in total.items()}
     return ParamReport(cfg.name, sum(total.values()), sum(active.values()), total, active)
 
 
 def params_by_layer(cfg: K3Config) -> tuple[list[dict[str, tuple[int, int]]], dict[str, tuple[int, int]]]:
     """Per layer {component: (total, active)}, and the same for what sits outside the layers (embedding,
-    head, final norm and depth mix). Sums to `count_params(cfg)`; the architecture map shows it per element."""
-    layers: list[dict[str, tuple[int, int]]] = [{} for _ in range(cfg.n_layers)]
-    outside: dict[str, tuple[int, int]] = {}
-    for layer, comp, n, act in _param_rows(cfg):
+    head, final norm and depth mix). Totals sum to `count_params(cfg)`; active ones to it up to rounding
+    (one per bucket). The architecture map shows them per element."""
+    model = build_meta_model(cfg)
+    layers: list[dict[str, int]] = [{} for _ in range(cfg.n_layers)]
+    outside: dict[str, int] = {}
+    for name, p in model.named_parameters():  # tied weights are yielded once
+        comp = _component(name)
+        layer = int(name.split(".")[1]) if name.startswith("layers.") else None
+        if comp == "mixer":
+            comp = "attention_" + model.layers[layer].mixer_type
         bucket = outside if layer is None else layers[layer]
-        t, a = bucket.get(comp, (0, 0))
-        bucket[comp] = (t + n, a + act)
-    return layers, outside
+        bucket[comp] = bucket.get(comp, 0) + p.numel()
+
+    def with_active(bucket: dict[str, int]) -> dict[str, tuple[int, int]]:
+        return {comp: (n, round(n * active_share(comp, cfg))) for comp, n in bucket.items()}
+
+    return [with_active(b) for b in layers], with_active(outside)
+
+
+@lru_cache(maxsize=256)
+def active_params(cfg: K3Config) -> int:
+    """`count_params(cfg).active`, cached per config (the hybrid decode model asks for it on every rerun)."""
+    return count_params(cfg).active
+
+
+def dense_baseline_for(cfg: K3Config, match: str = "active") -> DenseTransformer:
+    """A DenseTransformer with the same d_model, layers and heads as `cfg`, and the SwiGLU width chosen so
+    its parameter count matches cfg's *active* (default) or *total* parameters (k3lite.params convention)."""
+    if match not in ("active", "total"):
+        raise ValueError(f"match must be 'active' or 'total', got {match!r}")
+    rep = count_params(cfg)
+    target = rep.active if match == "active" else rep.total
+    d, L = cfg.d_model, cfg.n_layers
+    n_heads = max(1, cfg.mla.n_heads)
+    fixed = cfg.vocab_size * d + L * (4 * d * d + 2 * d) + d  # embedding (tied) + attention + norms
+    ffn = max(8, int(round((target - fixed) / (3 * d * L) / 8)) * 8)
+    return DenseTransformer(cfg.vocab_size, d, L, n_heads, ffn, cfg.max_seq_len, cfg.norm_eps)
 
 
 def fmt(n: float) -> str:

@@ -46,11 +46,6 @@ def encode(text: str, max_chars: int = MAX_PROMPT_CHARS, max_bytes: int = MAX_PR
     return list(validate_prompt(text, max_chars, max_bytes))
 
 
-def encode_raw(text: str) -> list[int]:
-    """Training data path: no policy checks (corpus text is trusted)."""
-    return list(text.encode("utf-8", errors="replace"))
-
-
 def decode(ids) -> str:
     """Token ids -> text; a partial multi-byte character becomes U+FFFD."""
     ids = [int(i) for i in ids]
@@ -59,15 +54,20 @@ def decode(ids) -> str:
     return bytes(ids).decode("utf-8", errors="replace")
 
 
+# How a byte token is shown on every page (axis labels, tables, metrics): one display, so a newline reads the
+# same on the forward-pass, MoE and KDA pages.
+_ESCAPES = {9: "\\t", 10: "\\n", 13: "\\r", 32: "␣"}
+
+
 def token_label(i: int) -> str:
-    """A short readable label for one byte token: the character if printable ASCII, else its hex."""
+    """A short readable label for one byte token: printable ASCII as itself, space as ␣, tab / newline /
+    carriage return as the escapes \\t \\n \\r, any other byte (control or part of a multi-byte UTF-8
+    character) as its hex value, e.g. xe6."""
     i = int(i)
-    if i == 32:
-        return "␣"
-    if i == 10:
-        return "\\n"
-    if i == 9:
-        return "\\t"
+    if not 0 <= i < VOCAB_SIZE:
+        raise ValueError(f"a byte token is in [0, {VOCAB_SIZE}), got {i}")
+    if i in _ESCAPES:
+        return _ESCAPES[i]
     if 33 <= i < 127:
         return chr(i)
-    return f"0x{i:02X}"
+    return f"x{i:02x}"

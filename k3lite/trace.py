@@ -7,7 +7,7 @@ N = depth sources of that sublayer (embedding, earlier outputs / block sums).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import torch
 
@@ -90,5 +90,3 @@ class Trace:
 def detach(t: torch.Tensor | None) -> torch.Tensor | None:
     return None if t is None else t.detach().to("cpu")
 
-
-LAYER_TRACE_FIELDS = tuple(f.name for f in fields(LayerTrace))

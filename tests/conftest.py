@@ -1,4 +1,3 @@
-import os
 import re
 import threading
 from contextlib import contextmanager
@@ -9,7 +8,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("K3LITE_TEST", "1")
 
 import torch  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""KDA kernels, special cases, the layer and its parameter count (issue 3).
+"""KDA kernels, special cases, the layer and its parameter count.
 
 Tolerance: 1e-4 max abs error in fp32 for every fast-vs-reference comparison (chunk vs recurrent,
 special case vs its own loop, decode vs full pass).

@@ -5,11 +5,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from k3lite.checkpoint import DEFAULT_PATH, load_lite_model, save_checkpoint
+from k3lite.checkpoint import DEFAULT_PATH, checkpoint_meta, load_lite_model, save_checkpoint
 from k3lite.config import K3Config, KDAConfig, MLAConfig, MoEConfig, get_preset
-from k3lite.model import K3Model, dense_baseline_for, loss_fn, n_params
-from k3lite.params import count_params
-from k3lite.tokenizer import MAX_PROMPT_CHARS, decode, encode
+from k3lite.model import K3Model, loss_fn, n_params
+from k3lite.params import count_params, dense_baseline_for
+from k3lite.tokenizer import MAX_PROMPT_CHARS, decode, encode, token_label
 from k3lite.trace import KDA_FIELDS, MLA_FIELDS, MOE_FIELDS
 
 TOL = dict(atol=2e-5, rtol=1e-4)  # fp32, 8 sublayers deep
@@ -161,6 +161,20 @@ def test_any_unicode_round_trips():
         assert decode(ids) == text
 
 
+def test_one_token_label_everywhere():
+    """One display per byte on every page: escapes for tab/newline/CR, ␣ for space, hex for the rest."""
+    assert [token_label(b) for b in b"a \n\t\r~"] == ["a", "␣", "\\n", "\\t", "\\r", "~"]
+    assert [token_label(b) for b in "é".encode()] == ["xc3", "xa9"]
+    assert token_label(0) == "x00" and token_label(127) == "x7f"
+    with pytest.raises(ValueError, match="byte token"):
+        token_label(256)
+    # no page or figure module defines its own label function (the MoE and KDA pages used to show x0a)
+    root = Path(__file__).resolve().parent.parent
+    own = [str(f.relative_to(root)) for d in ("k3lite", "views") for f in (root / d).rglob("*.py")
+           if "def token_label" in f.read_text() and f.name != "tokenizer.py"]
+    assert own == []
+
+
 def test_dense_baseline_matches_active_params():
     cfg = get_preset("lite")
     dense = dense_baseline_for(cfg)
@@ -197,6 +211,7 @@ def test_missing_or_corrupt_checkpoint_falls_back_with_a_warning(tmp_path: Path)
     bad.write_bytes(b"\x00garbage" * 100)
     model, warning = load_lite_model(bad)
     assert isinstance(model, K3Model) and "random" in warning
+    assert checkpoint_meta(bad) == {} and checkpoint_meta(tmp_path / "nope.safetensors") == {}
     assert model(torch.tensor([[1, 2, 3]])).logits.shape == (1, 3, 256)
 
 
@@ -205,7 +220,8 @@ def test_save_load_round_trip(tmp_path: Path):
     path = tmp_path / "t.safetensors"
     save_checkpoint(model, path, {"note": "x"})
     again, warning = load_lite_model(path)
-    assert warning is None and again.cfg == model.cfg and again.meta == {"note": "x"}
+    assert warning is None and again.cfg == model.cfg and checkpoint_meta(path) == {"note": "x"}
+    assert not hasattr(again, "meta")  # training facts live in the file, not on the nn.Module
     tokens = torch.randint(0, 256, (1, 7))
     with torch.no_grad():  # bf16 storage of the big matrices: close, not equal
         torch.testing.assert_close(again(tokens).logits, model(tokens).logits, atol=0.05, rtol=0.05)

@@ -306,15 +306,17 @@ def test_prompt_demo_shapes_labels_and_errors():
 
     c = cfg(n_routed_experts=16, top_k=2, latent_dim=16, latent_norm=True, n_shared_experts=1)
     d = prompt_demo(c, 32, "a b\n日")
-    assert d.labels == ["a", "␣", "b", "x0a", "xe6", "x97", "xa5"]
+    assert d.labels == ["a", "␣", "b", "\\n", "xe6", "x97", "xa5"]  # tokenizer.token_label, as on every page
     for m, s in d.stats.items():
         assert s.topk_idx.shape == (1, 7, 2)
         assert sum(d.eval_load[m]) == d.eval_tokens * 2
     assert d.eval_violation["quantile"] < d.eval_violation["none"]
-    with pytest.raises(ValueError, match="must not be empty"):
+    with pytest.raises(ValueError, match="prompt is empty"):
         prompt_demo(c, 32, "")
-    with pytest.raises(ValueError, match=f"at most {MAX_PROMPT_BYTES} bytes"):
+    with pytest.raises(ValueError, match=f"the limit is {MAX_PROMPT_BYTES}"):
         prompt_demo(c, 32, "é" * MAX_PROMPT_BYTES)
+    with pytest.raises(ValueError, match="control character U\\+0007"):  # the app's one prompt policy
+        prompt_demo(c, 32, "ab\x07")
 
 
 def test_model_moe_inputs_are_what_the_trained_router_sees():

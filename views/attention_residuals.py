@@ -4,6 +4,7 @@ import torch
 
 from k3lite.attnres import attnres_cost
 from k3lite.checkpoint import load_lite_model, with_config
+from k3lite.config import get_preset
 from k3lite.guards import check_budget
 from k3lite.tokenizer import MAX_PROMPT_CHARS, encode
 from k3lite.viz.attnres import cost_curves_figure, depth_heatmap_figure
@@ -77,10 +78,12 @@ explain(
 )
 
 st.subheader("What block grouping saves as models grow")
-url_state("ar_d", 7168, choices=[2304, 4096, 7168])
+K3, KIMI_LINEAR = get_preset("k3-estimated"), get_preset("kimi-linear-48b-a3b")
+WIDTHS = sorted({KIMI_LINEAR.d_model, 4096, K3.d_model})
+url_state("ar_d", K3.d_model, choices=WIDTHS)
 url_state("ar_S", 24, lo=1, hi=64)
 d1, d2 = st.columns(2)
-d1.select_slider("d_model", [2304, 4096, 7168], key="ar_d", help="2304 = Kimi Linear 48B, 7168 = K2 / K3")
+d1.select_slider("d_model", WIDTHS, key="ar_d", help=f"{KIMI_LINEAR.d_model} = Kimi Linear 48B, {K3.d_model} = K2 / K3")
 d2.slider("block size S for the model (sublayers)", 1, 64, key="ar_S")
 push_url("ar_d", "ar_S")
 d, S = st.session_state.ar_d, st.session_state.ar_S
@@ -91,10 +94,10 @@ costs = {"standard residual": [attnres_cost(n, d, "standard") for n in layers],
 e1, e2 = st.columns(2)
 e1.plotly_chart(cost_curves_figure(layers, costs, "read_bytes"), width="stretch")
 e2.plotly_chart(cost_curves_figure(layers, costs, "live_bytes"), width="stretch")
-k3_full, k3_block = attnres_cost(93, d, "full"), attnres_cost(93, d, "block", S)
+k3_full, k3_block = attnres_cost(K3.n_layers, d, "full"), attnres_cost(K3.n_layers, d, "block", S)
 bw = 3.35e12  # H100 SXM HBM3, bytes/s (NVIDIA datasheet)
 st.markdown(
-    f"At **93 layers** (the K3 estimate; 186 sublayers + the final mix), d_model {d}, bf16: full AttnRes reads "
+    f"At **{K3.n_layers} layers** (the K3 estimate; {2 * K3.n_layers} sublayers + the final mix), d_model {d}, bf16: full AttnRes reads "
     f"{k3_full.read_bytes / 1e6:.1f} MB per token across all mixes and keeps {k3_full.live_sources} vectors "
     f"({k3_full.live_bytes / 1e6:.2f} MB) per token alive; block S = {S} reads {k3_block.read_bytes / 1e6:.1f} MB "
     f"and keeps {k3_block.live_sources} ({k3_block.live_bytes / 1e6:.3f} MB): "

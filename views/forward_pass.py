@@ -2,7 +2,7 @@
 import streamlit as st
 import torch
 
-from k3lite.checkpoint import load_lite_model
+from k3lite.checkpoint import checkpoint_meta, load_lite_model
 from k3lite.tokenizer import decode, encode, token_label
 from k3lite.viz.archmap import architecture_map, stage_index
 from k3lite.viz.model import WHAT, stage_figure, stages
@@ -44,9 +44,9 @@ def continuation(prompt: str, n: int, temperature: float, seed: int) -> str:
 model, warning = lite_model()
 if warning:
     st.warning(warning)
-elif getattr(model, "meta", {}).get("val_loss"):
-    st.caption(f"Checkpoint: {model.meta.get('steps')} training steps, validation loss "
-               f"{model.meta['val_loss']:.2f} nats/byte (uniform guessing: 5.55). See assets/lite_train_log.json.")
+elif (meta := checkpoint_meta()).get("val_loss"):
+    st.caption(f"Checkpoint: {meta.get('steps')} training steps, validation loss "
+               f"{meta['val_loss']:.2f} nats/byte (uniform guessing: 5.55). See assets/lite_train_log.json.")
 
 url_state("fp_prompt", "def greet(name):\n    return 'Hello, ' + name")
 st.text_area(f"prompt (≤ {MAX_CHARS} characters, ≤ {MAX_BYTES} UTF-8 bytes; any unicode)", key="fp_prompt",

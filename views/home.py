@@ -5,7 +5,7 @@ from streamlit.errors import StreamlitAPIException
 
 from k3lite.anatomy import PART_LABEL, PART_PAGE, anatomy
 from k3lite.config import PRESETS, get_preset
-from k3lite.params import count_params, fmt
+from k3lite.params import ACTIVE_RULE, count_params, fmt
 from k3lite.viz.archmap import architecture_map
 from k3lite.viz.params import PUBLISHED, breakdown_figure
 from views.common import push_url, url_state, user_errors
@@ -108,12 +108,7 @@ m2.metric("active per token", fmt(report.active))
 m3.metric("activation ratio (active / total params)", f"{100 * report.activation_ratio:.2f} %")
 m4.metric("experts used per token (top-k / E)", f"{100 * int(top_k) / int(experts):.2f} %")
 st.plotly_chart(breakdown_figure(report))
-st.caption(
-    "**Active** = what one token multiplies with: all attention, router, shared-expert, dense-FFN and LM-head "
-    "weights, plus top-k / E of the routed experts. The input embedding is *not* counted as active: a token "
-    "only looks up one row of it (DeepSeek's own README counts it in; labs differ). With tied embeddings "
-    "the table doubles as the LM head, and then it counts."
-)
+st.caption(ACTIVE_RULE)
 
 st.subheader("Our count vs the published totals")
 rows = []

@@ -8,9 +8,8 @@ import torch
 
 from k3lite import kda, memory
 from k3lite.config import get_preset
-from k3lite.tokenizer import validate_prompt
+from k3lite.tokenizer import token_label, validate_prompt
 from k3lite.viz.kda import decay_heatmap, memory_figure, recall_figure, state_figure, state_norm_figure
-from k3lite.viz.moe import token_label
 from views.common import explain, push_url, url_state, user_errors
 
 MAX_T = 256  # tokens shown live (the state trajectory keeps T x H x K x V numbers)

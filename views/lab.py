@@ -1,74 +1,118 @@
-"""The lab: train tiny 2-layer models on recall tasks, live. Shipped assets/lab_*.json: made by the CLI with
-the command stored in each file's "command" field (also in k3lite/lab.py's docstring)."""
+"""The lab: what a fixed-size state can recall. First the shipped sweep (assets/lab/, made by
+`python -m k3lite.lab_sweep all`), then live training of the same models, then the residual experiment."""
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
+from k3lite import lab_sweep as sweep
 from k3lite.guards import bounded_threads, deadline, heavy_work
-from k3lite.lab import (MIXER_LABELS, MIXERS, RESIDUALS, LabConfig, compare_with_report, iter_train, ranking,
-                        summary_rows)
-from k3lite.tasks import TASKS
-from k3lite.viz.lab import accuracy_vs_length_figure, curves_figure
-from views.common import push_url, url_state, user_errors
+from k3lite.lab import MIXER_LABELS, iter_train
+from k3lite.viz.lab import curves_figure, sweep_figure
+from views.common import explain, push_url, url_state, user_errors
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
-RESULTS = ASSETS / "lab_results.json"
-LENGTHS = [32, 64, 128, 256, 512]
+LIVE_TASKS = tuple(sweep.SEQ_LENS)
+LIVE_MIXERS = sweep.MIXERS + ("deltanet", "attention")  # the two references train live only (no shipped LR: 1e-2)
 
-st.title("The lab: recall tasks, trained live")
+st.title("The lab: what a fixed-size state can recall")
 st.markdown(
     """
 A linear-attention layer keeps a **fixed-size state** instead of a growing KV cache, so the question is what it
-can still *recall*. The Kimi Linear tech report ([arXiv 2510.26692](https://arxiv.org/abs/2510.26692)) probes this
-with tiny **2-layer, 2-head** models on synthetic tasks and reports that **KDA solves multi-query associative
-recall (MQAR) and Palindrome at longer sequences than Gated DeltaNet, which beats a Mamba-2-style model**.
-Here you train those models yourself, on this server's CPU. Every model is the same 2-layer stack; only the
-mixer changes (same projections, short conv and output gate; the kernels are the ones on the KDA page). The
-**hybrid** is the 2-layer reading of Kimi Linear's 3:1 pattern: KDA below, global softmax attention on top
-(Kimi Linear always makes the last layer global).
-**MQAR** ([Zoology](https://arxiv.org/abs/2312.04927)): key-value pairs, then the keys again — answer with the value.
-**Palindrome**: a random block, then output it reversed. **Stack**: push/pop stream — at each pop, output the top.
+can still *recall*. The Kimi Linear tech report ([arXiv 2510.26692](https://arxiv.org/abs/2510.26692)) trains
+tiny **2-layer, 2-head** models on synthetic tasks and reports that **KDA solves multi-query associative recall
+(MQAR) and Palindrome at longer sequences than Gated DeltaNet, which beats a Mamba-2-style model**. Here the
+same kind of models (one stack, only the sequence mixer changes; the kernels of the KDA page) are trained on
+**MQAR** ([Zoology](https://arxiv.org/abs/2312.04927): key-value pairs, then the keys again; the number of pairs
+grows with the length, up to twice what one head's 32 x 32 state can hold) and **Palindrome** (a random block,
+then the block reversed: the whole block must sit in the state).
 """
 )
 
-# ------------------------------------------------------------------------------------------- controls
-url_state("lab_task", "mqar", choices=TASKS)
-url_state("lab_seq_len", 64, choices=LENGTHS)
-url_state("lab_mixers", ["linear", "mamba2", "gdn", "kda"], choices=MIXERS)
-url_state("lab_steps", 150, lo=10, hi=1000)
-url_state("lab_residual", "standard", choices=RESIDUALS)
-url_state("lab_seed", 0, lo=0, hi=9999)
+# ------------------------------------------------------------------------------------- shipped result
+st.header("1. The shipped result")
 
+
+@st.cache_data(ttl=300)  # the sweep may still be adding files: reread every 5 minutes at most
+def shipped_runs() -> list[dict]:
+    return sweep.load_runs()
+
+
+runs = shipped_runs()
+rows = sweep.aggregate(runs)
+if not rows:
+    st.warning("No finished sweep runs under assets/lab/: `python -m k3lite.lab_sweep all` makes them (resumable).")
+else:
+    cols = st.columns(len({r["task"] for r in rows}))
+    for col, task in zip(cols, sorted({r["task"] for r in rows})):
+        col.plotly_chart(sweep_figure(rows, task), key=f"lab_sweep_{task}")
+        col.markdown(f"**{task}: the order our runs produced, per length** (report: KDA ≥ GDN > Mamba-2)")
+        col.markdown("\n".join(f"- {s}" for s in sweep.order_sentences(rows, task)))
+        spread = sweep.spread_sentence(rows, task)
+        if spread:
+            col.markdown(spread)
+    table = []
+    for task in sorted({r["task"] for r in rows}):
+        for mixer in sweep.MIXERS:
+            sel = {r["seq_len"]: r for r in rows if r["task"] == task and r["mixer"] == mixer}
+            if sel:
+                table.append({"task": task, "mixer": MIXER_LABELS[mixer], "learning rate": next(iter(sel.values()))["lr"],
+                              **{f"T={T} (%)": f"{100 * r['mean']:.1f} ± {100 * r['std']:.1f} (n={r['n']})"
+                                 for T, r in sorted(sel.items())}})
+    st.dataframe(pd.DataFrame(table), hide_index=True)
+    n_cap = sum(r["not_plateaued"] for r in rows)
+    st.caption(
+        f"Held-out accuracy on the answer tokens of {sweep.EVAL_EXAMPLES} fresh sequences, mean ± std over seeds (n). "
+        f"Model: {sweep.D_MODEL}-wide, 2 layers x {sweep.N_HEADS} heads, no FFN, vocabulary {sweep.VOCAB}, batch "
+        f"{sweep.BATCH_SIZE}. Protocol: per task and mixer the learning rate is the best of {list(sweep.LRS)} at "
+        f"T = {sweep.LR_SEQ_LEN} (seed 0), then used at every length and seed; a run stops when held-out accuracy "
+        f"reaches {100 * sweep.SOLVED:.0f}%, or its best held-out accuracy gained less than "
+        f"{100 * sweep.MIN_GAIN:.0f} points over {sweep.PATIENCE} steps (after {sweep.MIN_STEPS}), or at "
+        f"{sweep.MAX_STEPS} steps. {n_cap} of the {sum(r['n'] for r in rows)} runs shown hit the step cap before "
+        f"a plateau. {len(runs)} runs in all (LR sweep included); each file in assets/lab/ stores the command that "
+        "reproduces it; `python -m k3lite.lab_sweep all` makes (or completes) the set.")
+    explain(
+        "What would change the verdict where it differs from the report: the report's models are trained far "
+        "longer with swept learning rates at every length, and its tasks may be set differently (vocabulary, "
+        "number of pairs); more seeds, a finer learning-rate grid per length, or longer training at the lengths "
+        "where our runs hit the step cap are the evidence that would move these numbers.")
+
+# ------------------------------------------------------------------------------------------- live run
+st.header("2. Train it yourself")
+url_state("lab_task", "mqar", choices=LIVE_TASKS)
+url_state("lab_seq_len", 256, choices=sorted({T for Ts in sweep.SEQ_LENS.values() for T in Ts}))
+url_state("lab_mixers", ["linear", "kda"], choices=LIVE_MIXERS)
+url_state("lab_steps", 150, lo=10, hi=800)
+url_state("lab_seed", 0, lo=0, hi=9999)
 c1, c2, c3 = st.columns(3)
-task = c1.selectbox("task", TASKS, key="lab_task")
-seq_len = c2.select_slider("sequence length (tokens)", LENGTHS, key="lab_seq_len")
-steps = c3.slider(f"training steps (batches of {LabConfig().batch_size} sequences)", 10, 1000, step=10,
-                  key="lab_steps")
-mixers = st.multiselect("mixers to compare", MIXERS, key="lab_mixers", format_func=lambda m: MIXER_LABELS[m])
-c4, c5 = st.columns(2)
-residual = c4.selectbox("residual", RESIDUALS, key="lab_residual",
-                        help="standard x + f(x), or Attention Residuals (softmax over depth), full or in blocks")
+task = c1.selectbox("task", LIVE_TASKS, key="lab_task")
+seq_len = c2.select_slider("sequence length (tokens)", sorted({T for Ts in sweep.SEQ_LENS.values() for T in Ts}),
+                           key="lab_seq_len")
+steps = c3.slider(f"training steps (batches of {sweep.BATCH_SIZE} sequences)", 10, 800, step=10, key="lab_steps")
+c4, c5 = st.columns([3, 1])
+mixers = c4.multiselect("mixers to compare", LIVE_MIXERS, key="lab_mixers", format_func=lambda m: MIXER_LABELS[m])
 seed = c5.number_input("seed", 0, 9999, key="lab_seed")
-push_url("lab_task", "lab_seq_len", "lab_mixers", "lab_steps", "lab_residual", "lab_seed")
+push_url("lab_task", "lab_seq_len", "lab_mixers", "lab_steps", "lab_seed")
 
 with user_errors():
     if not mixers:
         raise ValueError("choose at least one mixer to train")
-    configs = {m: LabConfig(task=task, seq_len=int(seq_len), mixer=m, residual=residual, steps=int(steps),
-                            seed=int(seed), eval_every=max(10, int(steps) // 10)) for m in mixers}
+    lrs = {m: sweep.chosen_lr(runs, task, m) or 1e-2 for m in mixers}  # the shipped sweep's LR per mixer
+    configs = {m: replace(sweep.lab_config(task, m, int(seq_len), lrs[m], int(seed)), steps=int(steps),
+                          eval_every=max(10, int(steps) // 10), eval_examples=128) for m in mixers}
+st.caption(
+    "The same models and learning rates as the shipped sweep, for fewer steps. What a one-minute run can show: "
+    "how fast each mixer starts to recall, and (at 256 tokens of MQAR, 64 pairs against a 32 x 32 state) which "
+    "ones stall early. What it cannot show: where each one ends up — the shipped runs above train up to "
+    f"{sweep.MAX_STEPS} steps, over 3 seeds; a single short run is one noisy sample of the start of that curve.")
 
 
 @st.cache_resource
 def finished_runs() -> dict:
     """Completed runs, shared by every session: (config) -> {"curve", "evals", "final_eval_acc", ...}."""
     return {}
-
-
-def run_key(cfg: LabConfig) -> tuple:
-    return tuple(sorted(asdict(cfg).items()))
 
 
 def stop() -> None:
@@ -83,10 +127,10 @@ chart_acc, chart_loss = st.columns(2)
 slot_acc, slot_loss = chart_acc.empty(), chart_loss.empty()
 
 
-def draw(runs: dict) -> None:
+def draw(live_runs: dict) -> None:
     n = st.session_state["lab_draws"] = st.session_state.get("lab_draws", 0) + 1  # fresh keys per redraw
-    slot_acc.plotly_chart(curves_figure(runs, "acc", int(steps)), key=f"lab_acc_{n}")
-    slot_loss.plotly_chart(curves_figure(runs, "loss", int(steps)), key=f"lab_loss_{n}")
+    slot_acc.plotly_chart(curves_figure(live_runs, "acc", int(steps)), key=f"lab_acc_{n}")
+    slot_loss.plotly_chart(curves_figure(live_runs, "loss", int(steps)), key=f"lab_loss_{n}")
 
 
 store = finished_runs()
@@ -97,13 +141,12 @@ def train_live(configs: dict) -> None:
     """Train each mixer in turn, redrawing every 10 steps; stops between steps when Stop was pressed."""
     limit = deadline(what="training")  # K3LITE_JOB_LIMIT_S (default 300 s): TimeLimit -> st.error
     for i, (mixer, cfg) in enumerate(configs.items()):
-        key = run_key(cfg)
+        key = tuple(sorted(asdict(cfg).items()))
         if key in store:  # cached: same config, seed and steps -> same numbers
             live[mixer] = store[key]
             continue
-        run = {"curve": {"step": [], "loss": [], "acc": []}, "evals": {"step": [], "loss": [], "acc": []},
-               "steps_done": 0, "final_eval_acc": None}
-        live[mixer] = run
+        run = live[mixer] = {"curve": {"step": [], "loss": [], "acc": []},
+                             "evals": {"step": [], "loss": [], "acc": []}, "steps_done": 0}
         for rec in iter_train(cfg):
             for name, value in (("step", rec.step), ("loss", rec.loss), ("acc", rec.acc)):
                 run["curve"][name].append(value)
@@ -118,7 +161,6 @@ def train_live(configs: dict) -> None:
             if st.session_state.get("lab_stop"):
                 return
             limit.check(rec.step)
-        run["final_eval_acc"] = run["evals"]["acc"][-1]
         store[key] = run
 
 
@@ -132,50 +174,19 @@ if train_clicked:
 
 if live:
     draw(live)
-    rows = [{"mixer": MIXER_LABELS[m], "steps trained": r["steps_done"],
-             "held-out accuracy (%)": None if not r["evals"]["acc"] else round(100 * r["evals"]["acc"][-1], 1)}
-            for m, r in live.items()]
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
-    st.caption("Held-out accuracy: argmax on the answer tokens only (MQAR: the query positions) of 128 fresh "
-               "sequences, measured every tenth of the run. Lines: training batches, smoothed over 10 steps.")
+    st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[m], "learning rate": lrs.get(m), "steps trained": r["steps_done"],
+                                "held-out accuracy (%)": round(100 * r["evals"]["acc"][-1], 1) if r["evals"]["acc"] else None}
+                               for m, r in live.items()]), hide_index=True)
+    st.caption("Held-out accuracy: answer tokens only (MQAR: the query positions) of 128 fresh sequences, every "
+               "tenth of the run. Lines: training batches, smoothed over 10 steps.")
 else:
-    st.info("Press **Train**: each mixer trains in turn, the charts update every 10 steps, and the same settings "
-            "again come from the cache. The default costs about 0.15 s of one idle core per step (measured as CPU "
-            "time of the CLI), so about 1.5 min for 4 mixers x 150 steps; longer on a busy server.")
+    st.info("Press **Train**: each mixer trains in turn and the charts update every 10 steps; the same settings "
+            "again come from the cache.")
 
-# --------------------------------------------------------------------------------------- shipped table
-st.subheader("Precomputed: who wins as sequences get longer")
-
-
-@st.cache_data
-def shipped(path: Path) -> dict:
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
-data = shipped(RESULTS)
-if not data:
-    st.warning("assets/lab_results.json is missing: run the command in k3lite/lab.py's docstring to make it.")
-else:
-    rows = summary_rows(data["runs"])
-    table = [{"task": r["task"], "length (tokens)": r["seq_len"],
-              **{f"{MIXER_LABELS[m]} acc. (%)": round(100 * a, 1) for m, a in r["acc"].items()},
-              "our ranking": " > ".join(ranking(r["acc"])),
-              "vs report (KDA ≥ GDN ≥ Mamba-2)": compare_with_report(r["acc"])}
-             for r in rows]
-    st.dataframe(pd.DataFrame(table), hide_index=True)
-    for t in sorted({r["task"] for r in rows}):
-        st.plotly_chart(accuracy_vs_length_figure(rows, t), key=f"lab_shipped_{t}")
-    cfg0 = data["runs"][0]["config"]
-    st.caption(
-        f"Held-out accuracy (%) on answer tokens after {cfg0['steps']} steps of batch {cfg0['batch_size']}, "
-        f"d_model {cfg0['d_model']}, {cfg0['n_layers']} layers x {cfg0['n_heads']} heads, mean over seeds; made "
-        f"by `{data['command']}` (torch {data['torch']}). Report's direction (who should win, not its numbers): "
-        "KDA ≥ GDN ≥ Mamba-2-style on MQAR and Palindrome (Kimi Linear tech report, arXiv 2510.26692)."
-    )
-
-res_files = [shipped(p) for p in sorted(ASSETS.glob("lab_attnres*.json"))]
+# --------------------------------------------------------------------------------- residual experiment
+res_files = [json.loads(p.read_text()) for p in sorted(ASSETS.glob("lab_attnres*.json"))]
 if res_files:
-    st.subheader("Residual experiment: the lite LM with standard vs Attention Residuals")
+    st.header("3. Residual experiment: the lite LM with standard vs Attention Residuals")
     st.dataframe(pd.DataFrame([{"seed": res["seed"], "residual": r["mode"], "steps": r["steps"],
                                 "validation loss (nats/byte)": round(r["final_val"]["mean"], 4),
                                 "train time (s)": r["seconds"]} for res in res_files for r in res["runs"]]),
@@ -184,19 +195,6 @@ if res_files:
         st.write(f"Seed {res['seed']}: " + "; ".join(
             f"standard residuals needed **{m['ratio']:.2f}x** the steps to match {mode} AttnRes" if m["reached"]
             else f"{mode} AttnRes: {m['note']}" for mode, m in res["standard_steps_to_match"].items()))
-    st.caption(f"`lite` preset, {res['steps']} steps of {res['batch']} x {res['seq_len']} bytes (stdlib source + "
-               f"synthetic lines, k3lite.lm_train's data); made by `{res['command']}`. The AttnRes paper "
-               "(arXiv 2603.15031) reports ~1.25x compute-equivalent at scale; a few hundred CPU steps are noisy.")
-
-st.markdown(
-    """
-**What to notice.** The report's claim is about what each mixer can *solve* with enough training as sequences
-grow: Mamba-2-style decay can only add to and fade its state, the **delta rule** (GDN, KDA) *overwrites* the value
-stored under a key, and KDA's **per-channel** decay can keep some channels for long-range facts while others
-forget fast. Our shipped table is a *tiny-budget race* (150 steps, one seed), and there plain linear attention
-wins and GDN comes last — not the report's order. Linear attention has no forgetting to learn; the gated
-mixers start from the usual random decay init (fla's), where a head can lose most of its state within a few
-tokens, and must first learn to keep it — KDA has 64 decay rates per head to draw from, GDN one. Train longer
-(the steps slider) or change the seed to see which differences survive; softmax attention is the ceiling.
-"""
-)
+    st.caption(f"Shipped result (not live). `lite` preset, {res['steps']} steps of {res['batch']} x {res['seq_len']} "
+               f"bytes (k3lite.lm_train's data); made by `{res['command']}`. The AttnRes paper (arXiv 2603.15031) "
+               "reports ~1.25x compute-equivalent at scale; a few hundred CPU steps are noisy.")

@@ -5,7 +5,7 @@ import torch
 
 from k3lite.bench.balance import (MAX_PROMPT_BYTES, calibration_stream, check_prompt, model_moe_inputs, prompt_demo,
                                   run_balance, summary_rows)
-from k3lite.checkpoint import load_lite_model
+from k3lite.checkpoint import checkpoint_meta, load_lite_model
 from k3lite.config import BALANCING_METHODS, MoEConfig, get_preset
 from k3lite.guards import heavy_work
 from k3lite.moe import latent_cost_per_token
@@ -14,7 +14,8 @@ from k3lite.viz.moe import (METHOD_LABELS, activation_rows, latent_tradeoff, loa
 from views.common import explain, push_url, url_state, user_errors
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
-K3_D, K3_FFN = 7168, 3072  # K3 hidden size and expert FFN: secondary (unofficial config copies), for (d)
+K3 = get_preset("k3-estimated")  # hidden size and expert FFN: secondary (unofficial config copies)
+K3_D, K3_FFN = K3.d_model, K3.moe.expert_ffn_dim  # for (d)
 RATIOS = {"1": 1.0, "1/2": 0.5, "1/4": 0.25, "1/8": 0.125}
 LITE = get_preset("lite")
 MOE_LAYERS = [i for i, kind in enumerate(LITE.ffn_types()) if kind == "moe"]
@@ -108,7 +109,7 @@ stats = result.stats[METHOD]
 
 st.subheader("(a) Which experts each token of the prompt visits")
 st.caption(
-    f"The prompt runs through the trained lite model (assets/lite.safetensors, {model.meta.get('steps', '?')} "
+    f"The prompt runs through the trained lite model (assets/lite.safetensors, {checkpoint_meta().get('steps', '?')} "
     f"training steps); the hidden states entering its MoE at layer {LAYER} (d = {D}) then go into a fresh seeded "
     f"LatentMoE built from your settings (l = {stats.dispatch_dim}, expert FFN {EXPERT_FFN}). Its router is "
     "untrained, so which expert gets which byte is arbitrary; how *evenly* they spread is the point. Each "

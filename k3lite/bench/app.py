@@ -8,7 +8,7 @@ For each page listed in app.py, in one process and one run (Streamlit's AppTest,
   rerun median / max  that session moves its first slider (else number input, else selectbox) to `repeats`
                       NEW values one step apart around the default (so st.cache_data misses, as for a
                       visitor exploring), timing each rerun
-Target (issue 8): every page's median rerun at default settings < 0.5 s on 2 CPU cores. The machine's load
+Target: every page's median rerun at default settings < 0.5 s on 2 CPU cores. The machine's load
 average is printed because other processes slow every number alike.
 
 This is the one module under k3lite/ that imports Streamlit (lazily, inside the functions): it measures

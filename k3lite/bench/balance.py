@@ -26,6 +26,7 @@ import torch.nn.functional as F
 
 from k3lite.config import BALANCING_METHODS, MoEConfig
 from k3lite.moe import LatentMoE, Router, routing_metrics, selection_stability
+from k3lite.tokenizer import token_label, validate_prompt
 
 METHODS = tuple(m for m in BALANCING_METHODS)  # none, aux_loss, bias, quantile
 
@@ -253,13 +254,9 @@ MAX_PROMPT_BYTES = 256
 
 
 def check_prompt(prompt: str) -> bytes:
-    """The prompt's UTF-8 bytes (one token per byte), or ValueError naming the constraint."""
-    data = prompt.encode("utf-8")
-    if not data:
-        raise ValueError("the prompt must not be empty")
-    if len(data) > MAX_PROMPT_BYTES:
-        raise ValueError(f"the prompt must be at most {MAX_PROMPT_BYTES} bytes of UTF-8, got {len(data)}")
-    return data
+    """The prompt's UTF-8 bytes (one token per byte): the app's one prompt policy (`validate_prompt`) with this
+    demo's length limit; ValueError naming the constraint."""
+    return validate_prompt(prompt, max_bytes=MAX_PROMPT_BYTES)
 
 
 def prompt_demo(cfg: MoEConfig, d_model: int, prompt: str, seed: int = 0, stream_x: torch.Tensor | None = None,
@@ -272,8 +269,6 @@ def prompt_demo(cfg: MoEConfig, d_model: int, prompt: str, seed: int = 0, stream
     measured on the remaining quarter (tokens the balancer did not see).
     """
     data = check_prompt(prompt)
-    from k3lite.viz.moe import token_label  # plain helper, no Streamlit
-
     feats = byte_features(calibration_stream(), d_model, seed) if stream_x is None else stream_x  # (L, d)
     if prompt_x is None:
         prompt_x = byte_features(data, d_model, seed)  # (T, d): the prompt on its own (no leading context)

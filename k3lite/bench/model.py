@@ -13,8 +13,8 @@ import time
 import torch
 
 from k3lite.config import get_preset
-from k3lite.model import K3Model, dense_baseline_for, n_params
-from k3lite.params import count_params
+from k3lite.model import K3Model, n_params
+from k3lite.params import count_params, dense_baseline_for
 
 
 def _time(fn, repeats: int) -> list[float]:

@@ -6,7 +6,7 @@ For each E in {64, 256, 896} and top-k in {8, 16} the MoE layer (router + groupe
 SwiGLU experts of hidden `ffn`) is timed against a dense SwiGLU with hidden k * ffn: the same multiply-adds
 per token. The naive reference (one token-expert pair at a time) is timed on a slice of the tokens and
 scaled per token. Ratios are measured in this one run (median over interleaved repeats), CPU, fp32, inference mode.
-Target (issue 4): MoE within 3x of the equal-active-FLOPs dense MLP. Timings use 1 thread by default:
+Target: MoE within 3x of the equal-active-FLOPs dense MLP. Timings use 1 thread by default:
 on a shared 2-core machine two OpenMP threads spin against other processes and the numbers scatter 10x.
 """
 from __future__ import annotations

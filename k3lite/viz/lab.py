@@ -1,6 +1,6 @@
 """Figures for the lab page: training curves per mixer, and accuracy vs sequence length.
 
-Plain functions: data in (the curve dicts of `k3lite.lab.LabResult`, or rows of `summary_rows`),
+Plain functions: data in (the curve dicts of `k3lite.lab.LabResult`, or rows of `k3lite.lab_sweep.aggregate`),
 a plotly figure out, so they are tested without a browser.
 """
 from __future__ import annotations
@@ -8,17 +8,10 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from k3lite.lab import MIXER_LABELS, MIXERS
+from k3lite.viz.style import CONCEPT
 
-# one colour per mixer, stable across figures (plotly's qualitative "D3" palette order)
-COLORS = {
-    "linear": "#7f7f7f",
-    "mamba2": "#ff7f0e",
-    "deltanet": "#bcbd22",
-    "gdn": "#1f77b4",
-    "kda": "#d62728",
-    "attention": "#2ca02c",
-    "hybrid": "#9467bd",
-}
+# one colour per mixer, the same on every page (k3lite.viz.style)
+COLORS = {m: CONCEPT[m] for m in MIXERS}
 
 
 def smooth(values: list[float], window: int = 10) -> list[float]:
@@ -41,7 +34,7 @@ def curves_figure(runs: dict[str, dict], metric: str = "acc", total_steps: int |
         raise ValueError(f"metric must be 'acc' or 'loss', got {metric!r}")
     fig = go.Figure()
     for mixer, run in runs.items():
-        color = COLORS.get(mixer, "#333333")
+        color = COLORS.get(mixer, CONCEPT["baseline"])
         label = MIXER_LABELS.get(mixer, mixer)
         curve = run.get("curve", {})
         scale = 100.0 if metric == "acc" else 1.0
@@ -63,18 +56,34 @@ def curves_figure(runs: dict[str, dict], metric: str = "acc", total_steps: int |
     return fig
 
 
-def accuracy_vs_length_figure(rows: list[dict], task: str) -> go.Figure:
-    """Final held-out accuracy (%) vs sequence length, one line per mixer (rows from `summary_rows`)."""
-    rows = sorted((r for r in rows if r["task"] == task and r.get("residual", "standard") == "standard"),
-                  key=lambda r: r["seq_len"])
-    mixers = sorted({m for r in rows for m in r["acc"]}, key=lambda m: MIXERS.index(m) if m in MIXERS else 99)
+def _rgba(hex_color: str, alpha: float) -> str:
+    h = hex_color.lstrip("#")
+    return f"rgba({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)}, {alpha})"
+
+
+def sweep_figure(rows: list[dict], task: str) -> go.Figure:
+    """Shipped sweep: held-out accuracy (%) vs length, one line per mixer (mean over seeds) with a band from the
+    worst to the best seed. `rows` from `k3lite.lab_sweep.aggregate`."""
+    rows = sorted((r for r in rows if r["task"] == task), key=lambda r: r["seq_len"])
+    mixers = sorted({r["mixer"] for r in rows}, key=lambda m: MIXERS.index(m) if m in MIXERS else 99)
     fig = go.Figure()
     for mixer in mixers:
-        pts = [(r["seq_len"], 100.0 * r["acc"][mixer]) for r in rows if mixer in r["acc"]]
-        fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers",
-                                 name=MIXER_LABELS.get(mixer, mixer), line=dict(color=COLORS.get(mixer))))
-    fig.update_layout(xaxis_title="sequence length (tokens)", yaxis_title="held-out accuracy (%)", height=340,
-                      margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.3))
-    fig.update_xaxes(type="log")
+        pts = [r for r in rows if r["mixer"] == mixer]
+        xs = [r["seq_len"] for r in pts]
+        color = COLORS.get(mixer, CONCEPT["baseline"])
+        fig.add_trace(go.Scatter(x=xs + xs[::-1], y=[100 * r["max"] for r in pts] + [100 * r["min"] for r in pts][::-1],
+                                 fill="toself", fillcolor=_rgba(color, 0.18), line=dict(width=0), hoverinfo="skip",
+                                 showlegend=False, legendgroup=mixer))
+        fig.add_trace(go.Scatter(
+            x=xs, y=[100 * r["mean"] for r in pts], mode="lines+markers", name=MIXER_LABELS.get(mixer, mixer),
+            line=dict(color=color, width=2.5), legendgroup=mixer,
+            customdata=[[r["n"], 100 * r["min"], 100 * r["max"], r["lr"]] for r in pts],
+            hovertemplate="T=%{x}: mean %{y:.1f}% over %{customdata[0]} seeds (min %{customdata[1]:.1f}, "
+                          "max %{customdata[2]:.1f}), lr %{customdata[3]}<extra>%{fullData.name}</extra>"))
+    lengths = sorted({r["seq_len"] for r in rows})
+    fig.update_layout(title=dict(text=f"{task}: held-out accuracy vs length (band: worst to best seed)", font_size=14),
+                      xaxis_title="sequence length (tokens)", yaxis_title="held-out accuracy (%)", height=360,
+                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.3))
+    fig.update_xaxes(type="log", tickvals=lengths, ticktext=[str(t) for t in lengths])
     fig.update_yaxes(range=[0, 101])
     return fig

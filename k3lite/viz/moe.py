@@ -22,15 +22,6 @@ PUBLISHED_ACTIVATION = (
 )
 
 
-def token_label(b: int) -> str:
-    """Readable axis label for one byte: printable ASCII as itself, space as ␣, anything else as hex."""
-    if b == 32:
-        return "␣"
-    if 33 <= b < 127:
-        return chr(b)
-    return f"x{b:02x}"
-
-
 def routing_heatmap(labels: Sequence[str], topk_idx: np.ndarray, topk_weight: np.ndarray, n_experts: int,
                     title: str = "") -> go.Figure:
     """Tokens (rows) x experts (columns); colour = gate weight of a chosen expert, blank = not chosen."""
