@@ -199,3 +199,17 @@ def test_the_tour_end_to_end_predict_reveal_next(browser, server, width):
         assert re.search(r"tour_revealed=1(%2C|,)2(%2C|,)3\b", page.url), page.url
     finally:
         page.close()
+
+
+def test_clicking_a_part_of_the_k3_map_on_home_opens_its_page(browser, server):
+    page = open_page(browser, server, "")
+    try:
+        xy = page.evaluate(NODE_XY_JS, ["kda", 1])  # a KDA mixer of K3
+        assert xy, "no KDA node on the home map"
+        page.mouse.click(xy["x"], xy["y"])
+        page.wait_for_url(re.compile(r"/kda\b"), timeout=60_000)
+        wait_idle(page)
+        assert_clean(page, server, "kda page opened from the home map")
+        assert "Kimi Delta Attention" in page.get_by_test_id("stMain").get_by_role("heading", level=1).first.inner_text()
+    finally:
+        page.close()

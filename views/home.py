@@ -37,19 +37,29 @@ k3lite modules on PyTorch's `meta` device** (shapes only, no memory), not from a
 MAP_CONTEXT = 131072  # tokens of context the cache bytes on the map assume (128K)
 
 
-@st.cache_data(show_spinner="Drawing K3 from its config (parameters counted on the meta device)…", max_entries=1)
+@st.cache_resource(show_spinner="Drawing K3 from its config (parameters counted on the meta device)…")  # read-only
 def k3_map():
     cfg = get_preset("k3-estimated")
     an = anatomy(cfg, context=MAP_CONTEXT)
     return architecture_map(cfg, anatomy=an), an.shares()
 
 
+def open_part_page() -> None:
+    """A click on the map opens the page of that part (customdata = [stage kind, layer, part])."""
+    points = st.session_state.home_map.selection.points
+    if points:
+        st.session_state.home_go = PART_PAGE.get(points[0]["customdata"][2], "forward_pass")
+
+
 st.subheader("The whole of K3, drawn from its config")
 fig, shares = k3_map()
-st.plotly_chart(fig, width="stretch")
-st.caption(f"Hover an element for its parameters and the bytes one decoded token moves through it (batch 1, bf16 "
-           f"weights, {MAP_CONTEXT // 1024}K-token context). Purple arcs: the block Attention Residual sums the "
-           "LM head reads; each layer reads the ones completed before it. Below: each part's share of the whole.")
+st.plotly_chart(fig, width="stretch", key="home_map", on_select=open_part_page, selection_mode="points")
+if (go_to := st.session_state.pop("home_go", None)) is not None:
+    st.switch_page(by_url_path(go_to).file)
+st.caption(f"Click an element to open its page; hover it for its parameters and the bytes one decoded token moves "
+           f"through it (batch 1, bf16 weights, {MAP_CONTEXT // 1024}K-token context). The arcs: the block Attention "
+           "Residual sums the LM head reads; each layer reads the ones completed before it. Below: each part's "
+           "share of the whole.")
 st.dataframe(
     pd.DataFrame([{"part": PART_LABEL[k], "share of parameters": p, "share of bytes per decoded token": b,
                    "page": by_url_path(PART_PAGE[k]).short} for k, (p, b) in shares.items()]),

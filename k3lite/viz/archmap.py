@@ -311,7 +311,7 @@ def architecture_map(cfg: K3Config, trace: Trace | None = None, anatomy: Anatomy
     for node in lay.nodes + lay.block_nodes:
         by_name.setdefault(_legend_name(node), []).append(node)
     for name, nodes in by_name.items():
-        xs, ys, texts, hovers, custom, symbols, widths, lines = [], [], [], [], [], [], [], []
+        xs, ys, texts, hovers, custom, symbols, widths = [], [], [], [], [], [], []
         for n in nodes:
             y = float(n.row) if n.y is None else n.y
             xs.append(n.x)
@@ -329,15 +329,14 @@ def architecture_map(cfg: K3Config, trace: Trace | None = None, anatomy: Anatomy
             symbols.append("triangle-down" if (n.part, n.stage) == ("latent_proj", "experts") else
                            "triangle-up" if n.part == "latent_proj" else SYMBOL[n.part])
             on = highlight is not None and (n.stage, n.layer) == tuple(highlight) and n.row >= 0
-            widths.append(HIGHLIGHT_LINE["width"] if on else 0.5)
-            lines.append(HIGHLIGHT_LINE["color"] if on else "white")
+            widths.append(HIGHLIGHT_LINE["width"] if on else 0)
         part = nodes[0].part
         big = part.startswith("attention_") or part in ("dense_ffn", "embedding", "lm_head", "tokens", "next")
         fig.add_scatter(
             x=xs, y=ys, mode="markers+text" if any(texts) else "markers", text=texts, name=name,
-            textposition="middle center", textfont=dict(size=9, color="black"),
+            textposition="middle center", textfont=dict(size=9, color=HIGHLIGHT_LINE["color"]),
             marker=dict(symbol=symbols, size=[25 if big and t else 14 for t in texts] if big else 14,
-                        color=color(COLOUR_OF[part]), line=dict(width=widths, color=lines)),
+                        color=color(COLOUR_OF[part]), line=dict(width=widths, color=HIGHLIGHT_LINE["color"])),
             customdata=custom, hovertext=hovers, hoverinfo="text", cliponaxis=False)
     # dense FFN is wider: it spans the MoE columns
     for n in lay.nodes:
