@@ -2,6 +2,7 @@
 import streamlit as st
 import torch
 
+from k3lite.anatomy import anatomy
 from k3lite.checkpoint import checkpoint_meta, load_lite_model
 from k3lite.tokenizer import decode, encode, token_label
 from k3lite.viz.archmap import architecture_map, stage_index
@@ -71,7 +72,9 @@ def jump_to_clicked() -> None:
 
 @st.cache_resource(max_entries=64, show_spinner=False)  # a figure costs ~0.2 s to build; plotly_chart only reads it
 def map_figure(prompt: str, kind: str, layer: int | None):
-    return architecture_map(lite_model()[0].cfg, trace=run(prompt)[0], highlight=(kind, layer))
+    cfg, trace = lite_model()[0].cfg, run(prompt)[0]
+    return architecture_map(cfg, trace=trace, anatomy=anatomy(cfg, context=len(trace.tokens)),
+                            highlight=(kind, layer))
 
 
 current = STAGES[st.session_state.fp_stage]
@@ -79,7 +82,8 @@ st.plotly_chart(map_figure(st.session_state.fp_prompt, current.kind, current.lay
                 key="fp_map", on_select=jump_to_clicked, selection_mode="points", width="stretch")
 st.caption(f"The whole model, drawn from its config; outlined: **{current.title}**. Click an element to jump to its "
            "stage; hover for this prompt's numbers (state norm, max-violation, bytes so far), read from the same "
-           "Trace as the stage view below.")
+           "Trace as the stage view below, and for each element's parameters and bytes per decoded token at this "
+           "prompt's length (`k3lite.anatomy`).")
 
 
 def move(step: int) -> None:
