@@ -6,8 +6,9 @@ the function the mechanism pages call.
 
     parameters        k3lite.params.params_by_layer (the real modules on the meta device; active = the
                       one rule of k3lite/params.py)
-    HBM weight bytes  active parameters x bytes per parameter (bf16: 2), read once per decoded token (batch 1)
-    cache bytes       k3lite.hybrid.cache_bytes: MLA latent cache at `context` tokens, KDA state + conv tail
+    HBM weight bytes  active parameters x bytes per parameter of the storage format (k3lite.memory.precision,
+                      as memory.weight_bytes), read once per decoded token (batch 1)
+    cache bytes       k3lite.memory.sequence_cache_bytes: MLA latent cache at `context` tokens, KDA state + conv tail
     wire bytes        k3lite.moe.latent_cost_per_token: dispatch + combine of the top-k routed copies, every
                       copy counted as leaving its GPU (the MoE and forward-pass pages' convention)
     AttnRes reads     k3lite.attnres.attnres_cost: every depth source each mix reads (0 for a plain residual)
@@ -18,7 +19,7 @@ from typing import NamedTuple
 
 from k3lite.attnres import attnres_cost
 from k3lite.config import K3Config
-from k3lite.hybrid import cache_bytes
+from k3lite.memory import precision, sequence_cache_bytes
 from k3lite.moe import latent_cost_per_token
 from k3lite.params import params_by_layer
 
@@ -52,7 +53,7 @@ class PartNumbers(NamedTuple):
 class Anatomy(NamedTuple):
     name: str
     context: int  # tokens in the context the cache bytes assume
-    bytes_per_param: int
+    weights: str  # storage format of the weights (a k3lite.memory.PRECISIONS name)
     layers: list[dict[str, PartNumbers]]  # per layer, per part present in it
     outside: dict[str, PartNumbers]  # embedding, LM head, the final depth mix (norms folded away)
 
@@ -74,7 +75,7 @@ class Anatomy(NamedTuple):
                 for k, p in tot.items()}
 
 
-def anatomy(cfg: K3Config, context: int = 131072, bytes_per_param: int = 2) -> Anatomy:
+def anatomy(cfg: K3Config, context: int = 131072, weights: str = "bf16") -> Anatomy:
     """Parameters and bytes per decoded token (batch 1) of every part of `cfg`, per layer.
 
     Norm weights are counted with the sublayer they normalise (they are < 0.01% of any preset). With tied
@@ -82,12 +83,11 @@ def anatomy(cfg: K3Config, context: int = 131072, bytes_per_param: int = 2) -> A
     """
     if context < 1:
         raise ValueError(f"context must be at least 1 token, got {context}")
-    if bytes_per_param < 1:
-        raise ValueError(f"bytes_per_param must be >= 1, got {bytes_per_param}")
+    bytes_per_param = precision(weights).bytes_per_param  # ValueError names the known formats
     per_layer, outside_params = params_by_layer(cfg)
     types = cfg.layer_types()
     n_mla, n_kda = types.count("mla"), types.count("kda")
-    mla_cache, kda_cache = cache_bytes(cfg, context)
+    mla_cache, kda_cache = sequence_cache_bytes(cfg, context)
     moe = cfg.moe
     ratio = (moe.latent_dim or cfg.d_model) / cfg.d_model
     wire = latent_cost_per_token(cfg.d_model, moe.expert_ffn_dim, moe.top_k, moe.n_shared_experts,
@@ -127,4 +127,4 @@ def anatomy(cfg: K3Config, context: int = 131072, bytes_per_param: int = 2) -> A
     if cfg.attn_res != "standard":
         prev = outside.get("attn_res", PartNumbers(0, 0, {"weights": 0.0}))
         outside["attn_res"] = PartNumbers(prev.params, prev.active, {**prev.bytes, "attnres": float(reads)})
-    return Anatomy(cfg.name, context, bytes_per_param, layers, outside)
+    return Anatomy(cfg.name, context, weights, layers, outside)

@@ -1,40 +1,35 @@
 """KV cache and decode cost of a KDA:MLA hybrid, analytically (for views/hybrid_attention.py).
 
-For a context of N tokens, per sequence:
-    MLA layer:  N x (kv_lora_rank + qk_rope_head_dim) elements   (the compressed latent cache, k3lite/mla.py)
-    KDA layer:  H x K x V state + 3 x (conv_size - 1) x H x K conv tail, *independent of N*
+Every byte count comes from `k3lite.memory` (the same functions as the KDA and serving pages). Per sequence,
+for a context of N tokens:
+    MLA layer:  N x (kv_lora_rank + qk_rope_head_dim) bf16 numbers   (the compressed latent cache, k3lite/mla.py)
+    KDA layer:  H x K x V fp32 state + 3 x (conv_size - 1) x H x K bf16 conv tail, *independent of N*
 
-Decode time per output token (TPOT), a roofline with one step of `batch` sequences:
-    bytes = active weights x bytes/param  +  batch x (cache bytes read)        (every cached byte read once)
+Decode time per output token (TPOT), a roofline with one step of `batch` sequences on one GPU:
+    bytes = weights the step reads  +  batch x (cache bytes read)                (every cached byte read once)
+            weights: every non-routed weight a token uses + in each MoE layer the distinct experts the batch
+            touches, E (1 - (1 - k/E)^B) of them (`memory.expected_experts_touched`): k at batch 1, -> E
     flops = batch x (2 x active params + attention flops)
             MLA (absorbed decode): 2 H N (R + Dr) for scores + 2 H N R for the latent mix, per layer
             KDA: ~ 6 H K V per layer (decay, delta correction, read-out of the state)
     TPOT  = max(bytes / HBM bandwidth, flops / peak flops) / attention_efficiency on the attention part
+Capacity: all weights (bf16) + batch x cache must fit the GPU's HBM; if not, `DecodeCost.fits` is False and
+`gpus_needed` says how many GPUs of that kind would hold it. The time stays the one-GPU roofline, flagged as
+not reachable on one GPU (splitting over GPUs is the serving model's job, k3lite/serving.py).
 
 Claims checked on the page (Kimi Linear tech report, arXiv 2510.26692): up to 75% smaller KV cache and
 up to 6.3x faster decoding (TPOT) at 1M context than full MLA.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from functools import lru_cache
 
+from k3lite import memory
 from k3lite.config import K3Config, get_preset
+from k3lite.hardware import GPUS, get_gpu
 
-
-@dataclass(frozen=True)
-class Hardware:
-    name: str
-    hbm_bytes_per_s: float
-    peak_flops: float  # dense bf16
-    source: str
-
-
-HARDWARE = {
-    "H100 SXM": Hardware("H100 SXM", 3.35e12, 989e12, "NVIDIA H100 datasheet (3.35 TB/s HBM3, 989 TFLOPS dense BF16)"),
-    "H200": Hardware("H200", 4.8e12, 989e12, "NVIDIA H200 datasheet (4.8 TB/s HBM3e, 989 TFLOPS dense BF16)"),
-    "B200": Hardware("B200", 8.0e12, 2250e12, "NVIDIA B200 datasheet (8 TB/s HBM3e, 2.25 PFLOPS dense BF16)"),
-}
+HYBRID_GPUS = tuple(GPUS)  # the page's choices: the shared table (its names include the page's earlier three)
 
 REPORTED = {
     "kv_reduction": (0.75, "up to 75% smaller KV cache (Kimi Linear tech report, arXiv 2510.26692)"),
@@ -52,30 +47,9 @@ def hybrid_config(kda_per_mla: int, base: str = "kimi-linear-48b-a3b") -> K3Conf
     return cfg.with_(kda_ratio=(kda_per_mla, 1), last_layer_global=True)
 
 
-@lru_cache(maxsize=64)
-def _layer_active(base: str, kda_per_mla: int, mixer: str, ffn: str) -> int:
-    """Active params of one layer of the given kind, from the real module on the meta device
-    (k3lite.params convention: routed experts count top_k / E)."""
-    import torch
-
-    from k3lite.model import Layer
-
-    cfg = hybrid_config(kda_per_mla, base)
-    index = next(i for i, (m, f) in enumerate(zip(cfg.layer_types(), cfg.ffn_types())) if (m, f) == (mixer, ffn))
-    with torch.device("meta"):
-        layer = Layer(cfg, index)
-    frac = cfg.moe.top_k / cfg.moe.n_routed_experts
-    return round(sum(p.numel() * (frac if ".experts." in f".{n}" else 1) for n, p in layer.named_parameters()))
-
-
-def _active_params(kda_per_mla: int, base: str) -> int:
-    """Active params of the re-patterned model, summed over its layers + head + final norm."""
-    cfg = hybrid_config(kda_per_mla, base)
-    total = sum(_layer_active(base, kda_per_mla, m, f) for m, f in zip(cfg.layer_types(), cfg.ffn_types()))
-    total += cfg.vocab_size * cfg.d_model + cfg.d_model  # LM head (embedding lookup not active) + final norm
-    if cfg.attn_res != "standard":
-        total += 2 * cfg.d_model  # final AttnRes
-    return total
+def active_params(kda_per_mla: int, base: str = "kimi-linear-48b-a3b") -> int:
+    """Active params per token of the re-patterned model (k3lite.params convention, via k3lite.memory)."""
+    return sum(memory.component_params(hybrid_config(kda_per_mla, base), active=True).values())
 
 
 def bytes_ceiling(kda_per_mla: int, base: str = "kimi-linear-48b-a3b") -> float:
@@ -88,62 +62,77 @@ def bytes_ceiling(kda_per_mla: int, base: str = "kimi-linear-48b-a3b") -> float:
 class DecodeCost:
     kda_per_mla: int
     context: int
+    batch: int
     n_mla: int
     n_kda: int
     cache_bytes: float  # per sequence
     mla_cache_bytes: float
     kda_state_bytes: float
-    weight_bytes: float
+    weight_bytes: float  # weights one step reads (distinct experts touched by the batch)
+    experts_touched: float  # per MoE layer, expected
+    weight_bytes_total: float  # every weight, what HBM must hold
     bytes_per_step: float
     flops_per_step: float
     tpot_s: float
     memory_bound: bool
+    hbm_needed_bytes: float  # all weights + batch x cache
+    hbm_bytes: float  # one GPU's HBM
+    gpus_needed: int  # GPUs of this kind whose HBM together holds hbm_needed_bytes
 
+    @property
+    def fits(self) -> bool:
+        return self.hbm_needed_bytes <= self.hbm_bytes
 
-def cache_bytes(cfg: K3Config, context: int, bytes_per_elem: int = 2, state_bytes_per_elem: int = 4) -> tuple[float, float]:
-    """(MLA latent cache, KDA state + conv tail) bytes for one sequence of `context` tokens."""
-    types = cfg.layer_types()
-    n_mla, n_kda = types.count("mla"), types.count("kda")
-    m = cfg.mla
-    mla = n_mla * context * (m.kv_lora_rank + m.qk_rope_head_dim) * bytes_per_elem
-    kda = 0.0
-    if n_kda:
-        k = cfg.kda
-        state = k.n_heads * k.head_dim * k.head_dim * state_bytes_per_elem
-        conv = 3 * (k.conv_size - 1) * k.n_heads * k.head_dim * bytes_per_elem
-        kda = n_kda * (state + conv)
-    return float(mla), float(kda)
+    @property
+    def cache_share(self) -> float:
+        """Fraction of the bytes a step reads that are cache (the rest are weights)."""
+        return 1.0 - self.weight_bytes / self.bytes_per_step
 
 
 def decode_cost(kda_per_mla: int, context: int, batch: int = 1, hardware: str = "H100 SXM",
-                attention_efficiency: float = 1.0, base: str = "kimi-linear-48b-a3b",
-                bytes_per_elem: int = 2) -> DecodeCost:
-    """One decode step's roofline time per output token (see module docstring)."""
+                attention_efficiency: float = 1.0, base: str = "kimi-linear-48b-a3b") -> DecodeCost:
+    """One decode step's roofline time per output token and its HBM footprint (see module docstring)."""
     if context < 1 or context > 10_000_000:
         raise ValueError(f"context must be 1..10,000,000 tokens, got {context}")
     if batch < 1 or batch > 4096:
         raise ValueError(f"batch must be 1..4096, got {batch}")
     if not 0.01 <= attention_efficiency <= 1.0:
         raise ValueError(f"attention efficiency must be in [0.01, 1], got {attention_efficiency}")
-    if hardware not in HARDWARE:
-        raise ValueError(f"hardware must be one of {list(HARDWARE)}, got {hardware!r}")
-    hw = HARDWARE[hardware]
+    if hardware not in GPUS:
+        raise ValueError(f"hardware must be one of {list(GPUS)}, got {hardware!r}")
+    hw = get_gpu(hardware)
     cfg = hybrid_config(kda_per_mla, base)
     types = cfg.layer_types()
     n_mla, n_kda = types.count("mla"), types.count("kda")
-    mla_b, kda_b = cache_bytes(cfg, context, bytes_per_elem)
-    weights = _active_params(kda_per_mla, base) * bytes_per_elem
+    mla_b, kda_b = memory.sequence_cache_bytes(cfg, context)
+    weights = memory.decode_weight_bytes(cfg, batch)
+    touched = memory.expected_experts_touched(cfg.moe.n_routed_experts, cfg.moe.top_k, batch)
+    total_w = sum(memory.weight_bytes(cfg).values())
     m = cfg.mla
     attn_flops = n_mla * (2 * m.n_heads * context * (m.kv_lora_rank + m.qk_rope_head_dim)
                           + 2 * m.n_heads * context * m.kv_lora_rank)
     if n_kda:
         attn_flops += n_kda * 6 * cfg.kda.n_heads * cfg.kda.head_dim * cfg.kda.head_dim
-    flops = batch * (2 * _active_params(kda_per_mla, base) + attn_flops)
+    flops = batch * (2 * active_params(kda_per_mla, base) + attn_flops)
     # the cache reads are the attention part: a slower long-context kernel stretches only that part
-    t_mem = (weights + batch * kda_b) / hw.hbm_bytes_per_s + batch * mla_b / hw.hbm_bytes_per_s / attention_efficiency
-    t_flops = flops / hw.peak_flops
-    return DecodeCost(kda_per_mla, context, n_mla, n_kda, mla_b + kda_b, mla_b, kda_b, float(weights),
-                      weights + batch * (mla_b + kda_b), float(flops), max(t_mem, t_flops), t_mem >= t_flops)
+    t_mem = (weights + batch * kda_b) / hw.hbm_bw + batch * mla_b / hw.hbm_bw / attention_efficiency
+    t_flops = flops / hw.bf16_flops
+    need = total_w + batch * (mla_b + kda_b)
+    return DecodeCost(kda_per_mla, context, batch, n_mla, n_kda, float(mla_b + kda_b), float(mla_b), float(kda_b),
+                      float(weights), touched, float(total_w), weights + batch * (mla_b + kda_b), float(flops),
+                      max(t_mem, t_flops), t_mem >= t_flops, float(need), hw.hbm_bytes,
+                      math.ceil(need / hw.hbm_bytes))
+
+
+def cache_passes_weights(kda_per_mla: int, batch: int = 1, base: str = "kimi-linear-48b-a3b") -> int:
+    """The context (tokens) from which the batch's cache is more of the bytes a decode step reads than the
+    weights are: batch x (n_mla x per-token latent x N + KDA states) >= weights read at this batch."""
+    cfg = hybrid_config(kda_per_mla, base)
+    n_mla = cfg.layer_types().count("mla")
+    kda_b = memory.sequence_cache_bytes(cfg, 0).kda
+    per_token = n_mla * memory.mla_cache_bytes_per_token(cfg.mla)
+    need = memory.decode_weight_bytes(cfg, batch) / batch - kda_b
+    return max(1, math.ceil(need / per_token))
 
 
 def speedup_vs_full_mla(kda_per_mla: int, context: int, **kw) -> float:
@@ -171,3 +160,15 @@ def efficiency_to_match(target_speedup: float, kda_per_mla: int = 3, context: in
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if ratio(mid) > target_speedup else (lo, mid)
     return (lo + hi) / 2
+
+
+def max_context_on_one_gpu(kda_per_mla: int, batch: int = 1, hardware: str = "H100 SXM",
+                           base: str = "kimi-linear-48b-a3b") -> int:
+    """Longest context at which all weights (bf16) + `batch` sequences' caches fit one GPU's HBM; 0 if the
+    weights alone (or the fixed KDA states) do not fit."""
+    cfg = hybrid_config(kda_per_mla, base)
+    free = get_gpu(hardware).hbm_bytes - sum(memory.weight_bytes(cfg).values())
+    per_seq_fixed = memory.sequence_cache_bytes(cfg, 0).kda
+    per_token = memory.sequence_cache_bytes(cfg, 1).mla
+    room = free / batch - per_seq_fixed
+    return max(0, int(room // per_token)) if room > 0 else 0

@@ -1,39 +1,192 @@
-"""Decode memory in one place: a KDA layer's fixed state and an attention layer's KV cache, in bytes.
+"""Decode memory and weight bytes in one place: every page, benchmark and CLI that shows these numbers calls
+these functions (the KDA page, the hybrid page, the serving model, the KDA benchmark).
 
-Every page, benchmark and CLI that shows these numbers calls these functions.
+Per sequence, per layer:
+    KDA layer   H x K x V state in fp32 (as `k3lite.kda.KDACache` and flash-linear-attention keep it)
+                + the short-conv tail: (conv_size - 1) past inputs of q, k and v, in the activation dtype
+                (bf16), whatever the context length.
+    MLA layer   (kv_lora_rank + qk_rope_head_dim) numbers per token: the compressed latent + the shared
+                rope key (DeepSeek-V2/V3's decode cache; `k3lite/mla.py`).
+    GQA / MHA   K and V for every KV head, per token.
+Weights: parameters per component (counted from the real modules on the meta device, `k3lite.params`) x
+bytes per parameter of the chosen storage format, scales included (`PRECISIONS`).
 """
 from __future__ import annotations
 
-def kda_state_bytes(n_heads: int, head_dim: int, bytes_per_elem: int = 2, batch: int = 1) -> int:
-    """One KDA layer's decode memory: the (H, K, V) state, independent of context length."""
-    return batch * n_heads * head_dim * head_dim * bytes_per_elem
+from functools import lru_cache
+from typing import NamedTuple
+
+from k3lite.config import K3Config, KDAConfig, MLAConfig
+from k3lite.params import count_params
+
+KDA_STATE_BYTES_PER_ELEM = 4  # fp32: KDACache.state and fla's recurrent state
+ACTIVATION_BYTES_PER_ELEM = 2  # bf16: the conv tail and the MLA latent cache
 
 
-def kv_cache_bytes(n_tokens: int, n_heads: int, head_dim: int, bytes_per_elem: int = 2, batch: int = 1) -> int:
-    """One softmax-attention layer's KV cache: K and V for every past token, every head."""
-    return batch * n_tokens * 2 * n_heads * head_dim * bytes_per_elem
+# ------------------------------------------------------------------------------------------ decode state
+def kda_state_bytes(n_heads: int, head_dim: int, conv_size: int = 4, batch: int = 1,
+                    state_bytes_per_elem: int = KDA_STATE_BYTES_PER_ELEM,
+                    conv_bytes_per_elem: int = ACTIVATION_BYTES_PER_ELEM) -> int:
+    """One KDA layer's decode memory: the (H, K, V=K) state + the conv tail of q, k, v. Independent of context.
+
+    `conv_size=0` counts the kernel's state alone (what a kernel benchmark holds)."""
+    if min(n_heads, head_dim, batch) < 1 or conv_size < 0:
+        raise ValueError(f"n_heads, head_dim, batch must be >= 1 and conv_size >= 0, got "
+                         f"{n_heads}, {head_dim}, {batch}, {conv_size}")
+    state = n_heads * head_dim * head_dim * state_bytes_per_elem
+    conv = 3 * max(conv_size - 1, 0) * n_heads * head_dim * conv_bytes_per_elem
+    return batch * (state + conv)
 
 
-def memory_vs_context(cfg, contexts, bytes_per_elem: int = 2) -> dict[str, list[int]]:
+def kda_layer_state_bytes(kda: KDAConfig, batch: int = 1) -> int:
+    """`kda_state_bytes` for a config's KDA layer (fp32 state + bf16 conv tail)."""
+    return kda_state_bytes(kda.n_heads, kda.head_dim, kda.conv_size, batch)
+
+
+def mla_cache_bytes_per_token(mla: MLAConfig, bytes_per_elem: int = ACTIVATION_BYTES_PER_ELEM) -> int:
+    """One MLA layer's latent cache per token: (kv_lora_rank + qk_rope_head_dim) numbers."""
+    return (mla.kv_lora_rank + mla.qk_rope_head_dim) * bytes_per_elem
+
+
+def kv_cache_bytes(n_tokens: int, n_kv_heads: int, head_dim: int, bytes_per_elem: int = 2, batch: int = 1) -> int:
+    """One softmax-attention layer's KV cache (MHA, or GQA with n_kv_heads): K and V per past token, per head."""
+    return batch * n_tokens * 2 * n_kv_heads * head_dim * bytes_per_elem
+
+
+class SequenceCache(NamedTuple):
+    """Decode cache of one sequence over the whole stack (bytes)."""
+
+    mla: int  # latent caches of the MLA layers (grows with context)
+    kda: int  # fixed KDA states + conv tails
+
+    @property
+    def total(self) -> int:
+        return self.mla + self.kda
+
+
+def sequence_cache_bytes(cfg: K3Config, context: int) -> SequenceCache:
+    """The whole model's decode cache for one sequence of `context` tokens, by layer kind."""
+    if context < 0:
+        raise ValueError(f"context must be >= 0 tokens, got {context}")
+    types = cfg.layer_types()
+    n_kda, n_mla = types.count("kda"), types.count("mla")
+    kda = n_kda * kda_layer_state_bytes(cfg.kda) if n_kda else 0
+    return SequenceCache(n_mla * context * mla_cache_bytes_per_token(cfg.mla), kda)
+
+
+def gqa_sequence_cache_bytes(cfg: K3Config, context: int, n_kv_heads: int = 8, head_dim: int = 128) -> int:
+    """A plain-GQA baseline of the same depth: every layer keeps K and V for `n_kv_heads` heads of `head_dim`
+    in bf16 (8 x 128 is Llama-3-70B/405B's GQA; an illustration, not any Kimi model)."""
+    return cfg.n_layers * kv_cache_bytes(context, n_kv_heads, head_dim)
+
+
+def memory_vs_context(cfg, contexts) -> dict[str, list[int]]:
     """Decode memory (bytes) against context length for one K3Config, per layer and for the whole stack.
 
-    KDA layer: its (H, K, K) state, constant. MLA layer: the latent + shared rope key per token
-    ((kv_lora_rank + qk_rope_head_dim) elements). Plain multi-head attention with MLA's heads: K and V for
-    every head per token. Whole model: every layer global (MLA) vs the config's KDA:MLA pattern.
+    Same numbers as `sequence_cache_bytes`: a KDA layer's fp32 state + conv tail, constant; an MLA layer's
+    latent + rope key per token; plain multi-head attention with MLA's heads (K and V for every head per
+    token, bf16); whole model: every layer MLA vs the config's KDA:MLA pattern.
     """
     if cfg.kda is None:
         raise ValueError(f"config {cfg.name!r} has no KDA layers to compare")
-    H, K = cfg.kda.n_heads, cfg.kda.head_dim
     m = cfg.mla
-    state = kda_state_bytes(H, K, bytes_per_elem)
-    per_tok_mla = (m.kv_lora_rank + m.qk_rope_head_dim) * bytes_per_elem
-    per_tok_mha = m.n_heads * (m.qk_head_dim + m.v_head_dim) * bytes_per_elem
+    state = kda_layer_state_bytes(cfg.kda)
+    per_tok_mla = mla_cache_bytes_per_token(m)
     types = cfg.layer_types()
     n_kda, n_mla = types.count("kda"), types.count("mla")
     return {
         "KDA layer: state": [state for _ in contexts],
         "MLA layer: latent KV cache": [per_tok_mla * t for t in contexts],
-        "MHA layer (same heads): K+V cache": [per_tok_mha * t for t in contexts],
+        "MHA layer (same heads): K+V cache": [m.n_heads * (m.qk_head_dim + m.v_head_dim) * ACTIVATION_BYTES_PER_ELEM * t
+                                              for t in contexts],
         f"whole model, all {len(types)} layers MLA": [len(types) * per_tok_mla * t for t in contexts],
-        f"whole model, hybrid ({n_kda} KDA + {n_mla} MLA)": [n_kda * state + n_mla * per_tok_mla * t for t in contexts],
+        f"whole model, hybrid ({n_kda} KDA + {n_mla} MLA)": [sequence_cache_bytes(cfg, t).total for t in contexts],
     }
+
+
+def break_even_context(cfg: K3Config) -> int:
+    """The context (tokens) below which one KDA layer's fixed state costs more than the MLA cache it replaces."""
+    per_tok = mla_cache_bytes_per_token(cfg.mla)
+    return -(-kda_layer_state_bytes(cfg.kda) // per_tok)
+
+
+# ------------------------------------------------------------------------------------------------ weights
+class Precision(NamedTuple):
+    name: str
+    bytes_per_param: float  # payload + scales
+    note: str
+
+
+PRECISIONS: dict[str, Precision] = {
+    "bf16": Precision("bf16", 2.0, "2 bytes, no scales"),
+    "fp8": Precision("fp8", 1.0 + 4 / (128 * 128),
+                     "E4M3 + one fp32 scale per 128x128 block (DeepSeek-V3's weight format, arXiv 2412.19437 §3.3)"),
+    "nvfp4": Precision("nvfp4", 0.5 + 1 / 16,
+                       "E2M1 + one FP8 (E4M3) scale per 16 values (+ one fp32 per tensor, negligible)"),
+    "mxfp4": Precision("mxfp4", 0.5 + 1 / 32, "E2M1 + one 8-bit (E8M0) scale per 32 values (OCP MX spec)"),
+    "int4": Precision("int4", 0.5 + 2 / 32, "INT4 + one bf16 scale per group of 32 (Kimi K2 Thinking's weight-only INT4)"),
+}
+
+# which parameter buckets of k3lite.params each deployable component holds
+WEIGHT_COMPONENTS: dict[str, tuple[str, ...]] = {
+    "routed_experts": ("routed_experts",),
+    "attention": ("attention_kda", "attention_mla"),
+    "shared": ("shared_experts", "dense_ffn", "latent_proj"),
+    "embeddings": ("embedding", "lm_head"),
+    "other": ("router", "attn_res", "norms"),  # always bf16: small and precision-sensitive
+}
+
+
+@lru_cache(maxsize=32)
+def _param_report(cfg: K3Config):
+    return count_params(cfg)
+
+
+def component_params(cfg: K3Config, active: bool = False) -> dict[str, int]:
+    """Parameters per deployable component (total, or active per token with `active=True`)."""
+    rep = _param_report(cfg)
+    src = rep.active_by_component if active else rep.by_component
+    return {comp: sum(src[b] for b in buckets) for comp, buckets in WEIGHT_COMPONENTS.items()}
+
+
+def precision(name: str) -> Precision:
+    if name not in PRECISIONS:
+        raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {name!r}")
+    return PRECISIONS[name]
+
+
+def weight_bytes(cfg: K3Config, precisions: dict[str, str] | str = "bf16", active: bool = False) -> dict[str, float]:
+    """Bytes of each component's weights at its precision (a name for all of them, or {component: name});
+    components not named stay bf16, and "other" (router, norms, AttnRes queries) is always bf16."""
+    if isinstance(precisions, str):
+        precisions = {c: precisions for c in WEIGHT_COMPONENTS if c != "other"}
+    unknown = set(precisions) - set(WEIGHT_COMPONENTS)
+    if unknown:
+        raise ValueError(f"unknown weight components {sorted(unknown)}; known: {list(WEIGHT_COMPONENTS)}")
+    params = component_params(cfg, active)
+    return {c: n * precision(precisions.get(c, "bf16") if c != "other" else "bf16").bytes_per_param
+            for c, n in params.items()}
+
+
+# ----------------------------------------------------------------------------------- experts one step reads
+def expected_experts_touched(n_experts: int, top_k: int, n_tokens: float) -> float:
+    """Distinct routed experts a step over `n_tokens` tokens touches in one MoE layer, E (1 - (1 - k/E)^B):
+    under uniform routing each token picks a given expert with probability k/E, independently of the other
+    tokens. B = 1 gives k; large B gives E (every expert's weights are read once per step)."""
+    if not 1 <= top_k <= n_experts:
+        raise ValueError(f"top_k must be in [1, n_experts={n_experts}], got {top_k}")
+    if n_tokens < 0:
+        raise ValueError(f"n_tokens must be >= 0, got {n_tokens}")
+    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** n_tokens)
+
+
+def decode_weight_bytes(cfg: K3Config, batch: float, precisions: dict[str, str] | str = "bf16") -> float:
+    """Weight bytes one decode step over `batch` tokens reads on a single GPU holding the whole model: every
+    non-routed weight a token uses (the input embedding is a lookup, not read in full) + in each MoE layer the
+    distinct experts the batch touches (`expected_experts_touched`), not just top-k."""
+    active = weight_bytes(cfg, precisions, active=True)
+    routed_total = weight_bytes(cfg, precisions)["routed_experts"]
+    n_moe = cfg.ffn_types().count("moe")
+    per_expert = routed_total / (n_moe * cfg.moe.n_routed_experts) if n_moe else 0.0
+    touched = expected_experts_touched(cfg.moe.n_routed_experts, cfg.moe.top_k, batch) if n_moe else 0.0
+    return sum(v for c, v in active.items() if c != "routed_experts") + n_moe * touched * per_expert

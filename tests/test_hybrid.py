@@ -1,12 +1,16 @@
-"""The hybrid KV-cache / decode-cost model behind views/hybrid_attention.py."""
+"""The hybrid KV-cache / decode-cost model behind views/hybrid_attention.py (byte counts from k3lite.memory)."""
 import pytest
+from streamlit.testing.v1 import AppTest
 
+from conftest import ROOT
+from k3lite import memory
 from k3lite.config import get_preset
 from k3lite.hybrid import (
-    _active_params, bytes_ceiling, cache_bytes, decode_cost, efficiency_to_match, hybrid_config, kv_reduction,
-    speedup_vs_full_mla,
+    active_params, bytes_ceiling, cache_passes_weights, decode_cost, efficiency_to_match, hybrid_config,
+    kv_reduction, max_context_on_one_gpu, speedup_vs_full_mla,
 )
 from k3lite.params import count_params
+from k3lite.viz.style import fmt_bytes
 
 ONE_M = 1 << 20
 
@@ -15,14 +19,68 @@ def test_pattern_and_cache_from_the_config():
     cfg = hybrid_config(3)
     assert cfg.layer_types() == get_preset("kimi-linear-48b-a3b").layer_types()
     assert cfg.layer_types().count("mla") == 7
-    mla, kda = cache_bytes(cfg, ONE_M)
+    mla, kda = memory.sequence_cache_bytes(cfg, ONE_M)
     assert mla == 7 * ONE_M * (512 + 64) * 2  # latent + rope key, bf16
     assert kda == 20 * (32 * 128 * 128 * 4 + 3 * 3 * 32 * 128 * 2)  # fp32 state + bf16 conv tail
     assert hybrid_config(0).layer_types() == ["mla"] * 27
 
 
+def test_kda_state_is_the_same_number_as_the_kda_page():
+    """Issue 18 item 4: the KDA page counted 1.00 MiB (bf16, no conv tail), this model 2.07 MiB."""
+    cfg = hybrid_config(3)
+    per_layer = decode_cost(3, 1000).kda_state_bytes / 20
+    assert per_layer == memory.kda_layer_state_bytes(cfg.kda) == memory.memory_vs_context(cfg, [1])["KDA layer: state"][0]
+
+
 def test_active_params_match_the_full_meta_count():
-    assert _active_params(3, "kimi-linear-48b-a3b") == count_params(get_preset("kimi-linear-48b-a3b")).active
+    assert active_params(3, "kimi-linear-48b-a3b") == count_params(get_preset("kimi-linear-48b-a3b")).active
+
+
+def test_experts_touched_by_a_batch():
+    # hand-computed: E(1 - (1 - k/E)^B)
+    assert memory.expected_experts_touched(256, 8, 1) == pytest.approx(8)
+    assert memory.expected_experts_touched(256, 8, 2) == pytest.approx(256 * (1 - (248 / 256) ** 2))
+    assert memory.expected_experts_touched(256, 8, 16) == pytest.approx(101.96, abs=0.01)
+    assert memory.expected_experts_touched(256, 8, 10_000) == pytest.approx(256)
+    with pytest.raises(ValueError, match="top_k"):
+        memory.expected_experts_touched(8, 9, 1)
+
+
+def test_batch_reads_the_distinct_experts_not_k():
+    """Issue 18 item 3: at batch 16 the step reads ~102 of 256 experts per layer, not 8; the 1M-context speedup
+    at batch 16 on an H100 is 3.18x, not the 3.71x the active-weights-only model gave."""
+    cfg = hybrid_config(3)
+    one, sixteen = decode_cost(3, ONE_M, batch=1), decode_cost(3, ONE_M, batch=16)
+    assert one.weight_bytes == pytest.approx(2 * count_params(cfg).active)  # batch 1: exactly the active weights
+    n_moe = cfg.ffn_types().count("moe")
+    per_expert = memory.weight_bytes(cfg)["routed_experts"] / (n_moe * 256)
+    extra = n_moe * (memory.expected_experts_touched(256, 8, 16) - 8) * per_expert
+    assert sixteen.weight_bytes == pytest.approx(one.weight_bytes + extra)
+    assert speedup_vs_full_mla(3, ONE_M, batch=16) == pytest.approx(3.18, abs=0.01)
+
+
+def test_capacity_is_checked():
+    """48B in bf16 is ~98 GB: more than one 80 GB H100; the all-MLA cache at 1M is ~32.6 GB per sequence."""
+    h100 = decode_cost(3, ONE_M, batch=1, hardware="H100 SXM")
+    assert 97e9 < h100.weight_bytes_total < 99e9 and not h100.fits and h100.gpus_needed == 2
+    full = decode_cost(0, ONE_M, batch=1)
+    assert full.cache_bytes == pytest.approx(32.6e9, rel=0.01)
+    assert decode_cost(0, ONE_M, batch=16, hardware="B200").gpus_needed == 4  # 98 + 16 x 32.6 GB over 180 GB
+    assert max_context_on_one_gpu(3, 1, "H100 SXM") == 0  # the weights alone do not fit
+    ctx = max_context_on_one_gpu(3, 4, "H200")
+    assert decode_cost(3, ctx, batch=4, hardware="H200").fits and not decode_cost(3, ctx + 1, batch=4, hardware="H200").fits
+
+
+def test_where_the_cache_passes_the_weights():
+    """Issue 18 item 8: at batch 1 the cache is not 'every byte' past 100K: 41% (all-MLA) / 15% (3:1) at 131K;
+    it passes the weights beyond ~187K and ~765K tokens."""
+    assert decode_cost(0, 131072).cache_share == pytest.approx(0.41, abs=0.01)
+    assert decode_cost(3, 131072).cache_share == pytest.approx(0.15, abs=0.01)
+    for r, approx in ((0, 187_000), (3, 765_000)):
+        n = cache_passes_weights(r, 1)
+        assert n == pytest.approx(approx, rel=0.01)
+        assert decode_cost(r, n).cache_share >= 0.5 > decode_cost(r, n - 1).cache_share
+    assert cache_passes_weights(3, 64) < cache_passes_weights(3, 1)  # a batch shares the weights
 
 
 def test_kv_reduction_close_to_reported_and_speedup_bounded_by_bytes():
@@ -48,3 +106,34 @@ def test_kv_reduction_close_to_reported_and_speedup_bounded_by_bytes():
 def test_bad_arguments(kw, match):
     with pytest.raises(ValueError, match=match):
         decode_cost(**kw)
+
+
+def _page_text(at) -> str:
+    """Every text element, whitespace collapsed (markdown source wraps lines)."""
+    return " ".join(" ".join(str(e.value) for kind in ("markdown", "caption", "info", "warning", "success")
+                             for e in getattr(at, kind)).split())
+
+
+def test_kda_and_hybrid_pages_show_the_same_state_bytes():
+    """Issue 18 item 4 at the pages' defaults: one KDA-state number, on both pages."""
+    want = fmt_bytes(memory.kda_layer_state_bytes(get_preset("kimi-linear-48b-a3b").kda))
+    assert want == "2.17 MB"
+    for page in ("kda.py", "hybrid_attention.py"):
+        at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=120).run()
+        assert not at.exception, [e.message for e in at.exception]
+        assert f"{want} " in _page_text(at), page
+
+
+def test_hybrid_page_text_follows_batch_and_ratio():
+    """Issue 18 item 8: the 'at batch 1' paragraph said batch 1 at any batch; at ratio 7 the 3:1 sentence quoted
+    ratio 7's state size; the 'what to notice' crossover is the computed one."""
+    at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=120)
+    at.query_params.update({"hy_batch": "16", "hy_ratio": "7"})
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    text = _page_text(at)
+    assert "at batch 16" in text and "at batch 1 " not in text.replace("at batch 1 to", "")
+    three = decode_cost(3, ONE_M, batch=16)
+    assert f"its 20 fixed KDA states add {three.kda_state_bytes / 1e6:.0f} MB" in text
+    assert f"~{cache_passes_weights(0, 16):,} tokens for all-MLA" in text
+    assert any("Does not fit one H100 SXM" in w.value for w in at.warning)

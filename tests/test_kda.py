@@ -251,8 +251,22 @@ def test_kimi_linear_param_count_within_5_percent():
 
 
 def test_memory_helpers():
-    assert memory.kda_state_bytes(32, 128, 2) == 32 * 128 * 128 * 2  # 1 MiB per layer, any context
+    # fp32 state + bf16 conv tail of q, k, v (3 past inputs each): Kimi Linear's 2.07 MiB per layer, any context
+    assert memory.kda_state_bytes(32, 128) == 32 * 128 * 128 * 4 + 3 * 3 * 32 * 128 * 2
+    assert memory.kda_state_bytes(32, 128, conv_size=0, batch=2) == 2 * 32 * 128 * 128 * 4  # kernel state only
     assert memory.kv_cache_bytes(1000, 32, 128, 2) == 1000 * 2 * 32 * 128 * 2
+    with pytest.raises(ValueError, match="conv_size"):
+        memory.kda_state_bytes(32, 128, conv_size=-1)
+
+
+def test_state_bytes_equal_what_the_layer_caches():
+    """The one memory number is what `KDACache` really holds after decoding (fp32 state, bf16 conv tail)."""
+    cfg = KDAConfig(n_heads=2, head_dim=8, conv_size=4)
+    layer = kda.KimiDeltaAttention(32, cfg).to(torch.bfloat16)
+    with torch.inference_mode():
+        out = layer(torch.randn(3, 5, 32, dtype=torch.bfloat16), use_cache=True)
+    assert out.cache.state.dtype == torch.float32
+    assert out.cache.nbytes() == memory.kda_state_bytes(2, 8, conv_size=4, batch=3)
 
 
 # ----------------------------------------------------------------------------------- probe, memory, viz
@@ -272,7 +286,9 @@ def test_recall_probe_shapes_and_lineage():
 def test_memory_vs_context_hybrid_saving():
     cfg = get_preset("kimi-linear-48b-a3b")
     curves = memory.memory_vs_context(cfg, [1, 1_000_000])
-    assert curves["KDA layer: state"] == [2**20, 2**20]  # 32 heads x 128 x 128 x 2 bytes
+    state = 32 * 128 * 128 * 4 + 3 * 3 * 32 * 128 * 2  # fp32 state + bf16 conv tail
+    assert curves["KDA layer: state"] == [state, state]
+    assert memory.break_even_context(cfg) == -(-state // ((512 + 64) * 2)) == 1885
     assert curves["MLA layer: latent KV cache"][1] == (512 + 64) * 2 * 1_000_000
     hybrid, full = list(curves.values())[-1][1], list(curves.values())[-2][1]
     assert 0.70 < 1 - hybrid / full < 0.76  # 7 of 27 layers keep a cache: ~74% less (report: "up to 75%")

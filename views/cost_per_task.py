@@ -5,8 +5,15 @@ import streamlit as st
 from k3lite.cost import (
     PRICES, ModelPrice, TaskProfile, analyze, break_even_success, planner_worker, savings_curve, simulate, single_model,
 )
+from k3lite.serving_compare import physics_price
 from k3lite.viz.cost import cost_bars_figure, distribution_figure, savings_figure
 from views.common import explain, push_url, url_state, user_errors
+
+
+@st.cache_data(show_spinner="Pricing K3 from serving physics…", max_entries=1)
+def physics_price_cached():
+    return physics_price()
+
 
 st.title("Cost per task, not per token")
 st.markdown(
@@ -45,14 +52,25 @@ with user_errors():
                           max_attempts=st.session_state.cost_attempts)
 
 st.subheader("Side by side: the same task on different models")
+url_state("cost_physics", False)
+st.toggle("add K3 priced from serving physics (the Serving page's default deployment)", key="cost_physics")
+push_url("cost_physics")
 st.caption("Prices: " + " · ".join(f"**{p.name}**: {p.source}" for p in PRICES.values() if p.name != PRICES[
     "small-worker"].name) + ". Success and turns per model are *your* assumptions (edit the table).")
+listed = [p for key, p in PRICES.items() if key != "small-worker"]
+if st.session_state.cost_physics:
+    physics = physics_price_cached()
+    listed.append(physics)
+    st.caption(f"**{physics.name}**: {physics.source}; \\${physics.input_per_m:.3f} / \\${physics.output_per_m:.3f} per "
+               "M input / output tokens: what producing the tokens costs at the bound, no margin, against the "
+               "list prices above.")
 table = st.data_editor(
     [{"model": p.name, "$ / M input": p.input_per_m, "$ / M output": p.output_per_m,
       "cache discount (%)": 100 * p.cache_discount, "success per attempt (%)": float(st.session_state.cost_success),
       "turns per attempt": float(st.session_state.cost_turns)}
-     for key, p in PRICES.items() if key != "small-worker"],
-    hide_index=True, key=f"cost_models_{st.session_state.cost_success}_{st.session_state.cost_turns}",
+     for p in listed],
+    hide_index=True,
+    key=f"cost_models_{st.session_state.cost_success}_{st.session_state.cost_turns}_{st.session_state.cost_physics}",
     disabled=["model"])
 with user_errors():
     strategies = [single_model(ModelPrice(r["model"], float(r["$ / M input"]), float(r["$ / M output"]),

@@ -1,10 +1,16 @@
 """3:1 hybrid attention: KV cache and decode time vs context for KDA:MLA patterns of Kimi Linear 48B-A3B."""
 import streamlit as st
 
-from k3lite.hybrid import HARDWARE, REPORTED, bytes_ceiling, decode_cost, hybrid_config, kv_reduction
+from k3lite import memory
+from k3lite.hardware import get_gpu
+from k3lite.hybrid import (
+    HYBRID_GPUS, REPORTED, bytes_ceiling, cache_passes_weights, decode_cost, hybrid_config, kv_reduction,
+    max_context_on_one_gpu,
+)
 from k3lite.viz.hybrid import (
     cache_vs_context_figure, layer_pattern_figure, speedup_by_ratio_figure, tpot_vs_context_figure,
 )
+from k3lite.viz.style import fmt_bytes
 from views.common import explain, push_url, url_state, user_errors
 
 CONTEXTS = [4096, 16384, 65536, 131072, 262144, 524288, 1048576]
@@ -21,12 +27,12 @@ st.markdown(
 
 url_state("hy_ratio", 3, lo=0, hi=7)
 url_state("hy_batch", 1, lo=1, hi=256)
-url_state("hy_hw", "H100 SXM", choices=list(HARDWARE))
+url_state("hy_hw", "H100 SXM", choices=list(HYBRID_GPUS))
 url_state("hy_eff", 1.0, lo=0.05, hi=1.0)
 c1, c2, c3, c4 = st.columns(4)
 c1.slider("KDA : MLA ratio (KDA layers per MLA layer)", 0, 7, key="hy_ratio", format="%d:1")
 c2.slider("batch (sequences decoded together)", 1, 256, key="hy_batch")
-c3.selectbox("GPU", list(HARDWARE), key="hy_hw")
+c3.selectbox("GPU", list(HYBRID_GPUS), key="hy_hw")
 c4.slider("MLA kernel efficiency (fraction of HBM bandwidth)", 0.05, 1.0, step=0.05, key="hy_eff")
 push_url("hy_ratio", "hy_batch", "hy_hw", "hy_eff")
 ratio, batch, hw, eff = (st.session_state.hy_ratio, st.session_state.hy_batch, st.session_state.hy_hw,
@@ -57,8 +63,9 @@ right.plotly_chart(tpot_vs_context_figure(CONTEXTS, {names[r]: [c.tpot_s for c i
                    width="stretch")
 
 ours_kv = kv_reduction(ratio, ONE_M)
-ours_speed = by_ratio[ratio]
-at_1m = rows[ratio][-1]
+at_1m, full_1m, three_1m = rows[ratio][-1], rows[0][-1], decode_cost(3, ONE_M, batch=batch, hardware=hw,
+                                                                      attention_efficiency=eff)
+gpu = get_gpu(hw)
 m1, m2, m3 = st.columns(3)
 m1.metric(f"KV cache per sequence at 1M, ours ({ratio}:1)", f"{at_1m.cache_bytes / 1e9:.2f} GB",
           f"-{100 * ours_kv:.1f}% vs all-MLA", delta_color="inverse")
@@ -67,32 +74,70 @@ m3.metric("decode speedup at 1M: ours vs reported (3:1)", f"{by_ratio[3]:.2f}x v
 st.plotly_chart(speedup_by_ratio_figure(list(range(8)), by_ratio, [bytes_ceiling(r) for r in range(8)],
                                         REPORTED["tpot_speedup_1m"][0]), width="stretch")
 
+# capacity: the model has to fit before its time means anything
+fit_ctx = max_context_on_one_gpu(ratio, batch, hw)
+hbm = f"{gpu.hbm_bytes / 1e9:.0f} GB"
+if at_1m.weight_bytes_total > gpu.hbm_bytes:
+    st.warning(f"**Does not fit one {hw}:** the weights alone are {at_1m.weight_bytes_total / 1e9:.0f} GB in bf16, "
+               f"more than its {hbm} of HBM. Batch {batch} at 1M context needs {at_1m.hbm_needed_bytes / 1e9:.0f} GB "
+               f"({ratio}:1) / {full_1m.hbm_needed_bytes / 1e9:.0f} GB (all-MLA): {at_1m.gpus_needed} / "
+               f"{full_1m.gpus_needed} GPUs of this kind. The times below are one GPU's roofline, not reachable on one.")
+elif not at_1m.fits or not full_1m.fits:
+    st.warning(f"**Capacity:** on one {hw} ({hbm}), batch {batch} of the {ratio}:1 model fits up to "
+               f"{fit_ctx:,} tokens of context. At 1M it needs {at_1m.hbm_needed_bytes / 1e9:.0f} GB ({ratio}:1, "
+               f"{at_1m.gpus_needed} GPU(s)) and all-MLA {full_1m.hbm_needed_bytes / 1e9:.0f} GB "
+               f"({full_1m.gpus_needed} GPUs): beyond one GPU the times below are not reachable as drawn.")
+else:
+    st.info(f"Capacity: batch {batch} at 1M context fits one {hw} ({hbm}) for both patterns "
+            f"({at_1m.hbm_needed_bytes / 1e9:.0f} GB and {full_1m.hbm_needed_bytes / 1e9:.0f} GB).")
+
 st.subheader("How we compute it, and why our speedup differs from the reported one")
+cfg3 = hybrid_config(3)
+n_moe, n_exp, k = cfg3.ffn_types().count("moe"), cfg3.moe.n_routed_experts, cfg3.moe.top_k
+one = decode_cost(3, ONE_M, batch=1, hardware=hw, attention_efficiency=eff)
 st.markdown(
     f"""
 **Reported**: {REPORTED['kv_reduction'][1]}; {REPORTED['tpot_speedup_1m'][1]}.
 
-**Ours** (`k3lite/hybrid.py`, computed from the preset's config): an MLA layer caches
-(kv_lora 512 + rope key 64) = 576 bf16 numbers per token; a KDA layer keeps a 32 × 128 × 128 fp32 state
-plus a 3-token conv tail, whatever the context. One decode step reads the active weights once
-({at_1m.weight_bytes / 1e9:.1f} GB in bf16, counted from the real modules on the meta device) plus every
-sequence's cache; time = max(bytes / HBM bandwidth, FLOPs / peak FLOPs) on one {hw} ({HARDWARE[hw].source}).
-At 1M tokens the step is {'memory' if at_1m.memory_bound else 'compute'}-bound.
+**Ours** (`k3lite/hybrid.py` on `k3lite/memory.py`, the same byte functions as the KDA and serving pages):
+an MLA layer caches (kv_lora {cfg3.mla.kv_lora_rank} + rope key {cfg3.mla.qk_rope_head_dim}) bf16 numbers per
+token; a KDA layer keeps a {cfg3.kda.n_heads} × {cfg3.kda.head_dim} × {cfg3.kda.head_dim} fp32 state plus a
+{cfg3.kda.conv_size - 1}-token conv tail ({fmt_bytes(memory.kda_layer_state_bytes(cfg3.kda))} per layer),
+whatever the context. One decode step of batch {batch} reads the
+non-routed weights plus, in each of the {n_moe} MoE layers, the distinct experts the {batch} sequences touch:
+E(1 − (1 − k/E)^B) = {at_1m.experts_touched:.1f} of {n_exp} (k = {k} at batch 1), i.e.
+{at_1m.weight_bytes / 1e9:.1f} GB of bf16 weights, plus every sequence's cache; time = max(bytes / HBM
+bandwidth, FLOPs / peak FLOPs) on one {hw} ({gpu.source}). At 1M tokens the step is
+{'memory' if at_1m.memory_bound else 'compute'}-bound.
 
-**The KV reduction matches**: with 7 of 27 layers global, the cache is 7/27 of all-MLA, i.e.
-{100 * kv_reduction(3, ONE_M):.1f}% smaller (the fixed KDA states add {at_1m.kda_state_bytes / 1e6:.0f} MB).
+**The KV reduction matches**: with {three_1m.n_mla} of {three_1m.n_mla + three_1m.n_kda} layers global, the 3:1
+cache is {100 * kv_reduction(3, ONE_M):.1f}% smaller than all-MLA (its {three_1m.n_kda} fixed KDA states add
+{three_1m.kda_state_bytes / 1e6:.0f} MB per sequence; at {ratio}:1, {at_1m.n_kda} states add
+{at_1m.kda_state_bytes / 1e6:.0f} MB).
 
 **The speedup does not, and cannot from bytes alone**: for 3:1 no bandwidth model can exceed
-27 / 7 = {bytes_ceiling(3):.2f}x (dotted line), and at batch 1 the
-{at_1m.weight_bytes / 1e9:.1f} GB of weights read every step pull ours down to {by_ratio[3]:.2f}x.
-Raising the batch spreads the weights over more sequences and moves ours toward the ceiling; lowering the
-MLA kernel efficiency (full attention over 1M tokens rarely runs at the bandwidth peak) does too. The
-reported 6.3x is a measured end-to-end number on the authors' kernels and serving setup; it exceeds what the
-bytes of this layer pattern allow, so it must include costs of the full-attention baseline we do not model
-(kernel efficiency at 1M context, memory pressure from a {rows[0][-1].cache_bytes / 1e9:.0f} GB-per-sequence
-cache, and system effects). Treat our number as the bandwidth floor of the benefit, theirs as one measurement.
+{three_1m.n_mla + three_1m.n_kda} / {three_1m.n_mla} = {bytes_ceiling(3):.2f}x (dotted line), and at batch {batch}
+the {three_1m.weight_bytes / 1e9:.1f} GB of weights read every step pull ours down to {by_ratio[3]:.2f}x.
+A larger batch shares those reads among more sequences, but for a MoE model less than in proportion: the
+weights read per sequence fall from {one.weight_bytes / 1e9:.1f} GB at batch 1 to
+{three_1m.weight_bytes / batch / 1e9:.2f} GB at batch {batch}, not {one.weight_bytes / batch / 1e9:.2f} GB,
+because more sequences touch more distinct experts. Lowering the MLA kernel efficiency (full attention over 1M
+tokens rarely runs at the bandwidth peak) also moves ours toward the ceiling. The reported 6.3x is a measured
+end-to-end number on the authors' kernels and serving setup; it exceeds what the bytes of this layer pattern
+allow, so it must include costs of the full-attention baseline we do not model (kernel efficiency at 1M
+context, memory pressure from a {full_1m.cache_bytes / 1e9:.0f} GB-per-sequence cache, and system effects).
+Treat our number as the bandwidth floor of the benefit, theirs as one measurement.
 """
 )
-explain("What to notice: past ~100K tokens the MLA cache dominates every byte a decode step reads, so the "
-        "share of global layers (1 in 4, plus the last) sets both the cache size and the long-context speed. "
-        "7:1 equals 6:1 here because 27 layers leave room for only 3 full periods plus the forced last MLA layer.")
+cross_full, cross_ratio = cache_passes_weights(0, batch), cache_passes_weights(ratio, batch)
+n_mla = [hybrid_config(r).layer_types().count("mla") for r in range(8)]
+same = [f"{r}:1 equals {r - 1}:1" for r in range(2, 8) if n_mla[r] == n_mla[r - 1]]
+same_mla = (f" {', '.join(same)} here: with {len(types)} layers and the last one forced global, both patterns "
+            "have the same number of MLA layers.") if same else ""
+mid = decode_cost(0, 131072, batch=batch, hardware=hw), decode_cost(ratio, 131072, batch=batch, hardware=hw)
+explain(f"What to notice: at batch {batch} the cache becomes most of the bytes a decode step reads only beyond "
+        f"~{cross_full:,} tokens for all-MLA and ~{cross_ratio:,} tokens for {ratio}:1 (at 131K it is "
+        f"{100 * mid[0].cache_share:.0f}% and {100 * mid[1].cache_share:.0f}% of the bytes read); past that point "
+        "the share of global layers sets both the cache size and the long-context speed, below it the weights do. "
+        + same_mla)
+

@@ -10,6 +10,7 @@ from k3lite import kda, memory
 from k3lite.config import get_preset
 from k3lite.tokenizer import token_label, validate_prompt
 from k3lite.viz.kda import decay_heatmap, memory_figure, recall_figure, state_figure, state_norm_figure
+from k3lite.viz.style import fmt_bytes
 from views.common import explain, push_url, url_state, user_errors
 
 MAX_T = 256  # tokens shown live (the state trajectory keeps T x H x K x V numbers)
@@ -124,15 +125,19 @@ push_url("kda_preset")
 preset = get_preset(st.session_state.kda_preset)
 contexts = np.unique(np.logspace(0, 6, 61).astype(int)).tolist()
 curves = memory.memory_vs_context(preset, contexts)
-st.plotly_chart(memory_figure(contexts, curves, f"{preset.name}, bf16"), width="stretch")
-hybrid_curve, full_curve = list(curves.values())[-1], list(curves.values())[-2]
-hybrid, full = hybrid_curve[-1], full_curve[-1]
-cross = next((c for c, h, f in zip(contexts, hybrid_curve, full_curve) if h < f), None)
-explain(f"Computed from the preset's dimensions (2 bytes per number): a KDA layer keeps {curves['KDA layer: state'][0] / 2**20:.2f} MiB "
-        f"at any length; an MLA layer keeps (kv_lora {preset.mla.kv_lora_rank} + rope {preset.mla.qk_rope_head_dim}) "
-        f"numbers per token. At 1M tokens the hybrid needs {hybrid / 2**30:.1f} GiB against {full / 2**30:.1f} GiB "
-        f"for all-MLA: {100 * (1 - hybrid / full):.0f}% less; below ~{cross:,} tokens the fixed states cost more than "
-        "the short cache they replace. The Kimi Linear report (arXiv 2510.26692) states "
+st.plotly_chart(memory_figure(contexts, curves, f"{preset.name}: fp32 KDA state + bf16 conv tail, bf16 caches"),
+                width="stretch")
+hybrid = memory.sequence_cache_bytes(preset, contexts[-1]).total
+full = len(preset.layer_types()) * memory.mla_cache_bytes_per_token(preset.mla) * contexts[-1]
+state = memory.kda_layer_state_bytes(preset.kda)
+explain(f"Computed from the preset's dimensions by `k3lite.memory` (the same function as the hybrid and serving "
+        f"pages): a KDA layer keeps {fmt_bytes(state)} at any length ({preset.kda.n_heads} × "
+        f"{preset.kda.head_dim} × {preset.kda.head_dim} fp32 state, as `KDACache` and fla keep it, plus a "
+        f"{preset.kda.conv_size - 1}-token bf16 conv tail of q, k, v); an MLA layer keeps (kv_lora "
+        f"{preset.mla.kv_lora_rank} + rope {preset.mla.qk_rope_head_dim}) bf16 numbers per token. At "
+        f"{contexts[-1]:,} tokens the hybrid needs {fmt_bytes(hybrid)} against {fmt_bytes(full)} for "
+        f"all-MLA: {100 * (1 - hybrid / full):.0f}% less; below ~{memory.break_even_context(preset):,} tokens a "
+        "fixed state costs more than the short cache it replaces. The Kimi Linear report (arXiv 2510.26692) states "
         "\"up to 75%\" smaller KV cache and up to 6.3x faster decoding at 1M context for its 3:1 hybrid.")
 
 st.subheader("(d) Recall probe: linear attention vs DeltaNet vs Gated DeltaNet vs KDA")

@@ -37,6 +37,8 @@ PAGES: tuple[PageSpec, ...] = (
              "forward_pass", "The whole model"),
     PageSpec("views/interconnect.py", "Interconnect bytes per token", "Bytes on the wire", ":material/cable:",
              "interconnect", "The whole model"),
+    PageSpec("views/serving.py", "Serving: $ per million tokens", "Serving", ":material/dns:", "serving",
+             "The whole model"),
     PageSpec("views/cost_per_task.py", "Cost per task", "Cost per task", ":material/payments:", "cost_per_task",
              "The whole model"),
     PageSpec("views/lab.py", "The lab: recall tasks", "The lab", ":material/science:", "lab", "The whole model"),

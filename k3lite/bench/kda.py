@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             o_rec, _ = recurrent_kda(q[:, e], k[:, e], v[:, e], g[:, e], beta[:, e])
             o_chunk, _ = chunk_kda(q[:, e], k[:, e], v[:, e], g[:, e], beta[:, e], chunk_size=C)
             err = (o_chunk - o_rec).abs().max().item()
-            state, kv = kda_state_bytes(H, D, 4, B), kv_cache_bytes(T, H, D, 4, B)
+            state, kv = kda_state_bytes(H, D, conv_size=0, batch=B), kv_cache_bytes(T, H, D, 4, B)  # kernel state only, fp32
             mark = "*" if n < T else " "
             print(f"{T:>6} {t_rec * 1e3:>9.0f}ms{mark} {t_chunk * 1e3:>7.1f}ms {t_soft * 1e3:>7.1f}ms "
                   f"{t_rec / t_chunk:>9.1f}x {t_soft / t_chunk:>13.2f}x {err:>15.1e} {_kib(state):>10} {_kib(kv):>10}")

@@ -1,0 +1,100 @@
+"""Figures for the serving page (no Streamlit): take k3lite.serving / serving_compare results, return figures."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+
+from k3lite.viz.style import CONCEPT, HIGHLIGHT_LINE, LINK, NEUTRAL, bytes_axis, log_axis
+
+COMPONENT_COLOUR = {"routed_experts": CONCEPT["routed"], "attention": CONCEPT["attn"], "shared": CONCEPT["shared"],
+                    "embeddings": CONCEPT["embedding"], "other": CONCEPT["router"]}
+_LAYOUT = dict(margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.25))
+
+
+def placement_figure(by_component: Mapping[str, float], cache_bytes: float, hbm_bytes: float, title: str) -> go.Figure:
+    """One GPU's HBM: weights per component, the cache of the batch, the rest free; a line at capacity."""
+    top = max(hbm_bytes, sum(by_component.values()) + cache_bytes)
+    axis, div = bytes_axis("bytes per GPU", top)
+    fig = go.Figure()
+    for comp, b in by_component.items():
+        if b > 0:
+            fig.add_bar(x=[b / div], y=["HBM"], orientation="h", name=comp.replace("_", " "),
+                        marker_color=COMPONENT_COLOUR[comp], hovertemplate="%{x:.1f}<extra>" + comp + "</extra>")
+    fig.add_bar(x=[cache_bytes / div], y=["HBM"], orientation="h", name="KV cache / state of the batch",
+                marker_color=LINK["hbm_cache"])
+    fig.add_vline(x=hbm_bytes / div, line=HIGHLIGHT_LINE, annotation_text="HBM capacity")
+    fig.update_layout(barmode="stack", height=220, title=title, xaxis_title=axis, yaxis=dict(visible=False), **_LAYOUT)
+    return fig
+
+
+def step_figure(hbm_s: float, compute_s: float, wire_s: float, step_s: float, overlap: bool) -> go.Figure:
+    """The three terms of one decode step and the step time they give (max with overlap, max + wire without)."""
+    names = ["HBM reads", "compute", "dispatch + combine", "step"]
+    vals = [hbm_s, compute_s, wire_s, step_s]
+    colours = [LINK["hbm_weights"], LINK["compute"], LINK["nic"], NEUTRAL]
+    fig = go.Figure(go.Bar(x=[v * 1e3 for v in vals], y=names, orientation="h", marker_color=colours,
+                           text=[f"{v * 1e3:.1f} ms" for v in vals], textposition="auto"))
+    rule = "max of the three (full overlap)" if overlap else "max(HBM, compute) + wire (no overlap)"
+    fig.update_layout(height=240, title=f"One decode step: {rule}", xaxis_title="time (ms)", **_LAYOUT)
+    return fig
+
+
+def pareto_figure(per_user: Sequence[float], per_gpu: Sequence[float], batches: Sequence[int],
+                  chosen: tuple[float, float] | None = None) -> go.Figure:
+    """Throughput (tokens/s per GPU) vs interactivity (tokens/s per user), one point per batch size."""
+    fig = go.Figure(go.Scatter(x=list(per_user), y=list(per_gpu), mode="lines+markers", name="batch 1 .. max",
+                               line=dict(color=CONCEPT["hybrid"]), customdata=list(batches),
+                               hovertemplate="batch %{customdata}: %{x:.1f} tok/s/user, %{y:,.0f} tok/s/GPU<extra></extra>"))
+    if chosen:
+        fig.add_scatter(x=[chosen[0]], y=[chosen[1]], mode="markers", name="your batch",
+                        marker=dict(size=14, color="rgba(0,0,0,0)", line=HIGHLIGHT_LINE))
+    fig.update_layout(height=380, title="Throughput vs interactivity (each point a batch size)",
+                      xaxis=log_axis("tokens/s per user"), yaxis=log_axis("tokens/s per GPU"), **_LAYOUT)
+    return fig
+
+
+def capacity_figure(contexts: Sequence[int], series: Mapping[str, Sequence[int]]) -> go.Figure:
+    colours = [CONCEPT["hybrid"], CONCEPT["mla"], CONCEPT["attention"]]
+    fig = go.Figure()
+    for (name, ys), colour in zip(series.items(), colours):
+        fig.add_scatter(x=list(contexts), y=[max(y, 0.5) for y in ys], mode="lines+markers", name=name,
+                        line=dict(color=colour), customdata=list(ys),
+                        hovertemplate="%{x:,} tokens: %{customdata} sequences<extra>" + name + "</extra>")
+    fig.update_layout(height=360, title="Concurrent sequences per GPU (0 drawn at 0.5)",
+                      xaxis=log_axis("context (tokens)"), yaxis=log_axis("sequences that fit"), **_LAYOUT)
+    return fig
+
+
+def waterfall_figure(labels: Sequence[str], usd: Sequence[float]) -> go.Figure:
+    """$ per M output tokens: the classic design, then each choice's change, then K3."""
+    deltas = [usd[0]] + [b - a for a, b in zip(usd, usd[1:])]
+    fig = go.Figure(go.Waterfall(x=list(labels) + ["K3"], y=deltas + [usd[-1]],
+                                 measure=["absolute"] + ["relative"] * (len(usd) - 1) + ["total"],
+                                 text=[f"${usd[0]:.3f}"] + [f"{d:+.3f}" for d in deltas[1:]] + [f"${usd[-1]:.3f}"],
+                                 textposition="outside",
+                                 increasing=dict(marker=dict(color=LINK["nic"])),
+                                 decreasing=dict(marker=dict(color=CONCEPT["kda"])),
+                                 totals=dict(marker=dict(color=NEUTRAL))))
+    fig.update_layout(height=380, title="$ per million output tokens, one design choice at a time",
+                      yaxis_title="$ / M output tokens", showlegend=False, margin=_LAYOUT["margin"])
+    return fig
+
+
+def gpus_for_weights_figure(formats: Sequence[str], gpus: Sequence[float], claim: float, gpu: str) -> go.Figure:
+    fig = go.Figure(go.Bar(x=list(formats), y=list(gpus), marker_color=CONCEPT["routed"],
+                           text=[f"{g:.1f}" for g in gpus], textposition="outside"))
+    fig.add_hline(y=claim, line=HIGHLIGHT_LINE, annotation_text=f"the seed: 'roughly six {gpu}'")
+    fig.update_layout(height=320, title=f"{gpu} GPUs' worth of HBM for the weights alone",
+                      yaxis_title="GPUs (weights / HBM per GPU)", xaxis_title="storage format of every weight",
+                      margin=_LAYOUT["margin"])
+    return fig
+
+
+def validation_figure(labels: Sequence[str], measured: Sequence[float], model: Sequence[float]) -> go.Figure:
+    fig = go.Figure()
+    fig.add_bar(x=list(labels), y=list(measured), name="published measurement", marker_color=CONCEPT["published"])
+    fig.add_bar(x=list(labels), y=list(model), name="this model (upper bound)", marker_color=CONCEPT["hybrid"])
+    fig.update_layout(barmode="group", height=360, title="Decode tokens/s per GPU: published vs model",
+                      yaxis_title="tokens/s per GPU", **_LAYOUT)
+    return fig
