@@ -17,6 +17,8 @@ from k3lite.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker
 from k3lite.hybrid import REPORTED, decode_cost, kv_reduction
 from k3lite.moe import latent_cost_per_token
 from k3lite.params import count_params
+from k3lite.serving import Serving, check_fits, decode_step
+from k3lite.serving_compare import gpus_for_weights
 from k3lite.viz.style import fmt_bytes
 
 ONE_M = 1_048_576
@@ -45,6 +47,11 @@ class Step:
     choices: tuple[str, ...] = ()
 
 
+def with_unit(value: float, unit: str) -> str:
+    """A guess as the learner would write it: "$1.5", "20 %", "3 x"."""
+    return f"${value:g}" if unit == "$" else f"{value:g} {unit}".strip()
+
+
 def gap_text(step: Step, guess, reveal: Reveal) -> str:
     """How far the guess was, in words: a factor for numbers, right/wrong for a choice."""
     if step.kind == "choice":
@@ -54,12 +61,13 @@ def gap_text(step: Step, guess, reveal: Reveal) -> str:
         return f"You said {guess!r}; the computation says {right!r}."
     guess, answer = float(guess), float(reveal.answer)
     if answer == 0 or guess == 0:
-        return f"You guessed {guess:g} {step.unit}; the computation gives {reveal.answer_text}."
+        return f"You guessed {with_unit(guess, step.unit)}; the computation gives {reveal.answer_text}."
     factor = guess / answer
     if 0.8 <= factor <= 1.25:
-        return f"Close: you guessed {guess:g} {step.unit}, the computation gives {reveal.answer_text} (within 25%)."
+        return (f"Close: you guessed {with_unit(guess, step.unit)}, the computation gives {reveal.answer_text} "
+                "(within 25%).")
     word = "high" if factor > 1 else "low"
-    return (f"You guessed {guess:g} {step.unit}; the computation gives {reveal.answer_text}: your guess was "
+    return (f"You guessed {with_unit(guess, step.unit)}; the computation gives {reveal.answer_text}: your guess was "
             f"{max(factor, 1 / factor):.1f}x too {word}.")
 
 
@@ -187,6 +195,31 @@ def cost() -> Reveal:
                    "K3 plans + worker": f"${split.per_completed_task:.3f} / task"})
 
 
+# The serving page's defaults (views/serving.py): 64 GB300 NVL72 GPUs, EP 64, NVFP4 experts, fp8 elsewhere, 32K context
+SERVING = Serving("k3-estimated", "GB300 NVL72", 64, 64, 1,
+                  {"routed_experts": "nvfp4", "attention": "fp8", "shared": "fp8", "embeddings": "fp8"}, 32768, True)
+
+
+def serving_price() -> Reveal:
+    """Serving page, section 3: $ per million output tokens at the largest batch that fits (a roofline floor)."""
+    batch = check_fits(SERVING).max_batch_per_gpu
+    step = decode_step(SERVING, batch)
+    usd = step.usd_per_m_output_tokens
+    listed = PRICES["kimi-k3"].output_per_m
+    six = {r.fmt: r for r in gpus_for_weights("k3-estimated", "B300")}
+    return Reveal(usd, f"${usd:.3f} per M output tokens",
+                  f"{SERVING.n_gpus} {SERVING.gpu} GPUs at ${SERVING.price:.2f} per GPU-hour, {batch} sequences of "
+                  f"{SERVING.context:,} tokens per GPU (all that fit), one decode step {step.step_s * 1e3:.1f} ms "
+                  f"({step.bound}-bound): {step.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
+                  f"{step.tokens_per_s_per_user:.0f} per user. That is a roofline, a floor on cost; the listed price "
+                  f"(${listed:.0f} per M output tokens) is {listed / usd:.0f}x it, which pays for real kernel "
+                  "efficiency, idle capacity, prefill and margin. The weights alone need "
+                  f"{six['nvfp4'].gpus:.1f} B300s at NVFP4 ({six['fp8'].gpus:.1f} at fp8): the seed's 'roughly six'.",
+                  {"tokens/s per GPU": f"{step.tokens_per_s_per_gpu:,.0f}",
+                   "tokens/s per user": f"{step.tokens_per_s_per_user:.1f}",
+                   "listed output price": f"${listed:.2f} per M"})
+
+
 STEPS: tuple[Step, ...] = (
     Step("sparsity", "Sparsity", "K3 has 2.8 trillion parameters but each token uses only a small slice of them.",
          "What percentage of K3's parameters does one token multiply with?", "number", "home", sparsity, "%",
@@ -213,4 +246,8 @@ STEPS: tuple[Step, ...] = (
          "result.", "K3 plans 7.5% of the turns, a $0.10 / $0.40 worker does the rest, both succeed 80% of the time "
          "per attempt. How many times cheaper per completed task than K3 alone?", "number", "cost_per_task", cost,
          "x", 5.0, 0.1, 1000.0),
+    Step("serving", "Serving price", "K3 is listed at $3 / $15 per million input / output tokens; what does serving "
+         "physics say a token costs?", "64 GB300 GPUs serve K3 (4-bit experts, 32K-token contexts, as many users as "
+         "fit). What do a million output tokens cost in GPU time, in dollars?", "number", "serving", serving_price,
+         "$", 1.0, 0.001, 1000.0),
 )

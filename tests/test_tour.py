@@ -44,6 +44,7 @@ def test_gap_says_how_far_and_which_way():
     assert "2.0x too high" in gap_text(num, 40.0, r)
     assert gap_text(num, 22.0, r).startswith("Close")
     ch = BY_KEY["latent"]
+    assert gap_text(BY_KEY["serving"], 2.0, Reveal(0.5, "$0.500 per M", "", {})).startswith("You guessed $2;")
     assert gap_text(ch, ch.choices[0], Reveal(0, "", "", {})).startswith("Right")
     assert "the computation says 'they halve'" in gap_text(ch, "they double", Reveal(0, "", "", {}))
 
@@ -56,6 +57,8 @@ def test_revealed_numbers_are_what_the_deeper_pages_show_at_their_defaults():
     res = BY_KEY["residuals"].compute()
     text = " ".join(m.value for m in page("views/attention_residuals.py").markdown)
     assert f"{res.answer:.1f}x fewer reads" in text
+    serving = BY_KEY["serving"].compute()
+    assert metric(page("views/serving.py"), "$ per M output tokens") == f"${serving.answer:.3f}"
     sparsity = BY_KEY["sparsity"].compute()
     assert metric(page("views/home.py"), "activation ratio") == f"{sparsity.answer:.2f} %"
 

@@ -2,11 +2,18 @@
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from k3lite.tour import STEPS, gap_text
+from k3lite.tour import STEPS, gap_text, with_unit
 from views.common import push_url, url_state, user_errors
 from views.registry import by_url_path
 
 N = len(STEPS)
+
+
+def md(text: str) -> str:
+    """Escape $ for Markdown: two dollar signs in one text would otherwise render as LaTeX."""
+    return text.replace("$", "\\$")
+
+
 st.title(f"The K3 argument in {N} steps")
 st.markdown(
     "The K3 announcement makes a handful of quantitative claims. For each one: **predict** first (a number or a "
@@ -43,8 +50,8 @@ st.slider("step", 1, N, key="tour_step")
 st.caption(" → ".join(f"{'✓ ' if k in revealed else ''}{f'**{s.title}**' if k == i else s.title}"
                       for k, s in enumerate(STEPS, start=1)) + f" · {len(revealed & set(range(1, N + 1)))} of {N} revealed")
 st.subheader(f"{i}. {step.title}")
-st.markdown(f"*The claim:* {step.claim}")
-st.markdown(f"**Predict:** {step.question}")
+st.markdown(md(f"*The claim:* {step.claim}"))
+st.markdown(md(f"**Predict:** {step.question}"))
 key = f"tour_g{i}"
 if step.kind == "number":
     st.number_input(f"your guess ({step.unit})", min_value=float(step.lo), max_value=float(step.hi), key=key,
@@ -59,10 +66,10 @@ if i in revealed:
     with user_errors():
         answer = computed(i - 1)
     c1, c2 = st.columns(2)
-    c1.metric("your guess", f"{st.session_state[key]:g} {step.unit}" if step.kind == "number" else st.session_state[key])
+    c1.metric("your guess", with_unit(st.session_state[key], step.unit) if step.kind == "number" else st.session_state[key])
     c2.metric("computed", answer.answer_text)
-    st.info(gap_text(step, st.session_state[key], answer))
-    st.markdown(f"**Why.** {answer.explanation}")
+    st.info(md(gap_text(step, st.session_state[key], answer)))
+    st.markdown(md(f"**Why.** {answer.explanation}"))
     if answer.details:
         st.table({"computed": list(answer.details), "value": list(answer.details.values())})
     spec = by_url_path(step.page)
