@@ -59,7 +59,9 @@ class Anatomy(NamedTuple):
 
     def part(self, name: str) -> PartNumbers:
         """One part summed over the whole model."""
-        items = [lay[name] for lay in self.layers if name in lay] + ([self.outside[name]] if name in self.outside else [])
+        items = [lay[name] for lay in self.layers if name in lay]
+        if name in self.outside:
+            items.append(self.outside[name])
         return PartNumbers(sum(p.params for p in items), sum(p.active for p in items),
                            {k: float(sum(p.bytes.get(k, 0.0) for p in items)) for k in BYTE_KINDS})
 

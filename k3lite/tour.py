@@ -135,7 +135,8 @@ def decay() -> Reveal:
              "both": kda_r > 0.5 and gdn_r > 0.5, "neither": kda_r <= 0.5 and gdn_r <= 0.5}
     answer = list(keeps).index(next(k for k, v in keeps.items() if v))
     return Reveal(answer, f"KDA {kda_r:.2f}, Gated DeltaNet {gdn_r:.2f}",
-                  f"Recall of the first fact after 64 writes (cosine with the stored value, 1 = perfect): KDA {kda_r:.2f}, "
+                  f"Recall of the first fact after 64 writes (cosine with the stored value, 1 = perfect): "
+                  f"KDA {kda_r:.2f}, "
                   f"Gated DeltaNet {gdn_r:.2f}. One scalar decay per head (a = {probe.gdn_decay:.3f}) must forget the "
                   "fact to make room; KDA keeps a quarter of its key channels at a = 1 and forgets fast in the others, "
                   "so a fact stored in the slow channels survives. Counted as kept above a cosine of 0.5.",
@@ -153,7 +154,8 @@ def hybrid() -> Reveal:
                   f"reads all active weights, so the bytes model gives {speed:.2f}x faster against the reported "
                   f"{reported}x ({'far below' if speed < 0.8 * reported else 'close to'} it); the hybrid page shows "
                   "which assumptions move it.",
-                  {"KV cache reduction at 1M (3:1)": f"{red:.1f} %", "decode speedup at 1M, batch 1 (ours)": f"{speed:.2f}x",
+                  {"KV cache reduction at 1M (3:1)": f"{red:.1f} %",
+                   "decode speedup at 1M, batch 1 (ours)": f"{speed:.2f}x",
                    "decode speedup reported": f"{reported}x"})
 
 
@@ -165,7 +167,8 @@ def residuals() -> Reveal:
     factor = full.read_bytes / block.read_bytes
     return Reveal(factor, f"{factor:.1f}x fewer reads",
                   f"Full AttnRes: sublayer l reads all l earlier outputs, {fmt_bytes(full.read_bytes)} per token over "
-                  f"{full.n_sublayers} sublayers. Blocks of {block.block_size} sublayers: each reads the embedding, the "
+                  f"{full.n_sublayers} sublayers. Blocks of {block.block_size} sublayers: each reads the embedding, "
+                  "the "
                   f"completed block sums and one partial sum, {fmt_bytes(block.read_bytes)}; a token keeps "
                   f"{block.live_sources} vectors instead of {full.live_sources}.",
                   {"full AttnRes reads per token": fmt_bytes(full.read_bytes),
@@ -189,7 +192,8 @@ def cost() -> Reveal:
                   f"K3 alone: ${alone.per_completed_task:.3f} per completed task; K3 planning "
                   f"{100 * COST_PLANNER_SHARE:.1f}% of the turns with a $0.10 / $0.40 worker doing the rest: "
                   f"${split.per_completed_task:.3f}. The seed reports ~9-10x; the factor rests on the worker being as "
-                  f"reliable as K3 (here {100 * COST_WORKER_SUCCESS:.0f}% vs {100 * COST_PROFILE.success_rate:.0f}%): the "
+                  f"reliable as K3 (here {100 * COST_WORKER_SUCCESS:.0f}% vs "
+                  f"{100 * COST_PROFILE.success_rate:.0f}%): the "
                   "cost page shows how fast it falls when it is not.",
                   {"K3 alone": f"${alone.per_completed_task:.3f} / task",
                    "K3 plans + worker": f"${split.per_completed_task:.3f} / task"})

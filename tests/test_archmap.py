@@ -53,7 +53,8 @@ def test_every_preset_draws_each_layer_once_with_its_mixer_and_ffn(name):
         mixers = [n for n in nodes if n.part.startswith("attention_")]
         assert len(mixers) == 1 and mixers[0].part == f"attention_{types[row.layer]}", (name, row)
         for k in range(row.repeat):  # a collapsed row only stands for layers of the same kind
-            assert (types[row.layer + k * row.period], ffns[row.layer + k * row.period]) == (types[row.layer], ffns[row.layer])
+            other = row.layer + k * row.period
+            assert (types[other], ffns[other]) == (types[row.layer], ffns[row.layer])
         parts = {n.part for n in nodes}
         if ffns[row.layer] == "dense":
             assert "dense_ffn" in parts and "router" not in parts

@@ -48,7 +48,8 @@ def computed(index: int):
 
 st.slider("step", 1, N, key="tour_step")
 st.caption(" → ".join(f"{'✓ ' if k in revealed else ''}{f'**{s.title}**' if k == i else s.title}"
-                      for k, s in enumerate(STEPS, start=1)) + f" · {len(revealed & set(range(1, N + 1)))} of {N} revealed")
+                      for k, s in enumerate(STEPS, start=1))
+           + f" · {len(revealed & set(range(1, N + 1)))} of {N} revealed")
 st.subheader(f"{i}. {step.title}")
 st.markdown(md(f"*The claim:* {step.claim}"))
 st.markdown(md(f"**Predict:** {step.question}"))
@@ -66,7 +67,8 @@ if i in revealed:
     with user_errors():
         answer = computed(i - 1)
     c1, c2 = st.columns(2)
-    c1.metric("your guess", with_unit(st.session_state[key], step.unit) if step.kind == "number" else st.session_state[key])
+    guess = st.session_state[key]
+    c1.metric("your guess", with_unit(guess, step.unit) if step.kind == "number" else guess)
     c2.metric("computed", answer.answer_text)
     st.info(md(gap_text(step, st.session_state[key], answer)))
     st.markdown(md(f"**Why.** {answer.explanation}"))
