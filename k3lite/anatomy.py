@@ -15,6 +15,7 @@ the function the mechanism pages call.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 from k3lite.attnres import attnres_cost
@@ -77,6 +78,7 @@ class Anatomy(NamedTuple):
                 for k, p in tot.items()}
 
 
+@lru_cache(maxsize=32)  # a meta-device model build per call (0.2 s for lite, 5 s for K3); read the result only
 def anatomy(cfg: K3Config, context: int = 131072, weights: str = "bf16") -> Anatomy:
     """Parameters and bytes per decoded token (batch 1) of every part of `cfg`, per layer.
 

@@ -106,13 +106,14 @@ def test_map_with_a_trace_highlights_the_stage_and_maps_clicks_back_to_it():
     tr = trace_of(cfg)
     st_list = stages(tr)
     fig = architecture_map(cfg, trace=tr, highlight=("router", 2))
-    outlined = [cd for t in fig.data for cd, w in zip(t.customdata, t.marker.line.width) if w == 3]
+    nodes = [t for t in fig.data if t.customdata is not None]  # the arcs are one trace without customdata
+    outlined = [cd for t in nodes for cd, w in zip(t.customdata, t.marker.line.width) if w == 3]
     assert outlined and all((cd[0], cd[1]) == ("router", 2) for cd in outlined)
-    every = {(cd[0], None if cd[1] < 0 else cd[1]) for t in fig.data for cd in t.customdata}
+    every = {(cd[0], None if cd[1] < 0 else cd[1]) for t in nodes for cd in t.customdata}
     for s in st_list:  # every stage of the stepper has an element to click, and it maps back to that stage
         assert (s.kind, s.layer) in every, s
         assert st_list[stage_index(st_list, s.kind, s.layer)] == s
-    hovers = " ".join(h for t in fig.data for h in t.hovertext)
+    hovers = " ".join(h for t in nodes for h in t.hovertext)
     assert "max-violation" in hovers and "‖S‖" in hovers  # live numbers from the Trace
     with pytest.raises(ValueError, match="layers"):
         architecture_map(tiny(n_layers=4), trace=tr)
@@ -121,7 +122,7 @@ def test_map_with_a_trace_highlights_the_stage_and_maps_clicks_back_to_it():
 def test_colours_come_from_the_style_palette():
     palette = {*CONCEPT.values(), *LINK.values()}
     fig = architecture_map(get_preset("lite"))
-    assert {t.marker.color for t in fig.data} <= palette
+    assert {t.marker.color if t.mode != "lines" else t.line.color for t in fig.data} <= palette
 
 
 @pytest.mark.parametrize("name", ["lite", "deepseek-v3"])

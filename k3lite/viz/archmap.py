@@ -34,6 +34,7 @@ LANE = -0.35  # x where the residual arcs meet the rows
 COL = {"depth": 0.0, "mixer": 1.0, "router": 2.0, "down": 3.0, "experts": 4.0, "up": 5.0, "shared": 6.0,
        "dense": 4.0}
 BRACKET_X = 6.6
+ARC_POINTS = 12  # segments per drawn arc
 
 
 # ------------------------------------------------------------------------------------------ geometry
@@ -291,13 +292,21 @@ def architecture_map(cfg: K3Config, trace: Trace | None = None, anatomy: Anatomy
     # residual stream: a plain line down the lane; the arcs of AttnRes bulge out to its left
     shapes.append(dict(type="line", x0=LANE, x1=LANE, y0=0, y1=n_rows - 1, layer="below",
                        line=dict(color=NEUTRAL, width=1.5)))
-    arc_color = color("attnres")
+    # the arcs: one line trace (quadratic Beziers sampled, None between arcs) instead of a shape per arc,
+    # which plotly validates one by one (Streamlit re-validates the figure on every render)
+    arc_x: list[float | None] = []
+    arc_y: list[float | None] = []
     for a in lay.arcs:
-        h = abs(a.y1 - a.y0)
-        bulge = LANE - 0.35 - min(2.6, 0.22 * h + 0.1)
-        shapes.append(dict(type="path", path=f"M {LANE},{a.y0} Q {bulge},{(a.y0 + a.y1) / 2} {LANE},{a.y1}",
-                           line=dict(color=arc_color, width=1), opacity=0.45 if not lay.groups else 0.6,
-                           layer="below"))
+        ctrl_x = LANE - 0.35 - min(2.6, 0.22 * abs(a.y1 - a.y0) + 0.1)
+        for k in range(ARC_POINTS + 1):
+            t = k / ARC_POINTS
+            arc_x.append((1 - t) ** 2 * LANE + 2 * t * (1 - t) * ctrl_x + t ** 2 * LANE)
+            arc_y.append((1 - t) ** 2 * a.y0 + 2 * t * (1 - t) * (a.y0 + a.y1) / 2 + t ** 2 * a.y1)
+        arc_x.append(None)
+        arc_y.append(None)
+    if lay.arcs:
+        fig.add_scatter(x=arc_x, y=arc_y, mode="lines", name="residual sources (AttnRes)", hoverinfo="skip",
+                        line=dict(color=color("attnres"), width=1), opacity=0.5 if not lay.groups else 0.65)
     for first, period, reps in lay.groups:  # "x N" brackets on collapsed periods
         r0, r1 = lay.row_of_layer(first), lay.row_of_layer(first + period - 1)
         shapes.append(dict(type="path", path=f"M {BRACKET_X - 0.15},{r0 - 0.35} L {BRACKET_X},{r0 - 0.35} "
