@@ -64,7 +64,7 @@ st.session_state.fp_stage = min(max(int(st.session_state.fp_stage), 0), last)
 
 def jump_to_clicked() -> None:
     """A click on the map moves to that element's stage (customdata = [stage kind, layer or -1, part])."""
-    points = st.session_state.fp_map.selection.points
+    points = [p for p in st.session_state.fp_map.selection.points if p.get("customdata")]  # nodes, not arcs
     if points:
         kind, layer, _ = points[0]["customdata"]
         st.session_state.fp_stage = stage_index(STAGES, kind, None if layer < 0 else int(layer))

@@ -46,7 +46,7 @@ def k3_map():
 
 def open_part_page() -> None:
     """A click on the map opens the page of that part (customdata = [stage kind, layer, part])."""
-    points = st.session_state.home_map.selection.points
+    points = [p for p in st.session_state.home_map.selection.points if p.get("customdata")]  # nodes, not arcs
     if points:
         st.session_state.home_go = PART_PAGE.get(points[0]["customdata"][2], "forward_pass")
 
