@@ -15,6 +15,7 @@ import pytest
 
 from k3lite.config import get_preset
 from k3lite.tour import STEPS
+from k3lite.viz.archmap import BIG_MARKER
 from k3lite.viz.model import stages
 from test_browser import (CHROMIUM, CHROMIUM_ARGS, LOAD_TIMEOUT_MS, ROOT, assert_clean, pytestmark,  # noqa: F401
                           screenshot, streamlit_server, wait_idle)
@@ -73,7 +74,8 @@ TEXT_BOXES_JS = """
       if (w > 1 && h > 1) overlaps.push(a.text + ' / ' + b.text);
     }
   }
-  return {n: boxes.length, overlaps, outside, width: fig.width};
+  const ya = gd._fullLayout.yaxis;
+  return {n: boxes.length, overlaps, outside, width: fig.width, rowPx: Math.abs(ya.l2p(1) - ya.l2p(0))};
 }
 """
 
@@ -160,6 +162,8 @@ def test_maps_are_legible_at_phone_and_desktop_width(browser, server, width):
             assert boxes["width"] <= width, f"{name} at {width}px: the map is {boxes['width']}px wide"
             assert not boxes["overlaps"], f"{name} at {width}px: overlapping labels {boxes['overlaps'][:6]}"
             assert not boxes["outside"], f"{name} at {width}px: labels outside the figure {boxes['outside'][:6]}"
+            assert boxes["rowPx"] > BIG_MARKER + 2, f"{name} at {width}px: rows {boxes['rowPx']:.0f}px apart squeeze " \
+                                                    f"the {BIG_MARKER}px boxes into each other"
             map_screenshot(page, f"map_{name}_{width}.png")
         finally:
             page.close()

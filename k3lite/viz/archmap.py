@@ -28,6 +28,7 @@ from k3lite.trace import Trace
 from k3lite.viz.style import HIGHLIGHT_LINE, NEUTRAL, color, fmt_bytes
 
 ROW_PX = 34  # height of one row in pixels
+BIG_MARKER = 25  # px: mixers, dense FFN, input and output nodes (must stay under the row height)
 LEGEND_PX = 150  # room under the rows for the legend, which wraps to ~6 lines on a 390 px phone
 LANE = -0.35  # x where the residual arcs meet the rows
 # x of each column of a layer row
@@ -306,6 +307,7 @@ def architecture_map(cfg: K3Config, trace: Trace | None = None, anatomy: Anatomy
         arc_y.append(None)
     if lay.arcs:
         fig.add_scatter(x=arc_x, y=arc_y, mode="lines", name="residual sources (AttnRes)", hoverinfo="skip",
+                        showlegend=False,  # one more legend row would squeeze the rows on a phone
                         line=dict(color=color("attnres"), width=1), opacity=0.5 if not lay.groups else 0.65)
     for first, period, reps in lay.groups:  # "x N" brackets on collapsed periods
         r0, r1 = lay.row_of_layer(first), lay.row_of_layer(first + period - 1)
@@ -344,7 +346,7 @@ def architecture_map(cfg: K3Config, trace: Trace | None = None, anatomy: Anatomy
         fig.add_scatter(
             x=xs, y=ys, mode="markers+text" if any(texts) else "markers", text=texts, name=name,
             textposition="middle center", textfont=dict(size=9, color=HIGHLIGHT_LINE["color"]),
-            marker=dict(symbol=symbols, size=[25 if big and t else 14 for t in texts] if big else 14,
+            marker=dict(symbol=symbols, size=[BIG_MARKER if big and t else 14 for t in texts] if big else 14,
                         color=color(COLOUR_OF[part]), line=dict(width=widths, color=HIGHLIGHT_LINE["color"])),
             customdata=custom, hovertext=hovers, hoverinfo="text", cliponaxis=False)
     # dense FFN is wider: it spans the MoE columns
