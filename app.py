@@ -9,8 +9,17 @@ st.set_page_config(page_title="k3lite — the Kimi K3 design, live", page_icon="
 
 sections: dict[str, list] = {}
 for spec in PAGES:
-    sections.setdefault(spec.section, []).append(
-        st.Page(spec.file, title=spec.title, icon=spec.icon, url_path=spec.url_path, default=spec.default))
+    pages = sections.setdefault(spec.section, [])
+    if spec.default:
+        # Streamlit serves the default page at "/" only: its url_path is not routable, so "/home" (what a visitor
+        # types, or an old link) showed a "Page not found" toast. A hidden page running the same file answers
+        # there; the default keeps "/" under an internal url_path no link uses.
+        pages.append(st.Page(spec.file, title=spec.title, icon=spec.icon, url_path=f"{spec.url_path}-root",
+                             default=True))
+        pages.append(st.Page(spec.file, title=spec.title, icon=spec.icon, url_path=spec.url_path,
+                             visibility="hidden"))
+    else:
+        pages.append(st.Page(spec.file, title=spec.title, icon=spec.icon, url_path=spec.url_path))
 
 with st.sidebar:
     st.caption(

@@ -54,7 +54,7 @@ from torch import nn
 from k3lite.attnres import DepthAttention, ResidualStream
 from k3lite.kda.ops import MIXER_KERNELS
 from k3lite.nn import RMSNorm, SwiGLU, warmup_cosine_lr
-from k3lite.tasks import IGNORE, TASKS, TaskSpec, make_batch
+from k3lite.tasks import IGNORE, TaskSpec, make_batch
 
 RECURRENT_MIXERS: tuple[str, ...] = ("linear", "mamba2", "deltanet", "gdn", "kda")
 MIXERS: tuple[str, ...] = RECURRENT_MIXERS + ("attention", "hybrid")

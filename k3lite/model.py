@@ -3,7 +3,7 @@
     v_0 = Embed(tokens)                                             (B, T, d)
     for each layer l (pattern from the config: KDA x3 : MLA x1, last layer global):
         h = depth_mix(v_0, earlier outputs)     Attention Residuals (k3lite/attnres.py), or a plain sum
-        v = Mixer(RMSNorm(h))                   KimiDeltaAttention (k3lite/kda.py) or GatedMLA (k3lite/mla.py)
+        v = Mixer(RMSNorm(h))                   KimiDeltaAttention (k3lite/kda/layer.py) or GatedMLA (k3lite/mla.py)
         h = depth_mix(...)                      the FFN sublayer's own depth mix
         v = FFN(RMSNorm(h))                     LatentMoE (k3lite/moe.py), dense SwiGLU in the first k layers
     logits = LM_head(RMSNorm(depth_mix(...)))                       (B, T, vocab)
@@ -107,7 +107,6 @@ class Layer(nn.Module):
             lt.router_scores, lt.expert_load = detach(routing.scores), detach(routing.load)
             lt.load_max_violation, lt.load_entropy, lt.dropped = routing.max_violation, routing.entropy, routing.dropped
             lt.dispatch_dim = routing.dispatch_dim
-            lt.bytes_per_token = 2.0 * routing.bytes_dispatched  # dispatch + combine
         return res.cache, aux, lt
 
 

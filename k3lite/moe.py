@@ -36,9 +36,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from k3lite.config import MoEConfig
+from k3lite.interconnect import REFERENCE, Deployment, deployment_bytes
 from k3lite.nn import RMSNorm, SwiGLU
-
-BYTES_PER_ELEMENT = 2  # bf16 activations on the wire (what `RoutingStats.bytes_dispatched` assumes)
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -69,8 +68,7 @@ class RoutingStats(NamedTuple):
     dropped: int  # (token, expert) assignments dropped by the capacity limit
     entropy: float  # entropy of the load distribution load/sum(load), nats; log(E) = uniform
     dispatch_dim: int  # elements sent per (token, expert) copy: latent_dim, or d_model for a classic MoE
-    bytes_dispatched: float  # bytes per token, ONE direction (dispatch; combine is the same again):
-    #                          top_k * dispatch_dim * BYTES_PER_ELEMENT (bf16), counting every copy as remote
+    #                    (bytes on the wire: k3lite.interconnect.wire_bytes_per_token, for a stated deployment)
 
 
 class MoEOutput(NamedTuple):
@@ -403,7 +401,6 @@ class LatentMoE(nn.Module):
             scores=route.scores.detach().view(b, t, -1),
             load=load, max_violation=max_violation, cv=cv, dropped=res.dropped, entropy=entropy,
             dispatch_dim=self.dispatch_dim,
-            bytes_dispatched=float(cfg.top_k * self.dispatch_dim * BYTES_PER_ELEMENT),
         )
         return MoEOutput(y.view(b, t, d), route.aux_loss, stats)
 
@@ -418,20 +415,22 @@ class LatentCost(NamedTuple):
 
     ratio: float  # latent_dim / d_model (1 = classic MoE)
     latent_dim: int
-    wire_bytes: float  # dispatch + combine: 2 x top_k x latent_dim x bytes_per_element, every copy remote
+    wire_bytes: float  # dispatch + combine per token: k3lite.interconnect.wire_bytes_per_token on `deployment`
     routed_flops: float  # top_k SwiGLU experts in the latent space: 2 x 3 x latent_dim x ffn x top_k
     proj_flops: float  # down_proj + up_proj: 2 x 2 x d_model x latent_dim (0 when ratio = 1: no projections)
     shared_flops: float  # shared experts on the full d: 2 x 3 x d_model x shared_ffn x n_shared
 
 
 def latent_cost_per_token(d_model: int, expert_ffn_dim: int, top_k: int, n_shared: int = 0,
-                          shared_ffn_dim: int = 0, ratio: float = 1.0,
-                          bytes_per_element: int = BYTES_PER_ELEMENT) -> LatentCost:
-    """Analytic wire bytes and FLOPs per token for a LatentMoE layer (worst case: all k copies leave the GPU)."""
+                          shared_ffn_dim: int = 0, ratio: float = 1.0, *, n_experts: int,
+                          deployment: Deployment = REFERENCE) -> LatentCost:
+    """Analytic wire bytes (expected, uniform routing, on `deployment`) and FLOPs per token for a LatentMoE layer."""
     if not 0 < ratio <= 1:
         raise ValueError(f"latent ratio must be in (0, 1], got {ratio}")
     latent = max(1, round(d_model * ratio))
     proj = 0.0 if latent == d_model else 2.0 * 2 * d_model * latent
-    return LatentCost(ratio, latent, 2.0 * top_k * latent * bytes_per_element,
+    moe = MoEConfig(n_routed_experts=n_experts, top_k=top_k, expert_ffn_dim=expert_ffn_dim,
+                    latent_dim=0 if latent == d_model else latent)
+    return LatentCost(ratio, latent, deployment_bytes(moe, deployment, d_model).total,
                       float(active_expert_flops_per_token(latent, expert_ffn_dim, top_k)), proj,
                       2.0 * 3 * d_model * (shared_ffn_dim or expert_ffn_dim) * n_shared)

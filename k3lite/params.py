@@ -100,7 +100,7 @@ ACTIVE_RULE = (
 def active_share(component: str, cfg: K3Config) -> float:
     """The fraction of a component's parameters one token uses: the one home of the "active" rule."""
     if component == "routed_experts":
-        return cfg.moe.top_k / cfg.moe.n_routed_experts
+        return cfg.moe.activation_ratio  # top_k / E
     if component == "embedding" and not cfg.tie_embeddings:
         return 0.0  # a lookup, not a matmul (see module docstring)
     return 1.0

@@ -43,9 +43,8 @@ class LayerTrace:
     load_max_violation: float = 0.0  # max(load)/mean(load) - 1
     load_entropy: float = 0.0  # nats; log(E) = perfectly uniform
     dropped: int = 0  # (token, expert) assignments dropped by a capacity limit
-    # interconnect: bytes one token would move over expert parallelism (dispatch + combine), per layer
+    # interconnect: what one (token, expert) copy carries; the bytes depend on a deployment, not on this run
     dispatch_dim: int = 0  # elements per (token, expert) copy (latent_dim for LatentMoE)
-    bytes_per_token: float = 0.0  # 2 x top_k x dispatch_dim x 2 bytes (bf16), every copy counted remote
 
     def required_fields(self) -> tuple[str, ...]:
         req = KDA_FIELDS if self.mixer_type == "kda" else MLA_FIELDS
@@ -72,14 +71,19 @@ class Trace:
     def n_layers(self) -> int:
         return len(self.layers)
 
-    def bytes_per_token(self) -> float:
-        """Interconnect bytes one token moves through all MoE layers (dispatch + combine)."""
-        return float(sum(layer.bytes_per_token for layer in self.layers))
+    def bytes_per_token(self, per_moe_layer: float) -> float:
+        """Interconnect bytes one token moves through all MoE layers, given the bytes of one MoE layer.
 
-    def bytes_cumulative(self) -> list[float]:
+        per_moe_layer comes from `k3lite.interconnect.wire_bytes_per_token(cfg, ...).total` (dispatch + combine on
+        a stated deployment): the trace records routing, the bytes are a property of where the experts live.
+        """
+        return self.bytes_cumulative(per_moe_layer)[-1] if self.layers else 0.0
+
+    def bytes_cumulative(self, per_moe_layer: float) -> list[float]:
+        """Bytes per token after each layer (dense layers add nothing)."""
         out, total = [], 0.0
         for layer in self.layers:
-            total += layer.bytes_per_token
+            total += per_moe_layer if layer.ffn_type == "moe" else 0.0
             out.append(total)
         return out
 

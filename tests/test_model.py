@@ -92,13 +92,14 @@ def test_trace_has_every_field_for_every_layer():
             assert lt.mla_attention.shape == (1, 2, T, T)
         if ffn == "moe":
             assert lt.router_topk_idx.shape == (1, T, 2) and int(lt.expert_load.sum()) == 2 * T
-            assert lt.bytes_per_token == 2 * 2 * 16 * 2  # dispatch + combine x top-2 x latent 16 x bf16
-        else:
-            assert lt.bytes_per_token == 0
+            assert lt.dispatch_dim == 16
         for w in (lt.depth_weights_mixer, lt.depth_weights_ffn):
             torch.testing.assert_close(w.sum(-1), torch.ones(1, T))  # depth weights sum to 1
     torch.testing.assert_close(tr.final_depth_weights.sum(-1), torch.ones(1, T))
-    assert tr.bytes_per_token() == 3 * 128
+    n_moe = sum(lt.ffn_type == "moe" for lt in tr.layers)
+    assert tr.bytes_per_token(100.0) == 100.0 * n_moe == 300.0  # the bytes of one MoE layer x the MoE layers
+    cum = tr.bytes_cumulative(100.0)
+    assert [b - a for a, b in zip([0.0] + cum, cum)] == [100.0 * (lt.ffn_type == "moe") for lt in tr.layers]
 
 
 def test_block_size_one_equals_full_in_the_model():
@@ -240,7 +241,7 @@ def test_every_stage_has_a_figure():
     assert kinds[:2] == ["tokenize", "embed"] and kinds[-2:] == ["logits", "next"]
     assert kinds.count("depth") == 4 and kinds.count("router") == 3 and kinds.count("dense") == 1
     for s in all_stages:
-        fig = stage_figure(out.trace, s, (probs.indices.tolist(), probs.values.tolist()))
+        fig = stage_figure(out.trace, s, (probs.indices.tolist(), probs.values.tolist()), wire_per_layer=1000.0)
         assert fig.data, s
         assert s.kind in WHAT
 

@@ -266,7 +266,7 @@ def test_latent_moe_output_and_stats():
     mean = 30 * 4 / 16
     assert abs(s.max_violation - (int(s.load.max()) / mean - 1)) < 1e-9
     assert 0 < s.entropy <= math.log(16) + 1e-9
-    assert s.dispatch_dim == 8 and s.bytes_dispatched == 4 * 8 * 2
+    assert s.dispatch_dim == 8
     with pytest.raises(ValueError, match="expects x"):
         layer(torch.randn(3, 10, 31))
 
@@ -341,13 +341,19 @@ def test_model_moe_inputs_are_what_the_trained_router_sees():
 def test_latent_cost_halves_with_the_ratio():
     from k3lite.moe import latent_cost_per_token
 
-    full = latent_cost_per_token(7168, 3072, 16, 2, 3072, 1.0)
-    half = latent_cost_per_token(7168, 3072, 16, 2, 3072, 0.5)
-    assert full.wire_bytes == 2 * 16 * 7168 * 2 and half.wire_bytes == full.wire_bytes / 2
+    from k3lite.config import get_preset
+    from k3lite.interconnect import wire_bytes_per_token
+
+    full = latent_cost_per_token(7168, 3072, 16, 2, 3072, 1.0, n_experts=896)
+    half = latent_cost_per_token(7168, 3072, 16, 2, 3072, 0.5, n_experts=896)
+    k3 = get_preset("k3-estimated")  # 896 experts top-16, d 7168, latent 3584
+    assert half.wire_bytes == wire_bytes_per_token(k3).total  # the one wire-bytes function, reference deployment
+    assert full.wire_bytes == wire_bytes_per_token(k3.with_(moe={"latent_dim": 0})).total
+    assert 0.5 < half.wire_bytes / full.wire_bytes < 0.51  # payload halves; routing metadata does not
     assert half.routed_flops == full.routed_flops / 2 and full.proj_flops == 0 and half.proj_flops > 0
     assert half.shared_flops == full.shared_flops == 2 * 3 * 7168 * 3072 * 2
     with pytest.raises(ValueError, match="latent ratio"):
-        latent_cost_per_token(64, 32, 2, ratio=0.0)
+        latent_cost_per_token(64, 32, 2, ratio=0.0, n_experts=8)
 
 
 def test_figures_build_from_routing_data():
@@ -363,7 +369,7 @@ def test_figures_build_from_routing_data():
     assert len(fig.data) == 2 and "max-violation 2.00" in fig.layout.annotations[0].text
     assert "max-violation 0.00" in fig.layout.annotations[1].text
     assert len(violation_curves({"bias": [1.0, 0.5, 0.2]}, smooth=2).data) == 2
-    costs = [latent_cost_per_token(64, 32, 4, 1, 64, r) for r in (1, 0.5)]
+    costs = [latent_cost_per_token(64, 32, 4, 1, 64, r, n_experts=16) for r in (1, 0.5)]
     assert len(latent_tradeoff(costs, 0.5).data) == 4
     rows = activation_rows(16, 896)
     assert rows[0]["activation"] == "1.8%" and any("seed article" in r["how"] for r in rows)
@@ -408,8 +414,9 @@ def test_page_renders_at_extremes(root, state):
 
 @pytest.mark.parametrize("state, message", [
     (dict(moe_experts=8, moe_top_k=32), "moe.top_k (32) must be <= moe.n_routed_experts (8)"),
-    (dict(moe_prompt="x" * 300), "at most 256 bytes"),
-    (dict(moe_prompt=""), "must not be empty"),
+    (dict(moe_prompt="x" * 300), "the limit is 256"),
+    (dict(moe_prompt=""), "prompt is empty"),
+    (dict(moe_prompt="bell\x07"), "control character U+0007"),  # the app's one prompt policy
 ])
 def test_page_invalid_input_is_a_clear_error(root, state, message):
     at = _page(root, **state)

@@ -6,6 +6,7 @@ from k3lite.attnres import attnres_cost
 from k3lite.checkpoint import load_lite_model, with_config
 from k3lite.config import get_preset
 from k3lite.guards import check_budget
+from k3lite.hardware import get_gpu
 from k3lite.tokenizer import MAX_PROMPT_CHARS, encode
 from k3lite.viz.attnres import cost_curves_figure, depth_heatmap_figure
 from views.common import explain, push_url, url_state, user_errors
@@ -68,8 +69,11 @@ if mode != trained[0] or (mode == "block" and block != trained[1]):
 tok = st.radio("weights of", ["mean over the prompt's tokens", "last token"], horizontal=True, key="ar_token")
 fig = depth_heatmap_figure(trace, None if tok.startswith("mean") else len(trace.tokens) - 1,
                            title=f"{mode} residual{f', S = {block}' if mode == 'block' else ''}: "
-                                 f"how much each sublayer reads from each source{note}")
+                                 "what each sublayer reads")
 st.plotly_chart(fig, width="stretch")
+if note:  # under the figure, not in its title: a figure title does not wrap and was cut at this caveat
+    caveat = note.strip(" ()")
+    st.caption(caveat[0].upper() + caveat[1:] + ".")
 explain(
     "What to notice: each row sums to 1 (full/block) — a sublayer's input is a convex mix of earlier outputs, "
     "not their sum. Rows that put weight far from the diagonal are sublayers that reach back past their "
@@ -95,14 +99,16 @@ e1, e2 = st.columns(2)
 e1.plotly_chart(cost_curves_figure(layers, costs, "read_bytes"), width="stretch")
 e2.plotly_chart(cost_curves_figure(layers, costs, "live_bytes"), width="stretch")
 k3_full, k3_block = attnres_cost(K3.n_layers, d, "full"), attnres_cost(K3.n_layers, d, "block", S)
-bw = 3.35e12  # H100 SXM HBM3, bytes/s (NVIDIA datasheet)
+gpu = get_gpu("H100 SXM")  # the one GPU table (datasheet sources in k3lite/hardware.py)
+bw = gpu.hbm_bw  # bytes/s
 st.markdown(
     f"At **{K3.n_layers} layers** (the K3 estimate; {2 * K3.n_layers} sublayers + the final mix), d_model {d}, bf16: full AttnRes reads "
     f"{k3_full.read_bytes / 1e6:.1f} MB per token across all mixes and keeps {k3_full.live_sources} vectors "
     f"({k3_full.live_bytes / 1e6:.2f} MB) per token alive; block S = {S} reads {k3_block.read_bytes / 1e6:.1f} MB "
     f"and keeps {k3_block.live_sources} ({k3_block.live_bytes / 1e6:.3f} MB): "
     f"{k3_full.read_bytes / k3_block.read_bytes:.1f}x fewer reads, {k3_full.live_bytes / k3_block.live_bytes:.1f}x "
-    f"less memory. At 3.35 TB/s (H100 HBM) those reads cost {k3_block.read_bytes / bw * 1e6:.2f} µs per token "
+    f"less memory. At {bw / 1e12:.2f} TB/s ({gpu.name} HBM, NVIDIA datasheet; `k3lite/hardware.py`) those reads "
+    f"cost {k3_block.read_bytes / bw * 1e6:.2f} µs per token "
     f"vs {k3_full.read_bytes / bw * 1e6:.2f} µs for full. *Computed* by `k3lite.attnres.attnres_cost`: every "
     "source vector each mix reads counts once. *Reported* (arXiv 2603.15031): about 8 blocks recover most of "
     "full AttnRes's gain, block AttnRes matches a baseline trained with 1.25x more compute, at under 2% extra "

@@ -69,9 +69,10 @@ table = st.data_editor(
       "cache discount (%)": 100 * p.cache_discount, "success per attempt (%)": float(st.session_state.cost_success),
       "turns per attempt": float(st.session_state.cost_turns)}
      for p in listed],
-    hide_index=True,
-    key=f"cost_models_{st.session_state.cost_success}_{st.session_state.cost_turns}_{st.session_state.cost_physics}",
-    disabled=["model"])
+    # a fixed key per row set: the editor keeps the user's edits when a slider changes the defaults (a key that
+    # embedded the slider values made a new widget, and silently dropped every edit, on each move); only the
+    # serving-physics toggle, which adds a row, starts a new table
+    hide_index=True, key=f"cost_models_{st.session_state.cost_physics}", num_rows="fixed", disabled=["model"])
 with user_errors():
     strategies = [single_model(ModelPrice(r["model"], float(r["$ / M input"]), float(r["$ / M output"]),
                                           float(r["cache discount (%)"]) / 100),

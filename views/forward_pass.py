@@ -4,6 +4,7 @@ import torch
 
 from k3lite.anatomy import anatomy
 from k3lite.checkpoint import checkpoint_meta, load_lite_model
+from k3lite.interconnect import REFERENCE, deployment_bytes
 from k3lite.tokenizer import decode, encode, token_label
 from k3lite.viz.archmap import architecture_map, stage_index
 from k3lite.viz.model import WHAT, stage_figure, stages
@@ -93,7 +94,9 @@ def move(step: int) -> None:
 b1, b2, b3 = st.columns([1, 1, 8])
 b1.button("◀ Prev", on_click=move, args=(-1,), disabled=st.session_state.fp_stage == 0, key="fp_prev")
 b2.button("Next ▶", on_click=move, args=(1,), disabled=st.session_state.fp_stage == last, key="fp_next")
-b3.slider("stage", 0, last, key="fp_stage", label_visibility="collapsed")
+# shows "n/N" like the heading below (a 0-based number read 41 beside "42/42"), with a visible label
+b3.select_slider("stage", options=list(range(len(STAGES))), key="fp_stage",
+                 format_func=lambda i: f"{i + 1}/{len(STAGES)}")
 push_url("fp_stage")
 stage = STAGES[st.session_state.fp_stage]
 
@@ -102,19 +105,22 @@ st.info(f"**What happens here.** {WHAT[stage.kind]}")
 head = 0
 if stage.kind == "kda":
     head = st.slider("KDA head", 0, trace.layers[stage.layer].kda_beta.shape[-1] - 1, 0, key="fp_head")
-st.plotly_chart(stage_figure(trace, stage, top, head), width="stretch")
+with user_errors():
+    wire = deployment_bytes(model.cfg, REFERENCE)  # bytes per token per MoE layer (k3lite.interconnect)
+st.plotly_chart(stage_figure(trace, stage, top, head, wire_per_layer=wire.total), width="stretch")
 
-cum = trace.bytes_cumulative()
+cum = trace.bytes_cumulative(wire.total)
 if stage.layer is None:  # before the first layer nothing moved; after the last, everything did
-    so_far = trace.bytes_per_token() if stage.kind in ("logits", "next") else 0.0
+    so_far = trace.bytes_per_token(wire.total) if stage.kind in ("logits", "next") else 0.0
 else:  # a layer's MoE bytes count from its dispatch on
     done = stage.layer if stage.kind in ("depth", "kda", "mla", "router") else stage.layer + 1
     so_far = cum[done - 1] if done > 0 else 0.0
 m1, m2, m3 = st.columns(3)
 m1.metric("tokens", f"{len(trace.tokens)} bytes")
 m2.metric("interconnect bytes per token so far", f"{so_far:,.0f} B",
-          help="dispatch + combine of every MoE layer up to here: 2 x top-k x latent dim x 2 bytes (bf16), "
-               "as if every expert copy crossed GPUs (k3lite/moe.py)")
+          help=f"dispatch + combine of every MoE layer up to here, {wire.total:,.0f} B per MoE layer: expected "
+               f"copies x record bytes on {REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token; "
+               "the Interconnect page shows the same number for the lite preset)")
 m3.metric("next byte (greedy)", f"{token_label(top[0][0])}  ({100 * top[1][0]:.1f}%)")
 
 if stage.kind == "next":

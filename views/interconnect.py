@@ -1,16 +1,21 @@
-"""Interconnect bytes per token: expert-parallel dispatch/combine, analytic and measured on real gloo processes."""
+"""Interconnect bytes per token: expert-parallel dispatch/combine under three schemes, analytic and measured."""
 import streamlit as st
 
 from k3lite.config import get_preset
 from k3lite.guards import heavy_work
 from k3lite.interconnect import (
-    TOPOLOGIES, WIRE_FORMATS, Deployment, MeasureSpec, analytic_traffic, compare_presets, format_result, measure,
+    SCHEME_LABELS, SCHEMES, TOPOLOGIES, WIRE_FORMATS, Deployment, analytic_traffic, compare_presets, node_limit_sweep,
     traffic_table,
 )
-from k3lite.viz.interconnect import compare_figure, measured_figure, traffic_figure
+from k3lite.interconnect.deepep import SOURCE as DEEPEP_SOURCE
+from k3lite.interconnect.deepep import RDMA_PEAK, comparison_table
+from k3lite.interconnect.measured import MeasureSpec
+from k3lite.interconnect.run import format_result, measure
+from k3lite.viz.interconnect import compare_figure, measured_figure, node_limit_figure, traffic_figure
 from views.common import explain, push_url, url_state, user_errors
 
-PRESETS = ("k3-estimated", "kimi-k2", "deepseek-v3")
+PRESETS = ("k3-estimated", "kimi-k2", "deepseek-v3", "lite")
+BIG = ("deepseek-v3", "kimi-k2", "k3-estimated")
 LATENT = {"1 (no latent)": 1.0, "1/2": 0.5, "1/4": 0.25, "1/8": 0.125}
 EP_CHOICES = (1, 2, 4, 8, 16, 32, 48, 64, 72)
 
@@ -18,10 +23,10 @@ st.title("Interconnect bytes per token")
 st.markdown(
     "With expert parallelism every MoE layer sends each token to the GPUs that hold its top-k experts "
     "(**dispatch**) and gets the weighted expert outputs back (**combine**). That traffic, not the matmuls, "
-    "often sets the speed of a big MoE. Here you can change what travels (latent vs full hidden state, FP8 vs BF16), "
-    "how far (one NVLink domain or across nodes) and how often (experts, top-k, node limit), and then **measure** a "
-    "real expert-parallel layer on this server with `torch.distributed` to see the byte count is exactly what the "
-    "model predicts."
+    "often sets the speed of a big MoE. How many copies travel depends on the kernels: a flat all_to_all sends one "
+    "copy per remote GPU (**direct**); DeepEP's **normal** kernels send one copy per remote *node* over RDMA and fan "
+    "it out over NVLink there; its **low-latency** kernels send one message per chosen expert. Change what travels, "
+    "how far and how, then **measure** a real expert-parallel layer on this server with `torch.distributed`."
 )
 
 
@@ -37,12 +42,14 @@ url_state("ic_preset", "k3-estimated", choices=PRESETS)
 base = get_preset(st.session_state.ic_preset)
 url_state("ic_experts", base.moe.n_routed_experts, lo=8, hi=1024)
 url_state("ic_top_k", base.moe.top_k, lo=1, hi=32)
-url_state("ic_latent", "1/2" if base.moe.latent_dim else "1 (no latent)", choices=list(LATENT))
+url_state("ic_latent", min(LATENT, key=lambda k: abs(LATENT[k] - (base.moe.latent_dim or base.d_model) / base.d_model)),
+          choices=list(LATENT))
 url_state("ic_dispatch", "fp8", choices=["fp8", "bf16"])
 url_state("ic_combine", "bf16", choices=["fp8", "bf16"])
-url_state("ic_topology", "nvl72", choices=list(TOPOLOGIES))
+url_state("ic_topology", "multi-node-8x8", choices=list(TOPOLOGIES))
 url_state("ic_ep", 64, choices=list(EP_CHOICES))
 url_state("ic_node_limit", 0, lo=0, hi=8)
+url_state("ic_scheme", "normal", choices=list(SCHEMES))
 
 c1, c2, c3 = st.columns(3)
 with c1:
@@ -62,68 +69,119 @@ with c3:
         st.session_state.ic_ep = ep_options[-1]
     st.select_slider("EP size (GPUs the experts are spread over)", ep_options, key="ic_ep")
     st.slider("node limit M (domains per token, 0 = none)", 0, 8, key="ic_node_limit")
+st.radio("dispatch scheme", SCHEMES, key="ic_scheme", horizontal=True, format_func=SCHEME_LABELS.get)
 push_url("ic_preset", "ic_experts", "ic_top_k", "ic_latent", "ic_dispatch", "ic_combine", "ic_topology", "ic_ep",
-         "ic_node_limit")
+         "ic_node_limit", "ic_scheme")
+SCHEME, M = st.session_state.ic_scheme, st.session_state.ic_node_limit
 
 with user_errors():
-    latent = int(base.d_model * LATENT[st.session_state.ic_latent]) if LATENT[st.session_state.ic_latent] < 1 else 0
+    ratio = LATENT[st.session_state.ic_latent]
+    latent = round(base.d_model * ratio) if ratio < 1 else 0
     cfg = base.with_(name=f"{base.name} (your settings)", moe={
         "n_routed_experts": st.session_state.ic_experts, "top_k": st.session_state.ic_top_k,
         "latent_dim": latent, "n_groups": 1, "topk_groups": 1})
-    dep = Deployment(topo, st.session_state.ic_ep, st.session_state.ic_dispatch, st.session_state.ic_combine,
-                     st.session_state.ic_node_limit)
+    dep = Deployment(topo, st.session_state.ic_ep, st.session_state.ic_dispatch, st.session_state.ic_combine, M, SCHEME)
     t = analytic_traffic(cfg, dep)
+b = t.per_layer
 
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("bytes / token / MoE layer", f"{t.per_layer.total / 1e3:,.1f} KB")
-m2.metric(f"per forward pass ({t.n_moe_layers} MoE layers)", f"{t.per_forward / 1e6:,.2f} MB")
-m3.metric("remote GPUs per token", f"{t.copies.remote:.2f}",
-          help=f"{t.copies.remote_intra:.2f} in the token's NVLink domain + {t.copies.remote_inter:.2f} beyond it")
+m1.metric("bytes / token / MoE layer", f"{b.total:,.0f} B")
+m2.metric(f"per forward pass ({t.n_moe_layers} MoE layers)", f"{t.per_forward:,.0f} B")
+m3.metric("copies per token: NVLink + NIC", f"{t.copies.intra:.2f} + {t.copies.inter:.2f}")
 m4.metric("time on the wire / token / forward", f"{t.wire_s_forward * 1e6:,.2f} µs")
+l1, l2 = st.columns(2)
+l1.metric("NVLink bytes / layer, time", f"{b.intra:,.0f} B, {b.intra / topo.intra_bw * 1e9:,.2f} ns")
+l2.metric("NIC bytes / layer, time", f"{b.inter:,.0f} B, {b.inter / topo.inter_bw * 1e9:,.2f} ns")
 st.plotly_chart(traffic_figure(t), width="stretch")
 explain(
-    f"Computed, not measured: E[remote GPUs] from the exact uniform-routing formula "
-    f"(1 - C(E-e, k)/C(E, k) per GPU, e = {t.experts_per_gpu:.2f} experts / GPU), times the bytes of one copy: "
-    f"{t.dim_on_wire} elements in {dep.dispatch} (+ {8 * t.top_k} B of expert ids and gate weights) out, "
-    f"{t.dim_on_wire} in {dep.combine} back. Time on the wire = intra bytes / {topo.intra_bw / 1e9:.0f} GB/s + "
-    f"inter bytes / {topo.inter_bw / 1e9:.0f} GB/s per GPU per direction (not overlapped). Bandwidths: {topo.source}."
+    f"Computed, not measured: expected copies under uniform routing ({SCHEME_LABELS[SCHEME]}; formulas in "
+    f"k3lite/interconnect/analytic.py) x the bytes of one record: {b.dispatch_record} B out ({t.dim_on_wire} elements "
+    f"in {dep.dispatch} + routing metadata), {b.combine_record} B back ({dep.combine}); {b.metadata:,.0f} B of the "
+    f"{b.total:,.0f} B are metadata and padding. Time = intra bytes / {topo.intra_bw / 1e9:.0f} GB/s + inter bytes / "
+    f"{topo.inter_bw / 1e9:.0f} GB/s per GPU per direction (not overlapped). Bandwidths: {topo.source}."
 )
 
-st.subheader("DeepSeek-V3 vs Kimi K2 vs K3 (estimated), same deployment")
+st.subheader("Node-limited routing: NIC bytes vs node limit M, three schemes")
 with user_errors():
-    rows = compare_presets(("deepseek-v3", "kimi-k2", "k3-estimated"), st.session_state.ic_topology,
-                           st.session_state.ic_ep, st.session_state.ic_dispatch, st.session_state.ic_combine,
-                           st.session_state.ic_node_limit)
-st.plotly_chart(compare_figure(rows), width="stretch")
-st.dataframe(traffic_table(rows), hide_index=True)
+    sweep = node_limit_sweep(cfg, st.session_state.ic_topology, dep.ep_size, dep.dispatch, dep.combine)
+if dep.n_domains < 2:
+    st.info(f"EP {dep.ep_size} on {topo.name} is one NVLink domain: nothing crosses a NIC, so the node limit has "
+            "nothing to cut. Pick the 8 x 8 topology to see it.")
+else:
+    st.plotly_chart(node_limit_figure(sweep, M), width="stretch")
+    at = min(4, dep.n_domains - 1)
+    cut = {s: 1 - dict(pts)[at] / pts[-1][1] for s, pts in sweep.items()}
+    explain(
+        f"Limiting each token to M = {at} of {dep.n_domains} domains cuts the NIC bytes by {100 * cut['direct']:.0f}% "
+        f"with direct copies, {100 * cut['normal']:.0f}% with DeepEP's normal kernels (one RDMA copy per node: at "
+        f"most M) and {100 * cut['low-latency']:.0f}% with low-latency messages (one per expert, wherever it is). "
+        f"At M = {at} the normal kernels send {dict(sweep['direct'])[at] / dict(sweep['normal'])[at]:.2f}x fewer NIC "
+        "bytes than direct copies: the node limit is a lever only for the hierarchical kernels."
+    )
+
+st.subheader("DeepSeek-V3 vs Kimi K2 vs K3 (estimated): 8 nodes x 8 GPUs and one NVL72 rack, EP 64")
+with user_errors():
+    tables = {name: compare_presets(BIG, name, 64, dep.dispatch, dep.combine, M if name == "multi-node-8x8" else 0,
+                                    SCHEME) for name in ("multi-node-8x8", "nvl72")}
+for col, (name, rows) in zip(st.columns(2), tables.items()):
+    col.caption(TOPOLOGIES[name].name)
+    col.plotly_chart(compare_figure(rows), width="stretch", key=f"ic_cmp_{name}")
+st.dataframe([{"topology": n, **r} for n, rows in tables.items() for r in traffic_table(rows)], hide_index=True)
+one_node = {r.name: r for r in compare_presets(BIG, "dgx-b300", 8, dep.dispatch, dep.combine, 0, SCHEME)}
+k2, k3 = (({r.name: r for r in tables["multi-node-8x8"]})[n] for n in ("kimi-k2", "k3-estimated"))
 explain(
-    "Each model with its own published config (DeepSeek-V3: arXiv 2412.19437 config.json; Kimi K2: "
-    "Kimi-K2-Instruct config.json) or, for K3, the estimated preset (896 experts top-16 from the seed article; "
-    "hidden 7168, latent 3584, 93 layers from unofficial config copies). What to notice: K3 sends each token to "
-    "about twice as many GPUs (top-16 over 14 experts per GPU) yet its latent is half of d_model, so the bytes "
-    "per layer stay close to K2's; across nodes (multi-node topology) the NIC share dominates the time, which is "
-    "what node-limited routing attacks."
+    "Each model with its own published config (DeepSeek-V3: arXiv 2412.19437 config.json; Kimi K2: Kimi-K2-Instruct "
+    "config.json) or, for K3, the estimated preset (896 experts top-16 from the seed article; hidden 7168, latent "
+    f"3584, 93 layers from unofficial config copies). What to notice: on 8 x 8 GPUs K3 reaches "
+    f"{k3.copies.gpus_hit / k2.copies.gpus_hit:.2f}x as many GPUs per token as K2 ({k3.copies.gpus_hit:.1f} vs "
+    f"{k2.copies.gpus_hit:.1f}) and moves {k3.per_layer.total / k2.per_layer.total:.2f}x K2's bytes per layer, because "
+    f"its latent is half of d_model; on one 8-GPU node the GPU ratio is "
+    f"{one_node['k3-estimated'].copies.gpus_hit / one_node['kimi-k2'].copies.gpus_hit:.2f}x and the bytes "
+    f"{one_node['k3-estimated'].per_layer.total / one_node['kimi-k2'].per_layer.total:.2f}x. On 8 x 8 the NIC carries "
+    f"{100 * k3.per_layer.inter / k3.per_layer.total:.0f}% of K3's bytes and "
+    f"{100 * (k3.per_layer.inter / TOPOLOGIES['multi-node-8x8'].inter_bw) / k3.wire_s_layer:.0f}% of its wire time."
+)
+
+st.subheader("Against DeepEP's published numbers")
+rows = comparison_table()
+st.dataframe(rows, hide_index=True)
+ll8 = next(r for r in rows if r["kernels"] == "low-latency" and r["EP"] == 8 and r["direction"] == "dispatch")
+n16 = next(r for r in rows if r["kernels"] == "normal" and r["EP"] == 16 and r["direction"] == "dispatch")
+over_nic = sorted({r["EP"] for r in rows if r["bottleneck link"] == "RDMA" and r["kernels"] == "low-latency"
+                   and r["implied wire bandwidth (GB/s)"] * 1e9 > 1.1 * RDMA_PEAK})
+explain(
+    f"{DEEPEP_SOURCE}. Their bandwidth is logical: bytes they count / time. For the low-latency rows their bytes at "
+    f"their bandwidth reproduce the reported latency (EP 8 dispatch: {ll8['their time (µs)']} µs vs "
+    f"{ll8['reported latency (µs)']} µs reported), so the accounting is the same as ours except for what is counted: "
+    f"they count messages to the token's own GPU and, for the normal kernels, the copy to the token's own node; we "
+    f"count only what leaves it, plus metadata. Our bytes take {ll8['ours / theirs']:.3f}x their time on EP 8 "
+    f"low-latency ((G-1)/G of the messages leave the GPU) and {n16['ours / theirs']:.3f}x on EP 16 normal (two nodes: "
+    f"about half the node copies are the own node). Low-latency rows whose implied wire bandwidth (our bytes / their "
+    f"time) exceeds the NIC's ~50 GB/s by over 10% (EP {over_nic}) cannot have been pure RDMA: part of that traffic took NVLink "
+    "(internode_ll.cu uses a peer-to-peer pointer when one exists)."
 )
 
 st.subheader("Measure it: a real expert-parallel layer on this server")
 st.markdown(
     "Starts separate Python processes joined by `torch.distributed` (gloo, 127.0.0.1 only), shards the experts "
-    "of one small real `LatentMoE` across them, routes with its real router and moves tokens with "
-    "`all_to_all_single`. Bytes are counted from the buffers handed to the collective (a rank's chunk to itself "
-    "is excluded); the output is checked against the single-process `LatentMoE.forward`. Tiny sizes (d_model 64, "
-    "latent 32, 16 experts top-4) so it takes seconds; bounded to 60 s and the workers are always reaped."
+    "of one small real `LatentMoE` across them, routes with its real router and moves records laid out as the "
+    "chosen scheme's (two levels of process groups for DeepEP normal: an all_to_all among same-local-rank peers of "
+    "the pretend nodes, then one inside each node). Bytes are counted from the buffers handed to the collectives; the "
+    "output is checked against the single-process `LatentMoE.forward`. Tiny sizes, bounded to 60 s, workers always "
+    "reaped. `python -m k3lite.interconnect worker` runs the same worker under torchrun on a real cluster."
 )
-k1, k2, k3, k4 = st.columns(4)
+k1, k2_, k3_, k4, k5 = st.columns(5)
 ranks = k1.radio("ranks (processes)", [2, 4], index=1, horizontal=True, key="ic_m_ranks")
-tokens = k2.slider("tokens per rank", 8, 64, 32, step=8, key="ic_m_tokens")
-fmt = k3.radio("dispatch / combine precision", ["fp32", "bf16", "fp8"], horizontal=True, key="ic_m_fmt",
-               help="fp32 makes the output check exact (1e-5); bf16/fp8 are checked to their rounding error")
-limit = k4.checkbox("node-limited: 1 pretend domain per token", key="ic_m_limit",
-                    help="the real router's group-limited top-k, one group per pretend domain of ranks/2 ranks")
+tokens = k2_.slider("tokens per rank", 8, 64, 32, step=8, key="ic_m_tokens")
+fmt = k3_.radio("precision", ["fp32", "bf16", "fp8"], horizontal=True, key="ic_m_fmt",
+                help="fp32 makes the output check exact (1e-5); bf16/fp8 are checked to their rounding error")
+m_scheme = k4.selectbox("scheme", SCHEMES, index=1, key="ic_m_scheme")
+limit = k5.checkbox("node-limited: 1 pretend node per token", key="ic_m_limit",
+                    help="the real router's group-limited top-k, one group per pretend node of ranks/2 ranks")
 if st.button("Measure it", type="primary", key="ic_m_go"):
     with user_errors():
         spec = MeasureSpec(ranks=ranks, ranks_per_node=max(1, ranks // 2), tokens_per_rank=tokens, dispatch=fmt,
-                           combine="bf16" if fmt == "fp8" else fmt, node_limit=int(limit),
+                           combine="bf16" if fmt == "fp8" else fmt, node_limit=int(limit), scheme=m_scheme,
                            timeout_s=60.0)
         bar = st.progress(0.0, text="waiting for a free slot")
         with heavy_work("the measured gloo run", timeout_s=5.0):
@@ -135,10 +193,11 @@ if st.button("Measure it", type="primary", key="ic_m_go"):
 res = st.session_state.get("ic_measured")
 if res is not None:
     st.plotly_chart(measured_figure(res), width="stretch")
-    st.code(format_result(res), language="text")
+    st.code(format_result(res), language="text", wrap_lines=True)  # the log was cut at the right edge
     explain(
-        "Measured and same-routing bars are equal to the byte (an exact integer comparison per rank): the analytic "
-        "counting is what a real all_to_all sends. The uniform expectation differs a little because a real "
-        "router with one small batch is not uniform. 'Intra' pairs ranks in pretend NVLink domains of "
-        f"{res.spec.ranks_per_node}; on loopback all bytes travel the same way."
+        f"Measured vs the analytic count for the same routing decisions, rank by rank: "
+        f"{'equal to the byte' if res.agree else 'DIFFERENT'} (exact integer comparison). Against the uniform-routing "
+        f"expectation the headline uses, this batch is {100 * res.uniform_gap():+.1f}% off: a real router on "
+        f"{res.n_tokens} tokens is not uniform. 'Intra' pairs ranks in pretend nodes of {res.spec.ranks_per_node}; on "
+        "loopback all bytes travel the same way."
     )

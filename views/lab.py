@@ -61,7 +61,7 @@ else:
                 table.append({"task": task, "mixer": MIXER_LABELS[mixer], "learning rate": next(iter(sel.values()))["lr"],
                               **{f"T={T} (%)": f"{100 * r['mean']:.1f} ± {100 * r['std']:.1f} (n={r['n']})"
                                  for T, r in sorted(sel.items())}})
-    st.dataframe(pd.DataFrame(table), hide_index=True)
+    st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")  # full width: key columns stay on screen
     n_cap = sum(r["not_plateaued"] for r in rows)
     st.caption(
         f"Held-out accuracy on the answer tokens of {sweep.EVAL_EXAMPLES} fresh sequences, mean ± std over seeds (n). "
@@ -176,7 +176,7 @@ if live:
     draw(live)
     st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[m], "learning rate": lrs.get(m), "steps trained": r["steps_done"],
                                 "held-out accuracy (%)": round(100 * r["evals"]["acc"][-1], 1) if r["evals"]["acc"] else None}
-                               for m, r in live.items()]), hide_index=True)
+                               for m, r in live.items()]), hide_index=True, width="stretch")
     st.caption("Held-out accuracy: answer tokens only (MQAR: the query positions) of 128 fresh sequences, every "
                "tenth of the run. Lines: training batches, smoothed over 10 steps.")
 else:

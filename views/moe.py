@@ -8,9 +8,11 @@ from k3lite.bench.balance import (MAX_PROMPT_BYTES, calibration_stream, check_pr
 from k3lite.checkpoint import checkpoint_meta, load_lite_model
 from k3lite.config import BALANCING_METHODS, MoEConfig, get_preset
 from k3lite.guards import heavy_work
+from k3lite.interconnect import REFERENCE, deployment_bytes
 from k3lite.moe import latent_cost_per_token
-from k3lite.viz.moe import (METHOD_LABELS, activation_rows, latent_tradeoff, load_bars, routing_heatmap,
-                            violation_curves)
+from k3lite.placement import K3_SCALE_EXPERTS, gpu_view, mean_load_per_expert
+from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_tradeoff, load_bars, load_histogram,
+                            routing_heatmap, violation_curves)
 from views.common import explain, push_url, url_state, user_errors
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
@@ -69,7 +71,7 @@ def lite_model():
     return load_lite_model()  # (model, warning or None); never mutated here: read through hooks only
 
 
-@st.cache_resource(show_spinner="Running the trained model over 8 KB of text and code (once per server)…")
+@st.cache_resource(show_spinner="Running the trained model over 8 kB of text and code (once per server)…")
 def stream_states():
     return model_moe_inputs(lite_model()[0], calibration_stream())  # {layer: (L, d)}
 
@@ -116,15 +118,40 @@ st.caption(
     f"method's balancing state was fitted first on {result.fit_tokens:,} bytes of text and code."
 )
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("max-violation on the prompt", f"{stats.max_violation:.2f}", help="max(load)/mean(load) - 1; 0 = even")
+per_expert = mean_load_per_expert(len(result.labels), K, E)
+m1.metric(f"max-violation, {result.eval_tokens:,} held-out bytes", f"{result.eval_violation[METHOD]:.2f}",
+          help=f"max(load)/mean(load) - 1; 0 = even. On the prompt alone it reads {stats.max_violation:.2f}, but "
+               f"{len(result.labels)} bytes x top-{K} spread over {E} experts is {per_expert:.2f} assignments per "
+               "expert: too few to measure balance (chance alone overloads some expert), so it is measured on "
+               "held-out text the balancer did not see.")
 m2.metric("load CV on the prompt", f"{stats.cv:.2f}", help="std/mean of tokens per expert")
-m3.metric("bytes dispatched per token", f"{stats.bytes_dispatched:,.0f} B",
-          help="one direction, bf16: top-k x dispatch dim x 2 bytes; combine sends as much back")
+with user_errors():
+    wire = deployment_bytes(cfg, REFERENCE, d_model=D)  # the one wire-bytes function (k3lite.interconnect)
+m3.metric("bytes on the wire per token", f"{wire.total:,.0f} B",
+          help=f"dispatch {wire.dispatch:,.0f} B + combine {wire.combine:,.0f} B per MoE layer, expected under uniform "
+               f"routing on {REFERENCE.describe()}: {wire.copies.total:.2f} copies x ({wire.dispatch_record} + "
+               f"{wire.combine_record}) B records of the {stats.dispatch_dim}-dim latent. The Interconnect page "
+               "shows every other deployment.")
 m4.metric("selection flips under noise", f"{100 * result.stability[METHOD]:.1f}%",
           help="share of top-k choices that change when scores get noise of std 0.01 (held-out tokens)")
-st.plotly_chart(routing_heatmap(result.labels, stats.topk_idx[0].numpy(), stats.topk_weight[0].numpy(), E,
-                                title=f"{METHOD_LABELS[METHOD]}: gate weight of each chosen expert"),
-                width="stretch")
+K3_SCALE = E > K3_SCALE_EXPERTS
+if K3_SCALE:  # a tokens x experts heatmap is hairline static here: show where the experts live instead
+    GPU_CHOICES = [8, 16, 32, 64, 128]
+    url_state("moe_gpus", 64, choices=GPU_CHOICES)
+    st.select_slider("GPUs the experts are spread over (expert parallelism)", GPU_CHOICES, key="moe_gpus")
+    push_url("moe_gpus")
+    view = gpu_view(stats.topk_idx[0].numpy(), E, st.session_state.moe_gpus)
+    st.plotly_chart(gpu_heatmap(result.labels, view.counts, view.touched, view.expected_touched,
+                                title=f"{METHOD_LABELS[METHOD]}: {E} experts in blocks of {view.experts_per_gpu:.0f} "
+                                      f"over {view.n_gpus} GPUs"), width="stretch")
+    explain(f"Above {K3_SCALE_EXPERTS} experts the question is not which expert but which GPU: each token's {K} "
+            f"experts sit on {view.touched.mean():.1f} of {view.n_gpus} GPUs on average here (uniform routing: "
+            f"{view.expected_touched:.1f}, the interconnect page's formula); every GPU touched other than the "
+            "token's own costs one dispatch and one combine copy on the interconnect.")
+else:
+    st.plotly_chart(routing_heatmap(result.labels, stats.topk_idx[0].numpy(), stats.topk_weight[0].numpy(), E,
+                                    title=f"{METHOD_LABELS[METHOD]}: gate weight of each chosen expert"),
+                    width="stretch")
 with st.expander(f"The trained model's own router at layer {LAYER} ({LITE.moe.n_routed_experts} experts, "
                  f"top-{LITE.moe.top_k}, {LITE.moe.balancing} balancing)"):
     idx, weight, own_violation = own_routing(PROMPT, LAYER)
@@ -133,7 +160,10 @@ with st.expander(f"The trained model's own router at layer {LAYER} ({LITE.moe.n_
                     width="stretch")
 
 st.subheader("(b) Tokens per expert under each method, same router, held-out tokens")
-st.plotly_chart(load_bars(result.eval_load, result.eval_violation, result.stability), width="stretch")
+if K3_SCALE:  # 896 bars per panel are unreadable: how many experts got how many tokens
+    st.plotly_chart(load_histogram(result.eval_load, result.eval_tokens * K / E), width="stretch")
+else:
+    st.plotly_chart(load_bars(result.eval_load, result.eval_violation, result.stability), width="stretch")
 explain(f"{result.eval_tokens:,} held-out bytes x top-{K} = {result.eval_tokens * K:,} assignments; dashed line = "
         f"the ideal even load ({result.eval_tokens * K / E:.1f} tokens per expert). Bias: 30 updates with γ = 0.01 "
         "(10x DeepSeek-V3's 0.001, which is meant for thousands of steps); "
@@ -155,11 +185,13 @@ explain("Trained here (once, then cached) by `k3lite.bench.balance.run_balance(s
         "same initial weights and batches for every method. `python -m k3lite.bench balance` runs the longer version.")
 
 st.subheader("(d) Bytes on the wire and expert FLOPs per token vs latent ratio, at K3 width")
-costs = [latent_cost_per_token(K3_D, K3_FFN, K, SHARED, K3_FFN, r) for r in RATIOS.values()]
+with user_errors():
+    costs = [latent_cost_per_token(K3_D, K3_FFN, K, SHARED, K3_FFN, r, n_experts=E) for r in RATIOS.values()]
 st.plotly_chart(latent_tradeoff(costs, RATIO), width="stretch")
 explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3 numbers from unofficial config copies), top-{K}, "
-        f"{SHARED} shared: wire = 2 x k x l x 2 bytes (bf16, dispatch + combine, every copy leaves its GPU); "
-        "routed FLOPs = 2 x 3 x l x FFN x k. Red = your latent ratio. Shared experts never cross the wire.")
+        f"{SHARED} shared, {E} experts: wire = expected copies x (FP8 dispatch + BF16 combine record) on "
+        f"{REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token); "
+        "routed FLOPs = 2 x 3 x l x FFN x k. Outlined = your latent ratio. Shared experts never cross the wire.")
 
 st.subheader("(e) Activation ratio: routed experts a token visits")
 st.dataframe(pd.DataFrame(activation_rows(K, E)), hide_index=True, width="stretch")

@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 
 from k3lite.attnres import AttnResCost
 from k3lite.trace import Trace
+from k3lite.viz.style import SEQUENTIAL_SCALE, log_axis, series_color
 
 
 def sublayer_names(n_layers: int, layer_types: list[str] | None = None) -> list[str]:
@@ -52,24 +53,27 @@ def depth_heatmap_figure(trace: Trace, token: int | None = None, title: str = ""
     cols = source_names(trace)[: mat.shape[1]]
     label = "coefficient (plain sum: every source 1)" if trace.attn_res == "standard" else "depth weight (softmax)"
     text = np.where(np.isnan(mat), "", np.vectorize(lambda v: f"{v:.2f}")(np.nan_to_num(mat)))
-    fig = go.Figure(go.Heatmap(z=mat, x=cols, y=rows, colorscale="Blues", zmin=0,
+    fig = go.Figure(go.Heatmap(z=mat, x=cols, y=rows, colorscale=SEQUENTIAL_SCALE, zmin=0,
                                zmax=1 if trace.attn_res != "standard" else 1.0, text=text, texttemplate="%{text}",
                                colorbar=dict(title="weight"),
                                hovertemplate="%{y} reads %{x}: %{z:.3f}<extra></extra>"))
-    fig.update_layout(height=120 + 26 * len(rows), margin=dict(l=10, r=10, t=40, b=10),
-                      title=title or label, xaxis=dict(title="source (earlier output or block sum)", tickangle=-35),
-                      yaxis=dict(title="sublayer reading", autorange="reversed"))
+    # automargin: the slanted source names were clipped at the bottom edge ("…dding", issue 16)
+    fig.update_layout(height=200 + 26 * len(rows), margin=dict(l=10, r=10, t=40, b=10),
+                      title=title or label, xaxis=dict(title="source (earlier output or block sum)", tickangle=-35,
+                                                       automargin=True),
+                      yaxis=dict(title="sublayer reading", autorange="reversed", automargin=True))
     return fig
 
 
 def cost_curves_figure(layers: list[int], costs: dict[str, list[AttnResCost]], what: str = "read_bytes") -> go.Figure:
     """Per-token bytes (reads or live memory) of the depth mixing vs number of layers, one line per mode."""
     fig = go.Figure()
-    for name, cs in costs.items():
-        fig.add_scatter(x=layers, y=[getattr(c, what) / 1e6 for c in cs], mode="lines", name=name)
+    for i, (name, cs) in enumerate(costs.items()):
+        fig.add_scatter(x=layers, y=[getattr(c, what) / 1e6 for c in cs], mode="lines", name=name,
+                        line=dict(color=series_color(i)))
     title = {"read_bytes": "Cross-layer reads per token (MB, all sublayers together)",
              "live_bytes": "Outputs kept alive per token (MB)"}[what]
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), title=title,
-                      xaxis=dict(title="layers (2 sublayers each)"), yaxis=dict(title="MB per token", type="log"),
+                      xaxis=dict(title="layers (2 sublayers each)"), yaxis=log_axis("MB per token (log)"),
                       legend=dict(orientation="h", y=-0.25))
     return fig

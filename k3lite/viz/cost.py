@@ -5,15 +5,16 @@ import numpy as np
 import plotly.graph_objects as go
 
 from k3lite.cost import CostBreakdown, CostSamples
+from k3lite.viz.style import CONCEPT, COST, HIGHLIGHT_MARKER, NEUTRAL, SERIES, log_axis, model_color
 
 
 def cost_bars_figure(rows: list[CostBreakdown]) -> go.Figure:
     """$ per completed task, stacked: uncached input, cached input, output."""
     names = [r.name for r in rows]
     fig = go.Figure()
-    for field, label, colour in (("input_cost", "input (cache miss)", "#4c78a8"),
-                                 ("cached_input_cost", "input (cache hit)", "#9ecae9"),
-                                 ("output_cost", "output", "#e45756")):
+    for field, label, colour in (("input_cost", "input (cache miss)", COST["input"]),
+                                 ("cached_input_cost", "input (cache hit)", COST["cached_input"]),
+                                 ("output_cost", "output", COST["output"])):
         fig.add_bar(x=names, y=[getattr(r, field) for r in rows], name=label, marker_color=colour,
                     hovertemplate=f"{label}: $%{{y:.4f}}<extra></extra>")
     fig.add_scatter(x=names, y=[r.per_completed_task for r in rows], mode="text", showlegend=False,
@@ -31,14 +32,13 @@ def distribution_figure(samples: list[CostSamples]) -> go.Figure:
     costs = np.concatenate([s.cost[s.cost > 0] for s in samples]) if samples else np.array([1.0])
     lo, hi = np.log10(costs.min()), np.log10(costs.max()) + 1e-9
     edges = np.logspace(lo, hi, 60)
-    colours = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2"]
     for i, s in enumerate(samples):
         counts, _ = np.histogram(s.cost, bins=edges)
-        c = colours[i % len(colours)]
+        c = model_color(s.name, fallback=i)
         fig.add_scatter(x=np.sqrt(edges[:-1] * edges[1:]), y=counts / len(s.cost), mode="lines", line_shape="hvh",
                         name=s.name, line=dict(color=c), fill="tozeroy", opacity=0.6)
         fig.add_vline(x=s.per_completed_task, line=dict(color=c, dash="dash"))
-    fig.update_layout(height=360, margin=dict(l=10, r=10, t=30, b=10), xaxis=dict(type="log", title="$ per task (log)"),
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=30, b=10), xaxis=log_axis("$ per task (log)"),
                       yaxis_title="fraction of tasks", legend=dict(orientation="h", y=-0.2))
     return fig
 
@@ -47,13 +47,13 @@ def savings_figure(worker_success: np.ndarray, factor: np.ndarray, current: tupl
                    band: tuple[float, float] = (9.0, 10.0)) -> go.Figure:
     """Savings factor of the planner/worker split vs the big model alone, as the worker's success varies."""
     fig = go.Figure()
-    fig.add_hrect(y0=band[0], y1=band[1], fillcolor="#54a24b", opacity=0.15, line_width=0,
+    fig.add_hrect(y0=band[0], y1=band[1], fillcolor=CONCEPT["published"], opacity=0.12, line_width=0,
                   annotation_text="~9-10x (seed article)", annotation_position="top left")
-    fig.add_hline(y=1, line=dict(color="grey", dash="dot"))
-    fig.add_scatter(x=worker_success * 100, y=factor, mode="lines", name="split savings", line=dict(color="#4c78a8"))
+    fig.add_hline(y=1, line=dict(color=NEUTRAL, dash="dot"))
+    fig.add_scatter(x=worker_success * 100, y=factor, mode="lines", name="split savings", line=dict(color=SERIES[0]))
     if current is not None:
         fig.add_scatter(x=[current[0] * 100], y=[current[1]], mode="markers+text", text=[f"{current[1]:.1f}x"],
-                        textposition="top center", marker=dict(size=10, color="#e45756"), name="your settings")
+                        textposition="top center", marker=HIGHLIGHT_MARKER, name="your settings")
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="worker success per attempt (%)",
                       yaxis_title="times cheaper per completed task", showlegend=False)
     return fig

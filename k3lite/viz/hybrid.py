@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-KDA_COLOR, MLA_COLOR = "#4c9be8", "#e8734c"
+from k3lite.viz.style import CONCEPT, NEUTRAL, bytes_log_axis, log_axis, series_color
+
+KDA_COLOR, MLA_COLOR = CONCEPT["kda"], CONCEPT["mla"]
 
 
 def layer_pattern_figure(layer_types: list[str], title: str = "") -> go.Figure:
@@ -17,14 +19,22 @@ def layer_pattern_figure(layer_types: list[str], title: str = "") -> go.Figure:
     return fig
 
 
+def pattern_color(name: str, i: int = 0) -> str:
+    """A series named for its KDA:MLA pattern: all-MLA in the MLA colour, the hybrid in the hybrid colour."""
+    if "all MLA" in name or name.startswith("0:1"):
+        return MLA_COLOR
+    return CONCEPT["hybrid"] if i <= 1 else series_color(i)
+
+
 def cache_vs_context_figure(contexts: list[int], series: dict[str, list[float]]) -> go.Figure:
     """KV-cache bytes per sequence vs context, one line per pattern (log-log)."""
     fig = go.Figure()
-    for name, ys in series.items():
-        fig.add_scatter(x=contexts, y=[y / 1e9 for y in ys], mode="lines+markers", name=name)
+    for i, (name, ys) in enumerate(series.items()):
+        fig.add_scatter(x=contexts, y=list(ys), mode="lines+markers", name=name,
+                        line=dict(color=pattern_color(name, i)))
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Decode cache per sequence",
-                      xaxis=dict(type="log", title="context (tokens)"),
-                      yaxis=dict(type="log", title="cache (GB, bf16 latents, fp32 KDA state)"),
+                      xaxis=log_axis("context (tokens, log)"),
+                      yaxis=bytes_log_axis("cache: bf16 latents + fp32 KDA state"),
                       legend=dict(orientation="h", y=-0.2))
     return fig
 
@@ -32,10 +42,11 @@ def cache_vs_context_figure(contexts: list[int], series: dict[str, list[float]])
 def tpot_vs_context_figure(contexts: list[int], series: dict[str, list[float]]) -> go.Figure:
     """Modelled time per output token (ms) vs context, one line per pattern."""
     fig = go.Figure()
-    for name, ys in series.items():
-        fig.add_scatter(x=contexts, y=[y * 1e3 for y in ys], mode="lines+markers", name=name)
+    for i, (name, ys) in enumerate(series.items()):
+        fig.add_scatter(x=contexts, y=[y * 1e3 for y in ys], mode="lines+markers", name=name,
+                        line=dict(color=pattern_color(name, i)))
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Time per output token (roofline model)",
-                      xaxis=dict(type="log", title="context (tokens)"), yaxis=dict(title="TPOT (ms)"),
+                      xaxis=log_axis("context (tokens, log)"), yaxis=dict(title="TPOT (ms)"),
                       legend=dict(orientation="h", y=-0.2))
     return fig
 
@@ -44,11 +55,11 @@ def speedup_by_ratio_figure(ratios: list[int], ours: list[float], ceiling: list[
     """Our modelled speedup vs all-MLA at 1M, its bandwidth ceiling, and the reported number."""
     labels = [f"{r}:1" for r in ratios]
     fig = go.Figure()
-    fig.add_bar(x=labels, y=ours, name="our roofline model", marker_color=KDA_COLOR,
+    fig.add_bar(x=labels, y=ours, name="our roofline model", marker_color=CONCEPT["hybrid"],
                 text=[f"{v:.2f}x" for v in ours], textposition="outside")
     fig.add_scatter(x=labels, y=ceiling, mode="lines+markers", name="bytes-only ceiling (layers / MLA layers)",
-                    line=dict(dash="dot", color="#555"))
-    fig.add_hline(y=reported, line_color=MLA_COLOR, annotation_text=f"reported {reported}x at 1M (3:1)",
+                    line=dict(dash="dot", color=NEUTRAL))
+    fig.add_hline(y=reported, line_color=CONCEPT["published"], annotation_text=f"reported {reported}x at 1M (3:1)",
                   annotation_position="top left")
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), title="Decode speedup vs all-MLA at 1M context",
                       xaxis=dict(title="KDA : MLA"), yaxis=dict(title="speedup (x)"), legend=dict(orientation="h", y=-0.2))

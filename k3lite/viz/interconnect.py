@@ -4,29 +4,37 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from k3lite.interconnect import KINDS, MeasureResult, TokenTraffic
+from k3lite.interconnect import SCHEME_LABELS, TokenTraffic
+from k3lite.interconnect.measured import KINDS
+from k3lite.interconnect.run import MeasureResult
+from k3lite.viz.style import CONCEPT, HIGHLIGHT_LINE, LINK, bytes_axis
 
-SEGMENTS = (  # (LayerBytes field, legend label, colour)
-    ("dispatch_intra", "dispatch, intra-domain (NVLink)", "#4c78a8"),
-    ("dispatch_inter", "dispatch, inter-domain (NIC)", "#9ecae9"),
-    ("combine_intra", "combine, intra-domain (NVLink)", "#e45756"),
-    ("combine_inter", "combine, inter-domain (NIC)", "#ff9d98"),
+SEGMENTS = (  # (LayerBytes field, legend label, colour): the colour is the link; combine is hatched
+    ("dispatch_intra", "dispatch, intra-domain (NVLink)", LINK["nvlink"]),
+    ("dispatch_inter", "dispatch, inter-domain (NIC)", LINK["nic"]),
+    ("combine_intra", "combine, intra-domain (NVLink)", LINK["nvlink"]),
+    ("combine_inter", "combine, inter-domain (NIC)", LINK["nic"]),
 )
 
 
+def _pattern(key: str) -> dict:
+    return dict(shape="x" if key.startswith("combine") else "")
+
+
 def traffic_figure(t: TokenTraffic) -> go.Figure:
-    """Stacked bars for one config: bytes per token per MoE layer (KB) and per forward pass (MB)."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("per MoE layer (KB / token)",
+    """Stacked bars for one config: bytes per token per MoE layer (kB) and per forward pass (MB)."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("per MoE layer (kB / token)",
                                                         f"per forward pass, {t.n_moe_layers} MoE layers (MB / token)"))
     for key, label, colour in SEGMENTS:
         v = getattr(t.per_layer, key)
-        fig.add_bar(x=[t.name], y=[v / 1e3], name=label, marker_color=colour, legendgroup=key, row=1, col=1,
-                    hovertemplate=f"{label}: %{{y:.2f}} KB<extra></extra>")
-        fig.add_bar(x=[t.name], y=[v * t.n_moe_layers / 1e6], name=label, marker_color=colour, legendgroup=key,
+        fig.add_bar(x=[t.name], y=[v / 1e3], name=label, marker_color=colour, marker_pattern=_pattern(key),
+                    legendgroup=key, row=1, col=1, hovertemplate=f"{label}: %{{y:.2f}} kB<extra></extra>")
+        fig.add_bar(x=[t.name], y=[v * t.n_moe_layers / 1e6], name=label, marker_color=colour,
+                    marker_pattern=_pattern(key), legendgroup=key,
                     showlegend=False, row=1, col=2, hovertemplate=f"{label}: %{{y:.3f}} MB<extra></extra>")
     fig.update_layout(barmode="stack", height=360, margin=dict(l=10, r=10, t=50, b=10),
                       legend=dict(orientation="h", y=-0.15))
-    fig.update_yaxes(title_text="KB / token", row=1, col=1)
+    fig.update_yaxes(title_text="kB / token", row=1, col=1)
     fig.update_yaxes(title_text="MB / token", row=1, col=2)
     return fig
 
@@ -37,7 +45,8 @@ def compare_figure(rows: list[TokenTraffic]) -> go.Figure:
     names = [r.name for r in rows]
     for key, label, colour in SEGMENTS:
         fig.add_bar(x=names, y=[getattr(r.per_layer, key) * r.n_moe_layers / 1e6 for r in rows], name=label,
-                    marker_color=colour, hovertemplate=f"{label}: %{{y:.3f}} MB<extra></extra>")
+                    marker_color=colour, marker_pattern=_pattern(key),
+                    hovertemplate=f"{label}: %{{y:.3f}} MB<extra></extra>")
     fig.add_scatter(x=names, y=[r.per_forward / 1e6 for r in rows], mode="text", showlegend=False,
                     text=[f"{r.per_forward / 1e6:.2f} MB, {r.wire_s_forward * 1e6:.1f} µs" for r in rows],
                     textposition="top center")
@@ -55,12 +64,36 @@ def measured_figure(res: MeasureResult) -> go.Figure:
     labels = [k.replace("_", " ") for k in KINDS]
     fig = go.Figure()
     fig.add_bar(x=labels, y=[m[k] / n for k in KINDS], name="measured (bytes handed to all_to_all_single)",
-                marker_color="#4c78a8")
+                marker_color=CONCEPT["measured"])
     fig.add_bar(x=labels, y=[p[k] / n for k in KINDS], name="analytic, same routing decisions",
-                marker_color="#f58518")
+                marker_color=CONCEPT["analytic"])
     fig.add_bar(x=labels, y=[getattr(res.uniform, k) for k in KINDS], name="analytic, uniform routing E[.]",
-                marker_color="#bab0ac")
+                marker_color=CONCEPT["baseline"])
     fig.update_layout(barmode="group", height=360, margin=dict(l=10, r=10, t=40, b=10),
                       yaxis_title="bytes / token / layer", legend=dict(orientation="h", y=-0.2),
                       title=f"{res.spec.ranks} gloo ranks, {n} tokens")
+    return fig
+
+
+SCHEME_DASH = {"direct": "solid", "normal": "dash", "low-latency": "dot"}  # one link colour, schemes by line style
+SCHEME_SYMBOL = {"direct": "circle", "normal": "square", "low-latency": "diamond"}
+
+
+def node_limit_figure(sweep: dict[str, list[tuple[int, float]]], current: int = 0) -> go.Figure:
+    """NIC bytes per token per MoE layer vs node limit M, one line per dispatch scheme (from node_limit_sweep)."""
+    top = max((b for pts in sweep.values() for _, b in pts), default=1.0)
+    title, div = bytes_axis("NIC bytes per token per MoE layer", top)
+    fig = go.Figure()
+    for scheme, pts in sweep.items():
+        fig.add_scatter(x=[m for m, _ in pts], y=[b / div for _, b in pts], name=SCHEME_LABELS[scheme],
+                        mode="lines+markers", line=dict(color=LINK["nic"], dash=SCHEME_DASH[scheme]),
+                        marker=dict(symbol=SCHEME_SYMBOL[scheme], size=9),
+                        hovertemplate=f"{scheme}, M = %{{x}}: %{{y:.2f}}<extra></extra>")
+    if current:
+        fig.add_vline(x=current, line=HIGHLIGHT_LINE, annotation_text=f"your M = {current}")
+    n = max((len(p) for p in sweep.values()), default=1)
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25),
+                      xaxis=dict(title="node limit M (domains a token may use; the last point = no limit)",
+                                 tickmode="array", tickvals=list(range(1, n + 1))),
+                      yaxis=dict(title=title, rangemode="tozero"))
     return fig

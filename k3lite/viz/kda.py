@@ -7,7 +7,20 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-MECH_COLORS = {"linear attention": "#7f7f7f", "DeltaNet": "#1f77b4", "Gated DeltaNet": "#ff7f0e", "KDA": "#2ca02c"}
+from k3lite.viz.style import (CONCEPT, DIVERGING_SCALE, HIGHLIGHT_LINE, SEQUENTIAL_SCALE, bytes_log_axis, log_axis,
+                              series_color)
+
+# the probe's mechanisms by display name -> the one colour of that mixer everywhere
+MECH_COLORS = {"linear attention": CONCEPT["linear"], "DeltaNet": CONCEPT["deltanet"],
+               "Gated DeltaNet": CONCEPT["gdn"], "KDA": CONCEPT["kda"]}
+
+
+def memory_color(name: str, i: int = 0) -> str:
+    """Colour of a memory_vs_context curve by what it counts: hybrid, KDA, MLA, MHA (full softmax attention)."""
+    for word, concept in (("hybrid", "hybrid"), ("KDA", "kda"), ("MLA", "mla"), ("MHA", "attention")):
+        if word in name:
+            return CONCEPT[concept]
+    return series_color(i)
 
 
 def decay_heatmap(a: np.ndarray, labels: Sequence[str], head: int) -> go.Figure:
@@ -22,7 +35,7 @@ def decay_heatmap(a: np.ndarray, labels: Sequence[str], head: int) -> go.Figure:
     rows = [f"{t}: {lab}" for t, lab in enumerate(labels)]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.86, 0.14], horizontal_spacing=0.02,
                         subplot_titles=(f"KDA, head {head}: one decay per key channel", "GDN: one scalar"))
-    common = dict(zmin=0.0, zmax=1.0, colorscale="Viridis")
+    common = dict(zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL_SCALE)
     fig.add_trace(go.Heatmap(z=a, x=list(range(K)), y=rows, colorbar=dict(title="a_t"), **common,
                              hovertemplate="token %{y}<br>channel %{x}<br>a = %{z:.3f}<extra></extra>"), 1, 1)
     fig.add_trace(go.Heatmap(z=scalar, x=["scalar"], y=rows, showscale=False, **common,
@@ -39,11 +52,11 @@ def state_figure(S: np.ndarray, correction: np.ndarray, v: np.ndarray, t: int, l
     lim = float(np.abs(S).max()) or 1.0
     fig = make_subplots(rows=1, cols=2, column_widths=[0.52, 0.48], horizontal_spacing=0.15,
                         subplot_titles=(f"state S_t after token {t} ({label})", "what step t writes along k_t"))
-    fig.add_trace(go.Heatmap(z=S, zmin=-lim, zmax=lim, colorscale="RdBu", colorbar=dict(title="S", x=0.46, xanchor="left", thickness=10, len=0.9),
+    fig.add_trace(go.Heatmap(z=S, zmin=-lim, zmax=lim, colorscale=DIVERGING_SCALE, colorbar=dict(title="S", x=0.46, xanchor="left", thickness=10, len=0.9),
                              hovertemplate="key channel %{y}<br>value dim %{x}<br>S = %{z:.3f}<extra></extra>"), 1, 1)
     dims = list(range(len(v)))
-    fig.add_trace(go.Bar(x=dims, y=v, name="v_t (the new value)", marker_color="#bbbbbb"), 1, 2)
-    fig.add_trace(go.Bar(x=dims, y=correction, name="v_t − S'ᵀk_t (the correction)", marker_color="#d62728"), 1, 2)
+    fig.add_trace(go.Bar(x=dims, y=v, name="v_t (the new value)", marker_color=CONCEPT["baseline"]), 1, 2)
+    fig.add_trace(go.Bar(x=dims, y=correction, name="v_t − S'ᵀk_t (the correction)", marker_color=CONCEPT["correction"]), 1, 2)
     fig.update_yaxes(autorange="reversed", title_text="key channel", row=1, col=1)
     fig.update_xaxes(title_text="value dim", row=1, col=1)
     fig.update_xaxes(title_text="value dim", row=1, col=2)
@@ -55,14 +68,13 @@ def state_figure(S: np.ndarray, correction: np.ndarray, v: np.ndarray, t: int, l
 def memory_figure(contexts: Sequence[int], curves: Mapping[str, Sequence[float]], title: str = "") -> go.Figure:
     """(c) Decode memory vs context length, log-log; one line per curve (bytes)."""
     fig = go.Figure()
-    for name, ys in curves.items():
+    for i, (name, ys) in enumerate(curves.items()):
         dash = "solid" if name.startswith("whole") else "dot"
-        fig.add_trace(go.Scatter(x=list(contexts), y=list(ys), name=name, mode="lines", line=dict(dash=dash),
+        fig.add_trace(go.Scatter(x=list(contexts), y=list(ys), name=name, mode="lines",
+                                 line=dict(dash=dash, color=memory_color(name, i)),
                                  hovertemplate="%{x:,} tokens: %{y:,.0f} bytes<extra>" + name + "</extra>"))
-    fig.update_xaxes(type="log", title_text="context length (tokens)")
-    ticks = [2.0**e for e in range(0, 50, 5)]
-    names = ["1 B", "32 B", "1 KiB", "32 KiB", "1 MiB", "32 MiB", "1 GiB", "32 GiB", "1 TiB", "32 TiB"]
-    fig.update_yaxes(type="log", title_text="decode memory (bf16)", tickvals=ticks, ticktext=names)
+    fig.update_xaxes(**log_axis("context length (tokens, log)"))
+    fig.update_yaxes(**bytes_log_axis("decode memory, bf16"))
     fig.update_layout(title=title, height=420, margin=dict(l=10, r=10, t=50, b=10), legend=dict(font=dict(size=11)))
     return fig
 
@@ -70,8 +82,9 @@ def memory_figure(contexts: Sequence[int], curves: Mapping[str, Sequence[float]]
 def state_norm_figure(norms: np.ndarray, t: int, head: int) -> go.Figure:
     """||S_t||_F over time for one head, with the scrubbed step marked."""
     norms = np.asarray(norms, dtype=float)
-    fig = go.Figure(go.Scatter(y=norms, mode="lines+markers", marker=dict(size=4), name="‖S_t‖_F"))
-    fig.add_vline(x=t, line_dash="dash", line_color="#d62728")
+    fig = go.Figure(go.Scatter(y=norms, mode="lines+markers", marker=dict(size=4), name="‖S_t‖_F",
+                               line=dict(color=CONCEPT["kda"])))
+    fig.add_vline(x=t, line_dash="dash", line_color=HIGHLIGHT_LINE["color"])
     fig.update_xaxes(title_text="token t")
     fig.update_yaxes(title_text=f"‖S_t‖_F (head {head})", rangemode="tozero")
     fig.update_layout(height=220, margin=dict(l=10, r=10, t=20, b=10), showlegend=False)

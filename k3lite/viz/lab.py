@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from k3lite.lab import MIXER_LABELS, MIXERS
-from k3lite.viz.style import CONCEPT
+from k3lite.viz.style import CONCEPT, translucent
 
 # one colour per mixer, the same on every page (k3lite.viz.style)
 COLORS = {m: CONCEPT[m] for m in MIXERS}
@@ -56,11 +56,6 @@ def curves_figure(runs: dict[str, dict], metric: str = "acc", total_steps: int |
     return fig
 
 
-def _rgba(hex_color: str, alpha: float) -> str:
-    h = hex_color.lstrip("#")
-    return f"rgba({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)}, {alpha})"
-
-
 def sweep_figure(rows: list[dict], task: str) -> go.Figure:
     """Shipped sweep: held-out accuracy (%) vs length, one line per mixer (mean over seeds) with a band from the
     worst to the best seed. `rows` from `k3lite.lab_sweep.aggregate`."""
@@ -72,7 +67,7 @@ def sweep_figure(rows: list[dict], task: str) -> go.Figure:
         xs = [r["seq_len"] for r in pts]
         color = COLORS.get(mixer, CONCEPT["baseline"])
         fig.add_trace(go.Scatter(x=xs + xs[::-1], y=[100 * r["max"] for r in pts] + [100 * r["min"] for r in pts][::-1],
-                                 fill="toself", fillcolor=_rgba(color, 0.18), line=dict(width=0), hoverinfo="skip",
+                                 fill="toself", fillcolor=translucent(color, 0.18), line=dict(width=0, color=color), hoverinfo="skip",
                                  showlegend=False, legendgroup=mixer))
         fig.add_trace(go.Scatter(
             x=xs, y=[100 * r["mean"] for r in pts], mode="lines+markers", name=MIXER_LABELS.get(mixer, mixer),

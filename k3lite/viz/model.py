@@ -10,6 +10,8 @@ from plotly.subplots import make_subplots
 
 from k3lite.tokenizer import token_label
 from k3lite.trace import Trace
+from k3lite.viz.style import (CONCEPT, DIVERGING_SCALE, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE,
+                              series_color)
 
 WHAT = {
     "tokenize": "The prompt becomes bytes: k3lite's tokenizer is byte-level (vocab 256), so any unicode works and "
@@ -81,7 +83,7 @@ def _layout(fig: go.Figure, title: str, height: int = 360) -> go.Figure:
 def tokens_figure(trace: Trace) -> go.Figure:
     ids = trace.tokens
     fig = go.Figure(go.Heatmap(z=[ids], text=[[f"{token_label(i)}<br>{i}" for i in ids]], texttemplate="%{text}",
-                               colorscale="Viridis", zmin=0, zmax=255, showscale=False,
+                               colorscale=SEQUENTIAL_SCALE, zmin=0, zmax=255, showscale=False,
                                hovertemplate="position %{x}: byte %{z}<extra></extra>"))
     fig.update_yaxes(visible=False)
     fig.update_xaxes(title="position")
@@ -91,7 +93,7 @@ def tokens_figure(trace: Trace) -> go.Figure:
 def embedding_figure(trace: Trace) -> go.Figure:
     emb = trace.embedding[0].float().numpy()  # (T, d)
     labels = _labels(trace)
-    fig = go.Figure(go.Heatmap(z=emb.T, colorscale="RdBu", zmid=0, colorbar=dict(title="value"),
+    fig = go.Figure(go.Heatmap(z=emb.T, colorscale=DIVERGING_SCALE, zmid=0, colorbar=dict(title="value"),
                                hovertemplate="token %{x}, dim %{y}: %{z:.3f}<extra></extra>"))
     _token_axis(fig, labels, title="token")
     fig.update_yaxes(title="embedding dimension")
@@ -104,8 +106,8 @@ def depth_figure(trace: Trace, layer: int) -> go.Figure:
     names = ["embedding"] + [f"block {j}" if trace.attn_res == "block" else f"output {j}"
                              for j in lt.depth_sources_mixer[1:]]
     fig = make_subplots(rows=1, cols=2, column_widths=[0.3, 0.7], subplot_titles=("mean over tokens", "per token"))
-    fig.add_bar(x=names, y=w.mean(0), row=1, col=1, marker_color="#4c9be8", showlegend=False)
-    fig.add_heatmap(z=w.T, y=names, colorscale="Blues", zmin=0, zmax=1, row=1, col=2,
+    fig.add_bar(x=names, y=w.mean(0), row=1, col=1, marker_color=CONCEPT["attnres"], showlegend=False)
+    fig.add_heatmap(z=w.T, y=names, colorscale=SEQUENTIAL_SCALE, zmin=0, zmax=1, row=1, col=2,
                     colorbar=dict(title="weight"), hovertemplate="token %{x}, %{y}: %{z:.3f}<extra></extra>")
     fig.update_yaxes(title="depth weight", range=[0, 1], row=1, col=1)
     labels = _labels(trace)
@@ -124,22 +126,25 @@ def kda_figure(trace: Trace, layer: int, head: int = 0) -> go.Figure:
     fig = make_subplots(rows=2, cols=1, row_heights=[0.65, 0.35], shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=(f"head {head}: decay a_t = exp(g_t) per key channel (1 = keep)",
                                         "β_t (write strength) and ‖S_t‖ per head"))
-    fig.add_heatmap(z=keep.T, colorscale="Viridis", zmin=0, zmax=1, row=1, col=1, colorbar=dict(title="a_t", len=0.6, y=0.7),
+    fig.add_heatmap(z=keep.T, colorscale=SEQUENTIAL_SCALE, zmin=0, zmax=1, row=1, col=1, colorbar=dict(title="a_t", len=0.6, y=0.7),
                     hovertemplate="token %{x}, channel %{y}: keeps %{z:.3f}<extra></extra>")
     T = len(labels)
     for h in range(H):
         fig.add_scatter(x=list(range(T)), y=lt.kda_beta[0, :, h].float().numpy(), mode="lines", name=f"β head {h}",
-                        row=2, col=1)
+                        line=dict(color=series_color(h)), legendgroup=f"h{h}", row=2, col=1)
     norms = lt.kda_state_norm[0].float().numpy()  # (T, H)
     scale = max(float(norms.max()), 1e-9)
     for h in range(H):
-        fig.add_scatter(x=list(range(T)), y=norms[:, h] / scale, mode="lines", line=dict(dash="dot"),
+        fig.add_scatter(x=list(range(T)), y=norms[:, h] / scale, mode="lines",
+                        line=dict(dash="dot", color=series_color(h)), legendgroup=f"h{h}",
                         name=f"‖S‖ head {h} (÷ {scale:.2f})", row=2, col=1)
     step = max(1, T // 40)
     fig.update_xaxes(tickmode="array", tickvals=list(range(0, T, step)), ticktext=labels[::step], row=2, col=1)
     fig.update_yaxes(title="channel", row=1, col=1)
     fig.update_yaxes(title="value", range=[0, 1.05], row=2, col=1)
-    return _layout(fig, f"Layer {layer}: KDA gates", 520)
+    # legend under the plot: on the right it was drawn over the colourbar (issue 16)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.12, x=0))
+    return _layout(fig, f"Layer {layer}: KDA gates", 560)
 
 
 def mla_figure(trace: Trace, layer: int, head: int | None = None) -> go.Figure:
@@ -147,7 +152,7 @@ def mla_figure(trace: Trace, layer: int, head: int | None = None) -> go.Figure:
     attn = lt.mla_attention[0].float()  # (H, T, S)
     a = attn.mean(0) if head is None else attn[min(head, attn.shape[0] - 1)]
     labels = _labels(trace)
-    fig = go.Figure(go.Heatmap(z=a.numpy(), colorscale="Magma", zmin=0, colorbar=dict(title="prob"),
+    fig = go.Figure(go.Heatmap(z=a.numpy(), colorscale=SEQUENTIAL_SCALE, zmin=0, colorbar=dict(title="prob"),
                                hovertemplate="query %{y} → key %{x}: %{z:.3f}<extra></extra>"))
     _token_axis(fig, labels, "x", title="key (attended token)")
     _token_axis(fig, labels, "y", title="query token", autorange="reversed")
@@ -161,7 +166,7 @@ def routing_figure(trace: Trace, layer: int) -> go.Figure:
     grid = torch.zeros(idx.shape[0], E).scatter_(1, idx, w).numpy()  # (T, E) gate weight, 0 = not chosen
     grid = np.where(grid > 0, grid, np.nan)
     labels = _labels(trace)
-    fig = go.Figure(go.Heatmap(z=grid.T, colorscale="Oranges", colorbar=dict(title="gate weight"),
+    fig = go.Figure(go.Heatmap(z=grid.T, colorscale=SEQUENTIAL_SCALE, colorbar=dict(title="gate weight"),
                                hovertemplate="token %{x} → expert %{y}: %{z:.3f}<extra></extra>"))
     _token_axis(fig, labels, "x", title="token")
     fig.update_yaxes(title=f"routed expert (of {E})")
@@ -172,24 +177,25 @@ def routing_figure(trace: Trace, layer: int) -> go.Figure:
 def load_figure(trace: Trace, layer: int) -> go.Figure:
     lt = trace.layers[layer]
     load = lt.expert_load.float().numpy()
-    fig = go.Figure(go.Bar(x=list(range(len(load))), y=load, marker_color="#e8734c"))
-    fig.add_hline(y=float(load.mean()), line_dash="dot", annotation_text="perfect balance")
+    fig = go.Figure(go.Bar(x=list(range(len(load))), y=load, marker_color=CONCEPT["routed"]))
+    fig.add_hline(y=float(load.mean()), line_dash="dot", line_color=NEUTRAL, annotation_text="perfect balance")
     fig.update_xaxes(title="expert")
     fig.update_yaxes(title="tokens routed")
     return _layout(fig, f"Layer {layer}: expert load (max/mean − 1 = {lt.load_max_violation:.2f}; "
                         f"{lt.dispatch_dim}-dim latent per copy)", 320)
 
 
-def combine_figure(trace: Trace, layer: int) -> go.Figure:
-    cum = trace.bytes_cumulative()
+def combine_figure(trace: Trace, layer: int, wire_per_layer: float) -> go.Figure:
+    """wire_per_layer: bytes per token per MoE layer from k3lite.interconnect.wire_bytes_per_token."""
+    cum = trace.bytes_cumulative(wire_per_layer)
     labels = _labels(trace)
     fig = make_subplots(rows=1, cols=2, subplot_titles=("FFN output norm per token", "interconnect bytes per token, cumulative"))
     lt = trace.layers[layer]
     fig.add_bar(x=list(range(len(labels))), y=lt.ffn_out_norm[0].float().numpy(), row=1, col=1, showlegend=False,
-                marker_color="#4c9be8")
-    colors = ["#e8734c" if i <= layer else "#cccccc" for i in range(len(cum))]
+                marker_color=CONCEPT["routed"])
+    colors = [LINK["nvlink"] if i <= layer else CONCEPT["baseline"] for i in range(len(cum))]
     fig.add_bar(x=[f"L{i}" for i in range(len(cum))], y=cum, marker_color=colors, row=1, col=2, showlegend=False)
-    fig.update_yaxes(title="bytes (dispatch + combine, bf16)", row=1, col=2)
+    fig.update_yaxes(title="bytes per token (dispatch + combine)", row=1, col=2)
     step = max(1, len(labels) // 30)
     fig.update_xaxes(tickmode="array", tickvals=list(range(0, len(labels), step)), ticktext=labels[::step], row=1, col=1)
     return _layout(fig, f"Layer {layer}: combine — {cum[layer]:,.0f} bytes per token so far")
@@ -198,7 +204,8 @@ def combine_figure(trace: Trace, layer: int) -> go.Figure:
 def dense_figure(trace: Trace, layer: int) -> go.Figure:
     lt = trace.layers[layer]
     labels = _labels(trace)
-    fig = go.Figure(go.Bar(x=list(range(len(labels))), y=lt.ffn_out_norm[0].float().numpy(), marker_color="#4c9be8"))
+    fig = go.Figure(go.Bar(x=list(range(len(labels))), y=lt.ffn_out_norm[0].float().numpy(),
+                           marker_color=CONCEPT["dense"]))
     _token_axis(fig, labels, title="token")
     fig.update_yaxes(title="‖FFN output‖")
     return _layout(fig, f"Layer {layer}: dense SwiGLU output norm per token (0 bytes on the interconnect)", 320)
@@ -207,21 +214,22 @@ def dense_figure(trace: Trace, layer: int) -> go.Figure:
 def final_depth_figure(trace: Trace) -> go.Figure:
     w = trace.final_depth_weights[0].float().numpy()  # (T, N)
     names = ["embedding"] + [f"block {j}" for j in trace.final_depth_sources[1:]]
-    fig = go.Figure(go.Bar(x=names, y=w.mean(0), marker_color="#4c9be8"))
+    fig = go.Figure(go.Bar(x=names, y=w.mean(0), marker_color=CONCEPT["attnres"]))
     fig.update_yaxes(title="depth weight (mean over tokens)", range=[0, 1])
     return _layout(fig, "Final Attention Residual: what the LM head reads", 300)
 
 
 def top5_figure(top_ids: list[int], top_probs: list[float]) -> go.Figure:
     labels = [f"{token_label(i)} ({i})" for i in top_ids]
-    fig = go.Figure(go.Bar(x=[p * 100 for p in top_probs], y=labels, orientation="h", marker_color="#e8734c",
+    fig = go.Figure(go.Bar(x=[p * 100 for p in top_probs], y=labels, orientation="h", marker_color=CONCEPT["head"],
                            text=[f"{100 * p:.1f}%" for p in top_probs], textposition="outside"))
     fig.update_layout(yaxis=dict(autorange="reversed"), xaxis=dict(title="probability (%)", range=[0, 105]))
     return _layout(fig, "Top-5 next-byte probabilities", 300)
 
 
-def stage_figure(trace: Trace, stage: Stage, top: tuple[list[int], list[float]] | None = None, head: int = 0):
-    """The picture for one stage."""
+def stage_figure(trace: Trace, stage: Stage, top: tuple[list[int], list[float]] | None = None, head: int = 0,
+                 wire_per_layer: float | None = None):
+    """The picture for one stage (the combine stage needs wire_per_layer: bytes per token per MoE layer)."""
     if stage.kind == "tokenize":
         return tokens_figure(trace)
     if stage.kind == "embed":
@@ -237,7 +245,9 @@ def stage_figure(trace: Trace, stage: Stage, top: tuple[list[int], list[float]] 
     if stage.kind == "experts":
         return load_figure(trace, stage.layer)
     if stage.kind == "combine":
-        return combine_figure(trace, stage.layer)
+        if wire_per_layer is None:
+            raise ValueError("the combine stage needs wire_per_layer (k3lite.interconnect.wire_bytes_per_token)")
+        return combine_figure(trace, stage.layer, wire_per_layer)
     if stage.kind == "dense":
         return dense_figure(trace, stage.layer)
     if stage.kind == "logits":

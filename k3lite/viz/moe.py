@@ -8,10 +8,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from k3lite.moe import LatentCost
+from k3lite.viz.style import BALANCING, CONCEPT, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE, byte_unit
 
 METHOD_LABELS = {"none": "none (raw top-k)", "aux_loss": "aux loss (Switch)", "bias": "bias (DeepSeek-V3)",
                  "quantile": "quantile (QB)"}
-METHOD_COLORS = {"none": "#7f7f7f", "aux_loss": "#1f77b4", "bias": "#ff7f0e", "quantile": "#2ca02c"}
+METHOD_COLORS = BALANCING  # one colour per balancing method, the same on every page
 
 # Published activation ratios (top-k / routed experts) quoted in the seed article (K3 announcement).
 PUBLISHED_ACTIVATION = (
@@ -29,7 +30,7 @@ def routing_heatmap(labels: Sequence[str], topk_idx: np.ndarray, topk_weight: np
     t = topk_idx.shape[0]
     z = np.full((t, n_experts), np.nan)
     np.put_along_axis(z, topk_idx, topk_weight, axis=1)
-    fig = go.Figure(go.Heatmap(z=z, x=np.arange(n_experts), y=np.arange(t), colorscale="Viridis",
+    fig = go.Figure(go.Heatmap(z=z, x=np.arange(n_experts), y=np.arange(t), colorscale=SEQUENTIAL_SCALE,
                                colorbar=dict(title="gate weight"), hoverongaps=False,
                                hovertemplate="token %{y}<br>expert %{x}<br>weight %{z:.3f}<extra></extra>"))
     fig.update_layout(title=title, height=min(900, 140 + 16 * t), margin=dict(l=10, r=10, t=40, b=10),
@@ -46,18 +47,25 @@ def load_bars(loads: dict[str, Sequence[int]], violations: dict[str, float] | No
     methods = list(loads)
     if violations is None:
         violations = {m: float(np.max(loads[m]) / np.mean(loads[m]) - 1) for m in methods}
+    # one short fact per title line, two panels per row: four panels side by side ran their titles into each
+    # other at phone width ("max-violatima:2.55-flips", issue 16)
     titles = [f"{METHOD_LABELS.get(m, m)}<br>max-violation {violations[m]:.2f}"
-              + (f" · flips {100 * flips[m]:.0f}%" if flips else "") for m in methods]
-    fig = make_subplots(rows=1, cols=len(methods), shared_yaxes=True, horizontal_spacing=0.03,
-                        subplot_titles=titles)
-    for c, m in enumerate(methods, start=1):
+              + (f"<br>flips {100 * flips[m]:.0f}%" if flips else "") for m in methods]
+    cols = min(2, len(methods))
+    rows = -(-len(methods) // cols)
+    fig = make_subplots(rows=rows, cols=cols, shared_yaxes=True, horizontal_spacing=0.06,
+                        vertical_spacing=0.3 if rows > 1 else 0.0, subplot_titles=titles)
+    for i, m in enumerate(methods):
+        r, c = divmod(i, cols)
         load = np.asarray(loads[m])
         fig.add_bar(x=np.arange(len(load)), y=load, marker_color=METHOD_COLORS.get(m), name=m, showlegend=False,
-                    row=1, col=c, hovertemplate="expert %{x}: %{y} tokens<extra></extra>")
-        fig.add_hline(y=float(load.mean()), line_dash="dash", line_color="black", row=1, col=c)
-        fig.update_xaxes(title_text="expert", row=1, col=c)
-    fig.update_yaxes(title_text="tokens routed (count)", row=1, col=1)
-    fig.update_layout(height=330, margin=dict(l=10, r=10, t=60, b=10))
+                    row=r + 1, col=c + 1, hovertemplate="expert %{x}: %{y} tokens<extra></extra>")
+        fig.add_hline(y=float(load.mean()), line_dash="dash", line_color=NEUTRAL, row=r + 1, col=c + 1)
+        fig.update_xaxes(title_text="expert", row=r + 1, col=c + 1)
+        if c == 0:
+            fig.update_yaxes(title_text="tokens (count)", row=r + 1, col=1)
+    fig.update_annotations(font_size=12)
+    fig.update_layout(height=220 + 240 * rows, margin=dict(l=10, r=10, t=80, b=10))
     return fig
 
 
@@ -82,22 +90,24 @@ def violation_curves(curves: dict[str, Sequence[float]], smooth: int = 10) -> go
 def latent_tradeoff(costs: Sequence[LatentCost], current_ratio: float | None = None) -> go.Figure:
     """Left: wire bytes per token vs latent ratio. Right: FLOPs per token (routed / projections / shared)."""
     names = [("1" if c.ratio == 1 else f"1/{round(1 / c.ratio)}") + f" (l={c.latent_dim})" for c in costs]
-    colors = ["#d62728" if current_ratio is not None and abs(c.ratio - current_ratio) < 1e-9 else "#9fb7d9"
-              for c in costs]
+    mine = [current_ratio is not None and abs(c.ratio - current_ratio) < 1e-9 for c in costs]
+    unit, div = byte_unit(max((c.wire_bytes for c in costs), default=1))
     fig = make_subplots(rows=1, cols=2, subplot_titles=("bytes on the wire per token (dispatch + combine)",
                                                         "FLOPs per token in the MoE layer"))
-    fig.add_bar(x=names, y=[c.wire_bytes / 1024 for c in costs], marker_color=colors, showlegend=False,
-                row=1, col=1, hovertemplate="%{x}: %{y:.1f} KiB<extra></extra>")
-    for field, label, color in (("routed_flops", "routed experts", "#2ca02c"),
-                                ("proj_flops", "latent down/up projections", "#ff7f0e"),
-                                ("shared_flops", "shared experts", "#7f7f7f")):
+    # your ratio: outlined (HIGHLIGHT_LINE), not another hue
+    fig.add_bar(x=names, y=[c.wire_bytes / div for c in costs], marker_color=CONCEPT["latent"], showlegend=False,
+                marker_line=dict(color=HIGHLIGHT_LINE["color"], width=[HIGHLIGHT_LINE["width"] if m else 0 for m in mine]),
+                row=1, col=1, hovertemplate="%{x}: %{y:.1f} " + unit + "<extra></extra>")
+    for field, label, color in (("routed_flops", "routed experts", CONCEPT["routed"]),
+                                ("proj_flops", "latent down/up projections", CONCEPT["latent"]),
+                                ("shared_flops", "shared experts", CONCEPT["shared"])):
         fig.add_bar(x=names, y=[getattr(c, field) / 1e9 for c in costs], name=label, marker_color=color,
                     row=1, col=2, hovertemplate="%{x}: %{y:.3f} GFLOP<extra>" + label + "</extra>")
     fig.update_layout(barmode="stack", height=360, margin=dict(l=10, r=10, t=50, b=10),
                       legend=dict(orientation="h", y=-0.25))
     fig.update_xaxes(title_text="latent ratio l / d", row=1, col=1)
     fig.update_xaxes(title_text="latent ratio l / d", row=1, col=2)
-    fig.update_yaxes(title_text="KiB per token (bf16)", row=1, col=1)
+    fig.update_yaxes(title_text=f"{unit} per token per MoE layer (FP8 out, BF16 back)", row=1, col=1)
     fig.update_yaxes(title_text="GFLOP per token", row=1, col=2)
     return fig
 
@@ -109,3 +119,46 @@ def activation_rows(top_k: int, n_experts: int) -> list[dict]:
     rows += [dict(model=name, activation=f"~{100 * ratio:.1f}%", how=f"seed article (K3 announcement); {note}")
              for name, ratio, note in PUBLISHED_ACTIVATION]
     return rows
+
+
+def gpu_heatmap(labels: Sequence[str], counts: np.ndarray, touched: np.ndarray, expected_touched: float,
+                title: str = "") -> go.Figure:
+    """K3-scale routing: tokens (rows) x GPUs (columns), cell = how many of the token's k experts live on that
+    GPU (blank = none); right: GPUs each token touches, with the uniform-routing expectation dashed."""
+    counts = np.asarray(counts, dtype=float)
+    t, g = counts.shape
+    z = np.where(counts > 0, counts, np.nan)
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.78, 0.22], horizontal_spacing=0.03,
+                        subplot_titles=("experts of the token on each GPU", "GPUs touched"))
+    fig.add_trace(go.Heatmap(z=z, x=np.arange(g), y=np.arange(t), colorscale=SEQUENTIAL_SCALE, zmin=1,
+                             zmax=max(2.0, float(np.nanmax(z)) if np.isfinite(z).any() else 2.0), hoverongaps=False,
+                             colorbar=dict(title="experts", x=0.76, xanchor="right", thickness=10, len=0.9),
+                             hovertemplate="token %{y}<br>GPU %{x}: %{z:.0f} of its experts<extra></extra>"), 1, 1)
+    fig.add_trace(go.Bar(x=np.asarray(touched), y=np.arange(t), orientation="h", marker_color=LINK["nvlink"],
+                         showlegend=False, hovertemplate="token %{y}: %{x} GPUs<extra></extra>"), 1, 2)
+    fig.add_vline(x=expected_touched, line_dash="dash", line_color=NEUTRAL, row=1, col=2)
+    fig.update_layout(title=title, height=min(900, 160 + 16 * t), margin=dict(l=10, r=10, t=70, b=10),
+                      yaxis=dict(title="token (byte)", tickmode="array", tickvals=list(range(t)),
+                                 ticktext=[f"{i}:{s}" for i, s in enumerate(labels)], autorange="reversed"))
+    fig.update_xaxes(title_text=f"GPU (of {g})", row=1, col=1)
+    fig.update_xaxes(title_text="GPUs", rangemode="tozero", row=1, col=2)
+    return fig
+
+
+def load_histogram(loads: dict[str, Sequence[int]], ideal: float) -> go.Figure:
+    """Expert-load histogram per balancing method (held-out tokens): how many experts got how many tokens.
+    An even load is one tall bar at the ideal (dashed); a skewed one a long right tail of overloaded experts."""
+    fig = go.Figure()
+    top = max((max(v) for v in loads.values() if len(v)), default=1)
+    size = max(1, int(np.ceil(top / 40)))
+    for m, load in loads.items():
+        fig.add_histogram(x=np.asarray(load), name=METHOD_LABELS.get(m, m), marker_color=BALANCING.get(m),
+                          opacity=0.6, xbins=dict(start=-0.5, end=top + size, size=size),
+                          hovertemplate="%{x} tokens: %{y} experts<extra>" + METHOD_LABELS.get(m, m) + "</extra>")
+    fig.add_vline(x=ideal, line_dash="dash", line_color=NEUTRAL, annotation_text=f"even: {ideal:.1f}",
+                  annotation_position="top right")
+    fig.update_layout(barmode="overlay", height=340, margin=dict(l=10, r=10, t=30, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.2),
+                      xaxis=dict(title="tokens routed to an expert (held-out)"),
+                      yaxis=dict(title="experts (count)"))
+    return fig

@@ -27,7 +27,8 @@ CONCEPT: dict[str, str] = {
     "routed": _ORANGE, "shared": _PURPLE, "latent": _VERMILLION, "router": _YELLOW, "dense": _LIGHT_GREY,
     "attn": _BLUE, "embedding": _LIGHT_GREY, "head": _GREY,
     # references
-    "baseline": _LIGHT_GREY, "published": _DARK,
+    "baseline": _LIGHT_GREY, "published": _DARK, "measured": _DARK, "analytic": _ORANGE,
+    "correction": _VERMILLION, "active": _DARK, "attnres": _PURPLE,  # the delta rule's write v - S^T k
 }
 # balancing methods (MoE page): one colour each, the same on every panel
 BALANCING: dict[str, str] = {"none": _LIGHT_GREY, "aux_loss": _SKY, "bias": _ORANGE, "quantile": _GREEN}
@@ -37,19 +38,73 @@ LINK: dict[str, str] = {"nvlink": _SKY, "nic": _VERMILLION, "hbm_weights": _BLUE
 # dispatch vs combine
 DIRECTION: dict[str, str] = {"dispatch": _BLUE, "combine": _ORANGE}
 
+# the three reference models wherever they stand side by side (bytes ledger, interconnect, cost)
+MODEL: dict[str, str] = {"deepseek-v3": _SKY, "kimi-k2": _BLUE, "k3": _VERMILLION}
+# $ per task: what the tokens are billed as
+COST: dict[str, str] = {"input": _BLUE, "cached_input": _SKY, "output": _ORANGE}
+# series that are not a concept (several settings of one knob): palette order, never plotly's default colorway
+SERIES: tuple[str, ...] = (_BLUE, _ORANGE, _GREEN, _VERMILLION, _PURPLE, _SKY, _YELLOW, _DARK)
+
 HIGHLIGHT_LINE = dict(color=_DARK, width=3)  # "your setting": an outline, not a hue
-NEUTRAL = _GREY
+HIGHLIGHT_MARKER = dict(color="rgba(0,0,0,0)", size=14, line=HIGHLIGHT_LINE)  # a ring around the point
+NEUTRAL = _GREY  # reference lines (ideal load, parity, 1x)
+CONTROL = _DARK  # theme colour of sliders and buttons (.streamlit/config.toml primaryColor): no concept's hue
+COUNTERFACTUAL_PATTERN = dict(shape="/", fgcolor="#FFFFFF", solidity=0.35)  # "K3 without latent": hatched bars
 SEQUENTIAL_SCALE = "Viridis"  # heatmaps of one quantity (magnitudes, loads)
 DIVERGING_SCALE = "RdBu"  # heatmaps of signed quantities (state entries, deltas)
 
 
+_TABLES = (CONCEPT, BALANCING, LINK, DIRECTION, MODEL, COST)
+# every colour a figure may use (traces, lines, shapes); tests check built figures against it
+PALETTE: frozenset[str] = frozenset({*(c for t in _TABLES for c in t.values()), *SERIES, _GREY, _LIGHT_GREY,
+                                     _DARK, "#FFFFFF", "rgba(0,0,0,0)"})
+
+
 def color(concept: str) -> str:
-    """The colour of `concept` (a key of CONCEPT, BALANCING, LINK or DIRECTION); KeyError names the known ones."""
-    for table in (CONCEPT, BALANCING, LINK, DIRECTION):
+    """The colour of `concept` (a key of CONCEPT, BALANCING, LINK, DIRECTION, MODEL or COST); KeyError names the
+    known ones."""
+    for table in _TABLES:
         if concept in table:
             return table[concept]
-    known = sorted({*CONCEPT, *BALANCING, *LINK, *DIRECTION})
+    known = sorted({k for t in _TABLES for k in t})
     raise KeyError(f"no colour for {concept!r}; known concepts: {known}")
+
+
+def translucent(hex_color: str, alpha: float) -> str:
+    """A palette colour with opacity `alpha` (bands, fills): '#0072B2', 0.2 -> 'rgba(0, 114, 178, 0.2)'."""
+    h = hex_color.lstrip("#")
+    return f"rgba({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)}, {alpha})"
+
+
+def opaque(colour: str) -> str:
+    """The '#RRGGBB' behind a colour string ('rgba(0, 114, 178, 0.2)' -> '#0072B2'); others unchanged."""
+    if colour.startswith("rgb"):
+        r, g, b = (int(float(v)) for v in colour[colour.index("(") + 1:colour.index(")")].split(",")[:3])
+        return f"#{r:02X}{g:02X}{b:02X}"
+    return colour
+
+
+def series_color(i: int) -> str:
+    """The i-th colour for series that are settings of one knob (not concepts): cycles through SERIES."""
+    return SERIES[i % len(SERIES)]
+
+
+def model_key(name: str) -> str | None:
+    """'DeepSeek-V3', 'deepseek-v3', 'Kimi K2', 'K3 (estimated)', 'k3-estimated' -> a MODEL key (None if not one)."""
+    n = name.lower().replace("-", " ").replace("_", " ")
+    if "deepseek" in n:
+        return "deepseek-v3"
+    if "k2" in n.split() or "kimi k2" in n:
+        return "kimi-k2"
+    if "k3" in n.split() or "kimi k3" in n:
+        return "k3"
+    return None
+
+
+def model_color(name: str, fallback: int = 0) -> str:
+    """The colour of a reference model by any of its spellings; other names get series_color(fallback)."""
+    key = model_key(name)
+    return MODEL[key] if key else series_color(fallback)
 
 
 # --------------------------------------------------------------------------------------------- units
@@ -82,6 +137,15 @@ def bytes_axis(quantity: str, n_max: float) -> tuple[str, float]:
     return f"{quantity} ({name})", size
 
 
+# byte units a figure must not show: binary units (one formatter, decimal) and the upper-case "KB" spelling
+FORBIDDEN_UNITS = ("KiB", "MiB", "GiB", "TiB", "KB")
+
+
 def log_axis(title: str) -> dict:
     """Plotly axis settings for a log axis labelled once per decade (1, 10, 100, ...), no 2-5 minor labels."""
     return dict(title=title, type="log", dtick=1, minor=dict(showgrid=True), exponentformat="SI")
+
+
+def bytes_log_axis(quantity: str) -> dict:
+    """A log axis of raw byte counts labelled once per decade in decimal units: 1kB, 10kB, ..., 1GB."""
+    return {**log_axis(f"{quantity} (bytes, log)"), "ticksuffix": "B"}

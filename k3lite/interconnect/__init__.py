@@ -1,0 +1,32 @@
+"""Interconnect bytes per token for expert-parallel MoE.
+
+    deployment.py  schemes, wire formats, record layouts (from DeepEP's buffers), topologies, `REFERENCE`
+    analytic.py  the model: three dispatch schemes (direct / DeepEP normal / low-latency), exact expectations
+                 under uniform routing, exact counts for given routing, and THE wire-bytes function
+                 `wire_bytes_per_token(cfg, topology, ep, scheme, node_limit) -> WireBytes` every page uses
+    deepep.py    DeepEP's published benchmark settings next to our bytes for them
+    measured.py  a real expert-parallel layer on torch.distributed processes (gloo here, nccl on GPUs), two
+                 levels of process groups, byte counts compared with the analytic count for the same routing
+    run.py       the workers: one rank (also under torchrun), results, the local gloo launcher
+    __main__.py  the CLI: python -m k3lite.interconnect analytic | measure | worker
+
+The package namespace is the analytic model only (numpy, no torch.distributed), so layers and pages can import
+it cheaply; import the measured run from `k3lite.interconnect.measured`.
+"""
+from k3lite.interconnect.analytic import (
+    CopyCounts, TokenTraffic, WireBytes, analytic_traffic, cli_rows, compare_presets, count_copies, deployment_bytes,
+    expected_copies, layer_bytes, link_copies, link_seconds, node_limit_sweep, sample_uniform_routing, traffic_table,
+    wire_bytes_per_token,
+)
+from k3lite.interconnect.deployment import (
+    REFERENCE, SCHEME_LABELS, SCHEMES, TOPOLOGIES, WIRE_FORMATS, Deployment, Topology, WireFormat, check_scheme,
+    expert_to_gpu, experts_per_gpu, get_topology, record_bytes, wire_format,
+)
+
+__all__ = [
+    "REFERENCE", "SCHEME_LABELS", "SCHEMES", "TOPOLOGIES", "WIRE_FORMATS", "CopyCounts", "Deployment", "TokenTraffic",
+    "Topology", "WireBytes", "WireFormat", "analytic_traffic", "check_scheme", "cli_rows", "compare_presets",
+    "count_copies", "deployment_bytes", "expected_copies", "expert_to_gpu", "experts_per_gpu", "get_topology",
+    "layer_bytes", "link_copies", "link_seconds", "node_limit_sweep", "record_bytes", "sample_uniform_routing",
+    "traffic_table", "wire_bytes_per_token", "wire_format",
+]
