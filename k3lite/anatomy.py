@@ -9,8 +9,8 @@ the function the mechanism pages call.
     HBM weight bytes  active parameters x bytes per parameter of the storage format (k3lite.memory.precision,
                       as memory.weight_bytes), read once per decoded token (batch 1)
     cache bytes       k3lite.memory.sequence_cache_bytes: MLA latent cache at `context` tokens, KDA state + conv tail
-    wire bytes        k3lite.moe.latent_cost_per_token: dispatch + combine of the top-k routed copies, every
-                      copy counted as leaving its GPU (the MoE and forward-pass pages' convention)
+    wire bytes        k3lite.interconnect.wire_bytes_per_token: dispatch + combine of the routed copies on the
+                      reference deployment the MoE and forward-pass pages state (interconnect.REFERENCE)
     AttnRes reads     k3lite.attnres.attnres_cost: every depth source each mix reads (0 for a plain residual)
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import NamedTuple
 from k3lite.attnres import attnres_cost
 from k3lite.config import K3Config
 from k3lite.memory import precision, sequence_cache_bytes
-from k3lite.moe import latent_cost_per_token
+from k3lite.interconnect import wire_bytes_per_token
 from k3lite.params import params_by_layer
 
 # the parts a learner can point at, in drawing order, and the page that goes deeper into each
@@ -92,10 +92,7 @@ def anatomy(cfg: K3Config, context: int = 131072, weights: str = "bf16") -> Anat
     types = cfg.layer_types()
     n_mla, n_kda = types.count("mla"), types.count("kda")
     mla_cache, kda_cache = sequence_cache_bytes(cfg, context)
-    moe = cfg.moe
-    ratio = (moe.latent_dim or cfg.d_model) / cfg.d_model
-    wire = latent_cost_per_token(cfg.d_model, moe.expert_ffn_dim, moe.top_k, moe.n_shared_experts,
-                                 moe.one_shared_ffn_dim, ratio).wire_bytes
+    wire = wire_bytes_per_token(cfg).total  # per token per MoE layer
     layers: list[dict[str, PartNumbers]] = []
     for i, comps in enumerate(per_layer):
         comps = dict(comps)

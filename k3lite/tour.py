@@ -14,6 +14,7 @@ from k3lite import kda
 from k3lite.attnres import attnres_cost
 from k3lite.config import MoEConfig, get_preset
 from k3lite.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker, single_model
+from k3lite.interconnect import REFERENCE
 from k3lite.hybrid import REPORTED, decode_cost, kv_reduction
 from k3lite.moe import latent_cost_per_token
 from k3lite.params import count_params
@@ -91,17 +92,19 @@ def latent() -> Reveal:
     cfg = get_preset("k3-estimated")
     m = cfg.moe
     half, quarter = (latent_cost_per_token(cfg.d_model, m.expert_ffn_dim, m.top_k, m.n_shared_experts,
-                                           m.one_shared_ffn_dim, r) for r in (0.5, 0.25))
+                                           m.one_shared_ffn_dim, r, n_experts=m.n_routed_experts)
+                     for r in (0.5, 0.25))
     factor = quarter.wire_bytes / half.wire_bytes
     options = {"they halve": 0.5, "they fall to a quarter": 0.25, "unchanged": 1.0, "they double": 2.0}
     answer = min(range(len(options)), key=lambda i: abs(math.log(list(options.values())[i] / factor)))
     return Reveal(answer, f"x {factor:.2f}",
-                  f"Only the latent crosses the wire: 2 (dispatch + combine) x top-{m.top_k} x l x 2 bytes, so bytes "
-                  f"scale with l: {fmt_bytes(half.wire_bytes)} at l = {half.latent_dim} vs "
-                  f"{fmt_bytes(quarter.wire_bytes)} at l = {quarter.latent_dim} per token per MoE layer. The routed "
-                  f"FLOPs fall by the same factor ({half.routed_flops / 1e9:.2f} -> {quarter.routed_flops / 1e9:.2f} "
-                  "GFLOP); the saving is what LatentMoE spends on more experts and a higher top-k. The shared experts "
-                  "never cross the wire.",
+                  f"Only the latent crosses the wire, so the bytes follow l: {fmt_bytes(half.wire_bytes)} at "
+                  f"l = {half.latent_dim} vs {fmt_bytes(quarter.wire_bytes)} at l = {quarter.latent_dim} per token per "
+                  f"MoE layer (x {factor:.2f}; dispatch + combine of top-{m.top_k} copies on {REFERENCE.describe()}, "
+                  f"record metadata included{', so not exactly half' if abs(factor - 0.5) > 0.005 else ''}). "
+                  "The routed FLOPs fall by half too "
+                  f"({half.routed_flops / 1e9:.2f} -> {quarter.routed_flops / 1e9:.2f} GFLOP); the saving is what "
+                  "LatentMoE spends on more experts and a higher top-k. The shared experts never cross the wire.",
                   {f"wire bytes, l = {half.latent_dim}": fmt_bytes(half.wire_bytes),
                    f"wire bytes, l = {quarter.latent_dim}": fmt_bytes(quarter.wire_bytes)})
 

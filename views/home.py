@@ -57,7 +57,7 @@ st.plotly_chart(fig, width="stretch", key="home_map", on_select=open_part_page, 
 if (go_to := st.session_state.pop("home_go", None)) is not None:
     st.switch_page(by_url_path(go_to).file)
 st.caption(f"Click an element to open its page; hover it for its parameters and the bytes one decoded token moves "
-           f"through it (batch 1, bf16 weights, {MAP_CONTEXT // 1024}K-token context). The arcs: the block Attention "
+           f"through it (batch 1, bf16 weights, {MAP_CONTEXT:,}-token context). The arcs: the block Attention "
            "Residual sums the LM head reads; each layer reads the ones completed before it. Below: each part's "
            "share of the whole.")
 st.dataframe(

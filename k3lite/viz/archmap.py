@@ -13,7 +13,8 @@ block sum) wired to the LM head's final mix, which reads every one of them.
 
 Every node carries `customdata = [stage kind, layer, part]`: the forward-pass page maps a click to its stage,
 home maps it to the page of the part. Numbers in the hover come from a Trace when one is given (state norm,
-max-violation, bytes so far) and from `k3lite.anatomy` otherwise (parameters, bytes per decoded token).
+max-violation, bytes so far on the reference deployment of k3lite.interconnect) and from `k3lite.anatomy`
+otherwise (parameters, bytes per decoded token).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import plotly.graph_objects as go
 
 from k3lite.anatomy import Anatomy, PartNumbers
 from k3lite.config import K3Config
+from k3lite.interconnect import wire_bytes_per_token
 from k3lite.params import fmt
 from k3lite.trace import Trace
 from k3lite.viz.style import HIGHLIGHT_LINE, NEUTRAL, color, fmt_bytes
@@ -218,7 +220,8 @@ def _num_static(node: Node, an: Anatomy | None) -> str:
     return "<br>".join(parts)
 
 
-def _num_live(node: Node, trace: Trace | None) -> str:
+def _num_live(node: Node, trace: Trace | None, wire: float) -> str:
+    """Numbers of this prompt's forward pass; `wire` = bytes one token moves per MoE layer (dispatch + combine)."""
     if trace is None:
         return ""
     if node.stage == "tokenize":
@@ -226,9 +229,9 @@ def _num_live(node: Node, trace: Trace | None) -> str:
     if node.stage == "embed":
         return f"mean ‖v₀‖ {float(trace.embedding_norm.float().mean()):.2f}"
     if node.stage in ("logits", "next") or node.layer is None or node.layer >= trace.n_layers:
-        return f"interconnect bytes per token, all layers: {fmt_bytes(trace.bytes_per_token())}"
+        return f"interconnect bytes per token, all layers: {fmt_bytes(trace.bytes_per_token(wire))}"
     lt = trace.layers[node.layer]
-    cum = trace.bytes_cumulative()[node.layer]
+    cum = trace.bytes_cumulative(wire)[node.layer]
     if node.stage == "depth":
         return (f"mixer reads {len(lt.depth_sources_mixer)} sources, FFN {len(lt.depth_sources_ffn)}; "
                 f"weight on the embedding {float(lt.depth_weights_mixer[0, :, 0].float().mean()):.2f}")
@@ -282,6 +285,7 @@ def architecture_map(cfg: K3Config, trace: Trace | None = None, anatomy: Anatomy
     if trace is not None and trace.n_layers != cfg.n_layers:
         raise ValueError(f"trace has {trace.n_layers} layers but the config {cfg.name!r} has {cfg.n_layers}")
     lay = layout(cfg, max_layer_rows)
+    wire = wire_bytes_per_token(cfg).total  # the reference deployment the MoE and forward-pass pages state
     fig = go.Figure()
     shapes: list[dict] = []  # collected and set once: add_shape re-validates every shape so far (quadratic)
     n_rows = len(lay.rows)
@@ -332,7 +336,7 @@ def architecture_map(cfg: K3Config, trace: Trace | None = None, anatomy: Anatomy
             row = lay.rows[n.row] if n.row >= 0 else None
             if row is not None and row.repeat > 1:
                 where += f" (and every {row.period}th layer after it: {row.repeat} layers drawn as one)"
-            extra = [t for t in (n.hover, _num_live(n, trace), _num_static(n, anatomy)) if t]
+            extra = [t for t in (n.hover, _num_live(n, trace, wire), _num_static(n, anatomy)) if t]
             what = "latent down-projection d→l" if (n.part, n.stage) == ("latent_proj", "experts") else (
                 "latent up-projection l→d + combine" if n.part == "latent_proj" else NAMES[n.part])
             hovers.append("<br>".join([f"<b>{what}</b> {where}".strip(), *extra]))
