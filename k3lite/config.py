@@ -83,6 +83,14 @@ class KDAConfig:
         return self.gate_rank or self.head_dim
 
 
+def routed_fraction(top_k: int, n_routed_experts: int) -> float:
+    """Share of the routed experts one token visits (top-k / E): the "activation ratio" of the expert pool.
+    `MoEConfig.activation_ratio`, the parameter count, the home page and the routing page's table all use it."""
+    if not 1 <= top_k <= n_routed_experts:
+        raise ValueError(f"need 1 <= top_k <= routed experts, got top_k {top_k}, experts {n_routed_experts}")
+    return top_k / n_routed_experts
+
+
 @dataclass(frozen=True)
 class MoEConfig:
     """Routed experts (+ always-on shared experts), optionally in a latent space (LatentMoE)."""
@@ -143,7 +151,7 @@ class MoEConfig:
     @property
     def activation_ratio(self) -> float:
         """Fraction of routed experts one token uses (K3: 16/896 = 1.8%)."""
-        return self.top_k / self.n_routed_experts
+        return routed_fraction(self.top_k, self.n_routed_experts)
 
 
 @dataclass(frozen=True)
@@ -347,7 +355,8 @@ def k3_estimated() -> K3Config:
     dense FFN 33792, vocab 163840. Our guesses on top of those: MLA dims of the K2 family
     (kv_lora 512, qk 128+64, v 128, q_lora 1536, NoPE as in Kimi Linear, sigmoid output gate);
     KDA with 96 heads x 128 (= d_model / 56, chosen so q/k/v projections match the MLA width of
-    the same family); 1 dense first layer; attention-residual blocks of 12 sublayers (~8 blocks).
+    the same family); 1 dense first layer; attention-residual blocks of 24 sublayers (186 sublayers -> 8 blocks,
+    the last one partial).
     `python -m k3lite.params --preset k3-estimated` shows how close this lands to 2.8T.
     """
     return K3Config(

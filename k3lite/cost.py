@@ -202,6 +202,32 @@ def savings_curve(planner: ModelPrice, worker: ModelPrice, profile: TaskProfile,
                      for w in worker_successes])
 
 
+class SplitWhatIf(NamedTuple):
+    """How much of the planner/worker saving survives a change: factor = x cheaper than the planner alone,
+    kept = share of the dollar saving per completed task that remains (1 = all of it, 0 = none, < 0 = dearer)."""
+
+    change: str
+    factor: float
+    kept: float
+
+
+def split_what_ifs(planner: ModelPrice, worker: ModelPrice, profile: TaskProfile, planner_share: float,
+                   planner_success: float, worker_success: float) -> tuple[float, list[SplitWhatIf]]:
+    """(factor at these settings, [halved worker success, planner does half the turns]): the cost page's
+    sentence about what erodes the split's saving, computed instead of asserted."""
+    alone = analyze(single_model(planner, profile)).per_completed_task
+    base = analyze(planner_worker(planner, worker, profile, planner_share, planner_success,
+                                  worker_success)).per_completed_task
+    out = []
+    for change, share, w in ((f"worker success halved to {100 * worker_success / 2:.0f}%", planner_share,
+                              worker_success / 2),
+                             ("planner does half the turns", max(planner_share, 0.5), worker_success)):
+        split = analyze(planner_worker(planner, worker, profile, share, planner_success, w)).per_completed_task
+        kept = (alone - split) / (alone - base) if alone != base else float("nan")
+        out.append(SplitWhatIf(change, alone / split, kept))
+    return alone / base, out
+
+
 def break_even_success(reference: Strategy, other: Strategy) -> float:
     """Success per attempt `other` needs to cost the same per completed task as `reference`.
 

@@ -6,8 +6,11 @@
       |--shared SwiGLU (full d, always on)--------------------------------------> + shared (N, d)
 
 Sources
-- Router, sigmoid scores, group-limited top-k, gate weights from raw scores renormalised over the chosen k
-  times `route_scale`: DeepSeek-V3 (arXiv 2412.19437; `inference/model.py` `Gate`).
+- Router, sigmoid scores, group-limited top-k, gate weights from the raw scores times `route_scale`: DeepSeek-V3
+  (arXiv 2412.19437; `inference/model.py` `Gate`), matched in its two special cases: the chosen weights are
+  renormalised over the k only for sigmoid scores (softmax scores are used as they are), and groups are ranked
+  by their best score (amax) when selection has no bias, by the sum of their top-2 when it has one (bias, and
+  quantile's beta, which plays the same role). tests/test_moe.py checks this against a port of `Gate`.
 - Balancing, selected by `MoEConfig.balancing`:
     none      plain top-k of the raw scores.
     aux_loss  Switch / GShard auxiliary loss  L = alpha * E * sum_i f_i * P_i  (Fedus et al., arXiv 2101.03961),
@@ -43,7 +46,7 @@ from k3lite.nn import RMSNorm, SwiGLU
 # ------------------------------------------------------------------------------------------ results
 class RouterOutput(NamedTuple):
     topk_idx: torch.Tensor  # (N, k) long: chosen experts (selected on balanced scores)
-    topk_weight: torch.Tensor  # (N, k): raw scores of the chosen experts, renormalised over k, x route_scale
+    topk_weight: torch.Tensor  # (N, k): raw scores of the chosen experts (renormalised over k if sigmoid) x route_scale
     scores: torch.Tensor  # (N, E): raw router scores (sigmoid or softmax), no bias / beta
     aux_loss: torch.Tensor  # (): Switch aux loss when balancing == "aux_loss", else 0
 
@@ -151,8 +154,10 @@ class Router(nn.Module):
         if cfg.n_groups > 1 and cfg.topk_groups < cfg.n_groups:
             n, e = sel.shape
             grouped = sel.view(n, cfg.n_groups, e // cfg.n_groups)  # (N, G, E/G)
-            # DeepSeek-V3 Gate: rank groups by the sum of their top-2 (max if a group has one expert)
-            group_score = grouped.topk(min(2, grouped.shape[-1]), dim=-1).values.sum(-1)  # (N, G)
+            # DeepSeek-V3 Gate: with a selection bias rank groups by the sum of their top-2, without one by amax
+            biased = cfg.balancing in ("bias", "quantile")
+            group_score = (grouped.topk(min(2, grouped.shape[-1]), dim=-1).values.sum(-1) if biased
+                           else grouped.amax(-1))  # (N, G)
             keep = group_score.topk(cfg.topk_groups, dim=-1).indices  # (N, topk_groups)
             mask = torch.ones(n, cfg.n_groups, dtype=torch.bool, device=sel.device).scatter_(1, keep, False)
             sel = grouped.masked_fill(mask[..., None], float("-inf")).view(n, e)
@@ -170,7 +175,9 @@ class Router(nn.Module):
         scores = self.score(x)  # (N, E)
         topk_idx = self.select(scores.detach())  # (N, k)
         weight = scores.gather(1, topk_idx)  # (N, k) raw scores of the chosen experts
-        weight = weight / weight.sum(-1, keepdim=True).clamp_min(1e-20) * cfg.route_scale
+        if cfg.score_func == "sigmoid":  # as DeepSeek-V3's Gate: softmax scores already sum to 1 over all E
+            weight = weight / weight.sum(-1, keepdim=True).clamp_min(1e-20)
+        weight = weight * cfg.route_scale
 
         aux_loss = scores.new_zeros(())
         if cfg.balancing == "aux_loss" and x.shape[0] > 0:

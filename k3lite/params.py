@@ -83,6 +83,12 @@ class ParamReport:
         }
 
 
+def active_with_embedding(report: ParamReport) -> int:
+    """Active parameters counting the input-embedding table in (the convention of DeepSeek-V3's weights README:
+    "36.7B activated, including 0.9B embedding and 0.9B output head"); our own convention leaves it out."""
+    return report.active + report.by_component["embedding"] - report.active_by_component["embedding"]
+
+
 def build_meta_model(cfg: K3Config) -> K3Model:
     with torch.device("meta"):
         return K3Model(cfg)
@@ -100,7 +106,7 @@ ACTIVE_RULE = (
 def active_share(component: str, cfg: K3Config) -> float:
     """The fraction of a component's parameters one token uses: the one home of the "active" rule."""
     if component == "routed_experts":
-        return cfg.moe.activation_ratio  # top_k / E
+        return cfg.moe.activation_ratio  # top_k / E (config.routed_fraction)
     if component == "embedding" and not cfg.tie_embeddings:
         return 0.0  # a lookup, not a matmul (see module docstring)
     return 1.0

@@ -17,6 +17,7 @@ from k3lite.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker
 from k3lite.interconnect import REFERENCE
 from k3lite.hybrid import REPORTED, decode_cost, kv_reduction
 from k3lite.moe import latent_cost_per_token
+from k3lite.moe_demo import prompt_demo
 from k3lite.params import count_params
 from k3lite.serving import Serving, check_fits, decode_step
 from k3lite.serving_compare import gpus_for_weights
@@ -117,8 +118,6 @@ BALANCE_PROMPT = "The cat sat on the mat, and 42 dogs barked at 3.14 birds."
 
 def balancing() -> Reveal:
     """MoE page (b): held-out load per expert with no balancing vs quantile balancing (`prompt_demo`)."""
-    from k3lite.bench.balance import prompt_demo  # the MoE page's demo; 20 s, so imported only when a step runs
-
     demo = prompt_demo(BALANCE_CFG, 128, BALANCE_PROMPT)
     none, quant = 1 + demo.eval_violation["none"], 1 + demo.eval_violation["quantile"]
     return Reveal(none, f"{none:.2f}x the average",

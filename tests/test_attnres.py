@@ -3,6 +3,9 @@ import pytest
 import torch
 
 from k3lite.attnres import DepthAttention, ResidualStream, attnres_cost, depth_attention_reference
+from k3lite.config import get_preset
+from k3lite.model import K3Model
+from k3lite.viz.attnres import depth_matrix, source_names
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 
@@ -122,3 +125,19 @@ def test_cost_model_block_grouping_saves_reads_and_memory():
     assert attnres_cost(L, d, "block", block_size=1).source_reads == full.source_reads
     with pytest.raises(ValueError):
         attnres_cost(0, d, "full")
+
+
+@pytest.mark.parametrize("mode, block", [("standard", 4), ("full", 4), ("block", 4), ("block", 3)])
+def test_heatmap_has_one_source_label_per_column(mode, block):
+    """Standard mode has 2L + 1 coefficients (one per output); it was labelled with block sums of S (5 labels
+    for 17 columns on the lite model). Labels must match the matrix in every mode."""
+    torch.manual_seed(0)
+    cfg = get_preset("lite").with_(n_layers=4, attn_res=mode, attn_res_block_size=block)
+    with torch.inference_mode():
+        trace = K3Model(cfg)(torch.tensor([[1, 2, 3]]), trace=True).trace
+    names, mat = source_names(trace), depth_matrix(trace)
+    assert len(names) == mat.shape[1], (names, mat.shape)
+    n_sub = 2 * cfg.n_layers
+    assert mat.shape[1] == (n_sub + 1 if mode != "block" else 1 + -(-n_sub // block))
+    if mode != "block":
+        assert not any(n.startswith("B") for n in names)  # single outputs, no block-sum labels

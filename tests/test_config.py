@@ -1,7 +1,10 @@
 """Config validation: every bad combination raises ValueError naming the constraint."""
+import math
+import re
+
 import pytest
 
-from k3lite.config import PRESETS, K3Config, KDAConfig, MLAConfig, MoEConfig, get_preset
+from k3lite.config import PRESETS, K3Config, KDAConfig, MLAConfig, MoEConfig, get_preset, k3_estimated
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -76,3 +79,13 @@ def test_nested_dataclasses_direct():
         MoEConfig(n_routed_experts=4, top_k=5, expert_ffn_dim=8)
     with pytest.raises(ValueError, match="kv_lora_rank"):
         MLAConfig(n_heads=2, kv_lora_rank=0, qk_nope_head_dim=8, qk_rope_head_dim=0, v_head_dim=8)
+
+
+def test_k3_docstring_block_count_matches_the_preset():
+    """The k3-estimated docstring's attention-residual numbers are the preset's (it once said 12 while using 24)."""
+    cfg = get_preset("k3-estimated")
+    m = re.search(r"blocks of (\d+) sublayers \((\d+) sublayers -> (\d+) blocks", " ".join(k3_estimated.__doc__.split()))
+    assert m, "docstring no longer states the block size"
+    size, subs, blocks = map(int, m.groups())
+    assert (size, subs) == (cfg.attn_res_block_size, cfg.n_sublayers)
+    assert blocks == math.ceil(cfg.n_sublayers / cfg.attn_res_block_size)

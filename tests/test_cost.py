@@ -6,6 +6,7 @@ import pytest
 
 from k3lite.cost import (
     PRICES, ModelPrice, TaskProfile, analyze, break_even_success, planner_worker, savings, savings_curve, simulate, single_model,
+    split_what_ifs,
 )
 
 K3 = PRICES["kimi-k3"]
@@ -134,3 +135,20 @@ def test_page_bad_link_value_is_a_notice_not_a_traceback():
     at.run()
     assert not at.exception
     assert any("cost_success" in w.value for w in at.warning)
+
+
+def test_split_what_ifs_are_computed_not_asserted():
+    """The page once said halving the worker's success leaves 'most of the saving gone'; at the defaults the
+    split stays 4.7x cheaper with 88% of the dollar saving left. Check the arithmetic by hand."""
+    profile = TaskProfile(turns=20.0, input_tokens_per_turn=20_000.0, output_tokens_per_turn=1000.0, success_rate=0.8,
+                          turn_retry_rate=0.05, cache_hit_rate=0.5, max_attempts=3)
+    worker = ModelPrice("w", 0.10, 0.40, PRICES["small-worker"].cache_discount)
+    factor, (half, share) = split_what_ifs(PRICES["kimi-k3"], worker, profile, 0.075, 0.98, 0.8)
+    alone = analyze(single_model(PRICES["kimi-k3"], profile)).per_completed_task
+    split = analyze(planner_worker(PRICES["kimi-k3"], worker, profile, 0.075, 0.98, 0.8)).per_completed_task
+    assert factor == pytest.approx(alone / split)
+    # success enters only as 1 / p: halving the worker's success doubles the split's cost per task exactly
+    assert half.factor == pytest.approx(factor / 2)
+    assert half.kept == pytest.approx((alone - 2 * split) / (alone - split))
+    assert round(half.factor, 1) == 4.7 and round(100 * half.kept) == 88
+    assert share.factor < half.factor and 0 < share.kept < half.kept

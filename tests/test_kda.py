@@ -283,6 +283,40 @@ def test_recall_probe_shapes_and_lineage():
         kda.recall_probe(8, fast_decay=0.0)
 
 
+def test_probe_claims_say_what_the_probe_shows():
+    """At the page's defaults linear attention recalls the oldest pair best (0.79) and the page must say so;
+    the old text claimed it 'recalls every pair about equally badly' and that per-channel decay keeps the fact."""
+    probe = kda.recall_probe(64, fast_decay=0.9, keys="aligned")
+    fact = {m: float(x[0]) for m, x in probe.scores.items()}
+    text = " ".join(kda.probe_claims(probe))
+    best = max(fact, key=fact.get)
+    assert best == "linear attention" and f"Oldest pair (the fact), best first: linear attention {fact[best]:.2f}" in text
+    assert "Linear attention recalls the fact best here" in text and "equally badly" not in text
+    assert "Per-channel decay keeps more of the fact" in text  # KDA 0.69 vs GDN -0.01: that part holds
+    # random keys: both decays lose the fact, and the text says neither keeps it
+    rand = " ".join(kda.probe_claims(kda.recall_probe(64, fast_decay=0.9, keys="random")))
+    assert "Neither decay keeps the fact" in rand and "Per-channel decay keeps more" not in rand
+    # no leak: nothing overwrites the fact's channels, every mechanism's cosine for it is 1 (decay only scales it)
+    clean = kda.recall_probe(64, fast_decay=0.9, keys="aligned", leak=0.0)
+    assert all(float(x[0]) > 0.99 for x in clean.scores.values())
+    assert "does not keep more of the fact" in " ".join(kda.probe_claims(clean))
+    with pytest.raises(ValueError, match="leak"):
+        kda.recall_probe(8, leak=1.5)
+
+
+def test_page_formula_has_the_scale_the_kernel_applies():
+    """The page's read-out o_t = K^-1/2 S^T q_t is what chunk_kda computes by default."""
+    text = (ROOT / "views" / "kda.py").read_text()
+    assert r"o_t = K^{-1/2}\,S_t^\top q_t" in text
+    torch.manual_seed(0)
+    B, T, H, K = 1, 6, 1, 8
+    q, k, v = (torch.nn.functional.normalize(torch.randn(B, T, H, K), dim=-1) for _ in range(3))
+    g, beta = -torch.rand(B, T, H, K), torch.rand(B, T, H)
+    torch.testing.assert_close(kda.chunk_kda(q, k, v, g, beta)[0], kda.chunk_kda(q, k, v, g, beta, scale=K**-0.5)[0])
+    # and the lineage sentence: Mamba-2 -> DeltaNet is not "adding" an idea (DeltaNet has no decay)
+    assert "DeltaNet the correction (and no decay)" in " ".join(text.split())
+
+
 def test_memory_vs_context_hybrid_saving():
     cfg = get_preset("kimi-linear-48b-a3b")
     curves = memory.memory_vs_context(cfg, [1, 1_000_000])

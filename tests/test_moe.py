@@ -290,7 +290,7 @@ def test_inference_mode_buffer_path_matches_naive():
 
 # ------------------------------------------------------------------------------------------ bench / demo code
 def test_balance_experiment_quantile_and_bias_beat_raw_topk():
-    from k3lite.bench.balance import run_balance
+    from k3lite.moe_balance import run_balance
 
     runs = run_balance(steps=60, batch=128, methods=("none", "bias", "quantile"))
     tail = {m: sum(r.max_violation[-10:]) / 10 for m, r in runs.items()}
@@ -302,7 +302,7 @@ def test_balance_experiment_quantile_and_bias_beat_raw_topk():
 
 
 def test_prompt_demo_shapes_labels_and_errors():
-    from k3lite.bench.balance import MAX_PROMPT_BYTES, prompt_demo
+    from k3lite.moe_demo import MAX_PROMPT_BYTES, prompt_demo
 
     c = cfg(n_routed_experts=16, top_k=2, latent_dim=16, latent_norm=True, n_shared_experts=1)
     d = prompt_demo(c, 32, "a b\n日")
@@ -321,7 +321,7 @@ def test_prompt_demo_shapes_labels_and_errors():
 
 def test_model_moe_inputs_are_what_the_trained_router_sees():
     """Hooked hidden states, fed to the model's own router, reproduce the routing its Trace recorded."""
-    from k3lite.bench.balance import model_moe_inputs
+    from k3lite.moe_demo import model_moe_inputs
     from k3lite.checkpoint import load_lite_model
 
     model, _ = load_lite_model()
@@ -372,7 +372,10 @@ def test_figures_build_from_routing_data():
     costs = [latent_cost_per_token(64, 32, 4, 1, 64, r, n_experts=16) for r in (1, 0.5)]
     assert len(latent_tradeoff(costs, 0.5).data) == 4
     rows = activation_rows(16, 896)
-    assert rows[0]["activation"] == "1.8%" and any("seed article" in r["how"] for r in rows)
+    assert rows[0]["activation"] == "1.79%" and any("seed article" in r["how"] for r in rows)
+    by_model = {r["model"]: r["activation"] for r in rows}
+    assert by_model["Kimi K2"] == "2.08%"  # 8 / 384 from the preset, not the seed's rounded "~2.0%"
+    assert by_model["Inkling"] == "~3.1%" and by_model["MiniMax M3"] == "~3.1%"  # the seed article's quoted rows
 
 
 # ------------------------------------------------------------------------------------------ the page
@@ -395,9 +398,14 @@ def test_page_renders_at_default(root):
     assert at.title[0].value == "Stable LatentMoE & routing"
     heads = [h.value for h in at.subheader]
     assert [h[:3] for h in heads] == ["(a)", "(b)", "(c)", "(d)", "(e)"]
-    assert "grading on a curve" in " ".join(m.value for m in at.markdown).lower()
-    assert len(at.get("plotly_chart")) == 5 and len(at.dataframe) == 2
-    assert "trained lite model" in " ".join(c.value for c in at.caption)
+    md = " ".join(m.value for m in at.markdown).lower()
+    assert "grading on a curve" in md
+    # quantile balancing is token choice on s - beta; exact-by-construction evenness belongs to expert choice
+    assert "token choice" in md and "s − β" in md and "comes out even by construction" not in md
+    assert len(at.get("plotly_chart")) == 6 and len(at.dataframe) == 2
+    captions = " ".join(c.value for c in at.caption)
+    assert "trained lite model" in captions
+    assert "Every method got 32 updates" in captions  # one budget for all methods (it was 6 for quantile, 30 else)
 
 
 @pytest.mark.parametrize("state", [
@@ -409,7 +417,7 @@ def test_page_renders_at_extremes(root, state):
     at = _page(root, **state)
     assert not at.exception, [e.message for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) == 5
+    assert len(at.get("plotly_chart")) == 6
 
 
 @pytest.mark.parametrize("state, message", [
@@ -422,3 +430,46 @@ def test_page_invalid_input_is_a_clear_error(root, state, message):
     at = _page(root, **state)
     assert not at.exception, [e.message for e in at.exception]
     assert any(message in e.value for e in at.error), [e.value for e in at.error]
+
+
+# ------------------------------------------------------------------------------------------ DeepSeek-V3 Gate
+def deepseek_gate(x, weight, bias, score_func, n_groups, topk_groups, top_k, route_scale):
+    """Port of DeepSeek-V3 `inference/model.py` `Gate.forward` (bias = its optional selection bias or None)."""
+    scores = x @ weight.T
+    scores = scores.softmax(dim=-1) if score_func == "softmax" else scores.sigmoid()
+    original = scores
+    if bias is not None:
+        scores = scores + bias
+    if n_groups > 1:
+        scores = scores.view(x.size(0), n_groups, -1)
+        group_scores = scores.amax(dim=-1) if bias is None else scores.topk(2, dim=-1)[0].sum(dim=-1)
+        indices = group_scores.topk(topk_groups, dim=-1)[1]
+        mask = scores.new_ones(x.size(0), n_groups, dtype=bool).scatter_(1, indices, False)
+        scores = scores.masked_fill_(mask.unsqueeze(-1), float("-inf")).flatten(1)
+    indices = torch.topk(scores, top_k, dim=-1)[1]
+    weights = original.gather(1, indices)
+    if score_func == "sigmoid":
+        weights /= weights.sum(dim=-1, keepdim=True)
+    return weights * route_scale, indices
+
+
+@pytest.mark.parametrize("score_func", ["sigmoid", "softmax"])
+@pytest.mark.parametrize("balancing", ["none", "bias"])
+@pytest.mark.parametrize("groups", [(1, 1), (4, 2)])
+def test_router_matches_deepseek_gate(score_func, balancing, groups):
+    """Same experts and weights as DeepSeek's Gate in every case: softmax weights are not renormalised, and
+    groups rank by amax without a bias, by top-2 sum with one (both differed before)."""
+    torch.manual_seed(0)
+    c = cfg(n_routed_experts=16, top_k=3, score_func=score_func, balancing=balancing, n_groups=groups[0],
+            topk_groups=groups[1], route_scale=2.5)
+    r = Router(32, c)
+    if balancing == "bias":
+        r.bias.copy_(0.05 * torch.randn(16))
+    x = torch.randn(50, 32)
+    with torch.no_grad():
+        out = r(x)
+        w_ref, idx_ref = deepseek_gate(x, r.weight, r.bias if balancing == "bias" else None, score_func, *groups,
+                                       3, 2.5)
+    torch.testing.assert_close(out.topk_idx.sort(-1).values, idx_ref.sort(-1).values, atol=0, rtol=0)
+    order, order_ref = out.topk_idx.argsort(-1), idx_ref.argsort(-1)
+    torch.testing.assert_close(out.topk_weight.gather(1, order), w_ref.gather(1, order_ref), **TOL)

@@ -4,6 +4,7 @@ import streamlit as st
 
 from k3lite.cost import (
     PRICES, ModelPrice, TaskProfile, analyze, break_even_success, planner_worker, savings_curve, simulate, single_model,
+    split_what_ifs,
 )
 from k3lite.serving_compare import physics_price
 from k3lite.viz.cost import cost_bars_figure, distribution_figure, savings_figure
@@ -114,12 +115,16 @@ q3.metric("split is cheaper by", f"{factor:.1f}x")
 ws = np.linspace(0.05, 1.0, 96)
 curve = savings_curve(PRICES["kimi-k3"], worker, profile, ws, st.session_state.cost_share / 100, 0.98)
 st.plotly_chart(savings_figure(ws, curve, (st.session_state.cost_worker_success / 100, factor)), width="stretch")
+_, what_ifs = split_what_ifs(PRICES["kimi-k3"], worker, profile, st.session_state.cost_share / 100, 0.98,
+                             st.session_state.cost_worker_success / 100)
+band = "inside" if 9 <= factor <= 10 else "outside"
 explain(
     "Assumptions: the planner (K3, $3 / $15) succeeds 98% of the time on its part; an attempt succeeds only if "
     "planner and worker both do and is retried whole. The default worker price ($0.10 / $0.40 per M) is our "
-    "assumption, not a listed price. What to notice: with the worker as reliable as K3 alone and K3 doing ~7.5% "
-    "of the turns the split lands in the seed's ~9-10x band; halve the worker's success, or let the planner "
-    "do half the turns, and most of the saving is gone."
+    f"assumption, not a listed price. What to notice: at these settings the split is {factor:.1f}x cheaper, {band} "
+    "the seed's ~9-10x band. " + "; ".join(
+        f"with the {w.change} it is {w.factor:.1f}x cheaper ({100 * w.kept:.0f}% of the dollar saving per task "
+        "remains)" for w in what_ifs) + ". Computed from the same model as the metrics above."
 )
 
 

@@ -4,12 +4,12 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from k3lite.anatomy import PART_LABEL, PART_PAGE, anatomy
-from k3lite.config import PRESETS, get_preset
-from k3lite.params import ACTIVE_RULE, count_params, fmt
+from k3lite.config import PRESETS, get_preset, routed_fraction
+from k3lite.params import ACTIVE_RULE, active_with_embedding, count_params, fmt
 from k3lite.viz.archmap import architecture_map
-from k3lite.viz.params import PUBLISHED, breakdown_figure
+from k3lite.viz.params import ACTIVE_CONVENTION, PUBLISHED, breakdown_figure
 from views.common import push_url, url_state, user_errors
-from views.registry import PAGES, by_url_path
+from views.registry import PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")
 st.markdown(
@@ -20,17 +20,19 @@ st.markdown(
 
 1. **Stable LatentMoE** — tokens are squeezed into a smaller *latent* vector before they are sent to
    experts on other GPUs, so less data crosses the wire and each expert does less work.
-2. **Quantile balancing** — experts are assigned by *rank* within the batch ("grading on a curve"),
-   not by raw router score, so no expert is swamped and no tuning knob is needed.
+2. **Quantile balancing** — each token still picks its top experts, but after subtracting a per-expert cut
+   read off the rank of earlier batches' scores ("grading on a curve"), so no expert is swamped and there is
+   no step size to tune.
 3. **Kimi Delta Attention (KDA)** — a linear-attention layer with a fixed-size memory that forgets
    per channel and corrects itself (the delta rule), so long contexts cost no growing cache.
 4. **A 3:1 hybrid** — three KDA layers for every global attention (MLA) layer keeps full recall where it counts.
 5. **Attention Residuals** — each layer looks back over earlier layers' outputs with a softmax over depth,
    grouped into blocks to stay cheap.
 
-Every page runs a small PyTorch implementation of one idea on this server's CPU; every chart comes from
-code that just executed. Below: the parameter count of each configuration, **counted by building the real
-k3lite modules on PyTorch's `meta` device** (shapes only, no memory), not from a formula.
+Every page runs a small PyTorch implementation of one idea on this server's CPU. Most charts come from code
+that just executed; the exceptions are listed under "What is live and what is shipped" below. Below: the
+parameter count of each configuration, **counted by building the real k3lite modules on PyTorch's `meta`
+device** (shapes only, no memory), not from a formula.
 """
 )
 
@@ -116,7 +118,8 @@ m1, m2, m3, m4 = st.columns(4)
 m1.metric("total parameters", fmt(report.total))
 m2.metric("active per token", fmt(report.active))
 m3.metric("activation ratio (active / total params)", f"{100 * report.activation_ratio:.2f} %")
-m4.metric("experts used per token (top-k / E)", f"{100 * int(top_k) / int(experts):.2f} %")
+with user_errors():
+    m4.metric("experts used per token (top-k / E)", f"{100 * routed_fraction(int(top_k), int(experts)):.2f} %")
 st.plotly_chart(breakdown_figure(report))
 st.caption(ACTIVE_RULE)
 
@@ -124,21 +127,39 @@ st.subheader("Our count vs the published totals")
 rows = []
 for name, (total, active, source) in PUBLISHED.items():
     ours = cached_count(name, *_knobs(get_preset(name)))
+    stated_active, with_embedding, active_source = ACTIVE_CONVENTION.get(name, (active, False, None))
+    ours_active = active_with_embedding(ours) if with_embedding else ours.active
     rows.append({
         "config": name, "stated total": fmt(total), "our total": fmt(ours.total),
         "total diff": f"{100 * (ours.total / total - 1):+.1f} %",
-        "stated active": fmt(active) if active else "—", "our active": fmt(ours.active),
-        "active diff": f"{100 * (ours.active / active - 1):+.1f} %" if active else "—", "source": source,
+        "stated active": fmt(stated_active) if stated_active else "—",
+        "our active, same convention": fmt(ours_active),
+        "active diff": f"{100 * (ours_active / stated_active - 1):+.1f} %" if stated_active else "—",
+        "active convention": ("embedding counted (as the source states)" if with_embedding
+                              else "not stated; ours leaves the embedding out" if stated_active else "—"),
+        "source": source + (f"; active: {active_source}" if active_source else ""),
     })
 st.dataframe(pd.DataFrame(rows), hide_index=True)
+k2 = cached_count("kimi-k2", *_knobs(get_preset("kimi-k2")))
+k2_stated = PUBLISHED["kimi-k2"][0]
+ds = cached_count("deepseek-v3", *_knobs(get_preset("deepseek-v3")))
 st.caption(
-    "Kimi K2: its config.json counts to about 1.026T; the stated 1.04T is rounded and includes the "
-    "multi-token-prediction layer. K3: only the totals, expert counts and ratios are published; hidden size, "
+    f"Kimi K2: its config.json counts to {fmt(k2.total)} ({k2.total / 1e12:.3f}T); the {fmt(k2_stated)} we quote is "
+    f"{100 * (k2_stated / k2.total - 1):.1f}% more, and we do not know why: it is *not* a multi-token-prediction "
+    "layer (K2's config.json sets `num_nextn_predict_layers: 0`), and its model card says 1 trillion total "
+    "parameters. DeepSeek-V3's active count is compared with its weights README, which says what it counts "
+    f"(the report's 37B does not): our count with the embedding in is {fmt(active_with_embedding(ds))}. "
+    "K3: only the totals, expert counts and ratios are published; hidden size, "
     "layers, expert and latent sizes come from unofficial copies of a K3 text config and are marked "
     "*secondary/estimated* (see `k3lite/config.py`, `k3_estimated`)."
 )
 if base.notes:
     st.caption(" · ".join(f"**{k}**: {v}" for k, v in base.notes.items()))
+
+st.subheader("What is live and what is shipped")
+st.markdown("Everything not listed here is computed on this server when you open or change a page.\n"
+            + "\n".join(f"- **{spec.short}**: {SHIPPED_INPUTS[spec.stem]}" for spec in PAGES
+                         if spec.stem in SHIPPED_INPUTS))
 
 st.subheader("Where to go next")
 cols = st.columns(4)

@@ -25,12 +25,13 @@ Softmax attention keeps every past key and value (the KV cache grows with the co
 fixed matrix per head instead, the state $S \in \mathbb{R}^{K \times V}$, and edits it token by token with the
 *gated delta rule* (Kimi Linear tech report, arXiv 2510.26692):
 
-$$S_t = (I - \beta_t k_t k_t^\top)\,\mathrm{Diag}(a_t)\,S_{t-1} + \beta_t k_t v_t^\top, \qquad o_t = S_t^\top q_t$$
+$$S_t = (I - \beta_t k_t k_t^\top)\,\mathrm{Diag}(a_t)\,S_{t-1} + \beta_t k_t v_t^\top, \qquad o_t = K^{-1/2}\,S_t^\top q_t$$
 
 First every key channel forgets by its own factor $a_t = e^{g_t}$ (Gated DeltaNet has one scalar per head;
 that is the only difference), then the rule reads what the state currently says for $k_t$ and writes only the
-**correction** $v_t - S'^\top k_t$. Linear attention → Mamba-2 → DeltaNet → Gated DeltaNet → KDA: each step
-adds one of these two ideas (decay, correction) or makes it finer.
+**correction** $v_t - S'^\top k_t$ ($q_t, k_t$ are L2-normalised; the read is scaled by $K^{-1/2}$, as in
+flash-linear-attention). Linear attention has neither idea; Mamba-2 adds the decay (one scalar per head),
+DeltaNet the correction (and no decay); Gated DeltaNet combines the two; KDA makes the decay per channel.
 """
 )
 
@@ -145,14 +146,17 @@ url_state("kda_probe", False)
 url_state("kda_probe_keys", "aligned", choices=["aligned", "random"])
 url_state("kda_probe_n", 64, lo=1, hi=512)
 url_state("kda_probe_decay", 0.9, lo=0.5, hi=1.0)
+url_state("kda_probe_leak", 0.3, lo=0.0, hi=1.0)
 if st.toggle("run the probe", key="kda_probe"):
-    p1, p2, p3 = st.columns(3)
+    p1, p2, p3, p4 = st.columns(4)
     p1.radio("keys", ["aligned", "random"], key="kda_probe_keys", horizontal=True)
     p2.slider("pairs written n", 1, 512, key="kda_probe_n")
     p3.slider("decay of KDA's fast channels", 0.5, 1.0, step=0.01, key="kda_probe_decay")
+    p4.slider("leak of later keys into the slow channels", 0.0, 1.0, step=0.05, key="kda_probe_leak",
+              help="'aligned' keys only: 0 = the fact's channels are never written again")
     with user_errors():
         probe = kda.recall_probe(st.session_state.kda_probe_n, fast_decay=st.session_state.kda_probe_decay,
-                                 keys=st.session_state.kda_probe_keys)
+                                 keys=st.session_state.kda_probe_keys, leak=st.session_state.kda_probe_leak)
     st.plotly_chart(recall_figure({m: s.numpy() for m, s in probe.scores.items()}), width="stretch")
     recent = min(8, st.session_state.kda_probe_n)
     st.dataframe(pd.DataFrame({"mechanism": list(probe.scores),
@@ -163,11 +167,10 @@ if st.toggle("run the probe", key="kda_probe"):
             f"written with β = 1, then every key is read back from the final state; recall = cosine with the stored "
             f"value. KDA keeps 8 of 32 channels at a = 1 and decays the other 24 by your factor; Gated DeltaNet gets "
             f"one scalar with the same mean log-decay (a = {probe.gdn_decay:.3f}). 'aligned': pair 0 (the fact) has its "
-            "key in KDA's slow channels and later keys mostly in the fast ones (30% leak). Linear attention "
-            "recalls every pair about equally badly once n > K (crosstalk, no recency); the delta rule keeps recent "
-            "pairs sharp; a scalar decay must forget the fact to clear space, per-channel decay need not. With 'random' keys nothing lines up with the slow channels and "
-            "KDA ≈ Gated DeltaNet: the advantage exists only when keys and gates are learned together (the lab page).")
-push_url("kda_probe", "kda_probe_keys", "kda_probe_n", "kda_probe_decay")
+            f"key in KDA's slow channels and later keys mostly in the fast ones ({st.session_state.kda_probe_leak:.0%} "
+            "leak into the slow ones); 'random': nothing lines up with the slow channels. What these numbers show: "
+            + " ".join(kda.probe_claims(probe, recent)))
+push_url("kda_probe", "kda_probe_keys", "kda_probe_n", "kda_probe_decay", "kda_probe_leak")
 
 st.subheader("(e) The code that just ran")
 with st.expander("the recurrence: `kda.gated_delta_step` and `kda.kda_trajectory` (what made (a) and (b))"):

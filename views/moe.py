@@ -3,16 +3,17 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from k3lite.bench.balance import (MAX_PROMPT_BYTES, calibration_stream, check_prompt, model_moe_inputs, prompt_demo,
-                                  run_balance, summary_rows)
 from k3lite.checkpoint import checkpoint_meta, load_lite_model
 from k3lite.config import BALANCING_METHODS, MoEConfig, get_preset
 from k3lite.guards import heavy_work
 from k3lite.interconnect import REFERENCE, deployment_bytes
 from k3lite.moe import latent_cost_per_token
+from k3lite.moe_balance import run_balance, summary_rows, training_claim
+from k3lite.moe_demo import (MAX_PROMPT_BYTES, balance_claim, calibration_stream, check_prompt,
+                             model_moe_inputs, notice_lines, prompt_demo)
 from k3lite.placement import K3_SCALE_EXPERTS, gpu_view, mean_load_per_expert
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_tradeoff, load_bars, load_histogram,
-                            routing_heatmap, violation_curves)
+                            routing_heatmap, violation_curves, violation_vs_updates)
 from views.common import explain, push_url, url_state, user_errors
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
@@ -33,11 +34,18 @@ on the interconnect (**bytes on the wire**). *LatentMoE* shrinks the message: th
 `d` down to a latent `l` before it is sent, the experts work in that latent space, and the result is projected
 back up (NVIDIA, arXiv 2601.18089).
 
-**Quantile balancing is grading on a curve.** A teacher who grades on a curve does not ask "is this score
-above 90?" but "is this student in the top 10% of *this* class?". Each expert does the same with its router
-scores: it takes the tokens that rank in its top `N·k/E` within the batch, so the load comes out even by
-construction, with no step size to tune (J. Su, kexue.fm/archives/11619). The bias method (DeepSeek-V3) instead
-nudges a per-expert offset by ±γ each step; the aux loss (Switch Transformer) adds a penalty to the training loss.
+**Quantile balancing is grading on a curve set by earlier classes.** Routing stays *token choice*: every
+token takes its top-k experts, but of `s − β` rather than of its raw scores `s`, where `β_j` is expert j's cut.
+After each batch the cuts are read off that batch's scores: `β_j` becomes the `(N·k/E + 1)`-th largest of
+expert j's scores, each lowered by its token's own cut `α_i` (the token's `(k+1)`-th largest `s − β`): the
+value that would have given expert j its share `N·k/E` of the batch, with no step size to tune (J. Su,
+kexue.fm/archives/11619).
+New tokens are routed with cuts fitted on earlier ones, so their load is close to even, not exactly even.
+*Expert choice* (each expert takes the `N·k/E` tokens that rank highest for it in the batch; Zhou et al.,
+arXiv 2202.09368) would be exactly even, but it needs the whole batch before any token can be routed (no use
+when decoding one token at a time), and a token gets however many experts happen to pick it: some get none or
+fewer than k, others more; (b) counts it on this page's tokens. The bias method (DeepSeek-V3) instead nudges
+a per-expert offset by ±γ each step; the aux loss (Switch Transformer) adds a penalty to the training loss.
 """
 )
 
@@ -115,7 +123,8 @@ st.caption(
     f"training steps); the hidden states entering its MoE at layer {LAYER} (d = {D}) then go into a fresh seeded "
     f"LatentMoE built from your settings (l = {stats.dispatch_dim}, expert FFN {EXPERT_FFN}). Its router is "
     "untrained, so which expert gets which byte is arbitrary; how *evenly* they spread is the point. Each "
-    f"method's balancing state was fitted first on {result.fit_tokens:,} bytes of text and code."
+    f"method's balancing state was fitted first with {result.updates} updates (batches of {result.batch} bytes "
+    f"drawn from {result.fit_tokens:,} bytes of text and code)."
 )
 m1, m2, m3, m4 = st.columns(4)
 per_expert = mean_load_per_expert(len(result.labels), K, E)
@@ -159,17 +168,24 @@ with st.expander(f"The trained model's own router at layer {LAYER} ({LITE.moe.n_
                                     title=f"trained router, max-violation {own_violation:.2f} on this prompt"),
                     width="stretch")
 
-st.subheader("(b) Tokens per expert under each method, same router, held-out tokens")
+st.subheader("(b) Tokens per expert under each method, same router, same number of updates, held-out tokens")
 if K3_SCALE:  # 896 bars per panel are unreadable: how many experts got how many tokens
     st.plotly_chart(load_histogram(result.eval_load, result.eval_tokens * K / E), width="stretch")
 else:
     st.plotly_chart(load_bars(result.eval_load, result.eval_violation, result.stability), width="stretch")
+ec = result.expert_choice
 explain(f"{result.eval_tokens:,} held-out bytes x top-{K} = {result.eval_tokens * K:,} assignments; dashed line = "
-        f"the ideal even load ({result.eval_tokens * K / E:.1f} tokens per expert). Bias: 30 updates with γ = 0.01 "
-        "(10x DeepSeek-V3's 0.001, which is meant for thousands of steps); "
-        "quantile: 6 curve updates; aux loss: 30 Adam steps (lr 1e-3) on the router minimising the Switch aux loss "
-        "alone, with no task loss pulling back (its best case; in (c) it trains against a task loss). flips = share of "
-        "top-k choices that change when the scores get noise of std 0.01. Computed on this page.")
+        f"the ideal even load ({result.eval_tokens * K / E:.1f} tokens per expert). Every method got {result.updates} "
+        f"updates of {result.batch} bytes: bias ±γ = 0.01 each (10x DeepSeek-V3's 0.001, which is meant for "
+        "thousands of steps); quantile: β re-read from each batch; aux loss: an Adam step (lr 1e-3) on the router "
+        "minimising the Switch aux loss alone, with no task loss pulling back (its best case; in (c) it trains against "
+        "a task loss). flips = share of top-k choices that change when the scores get noise of std 0.01. Expert "
+        f"choice on the same held-out bytes and raw scores would give every expert exactly {ec.per_expert}, but "
+        f"{ec.over_k:,} of the {ec.tokens:,} bytes would get more than {K} experts (up to {ec.most}), {ec.under_k:,} "
+        f"fewer and {ec.no_expert:,} none. Computed on this page.")
+st.plotly_chart(violation_vs_updates(result.curves, result.update_counts, result.updates), width="stretch")
+explain(balance_claim(result, METHOD_LABELS) + " Each line is one calibration run per method on the same batches, "
+        "measured on the held-out bytes after each number of updates.")
 
 st.subheader("(c) Max-violation over training steps (small MoE trained on a skewed stream)")
 with user_errors():  # ServerBusy while another heavy job runs
@@ -180,7 +196,8 @@ table = pd.DataFrame(summary_rows(runs)).rename(columns={
     "eval_viol": "held-out max-violation", "eval_loss": "held-out MSE (quality proxy)",
     "stability": "choices flipped by noise 0.01 (fraction)", "seconds": "train time (s)"})
 st.dataframe(table, hide_index=True, width="stretch")
-explain("Trained here (once, then cached) by `k3lite.bench.balance.run_balance(steps=150, batch=128)`: d 32, "
+explain(training_claim(runs, METHOD_LABELS) + " Trained here (once, then cached) by "
+        "`k3lite.moe_balance.run_balance(steps=150, batch=128)`: d 32, "
         "16 experts top-2, tokens from 32 clusters with Zipf(1.2) frequencies, target a per-cluster linear map; "
         "same initial weights and batches for every method. `python -m k3lite.bench balance` runs the longer version.")
 
@@ -196,17 +213,14 @@ explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3 numbers from unof
 st.subheader("(e) Activation ratio: routed experts a token visits")
 st.dataframe(pd.DataFrame(activation_rows(K, E)), hide_index=True, width="stretch")
 
+notice_b, notice_flips = notice_lines(result, METHOD_LABELS)
 st.markdown(
-    """
+    f"""
 **What to notice**
-- Raw top-k (*none*) piles tokens onto favourites, and the pile grows with E: at 896 experts a few experts get
-  many times the ideal load. Quantile balancing comes closest to the dashed line in (b) and from the very first
-  steps in (c), with no step size; the bias method gets there more slowly (γ per step); the aux loss balances in
-  (b), where nothing opposes it, but much less in (c), where it must trade against the task loss.
-- Without balancing the load gets *worse* as training goes on (c): the router learns favourites. Balancing is
-  not free either way: overruling the router can cost quality, while an even load trains every expert; the
-  held-out MSE column shows which won in this run. Balanced selections sit closer to ties, so they flip more
-  easily under noise (the "flips" numbers): the sensitivity a *Stable* MoE has to keep in check.
+- {notice_b} How the methods compare once each has had enough updates is in the sentences under (b) and (c),
+  computed from those runs.
+- Balancing is not free either way: overruling the router can cost quality, while an even load trains every
+  expert; the held-out MSE column in (c) shows which won in this run. {notice_flips}
 - Halving l halves the bytes on the wire and the routed-expert FLOPs (d); LatentMoE spends the saving on more
   experts and a higher top-k, which is how K3 affords 16 of 896.
 """

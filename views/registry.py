@@ -53,3 +53,16 @@ def by_url_path(url_path: str) -> PageSpec:
         if p.url_path == url_path:
             return p
     raise KeyError(f"no page with url_path {url_path!r}; known: {[p.url_path for p in PAGES]}")
+
+
+# What each page shows that was NOT computed when the page ran: trained weights or results made offline by a
+# CLI and shipped in assets/. The home page lists these; tests/test_consistency.py checks that every page
+# reading from assets/ is named here. Everything else on every page is computed live on this server.
+SHIPPED_INPUTS: dict[str, str] = {
+    "moe": "the trained lite checkpoint (assets/lite.safetensors) supplies the hidden states; routing and "
+           "balancing run live",
+    "attention_residuals": "the heatmap is the shipped lite checkpoint's depth weights, run live on your prompt",
+    "forward_pass": "the shipped lite checkpoint (assets/lite.safetensors, trained offline), run live on your prompt",
+    "lab": "the recall sweep and the residual experiment are shipped results (JSON under assets/, made offline by "
+           "the CLI); the live training on the page runs here",
+}

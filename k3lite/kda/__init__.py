@@ -34,12 +34,12 @@ from k3lite.kda.naive import naive_gated_delta, naive_gla, naive_kda_matrix, nai
 from k3lite.kda.ops import (MIXER_INPUTS, MIXER_KERNELS, KDATrajectory, chunk_deltanet, chunk_gdn, chunk_gla,
                             chunk_gated_delta, chunk_kda, chunk_linear_attn, chunk_mamba2, gated_delta_step, kda_step, kda_trajectory, recurrent_deltanet,
                             recurrent_gdn, recurrent_gla, recurrent_kda, recurrent_linear_attn, recurrent_mamba2)
-from k3lite.kda.probe import RecallProbe, recall_probe
+from k3lite.kda.probe import RecallProbe, probe_claims, recall_probe
 
 __all__ = [
     "KDACache", "KDAInputs", "KDAOutput", "KimiDeltaAttention", "ShortConv",
     "naive_gated_delta", "naive_gla", "naive_kda_matrix", "naive_linear_attn", "naive_mamba2",
     "MIXER_INPUTS", "MIXER_KERNELS", "KDATrajectory", "chunk_deltanet", "chunk_gated_delta", "gated_delta_step", "chunk_gdn", "chunk_gla", "chunk_kda",
     "chunk_linear_attn", "chunk_mamba2", "kda_step", "kda_trajectory", "recurrent_deltanet", "recurrent_gdn",
-    "recurrent_gla", "recurrent_kda", "recurrent_linear_attn", "recurrent_mamba2", "RecallProbe", "recall_probe",
+    "recurrent_gla", "recurrent_kda", "recurrent_linear_attn", "recurrent_mamba2", "RecallProbe", "probe_claims", "recall_probe",
 ]

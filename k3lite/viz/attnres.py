@@ -18,9 +18,10 @@ def sublayer_names(n_layers: int, layer_types: list[str] | None = None) -> list[
 
 
 def source_names(trace: Trace) -> list[str]:
-    """Column labels: source j is the embedding (j = 0) or block j (full: the j-th sublayer output)."""
+    """Column labels: source j is the embedding (j = 0), then the j-th sublayer output (full, and standard,
+    whose plain sum has one coefficient per output) or block j (block: S = attn_res_block_size sublayers)."""
     n_sub = 2 * trace.n_layers
-    size = 1 if trace.attn_res == "full" else trace.attn_res_block_size
+    size = trace.attn_res_block_size if trace.attn_res == "block" else 1
     subs = sublayer_names(trace.n_layers, [lt.mixer_type for lt in trace.layers])[:-1]
     names = ["embedding"]
     for j in range(1, n_sub // size + (1 if n_sub % size else 0) + 1):

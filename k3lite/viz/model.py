@@ -8,10 +8,14 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
+from k3lite.config import get_preset
 from k3lite.tokenizer import token_label
 from k3lite.trace import Trace
 from k3lite.viz.style import (CONCEPT, DIVERGING_SCALE, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE,
                               series_color)
+
+LITE_DENSE = get_preset("lite").first_k_dense  # the model the forward-pass page runs
+DENSE_PRESETS = (("DeepSeek-V3", "deepseek-v3"), ("Kimi K2", "kimi-k2"), ("Kimi Linear", "kimi-linear-48b-a3b"))
 
 WHAT = {
     "tokenize": "The prompt becomes bytes: k3lite's tokenizer is byte-level (vocab 256), so any unicode works and "
@@ -33,8 +37,10 @@ WHAT = {
                "interconnect.",
     "combine": "Expert outputs come back (combine), are summed with the gate weights, projected up to d_model and "
                "added to the always-on shared expert. Dispatch + combine bytes accumulate layer by layer.",
-    "dense": "The first layer uses a dense SwiGLU FFN (first_k_dense = 1), as DeepSeek-V3 / Kimi do: routing is "
-             "unstable on raw embeddings, and a dense layer moves no bytes between GPUs.",
+    "dense": (f"The first layer{'s use' if LITE_DENSE > 1 else ' uses'} a dense SwiGLU FFN instead of MoE "
+              f"(first_k_dense = {LITE_DENSE} in this model; " + ", ".join(
+                  f"{name}: {get_preset(p).first_k_dense}" for name, p in DENSE_PRESETS) + " in their published configs): "
+              "a dense layer moves no bytes between GPUs."),
     "logits": "A final Attention Residual mixes all block sums, RMSNorm, then the (tied) embedding matrix turns "
               "the last hidden state into 256 logits, one per byte.",
     "next": "Softmax over the logits: the probability of each next byte. Greedy decoding takes the top one; "

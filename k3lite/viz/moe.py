@@ -7,19 +7,27 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from k3lite.config import get_preset, routed_fraction
 from k3lite.moe import LatentCost
-from k3lite.viz.style import BALANCING, CONCEPT, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE, byte_unit
+from k3lite.viz.style import (BALANCING, CONCEPT, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE, byte_unit,
+                              log_axis)
 
 METHOD_LABELS = {"none": "none (raw top-k)", "aux_loss": "aux loss (Switch)", "bias": "bias (DeepSeek-V3)",
                  "quantile": "quantile (QB)"}
 METHOD_COLORS = BALANCING  # one colour per balancing method, the same on every page
 
-# Published activation ratios (top-k / routed experts) quoted in the seed article (K3 announcement).
-PUBLISHED_ACTIVATION = (
-    ("Nemotron 3 Ultra", 0.043, "22 of 512 routed experts"),
-    ("MiniMax M3", 0.031, "as quoted"),
-    ("Kimi K2", 0.02, "8 of 384 routed experts"),
-    ("Kimi K3", 0.018, "16 of 896 routed experts"),
+# Activation ratios (top-k / routed experts) for the routing page's table. Where the expert counts are known the
+# ratio is computed from them (presets: k3lite/config.py); otherwise the seed article's rounded figure is quoted.
+ACTIVATION_COUNTS = (  # (model, top-k, routed experts, where the counts come from)
+    ("Nemotron 3 Ultra", 22, 512, "NVIDIA LatentMoE, arXiv 2601.18089"),
+)
+ACTIVATION_PRESETS = (  # (model, preset in k3lite/config.py, where its counts come from)
+    ("Kimi K2", "kimi-k2", "its config.json"),
+    ("Kimi K3", "k3-estimated", "counts as stated in the K3 announcement"),
+)
+ACTIVATION_QUOTED = (  # (model, ratio as quoted, note): counts not checked against a primary source
+    ("MiniMax M3", 0.031, "as quoted in the seed article (K3 announcement)"),
+    ("Inkling", 0.031, "as quoted in the seed article (K3 announcement)"),
 )
 
 
@@ -113,12 +121,39 @@ def latent_tradeoff(costs: Sequence[LatentCost], current_ratio: float | None = N
 
 
 def activation_rows(top_k: int, n_experts: int) -> list[dict]:
-    """This page's activation ratio next to the published ones (seed article)."""
-    rows = [dict(model="this page's layer", activation=f"{100 * top_k / n_experts:.1f}%",
+    """This page's activation ratio next to published models': computed from expert counts where they are
+    known (`routed_fraction`, the function the home page uses), quoted from the seed article otherwise."""
+    rows = [dict(model="this page's layer", activation=f"{100 * routed_fraction(top_k, n_experts):.2f}%",
                  how=f"computed: {top_k} of {n_experts} routed experts")]
-    rows += [dict(model=name, activation=f"~{100 * ratio:.1f}%", how=f"seed article (K3 announcement); {note}")
-             for name, ratio, note in PUBLISHED_ACTIVATION]
+    counted = [*ACTIVATION_COUNTS, *((name, get_preset(preset).moe.top_k, get_preset(preset).moe.n_routed_experts,
+                                      f"preset {preset} ({source})") for name, preset, source in ACTIVATION_PRESETS)]
+    rows += [dict(model=name, activation=f"{100 * routed_fraction(k, e):.2f}%",
+                  how=f"computed: {k} of {e} routed experts; {source}") for name, k, e, source in counted]
+    rows += [dict(model=name, activation=f"~{100 * ratio:.1f}%", how=note) for name, ratio, note in ACTIVATION_QUOTED]
     return rows
+
+
+def violation_vs_updates(curves: dict[str, Sequence[float]], counts: Sequence[int], budget: int | None = None,
+                         labels: dict[str, str] | None = None) -> go.Figure:
+    """Held-out max-violation after n balancing updates, one line per method (log x: 1, 2, 4, ...).
+
+    `budget`: the update count the other panels use, marked with a vertical line.
+    """
+    labels = labels or METHOD_LABELS
+    fig = go.Figure()
+    for m, v in curves.items():
+        fig.add_scatter(x=list(counts), y=list(v), mode="lines+markers", name=labels.get(m, m),
+                        line=dict(width=3, color=BALANCING.get(m), dash="dot" if m == "none" else "solid"),
+                        hovertemplate="%{x} updates: max-violation %{y:.2f}<extra>" + labels.get(m, m) + "</extra>")
+    if budget is not None:
+        fig.add_vline(x=budget, line_dash="dash", line_color="black",
+                      annotation_text=f"{budget} updates: bars above", annotation_position="top")
+    axis = log_axis("balancing updates (batches seen)")
+    axis.update(tickvals=list(counts), ticktext=[str(n) for n in counts])
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=1.15),
+                      xaxis=axis, yaxis=dict(title="held-out max-violation  max(load)/mean(load) − 1",
+                                             rangemode="tozero"))
+    return fig
 
 
 def gpu_heatmap(labels: Sequence[str], counts: np.ndarray, touched: np.ndarray, expected_touched: float,

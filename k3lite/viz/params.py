@@ -13,6 +13,12 @@ PUBLISHED = {
     "kimi-linear-48b-a3b": (48e9, 3e9, "Kimi Linear tech report, arXiv 2510.26692"),
     "k3-estimated": (2.8e12, None, "K3 announcement (the seed article); active not stated"),
 }
+# Where a source says how it counted "active", compare like for like: (stated active, includes the input
+# embedding?, source). Elsewhere the convention is not stated and we compare our own (embedding left out).
+ACTIVE_CONVENTION = {
+    "deepseek-v3": (36.7e9, True, "DeepSeek-V3 README_WEIGHTS.md: 36.7B activated, including 0.9B embedding and "
+                                  "0.9B output head"),
+}
 
 
 def breakdown_figure(report: ParamReport) -> go.Figure:

@@ -1,0 +1,145 @@
+"""The routing page's demo: every balancing method gets the same update budget, the claims come from the curves,
+expert choice is counted honestly, and nothing passed in (a cached router or model) is mutated."""
+import re
+
+import pytest
+import torch
+
+from conftest import ROOT
+from k3lite.bench.balance import main as bench_balance
+from k3lite.config import MoEConfig
+from k3lite.moe import Router
+from k3lite.moe_demo import (ExpertChoice, PromptDemo, balance_claim, calibrate, expert_choice, notice_lines,
+                             prompt_demo, updates_to_even)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def small_cfg(**kw) -> MoEConfig:
+    base = dict(n_routed_experts=16, top_k=2, expert_ffn_dim=8, latent_dim=8, latent_norm=True, bias_gamma=0.01)
+    return MoEConfig(**{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def demo() -> PromptDemo:
+    return prompt_demo(small_cfg(), 32, "the cat sat", updates=4, update_counts=(1, 2, 4, 8))
+
+
+# ------------------------------------------------------------------------------------------ the update budget
+def test_bias_calibration_takes_exactly_the_budgeted_steps():
+    """n bias updates move each bias by n steps of ±gamma: |b| <= n gamma, b a multiple of gamma, and with a
+    skewed router some expert moved every time (so exactly n updates ran, not 6 or 30)."""
+    torch.manual_seed(0)
+    r = Router(32, small_cfg(balancing="none"))
+    r.weight.data[0] += 1.0  # expert 0 is everyone's favourite
+    stream = torch.randn(400, 32)
+    for n in (1, 3, 7):
+        fitted = calibrate(r, stream, "bias", steps=n, batch=64).router
+        steps = fitted.bias / 0.01
+        assert torch.allclose(steps, steps.round(), atol=1e-4)
+        assert steps.abs().max().round() == n  # the overloaded expert went down on every one of the n updates
+
+
+def test_every_method_gets_the_same_budget_and_the_bars_are_a_point_on_the_curve(demo):
+    i = demo.update_counts.index(demo.updates)
+    for m in demo.curves:
+        assert len(demo.curves[m]) == len(demo.update_counts)
+        assert demo.eval_violation[m] == pytest.approx(demo.curves[m][i])  # bars = curve at the shared budget
+    assert demo.curves["none"] == [pytest.approx(demo.untrained_violation)] * len(demo.update_counts)
+    with pytest.raises(ValueError, match="must be one of the recorded counts"):
+        prompt_demo(small_cfg(), 32, "x", updates=3, update_counts=(1, 2, 4))
+
+
+def test_calibrate_never_mutates_the_router_it_is_given():
+    torch.manual_seed(0)
+    r = Router(32, small_cfg(balancing="none"))
+    before = (r.weight.detach().clone(), r.bias.clone(), r.cfg)
+    stream, held = torch.randn(300, 32), torch.randn(100, 32)
+    for method in ("none", "aux_loss", "bias", "quantile"):
+        out = calibrate(r, stream, method, steps=4, batch=64, held=held, record_at=(2, 4), keep_at=(2,))
+        assert out.router is not r and out.kept[2] is not r and set(out.curve) == {2, 4}
+    assert torch.equal(r.weight, before[0]) and torch.equal(r.bias, before[1]) and r.cfg == before[2]
+    with pytest.raises(ValueError, match="record_at needs held-out"):
+        calibrate(r, stream, "bias", steps=2, record_at=(1,))
+    with pytest.raises(ValueError, match="in \\[1, steps\\]"):
+        calibrate(r, stream, "bias", steps=2, held=held, record_at=(3,))
+
+
+# ------------------------------------------------------------------------------------------ expert choice
+def expert_choice_naive(scores: torch.Tensor, k: int) -> ExpertChoice:
+    """Reference: loop over experts, sort each column, hand out the top c tokens, count per token."""
+    n, e = scores.shape
+    c = n * k // e
+    got = [0] * n
+    for j in range(e):
+        for t in sorted(range(n), key=lambda t: -float(scores[t, j]))[:c]:
+            got[t] += 1
+    return ExpertChoice(c, n, sum(g == 0 for g in got), sum(g < k for g in got), sum(g > k for g in got), max(got))
+
+
+def test_expert_choice_matches_the_reference_and_is_exactly_even_but_uneven_per_token():
+    g = torch.Generator().manual_seed(0)
+    scores = torch.rand(64, 8, generator=g) + torch.rand(64, 1, generator=g)  # some tokens score high everywhere
+    ec = expert_choice(scores, 2)
+    assert ec == expert_choice_naive(scores, 2)
+    assert ec.per_expert == 64 * 2 // 8 and ec.over_k > 0 and ec.under_k > 0  # even per expert, not per token
+    with pytest.raises(ValueError, match="N k / E >= 1"):
+        expert_choice(torch.rand(3, 8), 2)
+
+
+# ------------------------------------------------------------------------------------------ claims
+def fake_demo(curves: dict, untrained: float = 3.0, stability=None) -> PromptDemo:
+    counts = (1, 2, 4, 8, 16, 32, 64)
+    stability = stability or {"none": 0.01, "aux_loss": 0.02, "bias": 0.05, "quantile": 0.04}
+    viol = {m: c[counts.index(32)] for m, c in curves.items()}
+    return PromptDemo([], {}, {}, viol, stability, curves, counts, 32, untrained,
+                      ExpertChoice(1, 1, 0, 0, 0, 1), 100, 300, 64)
+
+
+def test_balance_claim_names_the_method_the_curves_show():
+    flat = [3.0] * 7
+    d = fake_demo({"none": flat, "aux_loss": [3, 3, 3, 2, 1, 0.9, 0.9], "bias": [3, 2.5, 2, 1, 0.7, 0.6, 0.55],
+                   "quantile": [0.6, 0.55, 0.5, 0.5, 0.5, 0.5, 0.5]})
+    claim = balance_claim(d)
+    threshold, reach = updates_to_even(d)
+    assert threshold == pytest.approx(1.5 * 0.55) and reach == {"aux_loss": None, "bias": 16, "quantile": 1}
+    assert "quantile: 1 update; bias: 16 updates; aux_loss: not within 64 updates" in claim
+    assert "quantile is lowest at every one of these budgets" in claim
+    assert "between 0.50 and 0.90" in claim
+    # the same code, different curves: the winner changes with the budget, and the text says so
+    d2 = fake_demo({"none": flat, "aux_loss": [3, 3, 2, 1, 0.6, 0.5, 0.7], "bias": [3, 2, 1, 0.7, 0.6, 0.6, 0.6],
+                    "quantile": [0.6, 0.6, 0.6, 0.6, 0.6, 0.7, 0.65]})
+    claim2 = balance_claim(d2)
+    assert "changes with the budget (32: aux_loss, 64: bias)" in claim2 and "none of them is reliably ahead" in claim2
+
+
+def test_notice_lines_follow_the_numbers():
+    curves = {"none": [3.0] * 7, "aux_loss": [3, 3, 3, 2, 1, 0.6, 0.5], "bias": [3, 2, 1, 0.7, 0.6, 0.6, 0.6],
+              "quantile": [0.6] * 7}
+    first, second = notice_lines(fake_demo(curves))
+    assert "4.0x the ideal load" in first and "Quantile needs the fewest updates" in first
+    assert "flip more easily" in second
+    _, calm = notice_lines(fake_demo(curves, stability={"none": 0.05, "aux_loss": 0.02, "bias": 0.06,
+                                                        "quantile": 0.07}))
+    assert "aux_loss did not" in calm and "flip more easily" not in calm
+
+
+def test_no_page_imports_a_benchmark():
+    """Pages import library modules; k3lite.bench is for the command line (the routing page used to import its
+    demo from k3lite.bench.balance)."""
+    imports = re.compile(r"^\s*(from|import)\s+k3lite\.bench", re.M)
+    offenders = [p.name for p in (ROOT / "views").glob("*.py") if imports.search(p.read_text())]
+    assert offenders == []
+
+
+def test_bench_prints_the_pages_panel_b(capsys):
+    assert bench_balance(["--prompt-demo", "--experts", "16", "--top-k", "2", "--layer", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "E 16, top-2" in out and "Updates needed to get below" in out
+    assert bench_balance(["--prompt-demo", "--layer", "0"]) == 2  # layer 0 is dense in the lite model
