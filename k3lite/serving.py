@@ -16,8 +16,9 @@ One decode step (every sequence emits one token):
                 its E/ep experts per MoE layer is hit with probability 1 - (1 - k/E)^(B x ep) (the B x ep tokens
                 that reach one copy of the experts) + the cache above
     compute     B x (2 x active params + attention FLOPs(N)) at the dense peak of each part's format
-    wire        B x MoE layers x (intra bytes / NVLink + inter bytes / NIC), bytes per token from the
-                interconnect model (`wire_bytes_per_token`, the one adapter)
+    wire        B x MoE layers x (intra bytes / NVLink + inter bytes / NIC), bytes per token from
+                k3lite.interconnect.wire_bytes_per_token through one adapter here; default scheme DeepEP
+                low-latency (what DeepSeek and SGLang decode with: one message per (token, selected expert))
     step time   max(HBM, compute) + wire (no overlap) or max(HBM, compute, wire) (full overlap: DeepSeek and
                 SGLang overlap two micro-batches)
     tokens/s per GPU = B / step; per user = 1 / step; $ per M output tokens = $/GPU-hour / 3600 / (tokens/s) x 1e6
@@ -40,8 +41,8 @@ from typing import NamedTuple
 from k3lite import memory
 from k3lite.config import PRESETS, K3Config, get_preset
 from k3lite.hardware import GPUS, get_gpu
-from k3lite.interconnect import Deployment as WireDeployment
-from k3lite.interconnect import Topology, analytic_traffic
+from k3lite.interconnect import Topology, check_scheme
+from k3lite.interconnect import wire_bytes_per_token as interconnect_wire_bytes
 
 # $ per GPU-hour defaults (editable on the page)
 USD_PER_GPU_HOUR: dict[str, tuple[float, str]] = {
@@ -85,6 +86,7 @@ class Serving:
     usd_per_gpu_hour: float | None = None  # None = the GPU's default above
     dispatch: str = "fp8"
     combine: str = "bf16"
+    scheme: str = "low-latency"  # DeepEP's decode kernels: one message per (token, selected expert)
 
     def __post_init__(self) -> None:
         if not isinstance(self.preset, K3Config) and self.preset not in PRESETS:
@@ -103,6 +105,7 @@ class Serving:
         if self.usd_per_gpu_hour is not None and not (0 < self.usd_per_gpu_hour < 1000):
             raise ValueError(f"$ per GPU-hour must be in (0, 1000), got {self.usd_per_gpu_hour}")
         object.__setattr__(self, "weights", precision_map(self.weights))
+        check_scheme(self.scheme)
 
     @property
     def cfg(self) -> K3Config:
@@ -123,7 +126,8 @@ class Serving:
         """The inputs as plain JSON values (the CLI echoes them)."""
         return {"preset": self.name, "gpu": self.gpu, "n_gpus": self.n_gpus, "ep": self.ep, "tp": self.tp,
                 "weights": dict(self.weights), "context": self.context, "overlap": self.overlap,
-                "usd_per_gpu_hour": self.price, "dispatch": self.dispatch, "combine": self.combine}
+                "usd_per_gpu_hour": self.price, "dispatch": self.dispatch, "combine": self.combine,
+                "scheme": self.scheme}
 
 
 # ------------------------------------------------------------------------------------------ placement
@@ -195,11 +199,11 @@ def wire_bytes_per_token(cfg: K3Config, s: Serving) -> tuple[float, float]:
     The ONE adapter to k3lite.interconnect: everything in this module that needs wire bytes calls this."""
     gpu = get_gpu(s.gpu)
     g = min(gpu.nvlink_domain, s.ep)
-    if s.ep > g and s.ep % g:
-        g = math.gcd(s.ep, g)
+    if s.ep > g and s.ep % g:  # e.g. EP 12 on 8-GPU nodes: the model needs whole domains, so count 4-GPU ones
+        g = math.gcd(s.ep, g)  # (fewer NVLink peers than the real layout: slightly more inter-node bytes)
     topo = Topology(s.gpu, s.ep, g, gpu.nvlink_bw, gpu.nic_bw, gpu.source)
-    lb = analytic_traffic(cfg, WireDeployment(topo, s.ep, s.dispatch, s.combine)).per_layer
-    return lb.intra, lb.inter
+    wb = interconnect_wire_bytes(cfg, topo, s.ep, s.scheme, dispatch=s.dispatch, combine=s.combine)
+    return wb.intra, wb.inter
 
 
 # ------------------------------------------------------------------------------------------ one decode step
@@ -320,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--context", type=int, default=32768, help="tokens of context per sequence")
     ap.add_argument("--batch", type=int, default=None, help="sequences per GPU (default: the most that fit)")
     ap.add_argument("--no-overlap", action="store_true", help="communication does not overlap compute")
+    ap.add_argument("--scheme", default="low-latency", help="dispatch scheme: direct, normal or low-latency")
     ap.add_argument("--usd-per-gpu-hour", type=float, default=None)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     a = ap.parse_args(argv)
@@ -328,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.experts:
             weights["routed_experts"] = precision_map({"routed_experts": a.experts})["routed_experts"]
         s = Serving(a.preset, a.gpu, a.gpus, a.ep or a.gpus, a.tp, weights, a.context, not a.no_overlap,
-                    a.usd_per_gpu_hour)
+                    a.usd_per_gpu_hour, scheme=a.scheme)
         if a.batch is not None and a.batch < 1:
             raise ValueError(f"--batch must be >= 1, got {a.batch}")
         r = report(s, a.batch)

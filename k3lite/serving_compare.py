@@ -97,7 +97,7 @@ def side_by_side(presets=("kimi-k3", "kimi-k2", "deepseek-v3"), context: int = 3
             b = best_batch(s, MIN_TOKENS_PER_USER)
             st = decode_step(s, b)
             rows.append({"model": name, "weights": label, "batch / GPU": b,
-                         "tokens/s / GPU": st.tokens_per_s_per_gpu, "tokens/s / user": st.tokens_per_s_per_user,
+                         "tokens/s / GPU": round(st.tokens_per_s_per_gpu), "tokens/s / user": st.tokens_per_s_per_user,
                          "$ / M output": st.usd_per_m_output_tokens, "$ / M input (prefill)": prefill_usd_per_m_input(s),
                          "bound by": st.bound})
     return rows
@@ -106,6 +106,7 @@ def side_by_side(presets=("kimi-k3", "kimi-k2", "deepseek-v3"), context: int = 3
 # ------------------------------------------------------------------------------------------ validation
 class Published(NamedTuple):
     label: str
+    short: str  # axis label
     serving: Serving
     batch_per_gpu: int
     measured_tokens_per_s_per_gpu: float
@@ -113,20 +114,21 @@ class Published(NamedTuple):
 
 
 PUBLISHED: tuple[Published, ...] = (
-    Published("DeepSeek-V3/R1 online service, H800 (EP144 decode, 18 nodes)",
+    Published("DeepSeek-V3/R1 online service, H800 (EP144 decode, 18 nodes)", "DeepSeek service, 18x8 H800",
               Serving("deepseek-v3", "H800", 144, 144, 1, FP8, 4989), 128, 14_800 / 8,
               "DeepSeek, open-infra-index day 6 'DeepSeek-V3/R1 Inference System Overview' (2025-02-28): "
               "~14.8k output tokens/s per H800 node during decoding, average KV length 4,989, FP8 matmuls and "
               "dispatch, BF16 MLA and combine; batch 128 per GPU from the LMSYS comparison table (2025-05-05)"),
-    Published("DeepSeek-V3 on SGLang, 9 x 8 H100 decode (EP72)",
+    Published("DeepSeek-V3 on SGLang, 9 x 8 H100 decode (EP72)", "SGLang DeepSeek-V3, 9x8 H100",
               Serving("deepseek-v3", "H100 SXM", 72, 72, 1, FP8, 2000), 256, 22_282 / 8,
               "LMSYS / SGLang team, 'Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism "
               "on 96 H100 GPUs' (2025-05-05): 22,282 output tokens/s per node, batch 256, 2,000-token inputs"),
-    Published("Kimi K2 on SGLang, 12 x 8 H200 decode (1P1D, 128 GPUs)",
+    Published("Kimi K2 on SGLang, 12 x 8 H200 decode (1P1D, 128 GPUs)", "SGLang Kimi K2, 12x8 H200",
               Serving("kimi-k2", "H200", 96, 96, 1, FP8, 2100), 480, 384_000 / 96,
               "LMSYS / Mooncake team, 'Deploying Kimi K2 with PD Disaggregation and Large-Scale Expert Parallelism "
               "on 128 H200 GPUs' (2025-07-17): decode throughput 384k tokens/s on the cluster (12 decode nodes), "
-              "2,000-token inputs, 100-token outputs, decode batch 480; we divide by the 96 decode GPUs"),
+              "2,000-token inputs, 100-token outputs, decode batch 480 (read as per GPU: the blog does not say); we "
+              "divide by the 96 decode GPUs"),
 )
 
 
@@ -135,11 +137,11 @@ def validate(overlap: bool = True) -> list[dict]:
     rows = []
     for p in PUBLISHED:
         st = decode_step(p.serving.with_(overlap=overlap), p.batch_per_gpu)
-        rows.append({"deployment": p.label, "batch / GPU": p.batch_per_gpu, "context": p.serving.context,
-                     "measured tokens/s / GPU": p.measured_tokens_per_s_per_gpu,
-                     "model tokens/s / GPU": st.tokens_per_s_per_gpu,
+        rows.append({"deployment": p.label, "short": p.short,
                      "model / measured": st.tokens_per_s_per_gpu / p.measured_tokens_per_s_per_gpu,
-                     "model bound by": st.bound, "source": p.source})
+                     "measured tokens/s / GPU": p.measured_tokens_per_s_per_gpu,
+                     "model tokens/s / GPU": st.tokens_per_s_per_gpu, "batch / GPU": p.batch_per_gpu,
+                     "context": p.serving.context, "model bound by": st.bound, "source": p.source})
     return rows
 
 

@@ -95,6 +95,22 @@ def test_prefill_estimate_by_hand():
     assert prefill_usd_per_m_input(s) == pytest.approx(0.001 * t * 1e6)
 
 
+def test_capacity_by_hand():
+    s = Serving("kimi-linear-48b-a3b", "H200", 8, 8, 1, "fp8", 65536)
+    free = 141e9 - placement(s).weight_bytes_per_gpu
+    hybrid = 7 * 65536 * 576 * 2 + 20 * (32 * 128 * 128 * 4 + 3 * 3 * 32 * 128 * 2)
+    caps = capacity(s, [65536])
+    assert list(caps.values()) == [[int(free // hybrid)], [int(free // (27 * 65536 * 576 * 2))],
+                                   [int(free // (27 * 65536 * 2 * 8 * 128 * 2))]]
+
+
+def test_peak_flops_follow_the_storage_format():
+    h100, b300 = get_gpu("H100 SXM"), get_gpu("B300")
+    assert h100.peak_flops("bf16") == h100.bf16_flops and h100.peak_flops("fp8") == h100.fp8_flops
+    assert h100.peak_flops("nvfp4") == h100.fp8_flops  # Hopper has no FP4 tensor cores
+    assert b300.peak_flops("nvfp4") == b300.fp4_flops and b300.peak_flops("int4") == b300.fp8_flops  # weight-only
+
+
 def test_capacity_hybrid_beats_all_mla_beats_gqa():
     caps = capacity(Serving(), [4096, 131072])
     hybrid, mla, gqa = caps.values()

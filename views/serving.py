@@ -142,11 +142,19 @@ explain(dollars(f"Same hardware for every bar ({hw0.n_gpus} x {hw0.gpu}, EP {hw0
         f"{steps[-1].usd_per_m / steps[0].usd_per_m:.2f}x the classic design's."))
 st.dataframe([{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in rows],
              hide_index=True, width="stretch")
+cheap = min(rows, key=lambda r: r["$ / M output"])
+dear = max(rows, key=lambda r: r["$ / M output"])
+explain(dollars(f"Side by side on the same hardware and context: the cheapest is {cheap['model']} with {cheap['weights']} "
+                f"(${cheap['$ / M output']:.3f} per M output tokens at {cheap['batch / GPU']} sequences per GPU), the "
+                f"dearest {dear['model']} with {dear['weights']} (${dear['$ / M output']:.3f} at {dear['batch / GPU']}). "
+                + ("Every row is HBM-bound, so the sequences that fit next to the weights set the price."
+                   if all(r["bound by"] == "HBM" for r in rows) else
+                   "Bound by: " + ", ".join(f"{r['model']} {r['weights']}: {r['bound by']}" for r in rows) + ".")))
 
 st.subheader("5. Checked against published serving figures")
-st.plotly_chart(validation_figure([c["deployment"] for c in checks], [c["measured tokens/s / GPU"] for c in checks],
+st.plotly_chart(validation_figure([c["short"] for c in checks], [c["measured tokens/s / GPU"] for c in checks],
                                   [c["model tokens/s / GPU"] for c in checks]), width="stretch")
-st.dataframe([{k: (round(v, 2) if isinstance(v, float) else v) for k, v in c.items()} for c in checks],
+st.dataframe([{k: (round(v, 2) if isinstance(v, float) else v) for k, v in c.items() if k != "short"} for c in checks],
              hide_index=True, width="stretch")
 lo, hi = min(c["model / measured"] for c in checks), max(c["model / measured"] for c in checks)
 verdict = ("never below, as an upper bound must" if lo >= 1 else
@@ -155,5 +163,6 @@ verdict = ("never below, as an upper bound must" if lo >= 1 else
 explain(f"The model lands {lo:.2f}x to {hi:.2f}x the measured tokens/s (with overlap, at each publication's "
         f"batch and context): {verdict}. What it leaves out: kernel efficiency below "
         "peak, expert load imbalance (EPLB gave SGLang 2.54x in decode), launch and synchronisation "
-        "latency, activation memory, and DeepEP's per-(token, expert) messages in decode. DeepSeek's own figure "
+        "latency and activation memory (the wire bytes are DeepEP low-latency's, one message per token and "
+        "selected expert, from `k3lite.interconnect`). DeepSeek's own figure "
         "also includes speculative multi-token prediction, which the model does not credit.")

@@ -74,7 +74,7 @@ def memory_figure(contexts: Sequence[int], curves: Mapping[str, Sequence[float]]
                                  line=dict(dash=dash, color=memory_color(name, i)),
                                  hovertemplate="%{x:,} tokens: %{y:,.0f} bytes<extra>" + name + "</extra>"))
     fig.update_xaxes(**log_axis("context length (tokens, log)"))
-    fig.update_yaxes(**bytes_log_axis("decode memory, bf16"))
+    fig.update_yaxes(**bytes_log_axis("decode memory (fp32 KDA state, bf16 caches)"))
     fig.update_layout(title=title, height=420, margin=dict(l=10, r=10, t=50, b=10), legend=dict(font=dict(size=11)))
     return fig
 

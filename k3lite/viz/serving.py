@@ -24,7 +24,8 @@ def placement_figure(by_component: Mapping[str, float], cache_bytes: float, hbm_
     fig.add_bar(x=[cache_bytes / div], y=["HBM"], orientation="h", name="KV cache / state of the batch",
                 marker_color=LINK["hbm_cache"])
     fig.add_vline(x=hbm_bytes / div, line=HIGHLIGHT_LINE, annotation_text="HBM capacity")
-    fig.update_layout(barmode="stack", height=220, title=title, xaxis_title=axis, yaxis=dict(visible=False), **_LAYOUT)
+    fig.update_layout(barmode="stack", height=260, title=title, xaxis_title=axis, yaxis=dict(visible=False),
+                      margin=_LAYOUT["margin"], legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0.3))
     return fig
 
 
@@ -84,7 +85,8 @@ def waterfall_figure(labels: Sequence[str], usd: Sequence[float]) -> go.Figure:
 def gpus_for_weights_figure(formats: Sequence[str], gpus: Sequence[float], claim: float, gpu: str) -> go.Figure:
     fig = go.Figure(go.Bar(x=list(formats), y=list(gpus), marker_color=CONCEPT["routed"],
                            text=[f"{g:.1f}" for g in gpus], textposition="outside"))
-    fig.add_hline(y=claim, line=HIGHLIGHT_LINE, annotation_text=f"the seed: 'roughly six {gpu}'")
+    fig.add_hline(y=claim, line=HIGHLIGHT_LINE, annotation_text=f"the seed: 'roughly six {gpu}'",
+                  annotation_position="top left")
     fig.update_layout(height=320, title=f"{gpu} GPUs' worth of HBM for the weights alone",
                       yaxis_title="GPUs (weights / HBM per GPU)", xaxis_title="storage format of every weight",
                       margin=_LAYOUT["margin"])
