@@ -8,7 +8,8 @@ max-violation max(load)/mean(load) - 1 of the batch's routing and the MSE, then 
 final MSE (quality proxy), max-violation and selection stability (fraction of top-k choices that flip
 under score noise of std 0.01).
 
-The routing page trains it live (panel c); `python -m k3lite.bench balance` runs it longer from the CLI.
+The routing page shows it (panel c; shipped precomputed at its settings by k3lite/precomputed.py, else
+trained live); `python -m k3lite.bench balance` runs it longer from the CLI.
 """
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ read through forward pre-hooks.
 from __future__ import annotations
 
 import copy
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple, Sequence
@@ -78,16 +79,25 @@ def byte_features(data: bytes, dim: int, seed: int = 0, context: int = 4) -> tor
 def model_moe_inputs(model, data: bytes, chunk: int = 512) -> dict[int, torch.Tensor]:
     """{layer index: (T, d)} the normalised hidden state entering each MoE layer of a trained K3Model, for
     the bytes `data` (run in chunks of `chunk` tokens, each from a fresh context). Read with forward
-    pre-hooks, so the model itself is not changed (safe on a cached model)."""
+    pre-hooks, so the model itself is not changed (safe on a cached model). The hooks sit on a shared module
+    that other sessions may run at the same moment (each in its own thread): they keep only this thread's
+    calls, or another visitor's hidden states would land in this one's result."""
     if not data:
         raise ValueError("data must not be empty")
     captured: dict[int, list[torch.Tensor]] = {}
+    owner = threading.get_ident()
+
+    def capture(index: int):
+        def hook(module, args):
+            if threading.get_ident() == owner:
+                captured[index].append(args[0].detach().reshape(-1, args[0].shape[-1]))  # (B*T, d)
+        return hook
+
     hooks = []
     for layer in model.layers:
         if isinstance(layer.ffn, LatentMoE):
             captured[layer.index] = []
-            hooks.append(layer.ffn.register_forward_pre_hook(
-                lambda mod, args, i=layer.index: captured[i].append(args[0].detach().reshape(-1, args[0].shape[-1]))))
+            hooks.append(layer.ffn.register_forward_pre_hook(capture(layer.index)))
     if not hooks:
         raise ValueError("this model has no MoE layer")
     try:

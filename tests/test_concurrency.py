@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import traceback
 from pathlib import Path
 
 import pytest
+import streamlit as st
 import torch
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_PAGE_PATHS, heavy_slot_taken
+from streamlit_internals import cached_modules, make_apptest_thread_safe
+from k3lite.moe_demo import model_moe_inputs
+from k3lite.config import get_preset
+from k3lite.model import K3Model
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_PATHS = APP_PAGE_PATHS
@@ -28,86 +34,9 @@ pytestmark = pytest.mark.usefixtures("full_error_details")
 
 @pytest.fixture
 def thread_safe_apptest(monkeypatch):
-    """Make AppTest's process-global switches safe for several sessions in threads (test-harness races,
-    not the app's): each run (1) swaps a mock Runtime in and sets it to None at the end, pulling it from
-    under a concurrent run ("Runtime hasn't been created!"), and (2) patches config.get_option for
-    `global.appTest` with mock.patch, which concurrent runs restore out of order (widgets then miss their
-    format_func registration: KeyError in get_widget_states), (3) gives every AppTest its own ScriptCache,
-    so pages are compiled on many threads at once, and CPython 3.11's parser is not thread-safe
-    ("SystemError: AST constructor recursion depth mismatch"); a real server has one ScriptCache whose
-    lock serialises compiles. So: one shared fallback Runtime, `global.appTest` on for the whole test,
-    and one process-wide lock around compiling, as the server has."""
-    from contextlib import contextmanager
-    from unittest.mock import MagicMock
-
-    from streamlit import config
-    from streamlit.testing.v1 import app_test
-
-    from streamlit.components.v2.component_manager import BidiComponentManager
-    from streamlit.runtime import Runtime
-    from streamlit.runtime.caching.storage.dummy_cache_storage import MemoryCacheStorageManager
-    from streamlit.runtime.dataframe_source_manager import DataframeSourceManager
-    from streamlit.runtime.media_file_manager import MediaFileManager
-    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
-
-    fallback = MagicMock(spec=Runtime)  # built as AppTest builds its per-run mock
-    fallback.media_file_mgr = MediaFileManager(MemoryMediaFileStorage("/mock/media"))
-    fallback.cache_storage_manager = MemoryCacheStorageManager()
-    fallback.dataframe_source_mgr = DataframeSourceManager()
-    fallback.bidi_component_registry = BidiComponentManager()
-    monkeypatch.setattr(Runtime, "instance", classmethod(lambda cls: cls._instance or fallback))
-    monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: True))
-    real_get_option = config.get_option
-
-    def get_option(key):
-        return True if key == "global.appTest" else real_get_option(key)
-
-    @contextmanager
-    def no_patch(_overrides):
-        yield
-
-    monkeypatch.setattr(config, "get_option", get_option)
-    monkeypatch.setattr(app_test, "patch_config_options", no_patch)
-
-    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
-
-    compile_lock = threading.Lock()
-    real_get_bytecode = ScriptCache.get_bytecode
-
-    def get_bytecode(self, script_path):
-        with compile_lock:
-            return real_get_bytecode(self, script_path)
-
-    monkeypatch.setattr(ScriptCache, "get_bytecode", get_bytecode)
+    """AppTest sessions in threads, made safe the way a real server is (see tests/streamlit_internals.py)."""
+    make_apptest_thread_safe(monkeypatch)
     yield
-
-
-def _modules_in(value, depth: int = 0):
-    if isinstance(value, torch.nn.Module):
-        yield value
-    elif depth < 3 and isinstance(value, (tuple, list)):
-        for v in value:
-            yield from _modules_in(v, depth + 1)
-    elif depth < 3 and isinstance(value, dict):
-        for v in value.values():
-            yield from _modules_in(v, depth + 1)
-
-
-def cached_modules() -> dict[str, torch.nn.Module]:
-    """Every nn.Module held (directly or in a tuple/list/dict) by an st.cache_resource entry."""
-    from streamlit.runtime.caching.cache_resource_api import _resource_caches
-
-    with _resource_caches._caches_lock:
-        caches = [(fkey, cache) for per_session in _resource_caches._function_caches.values()
-                  for fkey, cache in per_session.items()]
-    found = {}
-    for fkey, cache in caches:
-        with cache._mem_cache_lock:
-            entries = list(cache._mem_cache.items())
-        for vkey, result in entries:
-            for i, module in enumerate(_modules_in(result.value)):
-                found[f"{cache.display_name}:{fkey[:8]}:{vkey[:8]}:{i}:{type(module).__name__}"] = module
-    return found
 
 
 def state_hash(module: torch.nn.Module) -> str:
@@ -142,8 +71,6 @@ def visit(page: str, barrier: threading.Barrier, results: list, index: int) -> N
             problems += [e.message for e in at.exception]
         results[index] = (page, moved, problems, bool(at.title))
     except BaseException as e:  # noqa: BLE001 - report every failure, from every thread
-        import traceback
-
         results[index] = (page, None, [f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"], False)
 
 
@@ -202,8 +129,6 @@ BUSY_KNOWN: dict[str, str] = {}  # page -> why it still fails (strict xfail: rem
 def test_page_survives_a_busy_server(page, monkeypatch):
     """While another session holds the heavy-work slot (a long training), every page, and its primary
     buttons, must answer with a readable message (st.error via user_errors), never a traceback."""
-    import streamlit as st
-
     monkeypatch.setenv("K3LITE_HEAVY_TIMEOUT_S", "0.2")
     st.cache_data.clear()  # so cached heavy results (e.g. a precomputed experiment) must be recomputed
     with heavy_slot_taken("another visitor's training"):
@@ -215,3 +140,31 @@ def test_page_survives_a_busy_server(page, monkeypatch):
             if b.proto.type == "primary" and not b.proto.disabled:
                 at.button[i].click().run()
                 assert not at.exception, (page, b.label, [e.message for e in at.exception])
+
+
+def test_hidden_states_read_from_a_shared_model_are_this_sessions_own():
+    """model_moe_inputs hooks a cached model that other sessions run at the same time (found by
+    `python -m k3lite.bench load`: a prompt of 37 bytes came back with 94 hidden states). Another thread
+    running the same model meanwhile must not add to, or change, this thread's result."""
+    torch.manual_seed(0)
+    model = K3Model(get_preset("lite")).eval()
+    data = bytes(range(32, 127)) * 4  # 380 tokens, run in chunks of 16: many forwards to interleave with
+    alone = model_moe_inputs(model, data, chunk=16)
+    stop = threading.Event()
+
+    def other_visitor():
+        with torch.inference_mode():
+            while not stop.is_set():
+                model(torch.randint(0, 256, (1, 24)))
+
+    t = threading.Thread(target=other_visitor)
+    t.start()
+    try:
+        together = model_moe_inputs(model, data, chunk=16)
+    finally:
+        stop.set()
+        t.join(30)
+    assert together.keys() == alone.keys()
+    for i in alone:
+        assert together[i].shape == alone[i].shape == (len(data), model.cfg.d_model)
+        torch.testing.assert_close(together[i], alone[i])

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_PAGE_PATHS
+from streamlit_internals import send_display_string  # the browser's display strings (private API, pinned)
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_PATHS = APP_PAGE_PATHS
@@ -40,29 +40,6 @@ TEXT = st.one_of(st.sampled_from(HOSTILE_TEXT),
 
 
 pytestmark = pytest.mark.usefixtures("full_error_details")
-
-
-# --------------------------------------------------------------------------- setting a choice like a browser
-def _raw_state(self) -> WidgetState:
-    ws = WidgetState()
-    ws.id = self.id
-    if isinstance(self._raw, str):
-        ws.string_value = self._raw
-    else:
-        ws.string_array_value.data[:] = self._raw
-    return ws
-
-
-_RAW_CLASSES: dict[type, type] = {}
-
-
-def set_formatted(w, raw: str | list[str]) -> None:
-    """Send the display string(s) of the chosen option(s), exactly what the frontend sends."""
-    base = type(w)
-    if base not in _RAW_CLASSES:
-        _RAW_CLASSES[base] = type(f"Raw{base.__name__}", (base,), {"_widget_state": property(_raw_state)})
-    w.__class__ = _RAW_CLASSES[base]
-    w._raw = raw
 
 
 # --------------------------------------------------------------------------- one value per widget
@@ -104,7 +81,7 @@ def draw_and_set(data, w) -> str | None:
         if not w.options:
             return None
         raw = data.draw(st.sampled_from(w.options))
-        set_formatted(w, raw)
+        send_display_string(w, raw)
         return f"{kind} {w.label!r} = {raw!r}"
     if kind == "select_slider":
         if isinstance(w.value, (list, tuple)):
@@ -112,13 +89,13 @@ def draw_and_set(data, w) -> str | None:
             raw = [w.options[i] for i in raw]
         else:
             raw = [data.draw(st.sampled_from(w.options))]
-        set_formatted(w, raw)
+        send_display_string(w, raw)
         return f"{kind} {w.label!r} = {raw!r}"
     if kind == "multiselect":
         if not w.options:
             return None
         raw = data.draw(st.lists(st.sampled_from(w.options), unique=True, max_size=len(w.options)))
-        set_formatted(w, raw)
+        send_display_string(w, raw)
         return f"{kind} {w.label!r} = {raw!r}"
     if kind in ("checkbox", "toggle"):
         w.set_value(data.draw(st.booleans()))

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from k3lite.config import get_preset
+from k3lite.config import PRESETS, get_preset
 from k3lite.params import COMPONENTS, count_params
 
 
@@ -81,3 +81,15 @@ def test_cli_bad_preset():
     out = subprocess.run([sys.executable, "-m", "k3lite.params", "--preset", "nope"],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 2 and "unknown preset" in out.stderr
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_one_layer_per_kind_counts_the_same_as_the_whole_model(name):
+    """count_params builds one layer of each (mixer, ffn) kind; the reference builds every layer."""
+    base = get_preset(name)
+    variants = [base, base.with_(moe={"n_routed_experts": 2 * base.moe.n_routed_experts}),
+                base.with_(moe={"latent_dim": 0}), base.with_(n_layers=base.n_layers + base.n_layers % 4 + 4)]
+    for mode in ("standard", "full", "block"):
+        variants.append(base.with_(attn_res=mode))
+    for cfg in variants:
+        assert count_params(cfg) == count_params(cfg, whole_model=True), cfg

@@ -43,7 +43,7 @@ def test_config_file_exists_and_is_not_empty():
 
 @pytest.mark.parametrize("key", sorted(OPTIONS))
 def test_every_option_is_a_streamlit_option_with_a_valid_value(key):
-    template = config._config_options_template
+    template = config.get_config_options()  # public: name -> ConfigOption (type, deprecated)
     assert key in template, f"{key} is not a Streamlit option (see streamlit/config.py)"
     option, value = template[key], OPTIONS[key]
     if option.type is bool:

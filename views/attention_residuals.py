@@ -5,7 +5,7 @@ import torch
 from k3lite.attnres import attnres_cost
 from k3lite.checkpoint import load_lite_model, with_config
 from k3lite.config import get_preset
-from k3lite.guards import check_budget
+from k3lite.budget import check_budget
 from k3lite.hardware import get_gpu
 from k3lite.tokenizer import MAX_PROMPT_CHARS, encode
 from k3lite.viz.attnres import cost_curves_figure, depth_heatmap_figure

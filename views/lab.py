@@ -82,7 +82,7 @@ else:
 # ------------------------------------------------------------------------------------------- live run
 st.header("2. Train it yourself")
 url_state("lab_task", "mqar", choices=LIVE_TASKS)
-url_state("lab_seq_len", 256, choices=sorted({T for Ts in sweep.SEQ_LENS.values() for T in Ts}))
+url_state("lab_seq_len", 128, choices=sorted({T for Ts in sweep.SEQ_LENS.values() for T in Ts}))
 url_state("lab_mixers", ["linear", "kda"], choices=LIVE_MIXERS)
 url_state("lab_steps", 150, lo=10, hi=800)
 url_state("lab_seed", 0, lo=0, hi=9999)
@@ -103,10 +103,12 @@ with user_errors():
     configs = {m: replace(sweep.lab_config(task, m, int(seq_len), lrs[m], int(seed)), steps=int(steps),
                           eval_every=max(10, int(steps) // 10), eval_examples=128) for m in mixers}
 st.caption(
-    "The same models and learning rates as the shipped sweep, for fewer steps. What a one-minute run can show: "
-    "how fast each mixer starts to recall, and (at 256 tokens of MQAR, 64 pairs against a 32 x 32 state) which "
-    "ones stall early. What it cannot show: where each one ends up — the shipped runs above train up to "
-    f"{sweep.MAX_STEPS} steps, over 3 seeds; a single short run is one noisy sample of the start of that curve.")
+    "The same models and learning rates as the shipped sweep, for fewer steps (the default, 2 mixers x 150 steps at "
+    "128 tokens, takes about a minute of an idle core). What a one-minute run can show: how fast each mixer starts "
+    "to recall at these settings, and that the delta-rule mixers and linear attention start differently. What it "
+    "cannot show: where each one ends up. The shipped runs above train up to "
+    f"{sweep.MAX_STEPS} steps over 3 seeds, and at this size the ordering after a minute need not be the ordering "
+    "at the plateau; a single short run is one noisy sample of the start of that curve.")
 
 
 @st.cache_resource

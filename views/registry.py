@@ -59,8 +59,10 @@ def by_url_path(url_path: str) -> PageSpec:
 # CLI and shipped in assets/. The home page lists these; tests/test_consistency.py checks that every page
 # reading from assets/ is named here. Everything else on every page is computed live on this server.
 SHIPPED_INPUTS: dict[str, str] = {
-    "moe": "the trained lite checkpoint (assets/lite.safetensors) supplies the hidden states; routing and "
-           "balancing run live",
+    "moe": "the trained lite checkpoint (assets/lite.safetensors) supplies the hidden states; at the page's "
+           "defaults panels (a)-(c) are shipped results of the same code (assets/precomputed/, made by "
+           "`python -m k3lite.precomputed`, used only while their inputs' fingerprint matches); any change runs "
+           "routing and balancing live",
     "attention_residuals": "the heatmap is the shipped lite checkpoint's depth weights, run live on your prompt",
     "forward_pass": "the shipped lite checkpoint (assets/lite.safetensors, trained offline), run live on your prompt",
     "lab": "the recall sweep and the residual experiment are shipped results (JSON under assets/, made offline by "

@@ -1,5 +1,8 @@
 """Benchmarks that print ratios measured in one run: `python -m k3lite.bench NAME`.
 
-Each NAME is a module k3lite/bench/NAME.py with a `main(argv) -> int`.
+Each NAME in BENCHES is a module k3lite/bench/NAME.py with a `main(argv) -> int`. The benches of the app
+itself (APP_BENCHES) import Streamlit, so they live in tools/ (nothing under k3lite/ imports Streamlit);
+the same command runs them in a child process.
 """
-BENCHES = ("kda", "moe", "balance", "model", "app")
+BENCHES = ("kda", "moe", "balance", "model", "train")
+APP_BENCHES = {"app": "tools.bench_app", "load": "tools.bench_load"}  # NAME -> module run with `python -m`

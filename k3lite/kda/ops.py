@@ -10,6 +10,9 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
+from k3lite.kda.chunk import chunk_carry, chunk_intra
+from k3lite.kda.grad import ChunkGatedDelta
+
 
 # ============================================================================ argument checks
 
@@ -135,67 +138,7 @@ def kda_trajectory(q, k, v, g, beta, scale=None, initial_state=None, keep_states
 # ============================================================================ chunk-wise parallel
 
 
-_SUB = 32  # rows per block inside a chunk for the two-level factorisation of the decayed Gram matrices
-_CAP = 80.0  # largest exponent we let a factor reach (e^80 * K is still far below fp32's max, 3.4e38)
-
-
-def _exact_blocks(q, k, G):
-    """Exact decayed Grams of a few small blocks: (n, s, K) each -> (n, 2, s, s) for (q k^T, k k^T).
-
-    Entry [c, i] = sum_d x_c[d] k_i[d] exp(G_c[d] - G_i[d]) for i <= c; the exponent is masked to -inf
-    above the diagonal *before* exp, so nothing overflows however strong the decay.
-    """
-    s = q.shape[-2]
-    diff = G[:, :, None, :] - G[:, None, :, :]  # (n, s, s, K)  G_c - G_i
-    causal = torch.ones(s, s, dtype=torch.bool, device=q.device).tril()
-    decay = torch.where(causal[:, :, None], diff, float("-inf")).exp()  # (n, s, s, K)
-    qk = torch.stack([q, k], dim=1)  # (n, 2, s, K)
-    return (qk[:, :, :, None, :] * k[:, None, None, :, :] * decay[:, None]).sum(-1)  # (n, 2, s, s)
-
-
-def _decayed_grams(q, k, G, sub: int = _SUB, cap: float = _CAP):
-    """Both intra-chunk matrices of the chunk algorithm for chunks longer than `sub`:
-
-        Aqk[c, i] = sum_d q_c[d] k_i[d] exp(G_c[d] - G_i[d])   for c >= i   (causal, with diagonal)
-        Akk[c, i] = sum_d k_c[d] k_i[d] exp(G_c[d] - G_i[d])   for c >  i   (strictly lower)
-
-    q, k, G: (..., C, K), G the within-chunk cumulative log-decay (non-increasing in c).
-    The one-matmul factorisation (q * e^G) @ (k * e^-G)^T overflows: e^-G can be e^+1000. Instead cut
-    the chunk into blocks of `sub` rows; for row c in block p (first row r_p) and column i in block j
-    (last row e_j), split the exponent at those two points:
-        exp(G_c - G_i) = exp(G_c - G_{r_p}) * exp(G_{r_p} - G_{e_j}) * exp(G_{e_j} - G_i)
-    The outer factors are always <= 1, and so is the middle one when j < p (r_p is after e_j). Only on a
-    diagonal block (j = p) is the middle factor >= 1, exp(the block's own decay span); where that span
-    exceeds `cap` the block is recomputed exactly (`_exact_blocks`). Blocks j > p are zero.
-    """
-    *lead, C, K = q.shape
-    s = min(sub, C)
-    nb = math.ceil(C / s)
-    Cp = nb * s
-    if Cp != C:  # pad rows: q = k = 0 contribute nothing; G repeats its last value (no extra decay)
-        q, k = F.pad(q, (0, 0, 0, Cp - C)), F.pad(k, (0, 0, 0, Cp - C))
-        G = torch.cat([G, G[..., -1:, :].expand(*lead, Cp - C, K)], dim=-2)
-    G_blk = G.view(*lead, nb, s, K)  # (..., nb, s, K)
-    G_first, G_last = G_blk[..., 0, :], G_blk[..., -1, :]  # (..., nb, K)
-    e_left = (G_blk - G_first[..., None, :]).exp()  # (..., nb, s, K) <= 1
-    left = torch.cat([q.view(*lead, nb, s, K) * e_left, k.view(*lead, nb, s, K) * e_left], dim=-2)  # (..., nb, 2s, K)
-    base = k.view(*lead, nb, s, K) * (G_last[..., None, :] - G_blk).exp()  # (..., nb, s, K) <= 1
-    mid = (G_first[..., :, None, :] - G_last[..., None, :, :]).clamp(max=cap)  # (..., nb_p, nb_j, K)
-    below = torch.ones(nb, nb, dtype=torch.bool, device=q.device).tril()
-    mid = torch.where(below[:, :, None], mid, float("-inf")).exp()  # blocks j > p -> 0
-    right = (mid[..., :, :, None, :] * base[..., None, :, :, :]).reshape(*lead, nb, Cp, K)  # (..., nb_p, Cp, K)
-    P = left @ right.transpose(-1, -2)  # (..., nb, 2s, Cp)
-    bad = (G_first - G_last).amax(-1) > cap  # (..., nb) blocks whose own decay span is too large
-    if bad.any():
-        m, p = bad.reshape(-1, nb).nonzero(as_tuple=True)
-        exact = _exact_blocks(q.reshape(-1, nb, s, K)[m, p], k.reshape(-1, nb, s, K)[m, p],
-                              G_blk.reshape(-1, nb, s, K)[m, p])  # (n, 2, s, s)
-        P.view(-1, nb, 2, s, nb, s)[m, p, :, :, p, :] = exact
-    P = P.view(*lead, nb, 2, s, Cp).transpose(-4, -3).reshape(*lead, 2, Cp, Cp)  # (..., 2, Cp, Cp)
-    return P[..., 0, :C, :C], P[..., 1, :C, :C]  # causal masks applied by the caller
-
-
-_GROUP_FLOATS = 1 << 16  # chunks are processed in groups whose (chunks x B*H x C x K) tensors stay cache-sized
+_GROUP_FLOATS = 1 << 17  # chunks go in groups whose (chunks x B*H x C x K) tensors stay cache-sized (512 KiB)
 
 
 def chunk_gated_delta(q, k, v, g, beta, scale, initial_state, output_final_state, chunk_size: int, delta: bool):
@@ -211,9 +154,11 @@ def chunk_gated_delta(q, k, v, g, beta, scale, initial_state, output_final_state
         S_C = Diag(Gamma_C) S0 + (K * Gamma_C / Gamma)^T Delta
     Without the delta rule (GLA, Mamba-2, linear attention) A is dropped: Delta = Diag(beta) V.
     Every exponent is a difference G_c - G_i with c >= i (<= 0), except the bounded, checked one
-    inside the Gram factorisation (see `_decayed_grams`), so nothing overflows.
-    Layout: chunk-major (N, B*H, C, .); everything but the state carry is vectorised over a group of
-    chunks small enough to stay in cache (on a CPU the elementwise work is memory-bound).
+    inside the Gram factorisation (see `k3lite.kda.chunk._decayed_grams`), so nothing overflows.
+    Layout: chunk-major (N, B*H, C, .): the parallel part of every chunk (`k3lite.kda.chunk.chunk_intra`) is one
+    batch of small matmuls; only the state carry (`chunk_carry`) loops over the chunks. Without gradients the
+    chunks go in groups small enough to stay in cache (on a CPU the elementwise work is memory-bound); with
+    gradients `k3lite.kda.grad.ChunkGatedDelta` runs the same forward and a hand-written backward.
     """
     B, T, H, K = q.shape
     V = v.shape[-1]
@@ -230,82 +175,30 @@ def chunk_gated_delta(q, k, v, g, beta, scale, initial_state, output_final_state
     beta = None if beta is None else beta[..., None]  # (B, T, H, 1)
 
     def chunks(x, n0, n1):  # (B, T, H, D) -> (n, B*H, C, D) fp32, chunk-major, for chunks n0..n1-1
+        if x is None:
+            return None
         x = x[:, n0 * C : n1 * C].float()
         return x.reshape(B, n1 - n0, C, H, -1).permute(1, 0, 3, 2, 4).reshape(n1 - n0, BH, C, x.shape[-1])
 
+    def unchunk(o, n):  # (n, B*H, C, V) -> (B, n*C, H, V)
+        return o.view(n, B, H, C, V).permute(1, 0, 3, 2, 4).reshape(B, n * C, H, V)
+
     S = q.new_zeros(BH, K, V, dtype=torch.float32) if initial_state is None else \
         initial_state.float().reshape(BH, K, V).clone()
-    in_place = not (torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, g, beta, S)))
     group = max(1, _GROUP_FLOATS // (BH * C * max(K, V)))  # the layout change happens per group, in cache
-    outs = []
-    for n0 in range(0, N, group):
-        n1 = min(n0 + group, N)
-        o, S = _chunk_group(chunks(q, n0, n1), chunks(k, n0, n1), chunks(v, n0, n1),
-                            None if g is None else chunks(g, n0, n1), None if beta is None else chunks(beta, n0, n1),
-                            S, scale, delta, in_place)
-        outs.append(o.view(n1 - n0, B, H, C, V).permute(1, 0, 3, 2, 4).reshape(B, (n1 - n0) * C, H, V))
-    o = (torch.cat(outs, dim=1) if len(outs) > 1 else outs[0])[:, :T]  # (B, T, H, V)
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, g, beta, S)):
+        o, S = ChunkGatedDelta.apply(*(chunks(x, 0, N) for x in (q, k, v, g, beta)), S, scale, delta, group)
+        o = unchunk(o, N)[:, :T]
+    else:
+        outs = []
+        for n0 in range(0, N, group):
+            n1 = min(n0 + group, N)
+            parts = [chunks(x, n0, n1) for x in (q, k, v, g, beta)]
+            it = chunk_intra(*(None if x is None else x.reshape(-1, C, x.shape[-1]) for x in parts), delta)
+            o, S = chunk_carry(it, n1 - n0, S, scale, delta, in_place=True)
+            outs.append(unchunk(o, n1 - n0))
+        o = (torch.cat(outs, dim=1) if len(outs) > 1 else outs[0])[:, :T]  # (B, T, H, V)
     return o.to(dtype), (S.reshape(B, H, K, V) if output_final_state else None)
-
-
-def _chunk_group(q, k, v, g, beta, S, scale: float, delta: bool, in_place: bool):
-    """`_chunk` on n consecutive chunks, (n, BH, C, .) each, from the incoming state S (BH, K, V)."""
-    n, BH, C, K = q.shape
-    V = v.shape[-1]
-    q, k, v = q.reshape(n * BH, C, K), k.reshape(n * BH, C, K), v.reshape(n * BH, C, V)  # (M, C, .)
-    if g is not None:
-        G = g.reshape(n * BH, C, K).cumsum(1)  # (M, C, K) log decay since the chunk start
-    else:
-        G = torch.zeros_like(k)
-    G_end = G[:, -1:, :]  # (M, 1, K)
-    eG = G.exp()  # (M, C, K) decay since the chunk start, <= 1
-    qG, kG = q * eG, k * eG  # (M, C, K)
-    k_dec = k * (G_end - G).exp()  # (M, C, K) k_i decayed to the chunk end, <= 1
-
-    if C <= _SUB:  # one block: exp(G_c - G_i) = exp(G_c - 0) * exp(G_end - G_i) * exp(0 - G_end)
-        right_t = (k_dec * (-G_end).clamp(max=_CAP).exp()).transpose(-1, -2)  # (M, K, C)
-        Aqk, A = torch.bmm(qG, right_t), torch.bmm(kG, right_t)  # (M, C, C)
-        bad = (-G_end[:, 0, :]).amax(-1) > _CAP  # (M,) chunks whose decay span is too large
-        if bad.any():
-            idx = bad.nonzero()[:, 0]
-            exact = _exact_blocks(q[idx], k[idx], G[idx])  # (n_bad, 2, C, C)
-            Aqk, A = Aqk.index_copy(0, idx, exact[:, 0]), A.index_copy(0, idx, exact[:, 1])
-    else:
-        Aqk, A = _decayed_grams(q, k, G)
-    lower = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
-    Aqk = Aqk.masked_fill(~lower, 0.0)  # (M, C, C) i <= c
-    bt = beta.reshape(n * BH, C, 1) if beta is not None else None  # (M, C, 1)
-    if delta:
-        eye = torch.eye(C, device=q.device, dtype=q.dtype)
-        bA = A.masked_fill(~lower.tril(-1), 0.0)  # strictly lower (M, C, C)
-        bA = bA if bt is None else bt * bA  # Diag(beta) A
-        Mut = torch.linalg.solve_triangular(bA + eye, eye.expand_as(bA), upper=False, unitriangular=True)  # UT
-        Mb = Mut if bt is None else Mut * bt.transpose(-1, -2)  # M Diag(beta)  (M, C, C)
-        U, W = torch.bmm(Mb, v), torch.bmm(Mb, kG).view(n, BH, C, K)  # (M, C, V), (n, BH, C, K)
-    else:
-        U, W = (v if bt is None else bt * v), None
-    U, qG, Aqk = U.view(n, BH, C, V), qG.view(n, BH, C, K), Aqk.view(n, BH, C, C)
-    a_end = G_end.exp().view(n, BH, K, 1)  # (n, BH, K, 1) decay over the whole chunk
-    k_dec_t = k_dec.view(n, BH, C, K).transpose(-1, -2)  # (n, BH, K, C)
-
-    # carry the state across the chunks: the only sequential part, n steps of small matmuls. Without
-    # autograd the state and outputs are updated in place (no allocations per step).
-    o, outs, D_buf = q.new_empty(n, BH, C, V), [], q.new_empty(BH, C, V)
-    for i in range(n):
-        if not delta:
-            D = U[i]
-        elif in_place:
-            D = torch.baddbmm(U[i], W[i], S, alpha=-1, out=D_buf)  # (BH, C, V) Delta = U - W S
-        else:
-            D = torch.baddbmm(U[i], W[i], S, alpha=-1)
-        if in_place:
-            torch.bmm(qG[i], S, out=o[i])
-            o[i].baddbmm_(Aqk[i], D, beta=scale, alpha=scale)  # (BH, C, V) scale (Q Gamma S + Aqk Delta)
-            S.mul_(a_end[i]).baddbmm_(k_dec_t[i], D)  # (BH, K, V)
-        else:
-            outs.append(torch.baddbmm(qG[i] @ S, Aqk[i], D, beta=scale, alpha=scale))
-            S = torch.baddbmm(a_end[i] * S, k_dec_t[i], D)
-    return (o if in_place else torch.stack(outs)), S
 
 
 def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False, chunk_size=64):

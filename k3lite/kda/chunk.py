@@ -1,0 +1,173 @@
+"""Inside the chunk-wise kernel: the parallel work within each chunk (decayed Grams, UT transform) and the
+short sequential loop that carries the state from chunk to chunk. `k3lite.kda.ops.chunk_gated_delta` lays
+the sequence out in chunks and calls these; `k3lite.kda.grad` differentiates them by hand.
+
+Layout: chunk-major, (n, BH, C, D) for n chunks of C tokens, BH = batch x heads, fp32. The formulas are in
+`chunk_gated_delta`'s docstring.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+_SUB = 32  # rows per block inside a chunk for the two-level factorisation of the decayed Gram matrices
+_CAP = 80.0  # largest exponent we let a factor reach (e^80 * K is still far below fp32's max, 3.4e38)
+
+
+def _exact_blocks(q, k, G):
+    """Exact decayed Grams of a few small blocks: (n, s, K) each -> (n, 2, s, s) for (q k^T, k k^T).
+
+    Entry [c, i] = sum_d x_c[d] k_i[d] exp(G_c[d] - G_i[d]) for i <= c; the exponent is masked to -inf
+    above the diagonal *before* exp, so nothing overflows however strong the decay.
+    """
+    s = q.shape[-2]
+    diff = G[:, :, None, :] - G[:, None, :, :]  # (n, s, s, K)  G_c - G_i
+    causal = torch.ones(s, s, dtype=torch.bool, device=q.device).tril()
+    decay = torch.where(causal[:, :, None], diff, float("-inf")).exp()  # (n, s, s, K)
+    qk = torch.stack([q, k], dim=1)  # (n, 2, s, K)
+    return (qk[:, :, :, None, :] * k[:, None, None, :, :] * decay[:, None]).sum(-1)  # (n, 2, s, s)
+
+
+def _decayed_grams(q, k, G, sub: int = _SUB, cap: float = _CAP):
+    """Both intra-chunk matrices of the chunk algorithm for chunks longer than `sub`:
+
+        Aqk[c, i] = sum_d q_c[d] k_i[d] exp(G_c[d] - G_i[d])   for c >= i   (causal, with diagonal)
+        Akk[c, i] = sum_d k_c[d] k_i[d] exp(G_c[d] - G_i[d])   for c >  i   (strictly lower)
+
+    q, k, G: (..., C, K), G the within-chunk cumulative log-decay (non-increasing in c).
+    The one-matmul factorisation (q * e^G) @ (k * e^-G)^T overflows: e^-G can be e^+1000. Instead cut
+    the chunk into blocks of `sub` rows; for row c in block p (first row r_p) and column i in block j
+    (last row e_j), split the exponent at those two points:
+        exp(G_c - G_i) = exp(G_c - G_{r_p}) * exp(G_{r_p} - G_{e_j}) * exp(G_{e_j} - G_i)
+    The outer factors are always <= 1, and so is the middle one when j < p (r_p is after e_j). Only on a
+    diagonal block (j = p) is the middle factor >= 1, exp(the block's own decay span); where that span
+    exceeds `cap` the block is recomputed exactly (`_exact_blocks`). Blocks j > p are zero.
+    """
+    *lead, C, K = q.shape
+    s = min(sub, C)
+    nb = math.ceil(C / s)
+    Cp = nb * s
+    if Cp != C:  # pad rows: q = k = 0 contribute nothing; G repeats its last value (no extra decay)
+        q, k = F.pad(q, (0, 0, 0, Cp - C)), F.pad(k, (0, 0, 0, Cp - C))
+        G = torch.cat([G, G[..., -1:, :].expand(*lead, Cp - C, K)], dim=-2)
+    G_blk = G.view(*lead, nb, s, K)  # (..., nb, s, K)
+    G_first, G_last = G_blk[..., 0, :], G_blk[..., -1, :]  # (..., nb, K)
+    e_left = (G_blk - G_first[..., None, :]).exp()  # (..., nb, s, K) <= 1
+    left = torch.cat([q.view(*lead, nb, s, K) * e_left, k.view(*lead, nb, s, K) * e_left], dim=-2)  # (..., nb, 2s, K)
+    base = k.view(*lead, nb, s, K) * (G_last[..., None, :] - G_blk).exp()  # (..., nb, s, K) <= 1
+    mid = (G_first[..., :, None, :] - G_last[..., None, :, :]).clamp(max=cap)  # (..., nb_p, nb_j, K)
+    below = torch.ones(nb, nb, dtype=torch.bool, device=q.device).tril()
+    mid = torch.where(below[:, :, None], mid, float("-inf")).exp()  # blocks j > p -> 0
+    right = (mid[..., :, :, None, :] * base[..., None, :, :, :]).reshape(*lead, nb, Cp, K)  # (..., nb_p, Cp, K)
+    P = left @ right.transpose(-1, -2)  # (..., nb, 2s, Cp)
+    bad = (G_first - G_last).amax(-1) > cap  # (..., nb) blocks whose own decay span is too large
+    if bad.any():
+        m, p = bad.reshape(-1, nb).nonzero(as_tuple=True)
+        exact = _exact_blocks(q.reshape(-1, nb, s, K)[m, p], k.reshape(-1, nb, s, K)[m, p],
+                              G_blk.reshape(-1, nb, s, K)[m, p])  # (n, 2, s, s)
+        P.view(-1, nb, 2, s, nb, s)[m, p, :, :, p, :] = exact
+    P = P.view(*lead, nb, 2, s, Cp).transpose(-4, -3).reshape(*lead, 2, Cp, Cp)  # (..., 2, Cp, Cp)
+    return P[..., 0, :C, :C], P[..., 1, :C, :C]  # causal masks applied by the caller
+
+
+class Intra(NamedTuple):
+    """What the chunks compute in parallel (M = n * BH chunks of C tokens); the carry needs the first six."""
+
+    qG: torch.Tensor  # (M, C, K) q * exp(G), G the cumulative log-decay since the chunk start
+    Aqk: torch.Tensor  # (M, C, C) tril(decayed q k^T), diagonal included
+    U: torch.Tensor  # (M, C, V) M Diag(beta) V (delta) or Diag(beta) V
+    W: torch.Tensor | None  # (M, C, K) M Diag(beta) (k * exp(G)) (delta only)
+    k_dec: torch.Tensor  # (M, C, K) k decayed to the chunk end, k * exp(G_end - G)
+    a_end: torch.Tensor  # (M, K, 1) decay over the whole chunk, exp(G_end)
+    G: torch.Tensor  # (M, C, K) cumulative log-decay (zeros without decay)
+    A: torch.Tensor | None  # (M, C, C) strictly lower decayed k k^T, before Diag(beta) (delta only)
+    Mut: torch.Tensor | None  # (M, C, C) (I + Diag(beta) A)^-1 (delta only)
+    eG: torch.Tensor  # (M, C, K) exp(G)
+    kG: torch.Tensor  # (M, C, K) k * exp(G)
+    eG_end_minus: torch.Tensor  # (M, C, K) exp(G_end - G)
+
+
+def chunk_intra(q, k, v, g, beta, delta: bool) -> Intra:
+    """The parallel part of every chunk at once: q, k, g (M, C, K), v (M, C, V), beta (M, C, 1); g, beta may be None."""
+    M, C, K = q.shape
+    G = g.cumsum(1) if g is not None else torch.zeros_like(k)  # (M, C, K) log decay since the chunk start
+    G_end = G[:, -1:, :]  # (M, 1, K)
+    eG = G.exp()  # (M, C, K) decay since the chunk start, <= 1
+    qG, kG = q * eG, k * eG  # (M, C, K)
+    e_rest = (G_end - G).exp()  # (M, C, K) decay from each token to the chunk end, <= 1
+    k_dec = k * e_rest  # (M, C, K) k_i decayed to the chunk end
+
+    if C <= _SUB:  # one block: exp(G_c - G_i) = exp(G_c - 0) * exp(G_end - G_i) * exp(0 - G_end)
+        right_t = (k_dec * (-G_end).clamp(max=_CAP).exp()).transpose(-1, -2)  # (M, K, C)
+        Aqk, A = torch.bmm(qG, right_t), torch.bmm(kG, right_t)  # (M, C, C)
+        bad = (-G_end[:, 0, :]).amax(-1) > _CAP  # (M,) chunks whose decay span is too large
+        if bad.any():
+            idx = bad.nonzero()[:, 0]
+            exact = _exact_blocks(q[idx], k[idx], G[idx])  # (n_bad, 2, C, C)
+            Aqk, A = Aqk.index_copy(0, idx, exact[:, 0]), A.index_copy(0, idx, exact[:, 1])
+    else:
+        Aqk, A = _decayed_grams(q, k, G)
+    lower = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
+    Aqk = Aqk.masked_fill(~lower, 0.0)  # (M, C, C) i <= c
+    Mut = W = None
+    if delta:
+        eye = torch.eye(C, device=q.device, dtype=q.dtype)
+        A = A.masked_fill(~lower.tril(-1), 0.0)  # strictly lower (M, C, C)
+        bA = A if beta is None else beta * A  # Diag(beta) A
+        Mut = torch.linalg.solve_triangular(bA + eye, eye.expand_as(bA), upper=False, unitriangular=True)  # UT
+        Mb = Mut if beta is None else Mut * beta.transpose(-1, -2)  # M Diag(beta)  (M, C, C)
+        U, W = torch.bmm(Mb, v), torch.bmm(Mb, kG)  # (M, C, V), (M, C, K)
+    else:
+        U, A = (v if beta is None else beta * v), None
+    return Intra(qG, Aqk, U, W, k_dec, G_end.exp().transpose(-1, -2), G, A, Mut, eG, kG, e_rest)
+
+
+def chunk_carry(it: Intra, n: int, S, scale: float, delta: bool, in_place: bool, states=None):
+    """Carry the state S (BH, K, V) across n chunks of `it`: the only sequential part, n steps of small matmuls.
+
+    Returns (o (n, BH, C, V), S after the last chunk). With `in_place` (no autograd) S and the outputs are
+    updated in place, no allocations per step; `states` (n, BH, K, V), if given, receives the state each
+    chunk starts from (what the backward needs).
+    """
+    M, C, K = it.qG.shape
+    BH, V = M // n, it.U.shape[-1]
+    qG, Aqk, U = it.qG.view(n, BH, C, K), it.Aqk.view(n, BH, C, C), it.U.view(n, BH, C, V)
+    W = None if it.W is None else it.W.view(n, BH, C, K)
+    a_end, k_dec_t = it.a_end.view(n, BH, K, 1), it.k_dec.view(n, BH, C, K).transpose(-1, -2)  # (n, BH, K, C)
+    o, outs, D_buf = qG.new_empty(n, BH, C, V), [], qG.new_empty(BH, C, V)
+    for i in range(n):
+        if states is not None:
+            states[i].copy_(S)
+        if not delta:
+            D = U[i]
+        elif in_place:
+            D = torch.baddbmm(U[i], W[i], S, alpha=-1, out=D_buf)  # (BH, C, V) Delta = U - W S
+        else:
+            D = torch.baddbmm(U[i], W[i], S, alpha=-1)
+        if in_place:
+            torch.bmm(qG[i], S, out=o[i])
+            o[i].baddbmm_(Aqk[i], D, beta=scale, alpha=scale)  # (BH, C, V) scale (Q Gamma S + Aqk Delta)
+            S.mul_(a_end[i]).baddbmm_(k_dec_t[i], D)  # (BH, K, V)
+        else:
+            outs.append(torch.baddbmm(qG[i] @ S, Aqk[i], D, beta=scale, alpha=scale))
+            S = torch.baddbmm(a_end[i] * S, k_dec_t[i], D)
+    return (o if in_place else torch.stack(outs)), S
+
+
+def chunk_flops(B: int, T: int, H: int, K: int, V: int, C: int, delta: bool = True) -> int:
+    """Matmul FLOPs (2 per multiply-add) of the chunk kernel's forward; elementwise work is not counted.
+
+    Per chunk and head, as `chunk_intra` and `chunk_carry` compute them: the two decayed Grams 2 x 2C^2K,
+    the triangular inverse ~C^3, U and W 2C^2V + 2C^2K, then the carry: W S, Q S and the state update
+    3 x 2CKV, and Aqk Delta 2C^2V. Without the delta rule: no A, no inverse, no U/W matmuls, no W S.
+    """
+    C = max(1, min(C, T))
+    n_chunks = -(-T // C)
+    if delta:
+        per = 4 * C * C * K + C**3 + 2 * C * C * V + 2 * C * C * K + 6 * C * K * V + 2 * C * C * V
+    else:
+        per = 2 * C * C * K + 4 * C * K * V + 2 * C * C * V
+    return B * H * n_chunks * per
