@@ -5,7 +5,7 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from k3lite.viz.style import CONCEPT, HIGHLIGHT_LINE, LINK, NEUTRAL, bytes_axis, log_axis
+from k3lite.viz.style import CONCEPT, HIGHLIGHT_LINE, HIGHLIGHT_MARKER, LINK, NEUTRAL, bytes_axis, log_axis
 
 COMPONENT_COLOUR = {"routed_experts": CONCEPT["routed"], "attention": CONCEPT["attn"], "shared": CONCEPT["shared"],
                     "embeddings": CONCEPT["embedding"], "other": CONCEPT["router"]}
@@ -49,7 +49,7 @@ def pareto_figure(per_user: Sequence[float], per_gpu: Sequence[float], batches: 
                                hovertemplate="batch %{customdata}: %{x:.1f} tok/s/user, %{y:,.0f} tok/s/GPU<extra></extra>"))
     if chosen:
         fig.add_scatter(x=[chosen[0]], y=[chosen[1]], mode="markers", name="your batch",
-                        marker=dict(size=14, color="rgba(0,0,0,0)", line=HIGHLIGHT_LINE))
+                        marker=HIGHLIGHT_MARKER)
     fig.update_layout(height=380, title="Throughput vs interactivity (each point a batch size)",
                       xaxis=log_axis("tokens/s per user"), yaxis=log_axis("tokens/s per GPU"), **_LAYOUT)
     return fig
