@@ -186,6 +186,32 @@ def active_share(component: str, cfg: K3Config) -> float:
     return 1.0
 
 
+def params_by_layer(cfg: K3Config) -> tuple[list[dict[str, tuple[int, int]]], dict[str, tuple[int, int]]]:
+    """Per layer {component: (total, active)}, and the same for what sits outside the layers (embedding,
+    head, final norm and depth mix). Same modules as `count_params` (one layer of each kind, `_meta_parameters`);
+    totals sum to its totals, active ones up to rounding (one per bucket). The architecture map shows them."""
+    kinds = list(zip(cfg.layer_types(), cfg.ffn_types()))
+    built: dict[int, dict[str, int]] = {}
+    outside: dict[str, int] = {}
+    for name, numel, _ in _meta_parameters(cfg):
+        comp = _component(name)
+        if name.startswith("layers."):
+            i = int(name.split(".")[1])
+            comp = "attention_" + kinds[i][0] if comp == "mixer" else comp
+            bucket = built.setdefault(i, {})
+        else:
+            bucket = outside
+        bucket[comp] = bucket.get(comp, 0) + numel
+    first_of: dict[tuple[str, str], int] = {}
+    for i, kind in enumerate(kinds):
+        first_of.setdefault(kind, i)
+
+    def with_active(bucket: dict[str, int]) -> dict[str, tuple[int, int]]:
+        return {comp: (n, round(n * active_share(comp, cfg))) for comp, n in bucket.items()}
+
+    return [with_active(built[first_of[kind]]) for kind in kinds], with_active(outside)
+
+
 @lru_cache(maxsize=256)
 def active_params(cfg: K3Config) -> int:
     """`count_params(cfg).active`, cached per config (the hybrid decode model asks for it on every rerun)."""

@@ -62,6 +62,8 @@ SPECS: dict[str, dict] = {
     "home": {"move": ("select", "Configuration", "lite")},
     # the last stage (End key) shows the next-byte table and the "Generate" button
     "forward_pass": {"move": ("slider", "stage"), "keys": ["End"], "button": "Generate"},
+    # opened with step 1 revealed, so the guess shows in a metric; the move is the guess's "+"
+    "tour": {"query": "tour_revealed=1", "move": ("number", "your guess"), "button": "Next step ▶"},
     # training behind "Train": opened from a shared link with one mixer and 10 steps so the suite stays short;
     # the move is sequence length 64 -> 32 tokens
     "lab": {"query": "lab_mixers=linear&lab_steps=10", "move": ("slider", "sequence length"), "keys": ["ArrowLeft"],

@@ -42,8 +42,8 @@ def test_moe_page_and_interconnect_page_show_the_same_bytes_per_layer(interconne
 def test_forward_pass_page_and_interconnect_page_show_the_same_bytes_per_forward(interconnect_page):
     at = AppTest.from_file(str(ROOT / "views" / "forward_pass.py"), default_timeout=600).run()
     assert not at.exception and not at.error
-    stage = at.slider(key="fp_stage")
-    stage.set_value(stage.max).run()  # the last stage (1-based): every layer done
+    stage = at.select_slider(key="fp_stage")
+    stage.set_value(len(stage.options) - 1).run()  # the last stage: every layer done
     shown = _metric(at, "interconnect bytes per token so far")
     n_moe = sum(t == "moe" for t in LITE.ffn_types())
     assert shown == _metric(interconnect_page, "per forward pass")

@@ -267,7 +267,7 @@ def test_stepper_next_and_prev_walk_through_all_stages(root):
     assert not at.exception and at.code
     for _ in range(3):
         at.button(key="fp_prev").click().run()
-    assert at.session_state.fp_stage == n - 3  # 1-based, as the heading counts
+    assert at.session_state.fp_stage == n - 4
     at.text_area(key="fp_prompt").set_value("x" * 150 + "é" * 50).run()  # within chars, within bytes
     assert not at.error
     at.text_area(key="fp_prompt").set_value("nul\x00").run()

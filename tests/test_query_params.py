@@ -208,9 +208,12 @@ def one_step(w):
         i = w.options.index(str(w.format_func(v)))
         j = i + 1 if i + 1 < len(w.options) else i - 1
         target = w.options[j]
-        for candidate in (target, _num(target)):
-            if candidate is not None and str(w.format_func(candidate)) == target:
-                return candidate
+        for candidate in (target, _num(target), j):  # j: options that are positions, shown through a format_func
+            try:
+                if candidate is not None and str(w.format_func(candidate)) == target:
+                    return candidate
+            except (TypeError, ValueError):  # a format_func written for the option's real type
+                continue
         return None
     if w.type == "multiselect":
         if len(v) > 1:

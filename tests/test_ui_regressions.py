@@ -27,15 +27,16 @@ def test_cost_table_edits_survive_a_slider_move():
 def test_forward_pass_stage_control_matches_the_heading():
     """The stage slider read 0-based (41) beside the heading's 1-based "42/42", and had no visible label."""
     at = AppTest.from_file(str(ROOT / "views" / "forward_pass.py"), default_timeout=180).run()
-    control = at.slider(key="fp_stage")
+    control = at.select_slider(key="fp_stage")
     assert control.label.strip(), "the stage control has no label"
     assert control.proto.label_visibility.value == control.proto.label_visibility.VISIBLE
-    for value in (int(control.min), int(control.min + control.max) // 2, int(control.max)):
-        control.set_value(value).run()
+    for index in (0, len(control.options) // 2, len(control.options) - 1):
+        control.set_value(index).run()
         assert not at.exception, [e.message for e in at.exception]
-        control = at.slider(key="fp_stage")
+        control = at.select_slider(key="fp_stage")
+        shown = control.options[control.value]  # options are the stage indices 0..N-1, shown formatted
         heading = at.subheader[0].value
-        assert heading.startswith(f"{control.value}/{int(control.max)} · "), f"slider reads {control.value}, heading {heading!r}"
+        assert heading.startswith(f"{shown} · "), f"control shows {shown!r}, heading says {heading!r}"
 
 
 def test_every_page_links_to_the_byte_ledger():

@@ -2,9 +2,11 @@
 import streamlit as st
 import torch
 
+from k3lite.anatomy import anatomy
 from k3lite.checkpoint import checkpoint_meta, load_lite_model
 from k3lite.interconnect import REFERENCE, deployment_bytes
 from k3lite.tokenizer import decode, encode, token_label
+from k3lite.viz.archmap import architecture_map, stage_index
 from k3lite.viz.model import WHAT, stage_figure, stages
 from views.common import explain, push_url, url_state, user_errors
 
@@ -56,24 +58,49 @@ with user_errors():
     trace, top = run(st.session_state.fp_prompt)
 
 STAGES = stages(trace)
-N_STAGES = len(STAGES)
-# 1-based like the heading ("42/42"): a 0-based slider read 41 beside it (issue 16)
-url_state("fp_stage", 1, lo=1, hi=N_STAGES)
-st.session_state.fp_stage = min(max(int(st.session_state.fp_stage), 1), N_STAGES)
+last = len(STAGES) - 1
+url_state("fp_stage", 0, lo=0, hi=last)
+st.session_state.fp_stage = min(max(int(st.session_state.fp_stage), 0), last)
+
+
+def jump_to_clicked() -> None:
+    """A click on the map moves to that element's stage (customdata = [stage kind, layer or -1, part])."""
+    points = [p for p in st.session_state.fp_map.selection.points if p.get("customdata")]  # nodes, not arcs
+    if points:
+        kind, layer, _ = points[0]["customdata"]
+        st.session_state.fp_stage = stage_index(STAGES, kind, None if layer < 0 else int(layer))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)  # a figure costs ~0.2 s to build; plotly_chart only reads it
+def map_figure(prompt: str, kind: str, layer: int | None):
+    cfg, trace = lite_model()[0].cfg, run(prompt)[0]
+    return architecture_map(cfg, trace=trace, anatomy=anatomy(cfg, context=len(trace.tokens)),
+                            highlight=(kind, layer))
+
+
+current = STAGES[st.session_state.fp_stage]
+st.plotly_chart(map_figure(st.session_state.fp_prompt, current.kind, current.layer),
+                key="fp_map", on_select=jump_to_clicked, selection_mode="points", width="stretch")
+st.caption(f"The whole model, drawn from its config; outlined: **{current.title}**. Click an element to jump to its "
+           "stage; hover for this prompt's numbers (state norm, max-violation, bytes so far), read from the same "
+           "Trace as the stage view below, and for each element's parameters and bytes per decoded token at this "
+           "prompt's length (`k3lite.anatomy`).")
 
 
 def move(step: int) -> None:
-    st.session_state.fp_stage = min(max(st.session_state.fp_stage + step, 1), N_STAGES)
+    st.session_state.fp_stage = min(max(st.session_state.fp_stage + step, 0), last)
 
 
 b1, b2, b3 = st.columns([1, 1, 8])
-b1.button("◀ Prev", on_click=move, args=(-1,), disabled=st.session_state.fp_stage == 1, key="fp_prev")
-b2.button("Next ▶", on_click=move, args=(1,), disabled=st.session_state.fp_stage == N_STAGES, key="fp_next")
-b3.slider(f"stage (of {N_STAGES})", 1, N_STAGES, key="fp_stage")
+b1.button("◀ Prev", on_click=move, args=(-1,), disabled=st.session_state.fp_stage == 0, key="fp_prev")
+b2.button("Next ▶", on_click=move, args=(1,), disabled=st.session_state.fp_stage == last, key="fp_next")
+# shows "n/N" like the heading below (a 0-based number read 41 beside "42/42"), with a visible label
+b3.select_slider("stage", options=list(range(len(STAGES))), key="fp_stage",
+                 format_func=lambda i: f"{i + 1}/{len(STAGES)}")
 push_url("fp_stage")
-stage = STAGES[st.session_state.fp_stage - 1]
+stage = STAGES[st.session_state.fp_stage]
 
-st.subheader(f"{st.session_state.fp_stage}/{N_STAGES} · {stage.title}")
+st.subheader(f"{st.session_state.fp_stage + 1}/{len(STAGES)} · {stage.title}")
 st.info(f"**What happens here.** {WHAT[stage.kind]}")
 head = 0
 if stage.kind == "kda":

@@ -4,13 +4,15 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from k3lite import ledger as byte_ledger
+from k3lite.anatomy import PART_LABEL, PART_PAGE, anatomy
 from k3lite.config import PRESETS, get_preset, routed_fraction
 from k3lite.params import ACTIVE_RULE, active_with_embedding, count_params, fmt
+from k3lite.viz.archmap import architecture_map
 from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.params import ACTIVE_CONVENTION, PUBLISHED, breakdown_figure
 from k3lite.viz.style import fmt_bytes
 from views.common import push_url, url_state, user_errors
-from views.registry import PAGES, SHIPPED_INPUTS
+from views.registry import PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")
 st.markdown(
@@ -36,6 +38,54 @@ parameter count of each configuration, **counted by building the real k3lite mod
 device** (shapes only, no memory), not from a formula.
 """
 )
+
+MAP_CONTEXT = 131072  # tokens of context the cache bytes on the map assume (128K)
+
+
+@st.cache_resource(show_spinner="Drawing K3 from its config (parameters counted on the meta device)…")  # read-only
+def k3_map():
+    cfg = get_preset("k3-estimated")
+    an = anatomy(cfg, context=MAP_CONTEXT)
+    return architecture_map(cfg, anatomy=an), an.shares()
+
+
+def open_part_page() -> None:
+    """A click on the map opens the page of that part (customdata = [stage kind, layer, part])."""
+    points = [p for p in st.session_state.home_map.selection.points if p.get("customdata")]  # nodes, not arcs
+    if points:
+        st.session_state.home_go = PART_PAGE.get(points[0]["customdata"][2], "forward_pass")
+
+
+st.subheader("The whole of K3, drawn from its config")
+fig, shares = k3_map()
+st.plotly_chart(fig, width="stretch", key="home_map", on_select=open_part_page, selection_mode="points")
+if (go_to := st.session_state.pop("home_go", None)) is not None:
+    st.switch_page(by_url_path(go_to).file)
+st.caption(f"Click an element to open its page; hover it for its parameters and the bytes one decoded token moves "
+           f"through it (batch 1, bf16 weights, {MAP_CONTEXT:,}-token context). The arcs: the block Attention "
+           "Residual sums the LM head reads; each layer reads the ones completed before it. Below: each part's "
+           "share of the whole.")
+st.dataframe(
+    pd.DataFrame([{"part": PART_LABEL[k], "share of parameters": p, "share of bytes per decoded token": b,
+                   "page": by_url_path(PART_PAGE[k]).short} for k, (p, b) in shares.items()]),
+    hide_index=True, width="stretch",
+    column_config={c: st.column_config.ProgressColumn(c, format="percent", min_value=0.0, max_value=1.0)
+                   for c in ("share of parameters", "share of bytes per decoded token")})
+top_params = max(shares, key=lambda k: shares[k][0])
+top_bytes = max(shares, key=lambda k: shares[k][1])
+why = " (a token visits only top-k of them)" if top_params == "routed_experts" else ""
+st.caption(f"What to notice: {PART_LABEL[top_params]} hold {100 * shares[top_params][0]:.1f}% of the parameters "
+           f"and take {100 * shares[top_params][1]:.1f}% of the bytes a token moves{why}; the biggest byte share is "
+           f"{PART_LABEL[top_bytes]} ({100 * shares[top_bytes][1]:.1f}%). Computed by `k3lite.anatomy` from the "
+           "functions the pages use.")
+link_cols = st.columns(4)
+for i, url in enumerate(dict.fromkeys(PART_PAGE[k] for k in shares)):
+    spec = by_url_path(url)
+    parts = ", ".join(PART_LABEL[k] for k in shares if PART_PAGE[k] == url)
+    try:
+        link_cols[i % 4].page_link(spec.file, label=f"{parts} → {spec.short}", icon=spec.icon)
+    except StreamlitAPIException:  # this file run on its own (AppTest of one page): no navigation to link into
+        link_cols[i % 4].markdown(f"{parts} → {spec.short} (`{spec.file}`)")
 
 names = list(PRESETS)
 url_state("home_preset", "k3-estimated", choices=names)

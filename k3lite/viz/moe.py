@@ -147,7 +147,7 @@ def violation_vs_updates(curves: dict[str, Sequence[float]], counts: Sequence[in
                         line=dict(width=3, color=BALANCING.get(m), dash="dot" if m == "none" else "solid"),
                         hovertemplate="%{x} updates: max-violation %{y:.2f}<extra>" + labels.get(m, m) + "</extra>")
     if budget is not None:
-        fig.add_vline(x=budget, line_dash="dash", line_color=NEUTRAL,
+        fig.add_vline(x=budget, line_dash="dash", line_color=HIGHLIGHT_LINE["color"],
                       annotation_text=f"{budget} updates: bars above", annotation_position="top")
     axis = log_axis("balancing updates (batches seen)")
     axis.update(tickvals=list(counts), ticktext=[str(n) for n in counts])

@@ -1,0 +1,108 @@
+"""The guided tour: its revealed numbers are the ones the deeper pages show at their defaults; the gap is
+stated honestly; step, guesses and reveals survive a copied link; it runs end to end (AppTest)."""
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from k3lite.tour import STEPS, Reveal, gap_text
+from views.registry import PAGES
+
+TIMEOUT = 180
+pytestmark = pytest.mark.usefixtures("full_error_details")
+BY_KEY = {s.key: s for s in STEPS}
+
+
+def page(path: str, query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / path), default_timeout=TIMEOUT)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def metric(at: AppTest, label_start: str) -> str:
+    found = [m.value for m in at.metric if m.label.startswith(label_start)]
+    assert found, f"no metric starting {label_start!r}: {[m.label for m in at.metric]}"
+    return found[0]
+
+
+def test_every_step_links_to_a_registered_page_and_asks_something_answerable():
+    urls = {p.url_path for p in PAGES}
+    assert len(STEPS) >= 7
+    for s in STEPS:
+        assert s.page in urls, s.key
+        assert s.kind in ("number", "choice")
+        if s.kind == "number":
+            assert s.lo <= s.default <= s.hi
+        else:
+            assert len(s.choices) >= 2
+
+
+def test_gap_says_how_far_and_which_way():
+    num = BY_KEY["residuals"]
+    r = Reveal(20.0, "20.0x fewer reads", "", {})
+    assert "4.0x too low" in gap_text(num, 5.0, r)
+    assert "2.0x too high" in gap_text(num, 40.0, r)
+    assert gap_text(num, 22.0, r).startswith("Close")
+    ch = BY_KEY["latent"]
+    assert gap_text(BY_KEY["serving"], 2.0, Reveal(0.5, "$0.500 per M", "", {})).startswith("You guessed $2;")
+    assert gap_text(ch, ch.choices[0], Reveal(0, "", "", {})).startswith("Right")
+    assert "the computation says 'they halve'" in gap_text(ch, "they double", Reveal(0, "", "", {}))
+
+
+def test_revealed_numbers_are_what_the_deeper_pages_show_at_their_defaults():
+    hybrid = BY_KEY["hybrid"].compute()
+    assert metric(page("views/hybrid_attention.py"), "KV reduction at 1M").startswith(f"{hybrid.answer:.1f}%")
+    cost = BY_KEY["cost"].compute()
+    assert metric(page("views/cost_per_task.py"), "split is cheaper by") == f"{cost.answer:.1f}x"
+    res = BY_KEY["residuals"].compute()
+    text = " ".join(m.value for m in page("views/attention_residuals.py").markdown)
+    assert f"{res.answer:.1f}x fewer reads" in text
+    serving = BY_KEY["serving"].compute()
+    assert metric(page("views/serving.py"), "$ per M output tokens") == f"${serving.answer:.3f}"
+    sparsity = BY_KEY["sparsity"].compute()
+    assert metric(page("views/home.py"), "activation ratio") == f"{sparsity.answer:.2f} %"
+
+
+def test_latent_and_decay_answers_follow_their_numbers():
+    lat = BY_KEY["latent"].compute()
+    assert BY_KEY["latent"].choices[int(lat.answer)] == "they halve"  # wire bytes are linear in the latent
+    dec = BY_KEY["decay"].compute()
+    kda_r, gdn_r = (float(v) for v in dec.details.values())
+    right = BY_KEY["decay"].choices[int(dec.answer)]
+    assert right == {(True, False): "only KDA", (False, True): "only Gated DeltaNet", (True, True): "both",
+                     (False, False): "neither"}[(kda_r > 0.5, gdn_r > 0.5)]
+
+
+def test_a_shared_link_reopens_the_step_with_its_guess_and_reveal():
+    at = page("views/tour.py", {"tour_step": "4", "tour_g4": "both", "tour_revealed": "4"})
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.subheader[0].value.startswith("4. ")
+    assert at.radio(key="tour_g4").value == "both"
+    assert metric(at, "your guess") == "both"
+    assert at.info and "both" in at.info[0].value
+    assert at.query_params["tour_g4"] == ["both"] or at.query_params["tour_g4"] == "both"
+    bad = page("views/tour.py", {"tour_step": "99", "tour_g1": "lots"})
+    assert not bad.exception
+    notices = " ".join(w.value for w in bad.warning)
+    assert "Ignored `tour_step=99`" in notices and "Ignored `tour_g1=lots`" in notices
+    assert bad.subheader[0].value.startswith("1. ")
+
+
+def test_the_tour_runs_end_to_end():
+    at = page("views/tour.py")
+    for i, s in enumerate(STEPS, start=1):
+        assert at.subheader[0].value == f"{i}. {s.title}"
+        if s.kind == "number":
+            at.number_input(key=f"tour_g{i}").set_value(float(s.hi)).run()  # a deliberately wild guess
+        else:
+            at.radio(key=f"tour_g{i}").set_value(s.choices[-1]).run()
+        at.button(key="tour_reveal").click().run()
+        assert not at.exception and not at.error, (s.key, [e.message for e in at.exception], at.error)
+        shown = metric(at, "computed")
+        assert shown == s.compute().answer_text
+        assert at.info, s.key  # the gap, in words
+        if i < len(STEPS):
+            at.button(key="tour_next").click().run()
+    assert at.success and "All steps revealed" in at.success[0].value
+    assert at.query_params["tour_revealed"] in (",".join(map(str, range(1, len(STEPS) + 1))),
+                                                [",".join(map(str, range(1, len(STEPS) + 1)))])

@@ -1,0 +1,88 @@
+"""The K3 argument in N steps: predict, then compute, then see the gap. Progress and answers live in the URL."""
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from k3lite.tour import STEPS, gap_text, with_unit
+from views.common import push_url, url_state, user_errors
+from views.registry import by_url_path
+
+N = len(STEPS)
+
+
+def md(text: str) -> str:
+    """Escape $ for Markdown: two dollar signs in one text would otherwise render as LaTeX."""
+    return text.replace("$", "\\$")
+
+
+st.title(f"The K3 argument in {N} steps")
+st.markdown(
+    "The K3 announcement makes a handful of quantitative claims. For each one: **predict** first (a number or a "
+    "direction), then **reveal** what the computation gives, using the same functions and default settings as the "
+    "page that goes deeper. Your step and your answers stay in the link, so a teacher can share step 4."
+)
+
+url_state("tour_step", 1, lo=1, hi=N)
+url_state("tour_revealed", [])
+for i, s in enumerate(STEPS, start=1):
+    if s.kind == "number":
+        url_state(f"tour_g{i}", float(s.default), lo=s.lo, hi=s.hi)
+    else:
+        url_state(f"tour_g{i}", s.choices[0], choices=s.choices)
+revealed = {int(x) for x in st.session_state.tour_revealed if str(x).isdigit()}
+st.session_state.tour_step = i = min(max(int(st.session_state.tour_step), 1), N)
+step = STEPS[i - 1]
+
+
+def go(to: int) -> None:
+    st.session_state.tour_step = min(max(to, 1), N)
+
+
+def reveal(k: int) -> None:
+    st.session_state.tour_revealed = sorted({*revealed, k})
+
+
+@st.cache_data(show_spinner="Computing…", max_entries=len(STEPS))
+def computed(index: int):
+    return STEPS[index].compute()
+
+
+st.slider("step", 1, N, key="tour_step")
+st.caption(" → ".join(f"{'✓ ' if k in revealed else ''}{f'**{s.title}**' if k == i else s.title}"
+                      for k, s in enumerate(STEPS, start=1))
+           + f" · {len(revealed & set(range(1, N + 1)))} of {N} revealed")
+st.subheader(f"{i}. {step.title}")
+st.markdown(md(f"*The claim:* {step.claim}"))
+st.markdown(md(f"**Predict:** {step.question}"))
+key = f"tour_g{i}"
+if step.kind == "number":
+    st.number_input(f"your guess ({step.unit})", min_value=float(step.lo), max_value=float(step.hi), key=key,
+                    format="%g")
+else:
+    st.radio("your guess", step.choices, key=key)
+push_url("tour_step", key)
+
+st.button("Reveal the computed answer", type="primary", on_click=reveal, args=(i,), key="tour_reveal",
+          disabled=i in revealed)
+if i in revealed:
+    with user_errors():
+        answer = computed(i - 1)
+    c1, c2 = st.columns(2)
+    guess = st.session_state[key]
+    c1.metric("your guess", with_unit(guess, step.unit) if step.kind == "number" else guess)
+    c2.metric("computed", answer.answer_text)
+    st.info(md(gap_text(step, st.session_state[key], answer)))
+    st.markdown(md(f"**Why.** {answer.explanation}"))
+    if answer.details:
+        st.table({"computed": list(answer.details), "value": list(answer.details.values())})
+    spec = by_url_path(step.page)
+    try:
+        st.page_link(spec.file, label=f"Go deeper: {spec.title}", icon=spec.icon)
+    except StreamlitAPIException:  # this file run on its own (AppTest of one page): no navigation to link into
+        st.markdown(f"Go deeper: {spec.title} (`{spec.file}`)")
+push_url("tour_revealed")
+
+b1, b2 = st.columns(2)
+b1.button("◀ Previous step", on_click=go, args=(i - 1,), disabled=i == 1, key="tour_prev", width="stretch")
+b2.button("Next step ▶", on_click=go, args=(i + 1,), disabled=i == N, key="tour_next", width="stretch")
+if len(revealed) == N:
+    st.success("All steps revealed. Share this page's link: it carries every answer you gave.")
