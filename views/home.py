@@ -200,7 +200,7 @@ s1, s2, s3, s4 = st.columns(4)
 for col, (key, label) in zip((s1, s2, s3, s4), (("latent", "latent saves per token"),
                                                  ("hybrid", "KDA hybrid saves per token"),
                                                  ("block_attnres", "block AttnRes saves per token"),
-                                                 ("balancing", "balancing saves per token (busiest GPU)"))):
+                                                 ("balancing", "balancing saves, busiest GPU"))):
     col.metric(label, fmt_bytes(saved[key]), help="bytes per decoded token of K3 with this idea off, "
                                                                "minus K3 as designed, all segments together")
 st.caption(
