@@ -17,8 +17,8 @@ from k3lite.config import get_preset
 from k3lite.tour import STEPS
 from k3lite.viz.archmap import BIG_MARKER
 from k3lite.viz.model import stages
-from test_browser import (CHROMIUM, CHROMIUM_ARGS, LOAD_TIMEOUT_MS, ROOT, assert_clean, pytestmark,  # noqa: F401
-                          screenshot, streamlit_server, wait_idle)
+from test_browser import (LOAD_TIMEOUT_MS, ROOT, assert_clean, browser, pytestmark,  # noqa: F401  (browser: the
+                          screenshot, streamlit_server, wait_idle)                 # shared fixture)
 
 OUT = ROOT / "test-output" / "tour"
 WIDTHS = (1400, 390)
@@ -87,21 +87,6 @@ def server():
         old.unlink()
     with streamlit_server("app.py", ROOT, OUT / "streamlit-server.log") as srv:
         yield srv
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    pw = sync_playwright().start()
-    try:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-    finally:
-        pw.stop()
 
 
 def open_page(browser, server, path: str, width: int = 1400):
