@@ -254,8 +254,9 @@ def order_sentences(rows: list[dict], task: str) -> list[str]:
         if not order:
             continue
         ranked = " > ".join(f"{_short(m)} {100 * mean:.0f}%" for m, mean, _ in order)
-        seeds = min(r["n"] for r in rows if r["task"] == task and r["seq_len"] == T)
-        out.append(f"T = {T}: {ranked} (mean of {seeds}+ seeds) — {report_verdict(order)}.")
+        ns = sorted({r["n"] for r in rows if r["task"] == task and r["seq_len"] == T})
+        seeds = f"{ns[0]} seed{'s' if ns[0] > 1 else ''}" if len(ns) == 1 else f"{ns[0]}–{ns[-1]} seeds"
+        out.append(f"T = {T}: {ranked} (mean over {seeds} per mixer) — {report_verdict(order)}.")
     return out
 
 
