@@ -25,8 +25,8 @@ current = st.navigation(sections)
 with st.sidebar:
     st.caption(
         "k3lite runs a small PyTorch model of every K3 idea live on this server's CPU. Most charts come from "
-        "code that just executed; the lab's tables and the residual experiment are shipped results "
-        "(each page says which)."
+        "code that just executed; a few show shipped results (the trained checkpoint, the lab's sweep, the MoE "
+        "page's defaults): the home page lists which, and each page says so."
     )
     # the byte story in one picture, reachable from every page (it lives on the home page)
     st.page_link(home, label="Bytes per decoded token: the ledger (on Home)", icon=":material/stacked_bar_chart:")
