@@ -73,11 +73,18 @@ else:
         f"{sweep.MAX_STEPS} steps. {n_cap} of the {sum(r['n'] for r in rows)} runs shown hit the step cap before "
         f"a plateau. {len(runs)} runs in all (LR sweep included); each file in assets/lab/ stores the command that "
         "reproduces it; `python -m k3lite.lab_sweep all` makes (or completes) the set.")
+    stalled = [r for r in runs if r["stop_reason"] == "plateau" and r["final_eval_acc"] < 0.02
+               and r["job"]["lr"] == sweep.chosen_lr(runs, r["job"]["task"], r["job"]["mixer"])]  # runs shown only
+    at_chance = sorted({(r["job"]["task"], r["job"]["seq_len"]) for r in stalled})
     explain(
-        "What would change the verdict where it differs from the report: the report's models are trained far "
+        (f"{len(stalled)} of the runs shown never left "
+         f"chance and were stopped by the plateau rule after {sweep.MIN_STEPS} steps (at "
+         + ", ".join(f"{t} T={T}" for t, T in at_chance) + "): there the numbers say 'did not start to learn within "
+         f"{sweep.MIN_STEPS} steps', not where a learning model levels off. " if at_chance else "")
+        + "What would change the verdict where it differs from the report: the report's models are trained far "
         "longer with swept learning rates at every length, and its tasks may be set differently (vocabulary, "
-        "number of pairs); more seeds, a finer learning-rate grid per length, or longer training at the lengths "
-        "where our runs hit the step cap are the evidence that would move these numbers.")
+        "number of pairs); more seeds, a learning-rate grid per length, and longer training before the plateau "
+        "rule may stop a run at the long lengths are the evidence that would move these numbers.")
 
 # ------------------------------------------------------------------------------------------- live run
 st.header("2. Train it yourself")
