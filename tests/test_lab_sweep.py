@@ -26,6 +26,17 @@ def test_stopper_solved_plateau_and_min_steps():
     assert not q.should_stop(210, None), "steps without an evaluation never stop a run"
 
 
+
+def test_stopper_never_calls_a_run_at_chance_a_plateau():
+    """MQAR learns in a phase transition (chance for hundreds of steps, then a jump): a flat curve at chance is
+    not a plateau, so such a run goes on to MAX_STEPS (stop_reason 'max_steps')."""
+    s = sweep.Stopper(solved=0.99, min_gain=0.01, patience=100, min_steps=200, escape=0.05)
+    for step, acc in [(50, 0.004), (100, 0.004), (150, 0.004), (200, 0.004), (250, 0.004), (300, 0.004)]:
+        assert not s.should_stop(step, acc)
+    assert s.reason == "max_steps"
+    assert not s.should_stop(350, 0.3) and not s.should_stop(400, 0.301), "left chance: still gaining vs step <= 300"
+    assert s.should_stop(500, 0.302) and s.reason == "plateau", "no gain of 0.01 over the 100 steps since 400"
+
 # ------------------------------------------------------------------------------------ synthetic records
 def _record(task, mixer, T, lr, seed, acc, loss=1.0, reason="plateau"):
     return {"job": {"task": task, "mixer": mixer, "seq_len": T, "lr": lr, "seed": seed},
@@ -132,6 +143,18 @@ def test_delta_rule_starts_with_a_small_write_strength():
     _, beta = model.mixers[0].gates(x)
     assert float(beta.detach().mean()) < 0.1, "beta ~ 0.5 at init: overlapping initial keys erase each other (lab issue)"
 
+
+
+@pytest.mark.parametrize("mixer", ["mamba2", "gdn", "kda"])
+def test_decaying_mixers_start_close_to_their_non_decaying_parents(mixer):
+    """Regression: with fla's A ~ U(1, 16) the median channel kept ~1e-10 of a write over 256 tokens, and GDN and
+    KDA sat at chance on MQAR T=256 while DeltaNet (no decay) reached 95%. At init the median channel must keep
+    most of a write over the sweep's longest sequence."""
+    torch.manual_seed(0)
+    model = LabModel(LabConfig(mixer=mixer, d_model=64, n_heads=2))
+    g, _ = model.mixers[0].gates(torch.nn.functional.rms_norm(torch.randn(4, 64, 64), (64,)))
+    kept = torch.exp(g.detach() * max(sweep.SEQ_LENS["mqar"]))  # per-step log-decay times 256 steps
+    assert float(kept.median()) > 0.5
 
 def test_delta_rule_learns_mqar():
     """Regression: with beta ~ 0.5 at init, DeltaNet stayed at chance (1.6% after 150 steps here; 1% after 600
