@@ -44,15 +44,22 @@ def test_a_visitor_moves_every_kind_of_control_within_range():
         assert held["$$ID-a-s"] == value  # the next move starts where this one left the slider
 
 
+def test_a_refusal_later_than_the_stated_wait_is_an_error():
+    assert bench_load.late_refusal(2, 31.0, True, 30.0) is None, "within the margin for rendering"
+    assert bench_load.late_refusal(2, 30.0 + bench_load.HEAVY_MARGIN_S + 1, True, 30.0).startswith("session 2:")
+    assert bench_load.late_refusal(2, 300.0, False, 30.0) is None, "a press that ran may take its training time"
+
+
 @pytest.mark.timeout(600)
 def test_a_few_sessions_on_a_real_server_see_no_errors_and_no_cross_talk():
-    args = bench_load.parse_args(["--sessions", "3", "--minutes", "0.4", "--pages", "moe,kda", "--think", "0.5,1.5",
-                                  "--ramp", "2"])
+    args = bench_load.parse_args(["--sessions", "4", "--heavy", "1", "--heavy-steps", "10", "--minutes", "0.4",
+                                  "--pages", "moe,kda", "--think", "0.5,1.5", "--ramp", "2"])
     rep = bench_load.measure(args)
     bench_load.print_report(rep)  # shown with -s; never asserted
     assert not rep["errors"], rep["errors"]
     assert not rep["cross_talk"], rep["cross_talk"]
     assert rep["reruns"] >= 3, "the sessions hardly moved a control"
+    assert rep["heavy"]["presses"] >= 1, "the heavy session never got to press Train"
     assert rep["own_echoes_verified"] >= 1, "no own value was found echoed: the cross-talk check saw nothing"
     peak = max(s["bytes"] for s in rep["rss"])
     assert 0 < peak < RSS_BOUND_BYTES, peak

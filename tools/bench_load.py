@@ -11,14 +11,21 @@ Each session is one websocket on `/_stcore/stream`, sending the BackMsg protobuf
 ForwardMsgs back, as the frontend does. A session picks a page, renders it, then moves its controls with
 think time between moves (a numeric control one to three steps, or now and then anywhere in its range, as a
 drag; another option of a select box; its own prompt typed into a text box), and after a few moves picks
-another page. Buttons are not pressed: the heavy jobs behind them queue on the heavy-work slot
-(k3lite/guards), which the suite tests on its own.
+another page. These visitors press no buttons. `--heavy K` of the N sessions are instead students who keep
+pressing the lab's **Train** (a short run of `--heavy-steps` steps): the heavy jobs queue on the heavy-work
+slot (k3lite/guards), and the bench checks that a press that could not get the slot is answered ("the
+server is busy ... waited N s") within the slot's stated wait (K3LITE_HEAVY_TIMEOUT_S, default 30 s) plus
+`HEAVY_MARGIN_S`, and that every press is answered at all; the other sessions' latencies show what the
+running jobs cost them.
 
 Before the class arrives one session opens every page once (a teacher's check: the server's caches warm up;
 reported as "cold"). Then the N sessions start within --ramp seconds.
 
 Reported:
-  latency     per page: first render and rerun after a control move, p50 / p95 / max (send -> script_finished)
+  latency     per page: first render and rerun after a control move, p50 / p95 / max (send -> script_finished);
+              "heavy": a Train press, from the press to the end of its run (waiting + training, or the refusal)
+  heavy       presses, how many ran and how many were refused, the longest wait before a refusal vs the
+              stated wait (a longer one is an error: a heavy job blocked another session beyond its promise)
   errors      every exception element, compile error, dropped socket or timeout any session saw (st.error
               messages, a constraint the visitor broke or a busy server, are listed apart: they are answers)
   RSS         the server's resident memory (with its child processes) every second: start, peak, end
@@ -53,6 +60,7 @@ from streamlit.proto.NumberInput_pb2 import NumberInput
 from streamlit.proto.Slider_pb2 import Slider
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
+from k3lite.guards import heavy_timeout_from_env, job_limit_from_env
 from k3lite.viz.style import fmt_bytes  # the one byte formatter (decimal units)
 from tools.streamlit_session import (RssSampler, RunResult, Session, check_loopback, free_port, start_server,
                                      tree_cpu_seconds, wait_healthy)
@@ -61,6 +69,9 @@ from views.registry import DEFAULT_PAGE, PAGES  # the app's one page list
 MECHANISM_PAGES = tuple(p.url_path for p in PAGES if p.section == "Mechanisms")
 DEFAULT_PAGES = (DEFAULT_PAGE.url_path, *MECHANISM_PAGES, "forward_pass")
 MARKER_RE = re.compile(rb"k3load-(\d+)-[0-9a-f]{6}")
+HEAVY_PAGE, HEAVY_STEPS_KEY, HEAVY_BUTTON_KEY = "lab", "lab_steps", "lab_train"
+HEAVY_MARGIN_S = 10.0  # a refusal may arrive this long after the stated wait (rendering the page on busy cores)
+BUSY_TEXT = "the server is busy"  # k3lite.guards.ServerBusy's message
 PROMPT_WORDS = ("the", "cat", "sat", "on", "mat", "42", "experts", "route", "tokens", "delta", "3.14", "über")
 
 
@@ -69,7 +80,8 @@ PROMPT_WORDS = ("the", "cat", "sat", "on", "mat", "42", "experts", "route", "tok
 class Record:
     session: int
     page: str
-    kind: str  # "cold" (the warm-up visit), "first" (a session opens the page) or "rerun" (a control moved)
+    kind: str  # "cold" (the warm-up visit), "first" (a session opens the page), "rerun" (a control moved),
+    # or "heavy" (a Train press: waiting for the heavy-work slot + training, or the refusal)
     seconds: float
     action: str
 
@@ -81,6 +93,7 @@ class Findings:
     alerts: dict[str, int] = field(default_factory=dict)  # st.error text -> count
     cross_talk: list[str] = field(default_factory=list)
     own_echoes: int = 0  # own values found back in this session's query string (the check can see)
+    heavy: list[tuple[int, float, bool]] = field(default_factory=list)  # (session, seconds, refused) per press
 
 
 # ------------------------------------------------------------------------------------------ what a visitor does
@@ -93,7 +106,7 @@ def current_number(kind: str, w) -> float | None:
 
 def choose_action(widgets: dict, held: dict, rng: random.Random, marker: str):
     """(widget id, WidgetState, description, value to find echoed in the URL or None), or None."""
-    movable = [(wid, kind, w) for wid, (kind, w) in widgets.items() if not w.disabled]
+    movable = [(wid, kind, w) for wid, (kind, w) in widgets.items() if not w.disabled and kind != "button"]
     if not movable:
         return None
     wid, kind, w = rng.choice(movable)
@@ -219,6 +232,54 @@ async def visitor(url: str, index: int, pages: list[str], end: float, think: tup
         await session.close()
 
 
+def late_refusal(session: int, seconds: float, refused: bool, stated_s: float) -> str | None:
+    """The error to report when a press was refused later than the heavy-work slot promised, else None."""
+    if refused and seconds > stated_s + HEAVY_MARGIN_S:
+        return (f"session {session}: Train was refused after {seconds:.1f} s, beyond the heavy-work slot's stated "
+                f"wait of {stated_s:g} s (+{HEAVY_MARGIN_S:g} s)")
+    return None
+
+async def heavy_visitor(url: str, index: int, end: float, think: tuple[float, float], findings: Findings,
+                        rng: random.Random, steps: int, start_delay: float = 0.0) -> None:
+    """A student who keeps pressing the lab's Train (with `steps` training steps) until the class ends."""
+    await asyncio.sleep(start_delay)
+    session = Session(url, index, MARKER_RE)
+    stated = heavy_timeout_from_env()
+    try:
+        await session.connect()
+    except (OSError, websockets.InvalidHandshake, TimeoutError) as e:
+        findings.errors.append(f"session {index} could not connect: {e}")
+        return
+    try:
+        r = await session.run(HEAVY_PAGE, [], "")
+        note(findings, index, r, "opening the page")
+        findings.records.append(Record(index, HEAVY_PAGE, "first", r.seconds, "open"))
+        ids = {widget_key(wid): wid for wid in r.widgets}
+        if HEAVY_STEPS_KEY not in ids or HEAVY_BUTTON_KEY not in ids:
+            findings.errors.append(f"session {index}: no {HEAVY_STEPS_KEY!r} slider or {HEAVY_BUTTON_KEY!r} button "
+                                   f"on {HEAVY_PAGE!r}")
+            return
+        query = r.query_string
+        while time.monotonic() < end:
+            await asyncio.sleep(rng.uniform(*think))
+            if time.monotonic() >= end:
+                break
+            n_steps = WidgetState(id=ids[HEAVY_STEPS_KEY])
+            n_steps.double_array_value.data[:] = [float(steps)]
+            press = WidgetState(id=ids[HEAVY_BUTTON_KEY], trigger_value=True)
+            r = await session.run(HEAVY_PAGE, [n_steps, press], query,
+                                  timeout_s=stated + job_limit_from_env() + 60)
+            refused = any(BUSY_TEXT in a for a in r.alerts)
+            note(findings, index, r, "pressing Train")
+            findings.records.append(Record(index, HEAVY_PAGE, "heavy", r.seconds, "Train"))
+            findings.heavy.append((index, r.seconds, refused))
+            late = late_refusal(index, r.seconds, refused, stated)
+            if late:
+                findings.errors.append(late)
+            query = r.query_string
+    finally:
+        await session.close()
+
 # ------------------------------------------------------------------------------------------ the run
 def percentile(values: list[float], q: float) -> float:
     """The q-quantile (0..1) by linear interpolation between order statistics."""
@@ -234,7 +295,7 @@ def percentile(values: list[float], q: float) -> float:
 def summarize(records: list[Record]) -> list[dict]:
     rows = []
     for page in dict.fromkeys(r.page for r in records):
-        for kind in ("cold", "first", "rerun"):
+        for kind in ("cold", "first", "rerun", "heavy"):
             times = [r.seconds for r in records if r.page == page and r.kind == kind]
             if times:
                 rows.append({"page": page, "kind": kind, "n": len(times), "p50_s": statistics.median(times),
@@ -243,7 +304,7 @@ def summarize(records: list[Record]) -> list[dict]:
 
 
 async def run_load(url: str, sessions: int, seconds: float, pages: list[str], think: tuple[float, float],
-                   ramp_s: float, seed: int, warmup: bool) -> Findings:
+                   ramp_s: float, seed: int, warmup: bool, heavy: int = 0, heavy_steps: int = 20) -> Findings:
     findings = Findings()
     rng = random.Random(seed)
     if warmup:  # the teacher opens every page once before the class arrives
@@ -257,8 +318,14 @@ async def run_load(url: str, sessions: int, seconds: float, pages: list[str], th
         finally:
             await teacher.close()
     end = time.monotonic() + seconds
-    await asyncio.gather(*(visitor(url, i, pages, end, think, findings, random.Random(rng.getrandbits(32)),
-                                   start_delay=ramp_s * (i - 1) / max(1, sessions))
+    def delay(i: int) -> float:
+        return ramp_s * (i - 1) / max(1, sessions)
+
+    # sessions 1..heavy press Train; the others move controls
+    await asyncio.gather(*(heavy_visitor(url, i, end, think, findings, random.Random(rng.getrandbits(32)),
+                                         heavy_steps, start_delay=delay(i)) if i <= heavy else
+                           visitor(url, i, pages, end, think, findings, random.Random(rng.getrandbits(32)),
+                                   start_delay=delay(i))
                            for i in range(1, sessions + 1)))
     return findings
 
@@ -271,6 +338,10 @@ def report(findings: Findings, rss: list, args, cpu_client_s: float, load: tuple
         "errors": findings.errors, "alerts": findings.alerts, "cross_talk": findings.cross_talk,
         "own_echoes_verified": findings.own_echoes, "reruns": sum(r.kind == "rerun" for r in findings.records),
         "rss": [{"t_s": round(t, 1), "bytes": b} for t, b in rss],
+        "heavy": {"sessions": args.heavy, "steps": args.heavy_steps, "presses": len(findings.heavy),
+                  "refused": sum(f for _, _, f in findings.heavy), "stated_wait_s": heavy_timeout_from_env(),
+                  "longest_refusal_s": max((s for _, s, f in findings.heavy if f), default=0.0),
+                  "longest_press_s": max((s for _, s, _ in findings.heavy), default=0.0)},
     }
 
 
@@ -297,6 +368,11 @@ def print_report(rep: dict) -> None:
         values = [s["bytes"] for s in rep["rss"]]
         print(f"server RSS: start {fmt_bytes(values[0])}, peak {fmt_bytes(max(values))}, end {fmt_bytes(values[-1])} "
               f"({len(values)} samples, 1 s apart)")
+    h = rep.get("heavy", {})
+    if h.get("sessions"):
+        print(f"heavy: {h['sessions']} sessions pressed Train ({h['steps']} steps) {h['presses']} times: "
+              f"{h['presses'] - h['refused']} ran, {h['refused']} refused as busy; longest wait before a refusal "
+              f"{h['longest_refusal_s']:.1f} s (stated {h['stated_wait_s']:g} s); longest press {h['longest_press_s']:.1f} s")
     print(f"errors: {len(rep['errors'])}")
     for e in rep["errors"][:20]:
         print(f"  {e}")
@@ -319,6 +395,9 @@ def parse_args(argv: list[str]):
     ap.add_argument("--think", default="3,10", help="think time between moves: min,max seconds")
     ap.add_argument("--ramp", type=float, default=10.0, help="the sessions arrive within this many seconds")
     ap.add_argument("--no-warmup", action="store_true", help="skip the teacher's first visit of every page")
+    ap.add_argument("--heavy", type=int, default=0,
+                    help="this many of the sessions keep pressing the lab's Train instead of moving controls")
+    ap.add_argument("--heavy-steps", type=int, default=20, help="training steps per Train press (10..800)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default="", help="also write the full report (every sample) to this file")
     args = ap.parse_args(argv)
@@ -336,6 +415,8 @@ def parse_args(argv: list[str]):
     args.think = (lo, hi)
     if args.sessions < 1 or not args.minutes > 0 or args.ramp < 0:
         ap.error("--sessions must be >= 1, --minutes > 0 and --ramp >= 0")
+    if not 0 <= args.heavy <= args.sessions or not 10 <= args.heavy_steps <= 800 or args.heavy_steps % 10:
+        ap.error("--heavy must be in 0..--sessions and --heavy-steps a multiple of 10 in 10..800 (the lab's slider)")
     if args.url:
         try:
             args.url = check_loopback(args.url)
@@ -365,7 +446,8 @@ def measure(args) -> dict:
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.monotonic()
         findings = asyncio.run(run_load(url, args.sessions, 60 * args.minutes, args.pages, args.think,
-                                        args.ramp, args.seed, not args.no_warmup))
+                                        args.ramp, args.seed, not args.no_warmup, args.heavy,
+                                        args.heavy_steps))
         cpu1 = resource.getrusage(resource.RUSAGE_SELF)
         cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
         wall = time.monotonic() - t0

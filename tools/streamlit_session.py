@@ -30,7 +30,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from views.registry import DEFAULT_PAGE  # the root URL opens it
 
 ROOT = Path(__file__).resolve().parents[1]
-WIDGETS = ("slider", "number_input", "selectbox", "radio", "text_input", "text_area", "checkbox", "toggle")
+WIDGETS = ("slider", "number_input", "selectbox", "radio", "text_input", "text_area", "checkbox", "toggle", "button")
 RUN_TIMEOUT_S = 180.0
 
 
