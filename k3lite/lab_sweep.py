@@ -199,8 +199,9 @@ def main_jobs(task: str, runs: list[dict]) -> list[Job] | None:
 def aggregate(runs: list[dict]) -> list[dict]:
     """Main-sweep runs (each mixer at its chosen LR) grouped by (task, mixer, seq_len): mean, spread, seeds.
 
-    Returns rows {task, mixer, seq_len, lr, n, mean, std, min, max, accs, not_plateaued}; accuracies are
-    held-out fractions. A (task, mixer) whose LR is not chosen yet contributes nothing.
+    Returns rows {task, mixer, seq_len, lr, n, mean, std, min, max, accs, not_plateaued, at_chance}; accuracies
+    are held-out fractions; `at_chance` counts runs whose best held-out accuracy stayed below ESCAPE_ACC. A (task,
+    mixer) whose LR is not chosen yet contributes nothing.
     """
     rows = []
     tasks = sorted({r["job"]["task"] for r in runs})
@@ -218,7 +219,8 @@ def aggregate(runs: list[dict]) -> list[dict]:
                 rows.append({"task": task, "mixer": mixer, "seq_len": T, "lr": lr, "n": len(accs),
                              "mean": statistics.fmean(accs), "std": statistics.pstdev(accs) if len(accs) > 1 else 0.0,
                              "min": min(accs), "max": max(accs), "accs": accs,
-                             "not_plateaued": sum(r["stop_reason"] == "max_steps" for r in sel)})
+                             "not_plateaued": sum(r["stop_reason"] == "max_steps" for r in sel),
+                             "at_chance": sum(r.get("best_eval_acc", r["final_eval_acc"]) < ESCAPE_ACC for r in sel)})
     return rows
 
 
@@ -241,9 +243,9 @@ def report_verdict(order: list[tuple[str, float, float]]) -> str:
             (ma, sa), (mb, sb) = means[a], means[b]
             margin = max(0.02, sa, sb)
             if mb - ma > margin:
-                reversed_pairs.append(f"{_short(b)} > {_short(a)}")
+                reversed_pairs.append(f"{short_name(b)} > {short_name(a)}")
             elif abs(ma - mb) <= margin:
-                ties.append(f"{_short(a)} ≈ {_short(b)}")
+                ties.append(f"{short_name(a)} ≈ {short_name(b)}")
     if reversed_pairs:
         return "differs from the report (" + ", ".join(reversed_pairs) + ")"
     if ties:
@@ -251,7 +253,7 @@ def report_verdict(order: list[tuple[str, float, float]]) -> str:
     return "matches the report"
 
 
-def _short(mixer: str) -> str:
+def short_name(mixer: str) -> str:
     return {"linear": "linear", "mamba2": "Mamba-2", "deltanet": "DeltaNet", "gdn": "GDN", "kda": "KDA"}.get(mixer, mixer)
 
 
@@ -262,12 +264,38 @@ def order_sentences(rows: list[dict], task: str) -> list[str]:
         order = order_at(rows, task, T)
         if not order:
             continue
-        ranked = " > ".join(f"{_short(m)} {100 * mean:.0f}%" for m, mean, _ in order)
+        ranked = " > ".join(f"{short_name(m)} {100 * mean:.0f}%" for m, mean, _ in order)
         ns = sorted({r["n"] for r in rows if r["task"] == task and r["seq_len"] == T})
         seeds = f"{ns[0]} seed{'s' if ns[0] > 1 else ''}" if len(ns) == 1 else f"{ns[0]}–{ns[-1]} seeds"
         out.append(f"T = {T}: {ranked} (mean over {seeds} per mixer) — {report_verdict(order)}.")
     return out
 
+
+# What each idea KDA adds to linear attention buys, one step at a time: (with, without, what changes)
+MECHANISM_STEPS: tuple[tuple[str, str, str], ...] = (
+    ("deltanet", "linear", "the delta rule"),
+    ("gdn", "deltanet", "a scalar decay on top of it"),
+    ("kda", "gdn", "per-channel instead of scalar decay"),
+)
+
+
+def mechanism_sentence(rows: list[dict], task: str) -> str:
+    """At the longest length where all five mixers have results: what the delta rule, the decay and the
+    per-channel decay each change, from the means (differences within max(2 points, seed std) are called ties)."""
+    lens = [T for T in SEQ_LENS.get(task, ())
+            if {m for m, _, _ in order_at(rows, task, T)} >= {m for pair in MECHANISM_STEPS for m in pair[:2]}]
+    if not lens:
+        return ""
+    T = lens[-1]
+    stats = {m: (mean, std) for m, mean, std in order_at(rows, task, T)}
+    parts = []
+    for a, b, what in MECHANISM_STEPS:
+        (ma, sa), (mb, sb) = stats[a], stats[b]
+        d = 100 * (ma - mb)
+        tie = abs(ma - mb) <= max(0.02, sa, sb)
+        parts.append(f"{what} ({short_name(a)} vs {short_name(b)}): {d:+.0f} points ({100 * ma:.0f}% vs {100 * mb:.0f}%"
+                     + ("; within seed spread" if tie else "") + ")")
+    return f"At T = {T}, " + "; ".join(parts) + "."
 
 def spread_sentence(rows: list[dict], task: str) -> str:
     """How the mixers spread from the shortest to the longest length, from the numbers (one sentence)."""
@@ -281,8 +309,8 @@ def spread_sentence(rows: list[dict], task: str) -> str:
         return ""
     drop = max(both, key=lambda m: mean_lo[m] - mean_hi[m])
     best = hi[0][0]
-    return (f"From T = {lens[0]} to T = {lens[-1]} the largest drop is {_short(drop)}'s "
-            f"({100 * mean_lo[drop]:.0f}% → {100 * mean_hi[drop]:.0f}%); at T = {lens[-1]} {_short(best)} is best "
+    return (f"From T = {lens[0]} to T = {lens[-1]} the largest drop is {short_name(drop)}'s "
+            f"({100 * mean_lo[drop]:.0f}% → {100 * mean_hi[drop]:.0f}%); at T = {lens[-1]} {short_name(best)} is best "
             f"with {100 * hi[0][1]:.0f}%.")
 
 

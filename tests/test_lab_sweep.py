@@ -109,6 +109,24 @@ def test_aggregate_mean_spread_and_order_sentence(small_protocol):
     assert "largest drop is linear's (80% → 20%)" in spread and "KDA is best with 70%" in spread
 
 
+def test_mechanism_sentence_one_idea_at_a_time_and_chance_count():
+    def row(m, T, mean, std=0.01, at_chance=0):
+        return {"task": "mqar", "mixer": m, "seq_len": T, "lr": 0.01, "n": 3, "mean": mean, "std": std,
+                "at_chance": at_chance}
+    rows = [row(m, T, a) for T in (128, 256) for m, a in
+            [("linear", 0.69), ("mamba2", 0.30), ("deltanet", 0.95), ("gdn", 0.90), ("kda", 0.91, )]]
+    rows[-1]["std"] = 0.05  # KDA at T=256: KDA vs GDN (+1 point) is inside its seed spread
+    text = sweep.mechanism_sentence(rows, "mqar")
+    assert text.startswith("At T = 256, the delta rule (DeltaNet vs linear): +26 points (95% vs 69%)")
+    assert "a scalar decay on top of it (GDN vs DeltaNet): -5 points (90% vs 95%)" in text
+    assert "(KDA vs GDN): +1 points (91% vs 90%; within seed spread)" in text
+    assert sweep.mechanism_sentence([r for r in rows if r["mixer"] != "deltanet"], "mqar") == "", "needs the control"
+    recs = [{**_record("mqar", "kda", 256, 1e-2, s, 0.004, reason="max_steps"), "best_eval_acc": 0.006} for s in (0, 1)]
+    recs += [_record("mqar", "kda", 128, 1e-2, 0, 0.6)] + [_record("mqar", "kda", 128, lr, 0, 0.1) for lr in (3e-3, 3e-2)]
+    agg = {r["seq_len"]: r for r in sweep.aggregate(recs) if r["mixer"] == "kda"}
+    assert agg[256]["at_chance"] == 2 and agg[128]["at_chance"] == 0
+
+
 @pytest.mark.parametrize("means, verdict", [
     ({"kda": (0.9, 0.01), "gdn": (0.7, 0.01), "mamba2": (0.3, 0.01)}, "matches the report"),
     ({"kda": (0.5, 0.01), "gdn": (0.7, 0.01), "mamba2": (0.3, 0.01)}, "differs from the report (GDN > KDA)"),
