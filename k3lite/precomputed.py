@@ -179,6 +179,12 @@ def shipped(name: str) -> Any | None:
     return value
 
 
+def moe_default_demo():
+    """The MoE page's (a)-(b) demo at its defaults (`_moe_demo`): shipped if fresh, else computed now. The tour
+    reads it too, so the two show the same numbers."""
+    value = shipped("moe_demo_default")
+    return value if value is not None else _moe_demo()
+
 def make(name: str) -> Path:
     """Compute asset `name` live and store it with its fingerprint."""
     tensors: dict[str, torch.Tensor] = {}

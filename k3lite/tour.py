@@ -12,12 +12,12 @@ from typing import Callable, NamedTuple
 
 from k3lite import kda
 from k3lite.attnres import attnres_cost
-from k3lite.config import MoEConfig, get_preset
+from k3lite.config import get_preset
 from k3lite.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker, single_model
 from k3lite.interconnect import REFERENCE
 from k3lite.hybrid import REPORTED, decode_cost, kv_reduction
 from k3lite.moe import latent_cost_per_token
-from k3lite.moe_demo import prompt_demo
+from k3lite.precomputed import moe_default_cfg, moe_default_demo
 from k3lite.params import count_params
 from k3lite.serving import Serving, check_fits, decode_step
 from k3lite.serving_compare import gpus_for_weights
@@ -110,22 +110,18 @@ def latent() -> Reveal:
                    f"wire bytes, l = {quarter.latent_dim}": fmt_bytes(quarter.wire_bytes)})
 
 
-# The MoE page's defaults (views/moe.py): 64 experts, top-8, 2 shared, latent 1/4 of d = 128, expert FFN 32
-BALANCE_CFG = MoEConfig(n_routed_experts=64, top_k=8, expert_ffn_dim=32, n_shared_experts=2, shared_ffn_dim=64,
-                        latent_dim=32, latent_norm=True, balancing="quantile", bias_gamma=0.01)
-BALANCE_PROMPT = "The cat sat on the mat, and 42 dogs barked at 3.14 birds."
-
-
 def balancing() -> Reveal:
-    """MoE page (b): held-out load per expert with no balancing vs quantile balancing (`prompt_demo`)."""
-    demo = prompt_demo(BALANCE_CFG, 128, BALANCE_PROMPT)
+    """MoE page (b) at its defaults: held-out load per expert with no balancing vs quantile balancing (the page's
+    own demo, `precomputed.moe_default_demo`: the trained model's hidden states, shipped or computed)."""
+    demo = moe_default_demo()
+    cfg = moe_default_cfg(0)  # only E and top-k are read here (they do not depend on the width)
     none, quant = 1 + demo.eval_violation["none"], 1 + demo.eval_violation["quantile"]
     return Reveal(none, f"{none:.2f}x the average",
-                  f"With plain top-k the busiest of {BALANCE_CFG.n_routed_experts} experts got {none:.2f}x the even "
-                  f"share of {demo.eval_tokens:,} held-out tokens x top-{BALANCE_CFG.top_k}; with quantile balancing "
+                  f"With plain top-k the busiest of {cfg.n_routed_experts} experts got {none:.2f}x the even "
+                  f"share of {demo.eval_tokens:,} held-out tokens x top-{cfg.top_k}; with quantile balancing "
                   f"(each expert takes the tokens that rank in its top N·k/E, no step size) the busiest got "
-                  f"{quant:.2f}x. Same seeded router, fixed random byte features (the MoE page feeds the trained "
-                  "model's hidden states into the same `prompt_demo`).",
+                  f"{quant:.2f}x after {demo.updates} updates. The MoE page's numbers at its defaults: the same "
+                  "seeded router fed the trained lite model's hidden states.",
                   {"busiest / average, no balancing": f"{none:.2f}", "busiest / average, quantile": f"{quant:.2f}"})
 
 

@@ -61,6 +61,11 @@ def test_revealed_numbers_are_what_the_deeper_pages_show_at_their_defaults():
     assert metric(page("views/serving.py"), "$ per M output tokens") == f"${serving.answer:.3f}"
     sparsity = BY_KEY["sparsity"].compute()
     assert metric(page("views/home.py"), "activation ratio") == f"{sparsity.answer:.2f} %"
+    balance = BY_KEY["balancing"].compute()  # the MoE page's headline is quantile's held-out max-violation
+    quantile = float(balance.details["busiest / average, quantile"]) - 1
+    assert metric(page("views/moe.py"), "max-violation") == f"{quantile:.2f}"
+    assert balance.answer - 1 == pytest.approx(float(metric(page("views/moe.py", {"moe_balancing": "none"}),
+                                                           "max-violation")), abs=0.006)
 
 
 def test_latent_and_decay_answers_follow_their_numbers():
