@@ -83,7 +83,7 @@ class Layer(nn.Module):
         aux = x.new_zeros(())
         routing = None
         if self.ffn_type == "moe":
-            moe = self.ffn(x, update_balance=update_balance)
+            moe = self.ffn(x, update_balance=update_balance, stats=trace)  # routing stats only for a Trace
             ffn_out, aux, routing = moe.out, moe.aux_loss, moe.stats
         else:
             ffn_out = self.ffn(x)  # (B, T, d)

@@ -77,7 +77,7 @@ class RoutingStats(NamedTuple):
 class MoEOutput(NamedTuple):
     out: torch.Tensor  # (B, T, d)
     aux_loss: torch.Tensor  # ()
-    stats: RoutingStats
+    stats: RoutingStats | None  # None when called with stats=False (the model asks only when tracing)
 
 
 # ------------------------------------------------------------------------------------------ metrics
@@ -343,18 +343,20 @@ def dispatch_combine(experts: RoutedExperts, x: torch.Tensor, topk_idx: torch.Te
     (the residual stream carries the token on), and `dropped` counts them exactly.
     """
     n, k = topk_idx.shape
-    load = torch.bincount(topk_idx.reshape(-1), minlength=experts.n_experts)  # (E,)
-    kept = capacity_mask(topk_idx, experts.n_experts, capacity)  # (N, k)
     ids = topk_idx.reshape(-1)  # (N*k,)
+    load = torch.bincount(ids, minlength=experts.n_experts)  # (E,)
+    kept = capacity_mask(topk_idx, experts.n_experts, capacity)  # (N, k)
     if capacity:
         ids = ids.masked_fill(~kept.reshape(-1), experts.n_experts)  # dropped copies sort last, then cut
-    order = torch.argsort(ids, stable=True)[: int(kept.sum())]  # (M,) kept copies grouped by expert
+        order = torch.argsort(ids, stable=True)[: int(kept.sum())]  # (M,) kept copies grouped by expert
+        counts = torch.bincount(ids[order], minlength=experts.n_experts).tolist()  # (E,)
+    else:  # nothing dropped: the kept copies per expert are the load
+        order, counts = torch.argsort(ids, stable=True), load.tolist()
     token = order // k  # (M,) source token of each copy
-    counts = torch.bincount(ids[order], minlength=experts.n_experts).tolist()  # (E,)
     y = _grouped_sorted(experts, x[token], counts)  # (M, dim): one gather = the "dispatch"
     y = y * topk_weight.reshape(-1)[order, None].to(x.dtype)  # (M, dim)
     out = torch.zeros_like(x).index_add_(0, token, y)  # (N, dim): the "combine"
-    return DispatchResult(out, kept, load, int((~kept).sum()), capacity)
+    return DispatchResult(out, kept, load, int((~kept).sum()) if capacity else 0, capacity)
 
 
 def dispatch_combine_naive(experts: RoutedExperts, x: torch.Tensor, topk_idx: torch.Tensor,
@@ -382,7 +384,8 @@ class LatentMoE(nn.Module):
 
     y = up_proj( sum_j w_j * expert_j( latent_norm(down_proj x) ) ) + shared(x)
     With latent_dim = 0 the experts work on x itself (classic DeepSeek-style MoE). Shared experts always see
-    the full-d input. forward(x (B, T, d), update_balance) -> MoEOutput(out (B, T, d), aux_loss, stats).
+    the full-d input. forward(x (B, T, d), update_balance, stats) -> MoEOutput(out (B, T, d), aux_loss, stats);
+    `stats=False` skips the RoutingStats (~100 small ops a layer that only a Trace or a page reads).
     """
 
     def __init__(self, d_model: int, cfg: MoEConfig, norm_eps: float = 1e-6):
@@ -406,7 +409,7 @@ class LatentMoE(nn.Module):
     def dispatch_dim(self) -> int:
         return self.cfg.latent_dim or self.d_model
 
-    def forward(self, x: torch.Tensor, update_balance: bool = False) -> MoEOutput:
+    def forward(self, x: torch.Tensor, update_balance: bool = False, stats: bool = True) -> MoEOutput:
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"LatentMoE expects x (B, T, {self.d_model}), got {tuple(x.shape)}")
         cfg = self.cfg
@@ -423,15 +426,17 @@ class LatentMoE(nn.Module):
         y = self.up_proj(res.out) if cfg.latent_dim else res.out  # (N, d)
         if cfg.n_shared_experts:
             y = y + self.shared(flat)
+        if not stats:
+            return MoEOutput(y.view(b, t, d), route.aux_loss, None)
         load, max_violation, cv, entropy = routing_metrics(route.topk_idx, cfg.n_routed_experts)
-        stats = RoutingStats(
+        routing = RoutingStats(
             topk_idx=route.topk_idx.view(b, t, -1),
             topk_weight=route.topk_weight.detach().view(b, t, -1),
             scores=route.scores.detach().view(b, t, -1),
             load=load, max_violation=max_violation, cv=cv, dropped=res.dropped, entropy=entropy,
             dispatch_dim=self.dispatch_dim,
         )
-        return MoEOutput(y.view(b, t, d), route.aux_loss, stats)
+        return MoEOutput(y.view(b, t, d), route.aux_loss, routing)
 
 
 def active_expert_flops_per_token(dim: int, ffn_dim: int, top_k: int) -> int:

@@ -396,3 +396,31 @@ def test_page_bad_input_is_a_message():
     assert at.error and "empty" in at.error[0].value
     at.text_input(key="kda_prompt").set_value("é" * 200).run()  # 400 bytes > 256
     assert at.error and "256" in at.error[0].value
+
+
+def test_short_conv_is_the_depthwise_conv1d():
+    """short_conv (shifted multiply-adds) gives the bits of the grouped F.conv1d it replaces, tail included."""
+    from k3lite.kda.layer import short_conv
+    torch.manual_seed(0)
+    x, w, tail = torch.randn(2, 9, 12), torch.randn(12, 1, 4), torch.randn(2, 3, 12)
+    xx = torch.cat([tail, x], dim=1)
+    want = F.conv1d(xx.transpose(1, 2), w, groups=12).transpose(1, 2)
+    y, new_tail = short_conv(x, w, tail)
+    assert torch.equal(y, want) and torch.equal(new_tail, xx[:, -3:])
+
+
+def test_fused_inputs_equal_module_by_module():
+    """The layer runs its six input projections as one matmul and its three convs as one: same numbers."""
+    layer = small_layer()
+    x = torch.randn(2, 11, 32)
+    with torch.no_grad():
+        inp = layer.kernel_inputs(x)
+        B, T, H, K = 2, 11, layer.n_heads, layer.head_dim
+        q, _ = layer.q_conv(layer.q_proj(x))
+        k, _ = layer.k_conv(layer.k_proj(x))
+        v, _ = layer.v_conv(layer.v_proj(x))
+        assert maxerr(inp.q, F.normalize(F.silu(q).view(B, T, H, K), dim=-1, eps=1e-6)) <= 1e-6
+        assert maxerr(inp.k, F.normalize(F.silu(k).view(B, T, H, K), dim=-1, eps=1e-6)) <= 1e-6
+        assert maxerr(inp.v, F.silu(v).view(B, T, H, K)) <= 1e-6
+        assert maxerr(inp.beta, torch.sigmoid(layer.b_proj(x))) <= 1e-6
+        assert [t.shape for t in inp.conv_tail] == [(2, layer.cfg.conv_size - 1, H * K)] * 3

@@ -32,6 +32,18 @@ def test_full_pass_matches_loop_reference(name, impl):
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
+def test_fused_attention_equals_the_traced_einsums(name):
+    """Without trace the naive impl runs F.scaled_dot_product_attention; with a cache (T < S) it needs the
+    offset causal mask. Both must give the traced path's numbers (which keeps the probabilities)."""
+    layer = make(name, seed=2)
+    x = torch.randn(2, 10, 24)
+    torch.testing.assert_close(layer(x).out, layer(x, trace=True).out, **TOL)
+    cache = layer(x[:, :6], use_cache=True).cache
+    fused = layer(x[:, 6:], cache=cache, impl="naive").out
+    torch.testing.assert_close(fused, layer(x[:, 6:], cache=cache, impl="naive", trace=True).out, **TOL)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
 def test_decode_with_latent_cache_equals_full_pass(name):
     layer = make(name, seed=1)
     x = torch.randn(2, 11, 24)

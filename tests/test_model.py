@@ -284,3 +284,17 @@ def test_attention_residuals_page_modes(root):
         assert not at.exception, mode
     at.slider(key="ar_block").set_value(1).run()
     assert not at.exception and at.get("plotly_chart")
+
+
+def test_rmsnorm_gives_the_bits_of_its_formula():
+    """RMSNorm runs the fused F.rms_norm; it must equal x * rsqrt(mean(x^2) + eps) * w computed in fp32."""
+    from k3lite.nn import RMSNorm
+    torch.manual_seed(0)
+    norm = RMSNorm(48, eps=1e-6)
+    with torch.no_grad():
+        norm.weight.normal_()
+    for dtype in (torch.float32, torch.bfloat16):
+        x = (torch.randn(3, 5, 48) * 3).to(dtype)
+        xf = x.float()
+        want = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * norm.weight).to(dtype)
+        assert norm(x).dtype == dtype and torch.equal(norm(x), want)

@@ -271,6 +271,16 @@ def test_latent_moe_output_and_stats():
         layer(torch.randn(3, 10, 31))
 
 
+def test_routing_stats_are_on_demand_and_change_nothing():
+    """The model asks for RoutingStats only when tracing: without them the output is the same, bit for bit."""
+    torch.manual_seed(0)
+    layer = LatentMoE(32, cfg(latent_dim=8, latent_norm=True, n_shared_experts=1, balancing="quantile"))
+    x = torch.randn(2, 9, 32)
+    with_stats, without = layer(x), layer(x, stats=False)
+    assert without.stats is None and with_stats.stats is not None
+    assert torch.equal(with_stats.out, without.out) and torch.equal(with_stats.aux_loss, without.aux_loss)
+
+
 def test_inference_mode_buffer_path_matches_naive():
     """Without autograd the grouped path writes into one preallocated buffer: check that path too."""
     torch.manual_seed(5)
