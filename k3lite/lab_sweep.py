@@ -196,12 +196,24 @@ def main_jobs(task: str, runs: list[dict]) -> list[Job] | None:
     return [Job(task, m, T, lrs[m], s) for s in SEEDS for T in SEQ_LENS[task] for m in MIXERS]
 
 
+def still_rising(run: dict) -> bool:
+    """A run the step cap stopped while it was still learning: its best held-out accuracy gained at least
+    MIN_GAIN over the last PATIENCE steps (the plateau rule's own test, failed at the cap). Such a number is a
+    lower bound, not where the run would level off."""
+    if run.get("stop_reason") != "max_steps" or "evals" not in run:
+        return False
+    steps, accs = run["evals"]["step"], run["evals"]["acc"]
+    last = steps[-1]
+    earlier = [a for s, a in zip(steps, accs) if s <= last - PATIENCE]
+    return bool(earlier) and max(accs) - max(earlier) >= MIN_GAIN
+
 def aggregate(runs: list[dict]) -> list[dict]:
     """Main-sweep runs (each mixer at its chosen LR) grouped by (task, mixer, seq_len): mean, spread, seeds.
 
-    Returns rows {task, mixer, seq_len, lr, n, mean, std, min, max, accs, not_plateaued, at_chance}; accuracies
-    are held-out fractions; `at_chance` counts runs whose best held-out accuracy stayed below ESCAPE_ACC. A (task,
-    mixer) whose LR is not chosen yet contributes nothing.
+    Returns rows {task, mixer, seq_len, lr, n, mean, std, min, max, accs, not_plateaued, rising, at_chance};
+    accuracies are held-out fractions; `not_plateaued` counts runs stopped by the step cap, `rising` those of them
+    still gaining (`still_rising`), `at_chance` runs whose best held-out accuracy stayed below ESCAPE_ACC. A
+    (task, mixer) whose LR is not chosen yet contributes nothing.
     """
     rows = []
     tasks = sorted({r["job"]["task"] for r in runs})
@@ -220,6 +232,7 @@ def aggregate(runs: list[dict]) -> list[dict]:
                              "mean": statistics.fmean(accs), "std": statistics.pstdev(accs) if len(accs) > 1 else 0.0,
                              "min": min(accs), "max": max(accs), "accs": accs,
                              "not_plateaued": sum(r["stop_reason"] == "max_steps" for r in sel),
+                             "rising": sum(still_rising(r) for r in sel),
                              "at_chance": sum(r.get("best_eval_acc", r["final_eval_acc"]) < ESCAPE_ACC for r in sel)})
     return rows
 
@@ -267,7 +280,15 @@ def order_sentences(rows: list[dict], task: str) -> list[str]:
         ranked = " > ".join(f"{short_name(m)} {100 * mean:.0f}%" for m, mean, _ in order)
         ns = sorted({r["n"] for r in rows if r["task"] == task and r["seq_len"] == T})
         seeds = f"{ns[0]} seed{'s' if ns[0] > 1 else ''}" if len(ns) == 1 else f"{ns[0]}–{ns[-1]} seeds"
-        out.append(f"T = {T}: {ranked} (mean over {seeds} per mixer) — {report_verdict(order)}.")
+        rising = [r for r in rows if r["task"] == task and r["seq_len"] == T and r.get("rising")]
+        caveat = ""
+        if rising:
+            n = sum(r["rising"] for r in rising)
+            caveat = (f" Not final: {n} of these runs ({', '.join(short_name(r['mixer']) for r in rising)}) "
+                      f"{'was' if n == 1 else 'were'} still gaining when the {MAX_STEPS}-step cap stopped "
+                      f"{'it' if n == 1 else 'them'} (at least {100 * MIN_GAIN:.0f} point over the last "
+                      f"{PATIENCE} steps), so {'its mixer' if n == 1 else 'their'} means are lower bounds.")
+        out.append(f"T = {T}: {ranked} (mean over {seeds} per mixer) — {report_verdict(order)}.{caveat}")
     return out
 
 

@@ -127,6 +127,23 @@ def test_mechanism_sentence_one_idea_at_a_time_and_chance_count():
     assert agg[256]["at_chance"] == 2 and agg[128]["at_chance"] == 0
 
 
+def test_a_run_the_cap_stopped_while_gaining_is_flagged_and_the_sentence_says_so(small_protocol):
+    def run(T, seed, accs, reason="max_steps", lr=1e-2):
+        steps = [50 * (i + 1) for i in range(len(accs))]
+        return {**_record("mqar", "kda", T, lr, seed, accs[-1], reason=reason), "best_eval_acc": max(accs),
+                "evals": {"step": steps, "acc": accs, "loss": [1.0] * len(accs)}}
+    gaining = run(32, 1, [0.0, 0.1, 0.3, 0.5, 0.6, 0.7])  # +0.4 over the last 200 steps: still learning at the cap
+    flat = run(32, 0, [0.0, 0.7, 0.7, 0.7, 0.7, 0.705])  # +0.005 over the last 200 steps: levelled off
+    assert sweep.still_rising(gaining) and not sweep.still_rising(flat)
+    assert not sweep.still_rising({**gaining, "stop_reason": "plateau"}), "only the cap leaves a run unfinished"
+    runs = [run(16, 0, [0.9], "solved"), run(16, 0, [0.2], "solved", lr=1e-3), gaining, flat]
+    rows = sweep.aggregate(runs)
+    assert [r["rising"] for r in rows if r["seq_len"] == 32] == [1]
+    text = sweep.order_sentences(rows, "mqar")[-1]
+    assert text.startswith("T = 32: KDA") and "Not final: 1 of these runs (KDA) was still gaining" in text
+    assert "Not final" not in sweep.order_sentences(rows, "mqar")[0]
+
+
 @pytest.mark.parametrize("means, verdict", [
     ({"kda": (0.9, 0.01), "gdn": (0.7, 0.01), "mamba2": (0.3, 0.01)}, "matches the report"),
     ({"kda": (0.5, 0.01), "gdn": (0.7, 0.01), "mamba2": (0.3, 0.01)}, "differs from the report (GDN > KDA)"),
