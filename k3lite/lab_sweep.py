@@ -318,6 +318,28 @@ def mechanism_sentence(rows: list[dict], task: str) -> str:
                      + ("; within seed spread" if tie else "") + ")")
     return f"At T = {T}, " + "; ".join(parts) + "."
 
+DELTA_MIXERS: tuple[str, ...] = ("deltanet", "gdn", "kda")
+
+
+def capacity_sentence(rows: list[dict], runs: list[dict], task: str = "mqar") -> str:
+    """Where the shipped runs show the capacity effect (linear attention below the best delta-rule mixer) and what
+    such a run costs here: at the longest length with linear and a delta-rule mixer, their means and the median
+    wall time of the shipped runs there (on the machine that made them)."""
+    for T in reversed(SEQ_LENS.get(task, ())):
+        order = {m: mean for m, mean, _ in order_at(rows, task, T)}
+        delta = [m for m in DELTA_MIXERS if m in order]
+        if "linear" not in order or not delta:
+            continue
+        best = max(delta, key=order.get)
+        walls = [r["wall_s"] for r in runs if r["job"]["task"] == task and r["job"]["seq_len"] == T
+                 and r["job"]["mixer"] in ("linear", best) and "wall_s" in r]
+        minutes = statistics.median(walls) / 60 if walls else float("nan")
+        n = min(r["n"] for r in rows if r["task"] == task and r["seq_len"] == T and r["mixer"] in ("linear", best))
+        return (f"At T = {T} the shipped runs show it: linear attention {100 * order['linear']:.0f}% against "
+                f"{short_name(best)} {100 * order[best]:.0f}% (mean over {n} seed{'s' if n > 1 else ''}), after up to "
+                f"{MAX_STEPS} steps; one such run took {minutes:.1f} minutes here (median wall time of those runs).")
+    return ""
+
 def spread_sentence(rows: list[dict], task: str) -> str:
     """How the mixers spread from the shortest to the longest length, from the numbers (one sentence)."""
     lens = [T for T in SEQ_LENS.get(task, ()) if order_at(rows, task, T)]

@@ -144,6 +144,18 @@ def test_a_run_the_cap_stopped_while_gaining_is_flagged_and_the_sentence_says_so
     assert "Not final" not in sweep.order_sentences(rows, "mqar")[0]
 
 
+def test_capacity_sentence_names_the_longest_length_and_the_best_delta_rule(small_protocol):
+    def row(m, T, mean):
+        return {"task": "mqar", "mixer": m, "seq_len": T, "lr": 0.01, "n": 2, "mean": mean, "std": 0.0}
+    rows = [row("linear", 16, 0.99), row("kda", 16, 0.99), row("linear", 32, 0.6), row("kda", 32, 0.9)]
+    runs = [{**_record("mqar", m, 32, 0.01, s, 0.5), "wall_s": w} for m, s, w in
+            [("linear", 0, 60.0), ("linear", 1, 120.0), ("kda", 0, 240.0), ("kda", 1, 300.0)]]
+    text = sweep.capacity_sentence(rows, runs)
+    assert text.startswith("At T = 32 the shipped runs show it: linear attention 60% against KDA 90% (mean over 2 seeds)")
+    assert "took 3.0 minutes" in text, "median of 60, 120, 240, 300 s"
+    assert sweep.capacity_sentence([r for r in rows if r["mixer"] == "linear"], runs) == ""
+
+
 @pytest.mark.parametrize("means, verdict", [
     ({"kda": (0.9, 0.01), "gdn": (0.7, 0.01), "mamba2": (0.3, 0.01)}, "matches the report"),
     ({"kda": (0.5, 0.01), "gdn": (0.7, 0.01), "mamba2": (0.3, 0.01)}, "differs from the report (GDN > KDA)"),
