@@ -83,46 +83,82 @@ class Intra(NamedTuple):
     k_dec: torch.Tensor  # (M, C, K) k decayed to the chunk end, k * exp(G_end - G)
     a_end: torch.Tensor  # (M, K, 1) decay over the whole chunk, exp(G_end)
     G: torch.Tensor  # (M, C, K) cumulative log-decay (zeros without decay)
-    A: torch.Tensor | None  # (M, C, C) strictly lower decayed k k^T, before Diag(beta) (delta only)
+    A: torch.Tensor | None  # (M, C, C) strictly lower decayed k k^T, before Diag(beta) (delta, keep=True only)
     Mut: torch.Tensor | None  # (M, C, C) (I + Diag(beta) A)^-1 (delta only)
     eG: torch.Tensor  # (M, C, K) exp(G)
     kG: torch.Tensor  # (M, C, K) k * exp(G)
-    eG_end_minus: torch.Tensor  # (M, C, K) exp(G_end - G)
+    eG_end_minus: torch.Tensor | None  # (M, C, K) exp(G_end - G) (only with keep=True)
 
 
-def chunk_intra(q, k, v, g, beta, delta: bool) -> Intra:
-    """The parallel part of every chunk at once: q, k, g (M, C, K), v (M, C, V), beta (M, C, 1); g, beta may be None."""
-    M, C, K = q.shape
-    G = g.cumsum(1) if g is not None else torch.zeros_like(k)  # (M, C, K) log decay since the chunk start
-    G_end = G[:, -1:, :]  # (M, 1, K)
-    eG = G.exp()  # (M, C, K) decay since the chunk start, <= 1
-    qG, kG = q * eG, k * eG  # (M, C, K)
-    e_rest = (G_end - G).exp()  # (M, C, K) decay from each token to the chunk end, <= 1
-    k_dec = k * e_rest  # (M, C, K) k_i decayed to the chunk end
+def chunk_intra(q, k, v, g, beta, delta: bool, keep: bool = True) -> Intra:
+    """The parallel part of every chunk at once: q, k, g (..., C, K), v (..., C, V), beta (..., C, 1); g, beta
+    may be None. The inputs may have any strides (the inference path passes chunk views of the (B, T, H, .)
+    tensors): the first elementwise op on each reads it in place and writes chunk-major (M, C, .), M = the
+    product of the leading dims, so there is no separate layout copy. `keep`: the backward will read the
+    result, so also form e^(G_end - G) and mask A (the triangular solve itself reads only A's strict lower part).
+    """
+    *lead, C, K = q.shape
+    V = v.shape[-1]
+    M = math.prod(lead)
 
-    if C <= _SUB:  # one block: exp(G_c - G_i) = exp(G_c - 0) * exp(G_end - G_i) * exp(0 - G_end)
-        right_t = (k_dec * (-G_end).clamp(max=_CAP).exp()).transpose(-1, -2)  # (M, K, C)
+    def new(D):  # chunk-major output for an elementwise op whose inputs may be strided views
+        return q.new_empty(*lead, C, D)
+
+    def flat(x):  # (..., C, D) -> (M, C, D), a view for what `new` made
+        return x.reshape(M, C, x.shape[-1])
+
+    def lay(x):  # (M, C, D) -> (..., C, D), to broadcast against the strided inputs
+        return x.view(*lead, C, x.shape[-1])
+
+    VK = new(V + K) if delta else None  # [v | k e^G] side by side: U and W come out of one matmul
+    G = q.new_zeros(M, C, K) if g is None else flat(torch.cumsum(g, -2, out=new(K)))  # (M, C, K) log decay, <= 0
+    eG = G.exp()  # (M, C, K) decay since the chunk start, <= 1: the one exp over a full tensor
+    a_end = eG[:, -1:, :]  # (M, 1, K) decay over the whole chunk, e^(G_end)
+    qG = flat(torch.mul(q, lay(eG), out=new(K)))  # (M, C, K) q e^G
+    kG = flat(torch.mul(k, lay(eG), out=new(K) if VK is None else VK[..., V:]))  # (M, C, K) k e^G
+    if C <= _SUB:  # one block: exp(G_c - G_i) = e^(G_c) e^(-G_i)
+        # e^(-G) <= e^span is finite while the chunk's span -G_end is at most _CAP (then e^G >= e^-_CAP is a
+        # normal float and its reciprocal is exact to an ulp); chunks beyond that are redone exactly below.
+        eNG = eG.reciprocal()  # (M, C, K) e^(-G)
+        right = flat(torch.mul(k, lay(eNG), out=new(K)))  # (M, C, K) k e^(-G)
+        k_dec = right * a_end  # (M, C, K) k_i decayed to the chunk end, k e^(G_end - G)
+        e_rest = eNG.mul_(a_end) if keep else None  # (M, C, K) e^(G_end - G)
+        right_t = right.transpose(-1, -2)  # (M, K, C)
         Aqk, A = torch.bmm(qG, right_t), torch.bmm(kG, right_t)  # (M, C, C)
-        bad = (-G_end[:, 0, :]).amax(-1) > _CAP  # (M,) chunks whose decay span is too large
+        bad = (-G[:, -1, :]).amax(-1) > _CAP  # (M,) chunks whose decay span is too large
         if bad.any():
             idx = bad.nonzero()[:, 0]
-            exact = _exact_blocks(q[idx], k[idx], G[idx])  # (n_bad, 2, C, C)
-            Aqk, A = Aqk.index_copy(0, idx, exact[:, 0]), A.index_copy(0, idx, exact[:, 1])
+            q_b, k_b, G_b = q.reshape(M, C, K)[idx], k.reshape(M, C, K)[idx], G[idx]
+            exact = _exact_blocks(q_b, k_b, G_b)  # (n_bad, 2, C, C)
+            Aqk.index_copy_(0, idx, exact[:, 0])
+            A.index_copy_(0, idx, exact[:, 1])
+            e_bad = (G_b[:, -1:, :] - G_b).exp()  # (n_bad, C, K) <= 1
+            k_dec.index_copy_(0, idx, k_b * e_bad)
+            if keep:
+                e_rest.index_copy_(0, idx, e_bad)
     else:
-        Aqk, A = _decayed_grams(q, k, G)
-    lower = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
-    Aqk = Aqk.masked_fill(~lower, 0.0)  # (M, C, C) i <= c
+        e_rest = (G[:, -1:, :] - G).exp()  # (M, C, K) e^(G_end - G), <= 1
+        k_dec = flat(torch.mul(k, lay(e_rest), out=new(K)))  # (M, C, K)
+        Aqk, A = _decayed_grams(q.reshape(M, C, K), k.reshape(M, C, K), G)
+    Aqk.tril_()  # (M, C, C) i <= c
+    beta = None if beta is None else beta.reshape(M, C, 1)
     Mut = W = None
     if delta:
+        if keep:
+            A.tril_(-1)  # strictly lower (M, C, C), for the backward
+        bA = A if beta is None else (beta * A if keep else A.mul_(beta))  # Diag(beta) A
         eye = torch.eye(C, device=q.device, dtype=q.dtype)
-        A = A.masked_fill(~lower.tril(-1), 0.0)  # strictly lower (M, C, C)
-        bA = A if beta is None else beta * A  # Diag(beta) A
-        Mut = torch.linalg.solve_triangular(bA + eye, eye.expand_as(bA), upper=False, unitriangular=True)  # UT
+        # UT transform: unitriangular=True ignores bA's diagonal and upper part, so (I + Diag(beta) A)^-1
+        Mut = torch.linalg.solve_triangular(bA, eye.expand_as(bA), upper=False, unitriangular=True)
         Mb = Mut if beta is None else Mut * beta.transpose(-1, -2)  # M Diag(beta)  (M, C, C)
-        U, W = torch.bmm(Mb, v), torch.bmm(Mb, kG)  # (M, C, V), (M, C, K)
+        VK[..., :V].copy_(v)
+        UW = torch.bmm(Mb, flat(VK))  # (M, C, V + K)
+        U, W = UW[..., :V], UW[..., V:]  # (M, C, V), (M, C, K)
+        A = A if keep else None
     else:
-        U, A = (v if beta is None else beta * v), None
-    return Intra(qG, Aqk, U, W, k_dec, G_end.exp().transpose(-1, -2), G, A, Mut, eG, kG, e_rest)
+        U = v.reshape(M, C, V) if beta is None else flat(torch.mul(v, lay(beta), out=new(V)))  # (M, C, V)
+        A = None
+    return Intra(qG, Aqk, U, W, k_dec, a_end.transpose(-1, -2), G, A, Mut, eG, kG, e_rest)
 
 
 def chunk_carry(it: Intra, n: int, S, scale: float, delta: bool, in_place: bool, states=None):
