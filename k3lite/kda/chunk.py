@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 _SUB = 32  # rows per block inside a chunk for the two-level factorisation of the decayed Gram matrices
 _CAP = 80.0  # largest exponent we let a factor reach (e^80 * K is still far below fp32's max, 3.4e38)
+_LOG2E = 1.0 / math.log(2.0)  # e^x = 2^(x log2 e): torch's exp2 is ~3x faster than exp on this CPU, error ~3 ulp
 
 
 def _exact_blocks(q, k, G):
@@ -112,7 +113,7 @@ def chunk_intra(q, k, v, g, beta, delta: bool, keep: bool = True) -> Intra:
 
     VK = new(V + K) if delta else None  # [v | k e^G] side by side: U and W come out of one matmul
     G = q.new_zeros(M, C, K) if g is None else flat(torch.cumsum(g, -2, out=new(K)))  # (M, C, K) log decay, <= 0
-    eG = G.exp()  # (M, C, K) decay since the chunk start, <= 1: the one exp over a full tensor
+    eG = q.new_ones(M, C, K) if g is None else (G * _LOG2E).exp2_()  # (M, C, K) decay since the chunk start, <= 1
     a_end = eG[:, -1:, :]  # (M, 1, K) decay over the whole chunk, e^(G_end)
     qG = flat(torch.mul(q, lay(eG), out=new(K)))  # (M, C, K) q e^G
     kG = flat(torch.mul(k, lay(eG), out=new(K) if VK is None else VK[..., V:]))  # (M, C, K) k e^G
@@ -125,9 +126,8 @@ def chunk_intra(q, k, v, g, beta, delta: bool, keep: bool = True) -> Intra:
         e_rest = eNG.mul_(a_end) if keep else None  # (M, C, K) e^(G_end - G)
         right_t = right.transpose(-1, -2)  # (M, K, C)
         Aqk, A = torch.bmm(qG, right_t), torch.bmm(kG, right_t)  # (M, C, C)
-        bad = (-G[:, -1, :]).amax(-1) > _CAP  # (M,) chunks whose decay span is too large
-        if bad.any():
-            idx = bad.nonzero()[:, 0]
+        if G[:, -1, :].amin() < -_CAP:  # one scalar test; then which chunks' decay span is too large
+            idx = ((-G[:, -1, :]).amax(-1) > _CAP).nonzero()[:, 0]
             q_b, k_b, G_b = q.reshape(M, C, K)[idx], k.reshape(M, C, K)[idx], G[idx]
             exact = _exact_blocks(q_b, k_b, G_b)  # (n_bad, 2, C, C)
             Aqk.index_copy_(0, idx, exact[:, 0])
