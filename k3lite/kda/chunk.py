@@ -194,16 +194,21 @@ def chunk_carry(it: Intra, n: int, S, scale: float, delta: bool, in_place: bool,
 
 
 def chunk_flops(B: int, T: int, H: int, K: int, V: int, C: int, delta: bool = True) -> int:
-    """Matmul FLOPs (2 per multiply-add) of the chunk kernel's forward; elementwise work is not counted.
+    """Matmul FLOPs (2 per multiply-add) the chunk algorithm needs for the forward; elementwise work is not counted.
 
-    Per chunk and head, as `chunk_intra` and `chunk_carry` compute them: the two decayed Grams 2 x 2C^2K,
-    the triangular inverse ~C^3, U and W 2C^2V + 2C^2K, then the carry: W S, Q S and the state update
-    3 x 2CKV, and Aqk Delta 2C^2V. Without the delta rule: no A, no inverse, no U/W matmuls, no W S.
+    Per chunk and head: the decayed Grams, only their causal halves, C(C+1)K for Aqk (diagonal included) and
+    C(C-1)K for A (strictly lower); the unit-triangular inverse (C^3 - C)/3; U and W from the triangular
+    M Diag(beta), C(C+1)(V + K); then the carry: W S, Q S and the state update 3 x 2CKV, and the triangular
+    Aqk Delta C(C+1)V. Without the delta rule: no A, no inverse, no U/W matmuls, no W S.
+    Like the causal softmax count in `k3lite.bench.kda` (B H T^2 (K + V), the causal half) the triangles count
+    half: the kernel multiplies those C x C blocks densely (4C^2K + C^3 + 2C^2(V + K) + 2C^2V), about 17% more
+    FLOPs at C = 32, K = V = 128, and that waste is part of its distance from the matmul roofline.
     """
     C = max(1, min(C, T))
     n_chunks = -(-T // C)
+    tri = C * (C + 1)  # 2 x the entries of a C x C lower triangle with its diagonal
     if delta:
-        per = 4 * C * C * K + C**3 + 2 * C * C * V + 2 * C * C * K + 6 * C * K * V + 2 * C * C * V
+        per = tri * K + C * (C - 1) * K + (C**3 - C) // 3 + tri * (V + K) + 6 * C * K * V + tri * V
     else:
-        per = 2 * C * C * K + 4 * C * K * V + 2 * C * C * V
+        per = tri * K + 4 * C * K * V + tri * V
     return B * H * n_chunks * per
