@@ -74,6 +74,28 @@ def _decayed_grams(q, k, G, sub: int = _SUB, cap: float = _CAP):
     return P[..., 0, :C, :C], P[..., 1, :C, :C]  # causal masks applied by the caller
 
 
+def _unit_lower_inverse(N, leaf: int = 16):
+    """(I + strict_tril(N))^-1 for a batch N (M, C, C); reads only N's strict lower triangle.
+
+    Blocked: [[T1, 0], [T21, T2]]^-1 = [[X1, 0], [-X2 T21 X1, X2]], the two diagonal halves inverted together
+    as one batch, down to `leaf` rows, where LAPACK's triangular solve takes over. The same forward
+    substitution, regrouped: on this CPU MKL's solve runs ~6 GFLOP/s on 32 x 32 blocks (~5 us each) and
+    two 16 x 16 ones plus two small matmuls take ~20% less; at C = 64 about half.
+    """
+    M, C, _ = N.shape
+    if C <= leaf:
+        eye = torch.eye(C, dtype=N.dtype, device=N.device)
+        return torch.linalg.solve_triangular(N, eye.expand(M, C, C), upper=False, unitriangular=True)
+    h = C // 2
+    if C % 2 == 0:
+        both = _unit_lower_inverse(torch.cat([N[:, :h, :h], N[:, h:, h:]]), leaf)  # (2M, h, h)
+        X1, X2 = both[:M], both[M:]
+    else:
+        X1, X2 = _unit_lower_inverse(N[:, :h, :h], leaf), _unit_lower_inverse(N[:, h:, h:], leaf)
+    X21 = torch.bmm(X2, torch.bmm(N[:, h:, :h], X1)).neg_()  # (M, C - h, h)
+    return torch.cat([torch.cat([X1, X1.new_zeros(M, h, C - h)], 2), torch.cat([X21, X2], 2)], 1)
+
+
 class Intra(NamedTuple):
     """What the chunks compute in parallel (M = n * BH chunks of C tokens); the carry needs the first six."""
 
@@ -147,9 +169,7 @@ def chunk_intra(q, k, v, g, beta, delta: bool, keep: bool = True) -> Intra:
         if keep:
             A.tril_(-1)  # strictly lower (M, C, C), for the backward
         bA = A if beta is None else (beta * A if keep else A.mul_(beta))  # Diag(beta) A
-        eye = torch.eye(C, device=q.device, dtype=q.dtype)
-        # UT transform: unitriangular=True ignores bA's diagonal and upper part, so (I + Diag(beta) A)^-1
-        Mut = torch.linalg.solve_triangular(bA, eye.expand_as(bA), upper=False, unitriangular=True)
+        Mut = _unit_lower_inverse(bA)  # UT transform (I + Diag(beta) A)^-1; bA's diagonal and upper part unread
         Mb = Mut if beta is None else Mut * beta.transpose(-1, -2)  # M Diag(beta)  (M, C, C)
         VK[..., :V].copy_(v)
         UW = torch.bmm(Mb, flat(VK))  # (M, C, V + K)
