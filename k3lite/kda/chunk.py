@@ -141,11 +141,10 @@ def chunk_intra(q, k, v, g, beta, delta: bool, keep: bool = True) -> Intra:
     kG = flat(torch.mul(k, lay(eG), out=new(K) if VK is None else VK[..., V:]))  # (M, C, K) k e^G
     if C <= _SUB:  # one block: exp(G_c - G_i) = e^(G_c) e^(-G_i)
         # e^(-G) <= e^span is finite while the chunk's span -G_end is at most _CAP (then e^G >= e^-_CAP is a
-        # normal float and its reciprocal is exact to an ulp); chunks beyond that are redone exactly below.
-        eNG = eG.reciprocal()  # (M, C, K) e^(-G)
-        right = flat(torch.mul(k, lay(eNG), out=new(K)))  # (M, C, K) k e^(-G)
+        # normal float and dividing by it is exact to an ulp); chunks beyond that are redone exactly below.
+        right = flat(torch.div(k, lay(eG), out=new(K)))  # (M, C, K) k e^(-G)
         k_dec = right * a_end  # (M, C, K) k_i decayed to the chunk end, k e^(G_end - G)
-        e_rest = eNG.mul_(a_end) if keep else None  # (M, C, K) e^(G_end - G)
+        e_rest = a_end / eG if keep else None  # (M, C, K) e^(G_end - G)
         right_t = right.transpose(-1, -2)  # (M, K, C)
         Aqk, A = torch.bmm(qG, right_t), torch.bmm(kG, right_t)  # (M, C, C)
         if G[:, -1, :].amin() < -_CAP:  # one scalar test; then which chunks' decay span is too large
