@@ -193,22 +193,25 @@ def chunk_carry(it: Intra, n: int, S, scale: float, delta: bool, in_place: bool,
     W = None if it.W is None else it.W.view(n, BH, C, K)
     a_end, k_dec_t = it.a_end.view(n, BH, K, 1), it.k_dec.view(n, BH, C, K).transpose(-1, -2)  # (n, BH, K, C)
     o, outs, D_buf = qG.new_empty(n, BH, C, V), [], qG.new_empty(BH, C, V)
-    for i in range(n):
+    Ws = W.unbind(0) if W is not None else (None,) * n
+    # per-chunk views made once (unbind) rather than 8 indexing ops per step
+    for i, (qG_i, Aqk_i, U_i, W_i, a_i, kt_i, o_i) in enumerate(zip(qG.unbind(0), Aqk.unbind(0), U.unbind(0), Ws,
+                                                                    a_end.unbind(0), k_dec_t.unbind(0), o.unbind(0))):
         if states is not None:
             states[i].copy_(S)
         if not delta:
-            D = U[i]
+            D = U_i
         elif in_place:
-            D = torch.baddbmm(U[i], W[i], S, alpha=-1, out=D_buf)  # (BH, C, V) Delta = U - W S
+            D = torch.baddbmm(U_i, W_i, S, alpha=-1, out=D_buf)  # (BH, C, V) Delta = U - W S
         else:
-            D = torch.baddbmm(U[i], W[i], S, alpha=-1)
+            D = torch.baddbmm(U_i, W_i, S, alpha=-1)
         if in_place:
-            torch.bmm(qG[i], S, out=o[i])
-            o[i].baddbmm_(Aqk[i], D, beta=scale, alpha=scale)  # (BH, C, V) scale (Q Gamma S + Aqk Delta)
-            S.mul_(a_end[i]).baddbmm_(k_dec_t[i], D)  # (BH, K, V)
+            torch.bmm(qG_i, S, out=o_i)
+            o_i.baddbmm_(Aqk_i, D, beta=scale, alpha=scale)  # (BH, C, V) scale (Q Gamma S + Aqk Delta)
+            S.mul_(a_i).baddbmm_(kt_i, D)  # (BH, K, V)
         else:
-            outs.append(torch.baddbmm(qG[i] @ S, Aqk[i], D, beta=scale, alpha=scale))
-            S = torch.baddbmm(a_end[i] * S, k_dec_t[i], D)
+            outs.append(torch.baddbmm(qG_i @ S, Aqk_i, D, beta=scale, alpha=scale))
+            S = torch.baddbmm(a_i * S, kt_i, D)
     return (o if in_place else torch.stack(outs)), S
 
 
