@@ -157,8 +157,10 @@ def chunk_gated_delta(q, k, v, g, beta, scale, initial_state, output_final_state
     inside the Gram factorisation (see `k3lite.kda.chunk._decayed_grams`), so nothing overflows.
     Layout: chunk-major (N, B*H, C, .): the parallel part of every chunk (`k3lite.kda.chunk.chunk_intra`) is one
     batch of small matmuls; only the state carry (`chunk_carry`) loops over the chunks. Without gradients the
-    chunks go in groups small enough to stay in cache (on a CPU the elementwise work is memory-bound); with
-    gradients `k3lite.kda.grad.ChunkGatedDelta` runs the same forward and a hand-written backward.
+    chunks go in groups small enough to stay in cache (on a CPU the elementwise work is memory-bound), and
+    `chunk_intra` reads each group as a strided view of the (B, T, H, .) inputs, so the layout change costs no
+    pass of its own; with gradients `k3lite.kda.grad.ChunkGatedDelta` runs the same forward on a chunk-major
+    copy (the backward reuses it) and a hand-written backward.
     """
     B, T, H, K = q.shape
     V = v.shape[-1]
