@@ -133,7 +133,9 @@ def chunk_intra(q, k, v, g, beta, delta: bool, keep: bool = True) -> Intra:
     def lay(x):  # (M, C, D) -> (..., C, D), to broadcast against the strided inputs
         return x.view(*lead, C, x.shape[-1])
 
-    VK = new(V + K) if delta else None  # [v | k e^G] side by side: U and W come out of one matmul
+    # [v | k e^G] side by side: U and W come out of one matmul. Not when the backward reads them: its matmuls
+    # and elementwise ops on those strided views cost more (measured +10% backward) than the merge saves.
+    VK = new(V + K) if delta and not keep else None
     G = q.new_zeros(M, C, K) if g is None else flat(torch.cumsum(g, -2, out=new(K)))  # (M, C, K) log decay, <= 0
     eG = q.new_ones(M, C, K) if g is None else (G * _LOG2E).exp2_()  # (M, C, K) decay since the chunk start, <= 1
     a_end = eG[:, -1:, :]  # (M, 1, K) decay over the whole chunk, e^(G_end)
@@ -170,9 +172,12 @@ def chunk_intra(q, k, v, g, beta, delta: bool, keep: bool = True) -> Intra:
         bA = A if beta is None else (beta * A if keep else A.mul_(beta))  # Diag(beta) A
         Mut = _unit_lower_inverse(bA)  # UT transform (I + Diag(beta) A)^-1; bA's diagonal and upper part unread
         Mb = Mut if beta is None else Mut * beta.transpose(-1, -2)  # M Diag(beta)  (M, C, C)
-        VK[..., :V].copy_(v)
-        UW = torch.bmm(Mb, flat(VK))  # (M, C, V + K)
-        U, W = UW[..., :V], UW[..., V:]  # (M, C, V), (M, C, K)
+        if VK is None:
+            U, W = torch.bmm(Mb, v.reshape(M, C, V)), torch.bmm(Mb, kG)  # (M, C, V), (M, C, K)
+        else:
+            VK[..., :V].copy_(v)
+            UW = torch.bmm(Mb, flat(VK))  # (M, C, V + K)
+            U, W = UW[..., :V], UW[..., V:]  # (M, C, V), (M, C, K)
         A = A if keep else None
     else:
         U = v.reshape(M, C, V) if beta is None else flat(torch.mul(v, lay(beta), out=new(V)))  # (M, C, V)
