@@ -21,9 +21,16 @@ def test_bench_kda_prints_a_roofline_row_per_length(capsys):
 
 
 def test_chunk_flops_counts_the_matmuls():
-    # one chunk, one head: Grams 4C^2K + inverse C^3 + U, W 2C^2V + 2C^2K + carry 6CKV + 2C^2V
+    # one chunk, one head, causal halves only: Grams C(C+1)K + C(C-1)K, inverse (C^3 - C)/3, U and W
+    # C(C+1)(V + K), carry 6CKV + C(C+1)V
     C, K, V = 4, 3, 2
-    assert chunk_flops(1, C, 1, K, V, C) == 4 * C * C * K + C**3 + 4 * C * C * V + 2 * C * C * K + 6 * C * K * V
+    assert chunk_flops(1, C, 1, K, V, C) == 20 * K + 12 * K + 20 + 20 * (V + K) + 6 * C * K * V + 20 * V
+    assert chunk_flops(1, C, 1, K, V, C, delta=False) == 20 * K + 4 * C * K * V + 20 * V
+    # the inverse of a unit lower triangle by forward substitution: sum over columns j of sum over rows i > j
+    # of (i - j) multiply-adds
+    assert (C**3 - C) // 3 == 2 * sum(i - j for j in range(C) for i in range(j + 1, C))
+    dense = 4 * C * C * K + C**3 + 2 * C * C * (V + K) + 6 * C * K * V + 2 * C * C * V  # what the kernel multiplies
+    assert chunk_flops(1, C, 1, K, V, C) < dense
     assert chunk_flops(2, 3 * C - 1, 5, K, V, C) == 2 * 5 * 3 * chunk_flops(1, C, 1, K, V, C)  # ragged tail pads
 
 

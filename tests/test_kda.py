@@ -65,6 +65,17 @@ def test_chunk_mixed_fallback_blocks():
     assert maxerr(o, o_ref) <= TOL
 
 
+@pytest.mark.parametrize("C", [1, 5, 16, 17, 32, 33, 64])
+def test_blocked_unit_lower_inverse(C):
+    """The UT transform's blocked inverse equals the plain inverse and reads only the strict lower triangle."""
+    from k3lite.kda.chunk import _unit_lower_inverse
+    gen = torch.Generator().manual_seed(C)
+    N = torch.randn(3, C, C, generator=gen, dtype=torch.float64) * 0.3
+    want = torch.linalg.inv(torch.eye(C, dtype=torch.float64) + N.tril(-1))
+    assert maxerr(_unit_lower_inverse(N), want) <= 1e-10
+    assert maxerr(_unit_lower_inverse(N, leaf=4), want) <= 1e-10  # more levels of blocking
+
+
 def test_state_carries_across_calls():
     """Two chunk calls with the state handed over == one call over the whole sequence."""
     q, k, v, g, beta, _ = make_inputs(T=50, seed=5)

@@ -11,7 +11,8 @@ the printout marks extrapolated numbers with '*'. Memory is what decoding must k
 fixed (H, K, V) state vs the K and V cache of softmax attention at that context length.
 
 Roofline: each kernel's achieved GFLOP/s (its matmul FLOPs: `k3lite.kda.chunk.chunk_flops` for the chunk
-kernel, B H T^2 (K + V) for causal softmax attention, 7 B T H K V for the recurrence) next to a plain
+kernel and B H T^2 (K + V) for causal softmax attention, both counting only the causal halves of their
+triangles; 7 B T H K V for the recurrence) next to a plain
 batched matmul of 128 x 128 blocks doing the chunk kernel's FLOPs, timed in the same interleaved rounds:
 the distance to what this machine's matmul reaches, measured, not guessed. `--clock cpu` times with the
 thread's CPU time instead of the wall clock (steadier on a loaded shared machine; needs --threads 1).

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 _SUB = 32  # rows per block inside a chunk for the two-level factorisation of the decayed Gram matrices
 _CAP = 80.0  # largest exponent we let a factor reach (e^80 * K is still far below fp32's max, 3.4e38)
+_LOG2E = 1.0 / math.log(2.0)  # e^x = 2^(x log2 e): torch's exp2 is ~3x faster than exp on this CPU, error ~3 ulp
 
 
 def _exact_blocks(q, k, G):
@@ -73,6 +74,28 @@ def _decayed_grams(q, k, G, sub: int = _SUB, cap: float = _CAP):
     return P[..., 0, :C, :C], P[..., 1, :C, :C]  # causal masks applied by the caller
 
 
+def _unit_lower_inverse(N, leaf: int = 16):
+    """(I + strict_tril(N))^-1 for a batch N (M, C, C); reads only N's strict lower triangle.
+
+    Blocked: [[T1, 0], [T21, T2]]^-1 = [[X1, 0], [-X2 T21 X1, X2]], the two diagonal halves inverted together
+    as one batch, down to `leaf` rows, where LAPACK's triangular solve takes over. The same forward
+    substitution, regrouped: on this CPU MKL's solve runs ~6 GFLOP/s on 32 x 32 blocks (~5 us each) and
+    two 16 x 16 ones plus two small matmuls take ~20% less; at C = 64 about half.
+    """
+    M, C, _ = N.shape
+    if C <= leaf:
+        eye = torch.eye(C, dtype=N.dtype, device=N.device)
+        return torch.linalg.solve_triangular(N, eye.expand(M, C, C), upper=False, unitriangular=True)
+    h = C // 2
+    if C % 2 == 0:
+        both = _unit_lower_inverse(torch.cat([N[:, :h, :h], N[:, h:, h:]]), leaf)  # (2M, h, h)
+        X1, X2 = both[:M], both[M:]
+    else:
+        X1, X2 = _unit_lower_inverse(N[:, :h, :h], leaf), _unit_lower_inverse(N[:, h:, h:], leaf)
+    X21 = torch.bmm(X2, torch.bmm(N[:, h:, :h], X1)).neg_()  # (M, C - h, h)
+    return torch.cat([torch.cat([X1, X1.new_zeros(M, h, C - h)], 2), torch.cat([X21, X2], 2)], 1)
+
+
 class Intra(NamedTuple):
     """What the chunks compute in parallel (M = n * BH chunks of C tokens); the carry needs the first six."""
 
@@ -83,46 +106,83 @@ class Intra(NamedTuple):
     k_dec: torch.Tensor  # (M, C, K) k decayed to the chunk end, k * exp(G_end - G)
     a_end: torch.Tensor  # (M, K, 1) decay over the whole chunk, exp(G_end)
     G: torch.Tensor  # (M, C, K) cumulative log-decay (zeros without decay)
-    A: torch.Tensor | None  # (M, C, C) strictly lower decayed k k^T, before Diag(beta) (delta only)
+    A: torch.Tensor | None  # (M, C, C) strictly lower decayed k k^T, before Diag(beta) (delta, keep=True only)
     Mut: torch.Tensor | None  # (M, C, C) (I + Diag(beta) A)^-1 (delta only)
     eG: torch.Tensor  # (M, C, K) exp(G)
     kG: torch.Tensor  # (M, C, K) k * exp(G)
-    eG_end_minus: torch.Tensor  # (M, C, K) exp(G_end - G)
+    eG_end_minus: torch.Tensor | None  # (M, C, K) exp(G_end - G) (only with keep=True)
 
 
-def chunk_intra(q, k, v, g, beta, delta: bool) -> Intra:
-    """The parallel part of every chunk at once: q, k, g (M, C, K), v (M, C, V), beta (M, C, 1); g, beta may be None."""
-    M, C, K = q.shape
-    G = g.cumsum(1) if g is not None else torch.zeros_like(k)  # (M, C, K) log decay since the chunk start
-    G_end = G[:, -1:, :]  # (M, 1, K)
-    eG = G.exp()  # (M, C, K) decay since the chunk start, <= 1
-    qG, kG = q * eG, k * eG  # (M, C, K)
-    e_rest = (G_end - G).exp()  # (M, C, K) decay from each token to the chunk end, <= 1
-    k_dec = k * e_rest  # (M, C, K) k_i decayed to the chunk end
+def chunk_intra(q, k, v, g, beta, delta: bool, keep: bool = True) -> Intra:
+    """The parallel part of every chunk at once: q, k, g (..., C, K), v (..., C, V), beta (..., C, 1); g, beta
+    may be None. The inputs may have any strides (the inference path passes chunk views of the (B, T, H, .)
+    tensors): the first elementwise op on each reads it in place and writes chunk-major (M, C, .), M = the
+    product of the leading dims, so there is no separate layout copy. `keep`: the backward will read the
+    result, so also form e^(G_end - G) and mask A (the triangular solve itself reads only A's strict lower part).
+    """
+    *lead, C, K = q.shape
+    V = v.shape[-1]
+    M = math.prod(lead)
 
-    if C <= _SUB:  # one block: exp(G_c - G_i) = exp(G_c - 0) * exp(G_end - G_i) * exp(0 - G_end)
-        right_t = (k_dec * (-G_end).clamp(max=_CAP).exp()).transpose(-1, -2)  # (M, K, C)
+    def new(D):  # chunk-major output for an elementwise op whose inputs may be strided views
+        return q.new_empty(*lead, C, D)
+
+    def flat(x):  # (..., C, D) -> (M, C, D), a view for what `new` made
+        return x.reshape(M, C, x.shape[-1])
+
+    def lay(x):  # (M, C, D) -> (..., C, D), to broadcast against the strided inputs
+        return x.view(*lead, C, x.shape[-1])
+
+    # [v | k e^G] side by side: U and W come out of one matmul. Not when the backward reads them: its matmuls
+    # and elementwise ops on those strided views cost more (measured +10% backward) than the merge saves.
+    VK = new(V + K) if delta and not keep else None
+    G = q.new_zeros(M, C, K) if g is None else flat(torch.cumsum(g, -2, out=new(K)))  # (M, C, K) log decay, <= 0
+    eG = q.new_ones(M, C, K) if g is None else (G * _LOG2E).exp2_()  # (M, C, K) decay since the chunk start, <= 1
+    a_end = eG[:, -1:, :]  # (M, 1, K) decay over the whole chunk, e^(G_end)
+    qG = flat(torch.mul(q, lay(eG), out=new(K)))  # (M, C, K) q e^G
+    kG = flat(torch.mul(k, lay(eG), out=new(K) if VK is None else VK[..., V:]))  # (M, C, K) k e^G
+    if C <= _SUB:  # one block: exp(G_c - G_i) = e^(G_c) e^(-G_i)
+        # e^(-G) <= e^span is finite while the chunk's span -G_end is at most _CAP (then e^G >= e^-_CAP is a
+        # normal float and dividing by it is exact to an ulp); chunks beyond that are redone exactly below.
+        right = flat(torch.div(k, lay(eG), out=new(K)))  # (M, C, K) k e^(-G)
+        k_dec = right * a_end  # (M, C, K) k_i decayed to the chunk end, k e^(G_end - G)
+        e_rest = a_end / eG if keep else None  # (M, C, K) e^(G_end - G)
+        right_t = right.transpose(-1, -2)  # (M, K, C)
         Aqk, A = torch.bmm(qG, right_t), torch.bmm(kG, right_t)  # (M, C, C)
-        bad = (-G_end[:, 0, :]).amax(-1) > _CAP  # (M,) chunks whose decay span is too large
-        if bad.any():
-            idx = bad.nonzero()[:, 0]
-            exact = _exact_blocks(q[idx], k[idx], G[idx])  # (n_bad, 2, C, C)
-            Aqk, A = Aqk.index_copy(0, idx, exact[:, 0]), A.index_copy(0, idx, exact[:, 1])
+        if G[:, -1, :].amin() < -_CAP:  # one scalar test; then which chunks' decay span is too large
+            idx = ((-G[:, -1, :]).amax(-1) > _CAP).nonzero()[:, 0]
+            q_b, k_b, G_b = q.reshape(M, C, K)[idx], k.reshape(M, C, K)[idx], G[idx]
+            exact = _exact_blocks(q_b, k_b, G_b)  # (n_bad, 2, C, C)
+            Aqk.index_copy_(0, idx, exact[:, 0])
+            A.index_copy_(0, idx, exact[:, 1])
+            e_bad = (G_b[:, -1:, :] - G_b).exp()  # (n_bad, C, K) <= 1
+            k_dec.index_copy_(0, idx, k_b * e_bad)
+            if keep:
+                e_rest.index_copy_(0, idx, e_bad)
     else:
-        Aqk, A = _decayed_grams(q, k, G)
-    lower = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
-    Aqk = Aqk.masked_fill(~lower, 0.0)  # (M, C, C) i <= c
+        e_rest = (G[:, -1:, :] - G).exp()  # (M, C, K) e^(G_end - G), <= 1
+        k_dec = flat(torch.mul(k, lay(e_rest), out=new(K)))  # (M, C, K)
+        Aqk, A = _decayed_grams(q.reshape(M, C, K), k.reshape(M, C, K), G)
+    Aqk.tril_()  # (M, C, C) i <= c
+    beta = None if beta is None else beta.reshape(M, C, 1)
     Mut = W = None
     if delta:
-        eye = torch.eye(C, device=q.device, dtype=q.dtype)
-        A = A.masked_fill(~lower.tril(-1), 0.0)  # strictly lower (M, C, C)
-        bA = A if beta is None else beta * A  # Diag(beta) A
-        Mut = torch.linalg.solve_triangular(bA + eye, eye.expand_as(bA), upper=False, unitriangular=True)  # UT
+        if keep:
+            A.tril_(-1)  # strictly lower (M, C, C), for the backward
+        bA = A if beta is None else (beta * A if keep else A.mul_(beta))  # Diag(beta) A
+        Mut = _unit_lower_inverse(bA)  # UT transform (I + Diag(beta) A)^-1; bA's diagonal and upper part unread
         Mb = Mut if beta is None else Mut * beta.transpose(-1, -2)  # M Diag(beta)  (M, C, C)
-        U, W = torch.bmm(Mb, v), torch.bmm(Mb, kG)  # (M, C, V), (M, C, K)
+        if VK is None:
+            U, W = torch.bmm(Mb, v.reshape(M, C, V)), torch.bmm(Mb, kG)  # (M, C, V), (M, C, K)
+        else:
+            VK[..., :V].copy_(v)
+            UW = torch.bmm(Mb, flat(VK))  # (M, C, V + K)
+            U, W = UW[..., :V], UW[..., V:]  # (M, C, V), (M, C, K)
+        A = A if keep else None
     else:
-        U, A = (v if beta is None else beta * v), None
-    return Intra(qG, Aqk, U, W, k_dec, G_end.exp().transpose(-1, -2), G, A, Mut, eG, kG, e_rest)
+        U = v.reshape(M, C, V) if beta is None else flat(torch.mul(v, lay(beta), out=new(V)))  # (M, C, V)
+        A = None
+    return Intra(qG, Aqk, U, W, k_dec, a_end.transpose(-1, -2), G, A, Mut, eG, kG, e_rest)
 
 
 def chunk_carry(it: Intra, n: int, S, scale: float, delta: bool, in_place: bool, states=None):
@@ -138,36 +198,44 @@ def chunk_carry(it: Intra, n: int, S, scale: float, delta: bool, in_place: bool,
     W = None if it.W is None else it.W.view(n, BH, C, K)
     a_end, k_dec_t = it.a_end.view(n, BH, K, 1), it.k_dec.view(n, BH, C, K).transpose(-1, -2)  # (n, BH, K, C)
     o, outs, D_buf = qG.new_empty(n, BH, C, V), [], qG.new_empty(BH, C, V)
-    for i in range(n):
+    Ws = W.unbind(0) if W is not None else (None,) * n
+    # per-chunk views made once (unbind) rather than 8 indexing ops per step
+    for i, (qG_i, Aqk_i, U_i, W_i, a_i, kt_i, o_i) in enumerate(zip(qG.unbind(0), Aqk.unbind(0), U.unbind(0), Ws,
+                                                                    a_end.unbind(0), k_dec_t.unbind(0), o.unbind(0))):
         if states is not None:
             states[i].copy_(S)
         if not delta:
-            D = U[i]
+            D = U_i
         elif in_place:
-            D = torch.baddbmm(U[i], W[i], S, alpha=-1, out=D_buf)  # (BH, C, V) Delta = U - W S
+            D = torch.baddbmm(U_i, W_i, S, alpha=-1, out=D_buf)  # (BH, C, V) Delta = U - W S
         else:
-            D = torch.baddbmm(U[i], W[i], S, alpha=-1)
+            D = torch.baddbmm(U_i, W_i, S, alpha=-1)
         if in_place:
-            torch.bmm(qG[i], S, out=o[i])
-            o[i].baddbmm_(Aqk[i], D, beta=scale, alpha=scale)  # (BH, C, V) scale (Q Gamma S + Aqk Delta)
-            S.mul_(a_end[i]).baddbmm_(k_dec_t[i], D)  # (BH, K, V)
+            torch.bmm(qG_i, S, out=o_i)
+            o_i.baddbmm_(Aqk_i, D, beta=scale, alpha=scale)  # (BH, C, V) scale (Q Gamma S + Aqk Delta)
+            S.mul_(a_i).baddbmm_(kt_i, D)  # (BH, K, V)
         else:
-            outs.append(torch.baddbmm(qG[i] @ S, Aqk[i], D, beta=scale, alpha=scale))
-            S = torch.baddbmm(a_end[i] * S, k_dec_t[i], D)
+            outs.append(torch.baddbmm(qG_i @ S, Aqk_i, D, beta=scale, alpha=scale))
+            S = torch.baddbmm(a_i * S, kt_i, D)
     return (o if in_place else torch.stack(outs)), S
 
 
 def chunk_flops(B: int, T: int, H: int, K: int, V: int, C: int, delta: bool = True) -> int:
-    """Matmul FLOPs (2 per multiply-add) of the chunk kernel's forward; elementwise work is not counted.
+    """Matmul FLOPs (2 per multiply-add) the chunk algorithm needs for the forward; elementwise work is not counted.
 
-    Per chunk and head, as `chunk_intra` and `chunk_carry` compute them: the two decayed Grams 2 x 2C^2K,
-    the triangular inverse ~C^3, U and W 2C^2V + 2C^2K, then the carry: W S, Q S and the state update
-    3 x 2CKV, and Aqk Delta 2C^2V. Without the delta rule: no A, no inverse, no U/W matmuls, no W S.
+    Per chunk and head: the decayed Grams, only their causal halves, C(C+1)K for Aqk (diagonal included) and
+    C(C-1)K for A (strictly lower); the unit-triangular inverse (C^3 - C)/3; U and W from the triangular
+    M Diag(beta), C(C+1)(V + K); then the carry: W S, Q S and the state update 3 x 2CKV, and the triangular
+    Aqk Delta C(C+1)V. Without the delta rule: no A, no inverse, no U/W matmuls, no W S.
+    Like the causal softmax count in `k3lite.bench.kda` (B H T^2 (K + V), the causal half) the triangles count
+    half: the kernel multiplies those C x C blocks densely (4C^2K + C^3 + 2C^2(V + K) + 2C^2V), about 17% more
+    FLOPs at C = 32, K = V = 128, and that waste is part of its distance from the matmul roofline.
     """
     C = max(1, min(C, T))
     n_chunks = -(-T // C)
+    tri = C * (C + 1)  # 2 x the entries of a C x C lower triangle with its diagonal
     if delta:
-        per = 4 * C * C * K + C**3 + 2 * C * C * V + 2 * C * C * K + 6 * C * K * V + 2 * C * C * V
+        per = tri * K + C * (C - 1) * K + (C**3 - C) // 3 + tri * (V + K) + 6 * C * K * V + tri * V
     else:
-        per = 2 * C * C * K + 4 * C * K * V + 2 * C * C * V
+        per = tri * K + 4 * C * K * V + tri * V
     return B * H * n_chunks * per

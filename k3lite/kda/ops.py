@@ -157,8 +157,10 @@ def chunk_gated_delta(q, k, v, g, beta, scale, initial_state, output_final_state
     inside the Gram factorisation (see `k3lite.kda.chunk._decayed_grams`), so nothing overflows.
     Layout: chunk-major (N, B*H, C, .): the parallel part of every chunk (`k3lite.kda.chunk.chunk_intra`) is one
     batch of small matmuls; only the state carry (`chunk_carry`) loops over the chunks. Without gradients the
-    chunks go in groups small enough to stay in cache (on a CPU the elementwise work is memory-bound); with
-    gradients `k3lite.kda.grad.ChunkGatedDelta` runs the same forward and a hand-written backward.
+    chunks go in groups small enough to stay in cache (on a CPU the elementwise work is memory-bound), and
+    `chunk_intra` reads each group as a strided view of the (B, T, H, .) inputs, so the layout change costs no
+    pass of its own; with gradients `k3lite.kda.grad.ChunkGatedDelta` runs the same forward on a chunk-major
+    copy (the backward reuses it) and a hand-written backward.
     """
     B, T, H, K = q.shape
     V = v.shape[-1]
@@ -174,30 +176,31 @@ def chunk_gated_delta(q, k, v, g, beta, scale, initial_state, output_final_state
         beta = None if beta is None else F.pad(beta, (0, 0, 0, pad))
     beta = None if beta is None else beta[..., None]  # (B, T, H, 1)
 
-    def chunks(x, n0, n1):  # (B, T, H, D) -> (n, B*H, C, D) fp32, chunk-major, for chunks n0..n1-1
+    def chunks(x, n0, n1):  # (B, T, H, D) -> (n, B*H, C, D) fp32, chunk-major, for chunks n0..n1-1 (a copy)
         if x is None:
             return None
         x = x[:, n0 * C : n1 * C].float()
         return x.reshape(B, n1 - n0, C, H, -1).permute(1, 0, 3, 2, 4).reshape(n1 - n0, BH, C, x.shape[-1])
 
-    def unchunk(o, n):  # (n, B*H, C, V) -> (B, n*C, H, V)
-        return o.view(n, B, H, C, V).permute(1, 0, 3, 2, 4).reshape(B, n * C, H, V)
+    def chunk_view(x, n0, n1):  # the same as a (n, B, H, C, D) view, no copy: chunk_intra reads it in place
+        if x is None:
+            return None
+        return x[:, n0 * C : n1 * C].float().unflatten(1, (n1 - n0, C)).permute(1, 0, 3, 2, 4)
 
     S = q.new_zeros(BH, K, V, dtype=torch.float32) if initial_state is None else \
         initial_state.float().reshape(BH, K, V).clone()
     group = max(1, _GROUP_FLOATS // (BH * C * max(K, V)))  # the layout change happens per group, in cache
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, g, beta, S)):
         o, S = ChunkGatedDelta.apply(*(chunks(x, 0, N) for x in (q, k, v, g, beta)), S, scale, delta, group)
-        o = unchunk(o, N)[:, :T]
+        o = o.view(N, B, H, C, V).permute(1, 0, 3, 2, 4).reshape(B, N * C, H, V)[:, :T]
     else:
-        outs = []
+        o = v.new_empty(B, N * C, H, V, dtype=torch.float32)  # (B, T', H, V)
         for n0 in range(0, N, group):
             n1 = min(n0 + group, N)
-            parts = [chunks(x, n0, n1) for x in (q, k, v, g, beta)]
-            it = chunk_intra(*(None if x is None else x.reshape(-1, C, x.shape[-1]) for x in parts), delta)
-            o, S = chunk_carry(it, n1 - n0, S, scale, delta, in_place=True)
-            outs.append(unchunk(o, n1 - n0))
-        o = (torch.cat(outs, dim=1) if len(outs) > 1 else outs[0])[:, :T]  # (B, T, H, V)
+            it = chunk_intra(*(chunk_view(x, n0, n1) for x in (q, k, v, g, beta)), delta, keep=False)
+            o_grp, S = chunk_carry(it, n1 - n0, S, scale, delta, in_place=True)  # (n, BH, C, V)
+            chunk_view(o, n0, n1).copy_(o_grp.view(n1 - n0, B, H, C, V))
+        o = o[:, :T]  # (B, T, H, V)
     return o.to(dtype), (S.reshape(B, H, K, V) if output_final_state else None)
 
 
