@@ -39,6 +39,7 @@ from k3lite.lab import LabConfig, train
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "assets" / "lab"
+LONG_DIR = RESULTS_DIR / "long"  # the convergence check: seed 0 at the longest MQAR length, LONG_STEPS
 
 # ----------------------------------------------------------------------------------------------- protocol
 # DeltaNet (the delta rule without decay) is the control that separates the two ideas KDA adds to linear attention
@@ -57,6 +58,9 @@ SOLVED, MIN_GAIN = 0.99, 0.01
 # jumps (DeltaNet at T=256: 0.4% at step 150, 1.8% at 200, 32% at 250, 85% at 300). A run whose best held-out
 # accuracy is still below ESCAPE_ACC is therefore never stopped as a plateau, only by MAX_STEPS.
 ESCAPE_ACC = 0.05
+# Convergence check: at the longest MQAR length most runs are still gaining at MAX_STEPS, so seed 0 of every mixer
+# is also run with LONG_STEPS as its cap (same LR, same stopping rule, its own cosine schedule).
+LONG_STEPS = 1500
 EVAL_EXAMPLES = 256
 
 
@@ -65,10 +69,10 @@ def num_pairs(task: str, seq_len: int) -> int:
     return seq_len // 4 if task == "mqar" else 8
 
 
-def lab_config(task: str, mixer: str, seq_len: int, lr: float, seed: int) -> LabConfig:
-    """The exact `LabConfig` of one sweep run (max steps; the stopping rule may end it earlier)."""
+def lab_config(task: str, mixer: str, seq_len: int, lr: float, seed: int, steps: int = MAX_STEPS) -> LabConfig:
+    """The exact `LabConfig` of one sweep run (`steps` is the cap; the stopping rule may end it earlier)."""
     return LabConfig(task=task, mixer=mixer, seq_len=seq_len, vocab_size=VOCAB, num_pairs=num_pairs(task, seq_len),
-                     d_model=D_MODEL, n_heads=N_HEADS, ffn_mult=0, steps=MAX_STEPS, batch_size=BATCH_SIZE, lr=lr,
+                     d_model=D_MODEL, n_heads=N_HEADS, ffn_mult=0, steps=steps, batch_size=BATCH_SIZE, lr=lr,
                      eval_every=EVAL_EVERY, eval_examples=EVAL_EXAMPLES, seed=seed)
 
 
@@ -79,18 +83,21 @@ class Job:
     seq_len: int
     lr: float
     seed: int
+    steps: int = MAX_STEPS  # the step cap (the convergence check's runs have LONG_STEPS)
 
     @property
     def name(self) -> str:
-        return f"{self.task}_T{self.seq_len}_{self.mixer}_lr{self.lr:g}_s{self.seed}"
+        cap = "" if self.steps == MAX_STEPS else f"_steps{self.steps}"
+        return f"{self.task}_T{self.seq_len}_{self.mixer}_lr{self.lr:g}_s{self.seed}{cap}"
 
     def path(self, results_dir: Path = RESULTS_DIR) -> Path:
         return Path(results_dir) / f"{self.name}.json"
 
     @property
     def command(self) -> str:
+        cap = "" if self.steps == MAX_STEPS else f" --steps {self.steps} --results {LONG_DIR.relative_to(ROOT)}"
         return (f"python -m k3lite.lab_sweep run --task {self.task} --mixer {self.mixer} --seq-len {self.seq_len} "
-                f"--lr {self.lr:g} --seed {self.seed}")
+                f"--lr {self.lr:g} --seed {self.seed}{cap}")
 
 
 class Stopper:
@@ -124,7 +131,7 @@ class Stopper:
 
 def run_job(job: Job, results_dir: Path = RESULTS_DIR, quiet: bool = True) -> dict:
     """Train one run with the stopping rule and write its JSON (atomically). Returns the record."""
-    cfg = lab_config(job.task, job.mixer, job.seq_len, job.lr, job.seed)
+    cfg = lab_config(job.task, job.mixer, job.seq_len, job.lr, job.seed, job.steps)
     stopper = Stopper()
 
     def on_step(rec):
@@ -206,6 +213,36 @@ def still_rising(run: dict) -> bool:
     last = steps[-1]
     earlier = [a for s, a in zip(steps, accs) if s <= last - PATIENCE]
     return bool(earlier) and max(accs) - max(earlier) >= MIN_GAIN
+
+def long_jobs(runs: list[dict], task: str = "mqar") -> list[Job]:
+    """The convergence check: seed 0 of every mixer at the task's longest length, capped at LONG_STEPS, at the
+    mixer's chosen LR (`runs` = the main sweep's, for the LR). Mixers whose LR is not chosen yet are left out."""
+    T = max(SEQ_LENS[task])
+    return [Job(task, m, T, lr, 0, LONG_STEPS) for m in reversed(MIXERS)  # the decaying delta rules first
+            if (lr := chosen_lr(runs, task, m)) is not None]
+
+def long_check(runs: list[dict], long_runs: list[dict], task: str = "mqar") -> tuple[list[dict], str]:
+    """The convergence check next to the main sweep: per mixer, seed 0 at the longest length with the MAX_STEPS
+    cap (main sweep) and with the LONG_STEPS cap. Returns (rows, sentence); the sentence gives the order at the
+    longer cap and the verdict vs the report, or "" until a long run has finished."""
+    T = max(SEQ_LENS[task])
+    rows = []
+    for job in long_jobs(runs, task):
+        long_run = next((r for r in long_runs if Job(**r["job"]) == job), None)
+        short = next((r for r in runs if Job(**r["job"]) == Job(task, job.mixer, T, job.lr, 0)), None)
+        if long_run is None:
+            continue
+        rows.append({"mixer": job.mixer, "lr": job.lr, "short_acc": short["final_eval_acc"] if short else None,
+                     "long_acc": long_run["final_eval_acc"], "steps_done": long_run["steps_done"],
+                     "stop_reason": long_run["stop_reason"], "still_rising": still_rising(long_run)})
+    if not rows:
+        return rows, ""
+    order = sorted(((r["mixer"], r["long_acc"], 0.0) for r in rows), key=lambda x: (-x[1], MIXERS.index(x[0])))
+    ranked = " > ".join(f"{short_name(m)} {100 * a:.0f}%" for m, a, _ in order)
+    rising = [short_name(r["mixer"]) for r in rows if r["still_rising"]]
+    return rows, (f"With a {LONG_STEPS}-step cap (seed 0, T = {T}): {ranked} — {report_verdict(order)}"
+                  + (f"; still gaining at the cap: {', '.join(rising)}." if rising else "; every run levelled off "
+                     "or was solved before its cap."))
 
 def aggregate(runs: list[dict]) -> list[dict]:
     """Main-sweep runs (each mixer at its chosen LR) grouped by (task, mixer, seq_len): mean, spread, seeds.
@@ -438,15 +475,25 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--seq-len", type=int, required=True)
     r.add_argument("--lr", type=float, required=True)
     r.add_argument("--seed", type=int, required=True)
+    r.add_argument("--steps", type=int, default=MAX_STEPS, help="the step cap (default: the sweep's)")
     r.add_argument("--results", default=str(RESULTS_DIR))
+    lg = sub.add_parser("long", help=f"the convergence check: seed 0 at the longest MQAR length, {LONG_STEPS} steps")
+    lg.add_argument("--results", default=str(LONG_DIR))
     t = sub.add_parser("table", help="print the accuracy-vs-length table of the finished runs")
     t.add_argument("--results", default=str(RESULTS_DIR))
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     results = Path(args.results)
     if args.cmd == "run":
-        rec = run_job(Job(args.task, args.mixer, args.seq_len, args.lr, args.seed), results, quiet=False)
+        rec = run_job(Job(args.task, args.mixer, args.seq_len, args.lr, args.seed, args.steps), results, quiet=False)
         print(f"acc {rec['final_eval_acc']:.3f} after {rec['steps_done']} steps ({rec['stop_reason']})")
+        return 0
+    if args.cmd == "long":  # one process, one run after another (resumable: finished runs are skipped)
+        for job in long_jobs(load_runs()):
+            if not job.path(results).exists():
+                rec = run_job(job, results)
+                print(f"{job.name}: acc {rec['final_eval_acc']:.3f} after {rec['steps_done']} steps "
+                      f"({rec['stop_reason']})", flush=True)
         return 0
     if args.cmd == "table":
         rows = aggregate(load_runs(results))

@@ -156,6 +156,32 @@ def test_capacity_sentence_names_the_longest_length_and_the_best_delta_rule(smal
     assert sweep.capacity_sentence([r for r in rows if r["mixer"] == "linear"], runs) == ""
 
 
+def test_long_check_jobs_names_and_the_table_next_to_the_main_runs(small_protocol, monkeypatch):
+    monkeypatch.setattr(sweep, "LONG_STEPS", 40)
+    runs = [_record("mqar", m, 16, lr, 0, a) for m, lr, a in
+            [("linear", 1e-3, 0.2), ("linear", 1e-2, 0.9), ("kda", 1e-3, 0.95), ("kda", 1e-2, 0.5)]]
+    runs += [_record("mqar", "kda", 32, 1e-3, 0, 0.40, reason="max_steps")]
+    jobs = sweep.long_jobs(runs)
+    assert [(j.mixer, j.seq_len, j.lr, j.seed, j.steps) for j in jobs] == [("kda", 32, 1e-3, 0, 40), ("linear", 32, 1e-2, 0, 40)]
+    assert jobs[0].name == "mqar_T32_kda_lr0.001_s0_steps40" and "--steps 40 --results assets/lab/long" in jobs[0].command
+    assert sweep.Job("mqar", "kda", 32, 1e-3, 0).name == "mqar_T32_kda_lr0.001_s0", "main-sweep names unchanged"
+    assert sweep.Job(**runs[-1]["job"]) == sweep.Job("mqar", "kda", 32, 1e-3, 0), "files without a cap read as MAX_STEPS"
+    assert sweep.long_check(runs, []) == ([], "")
+    long_runs = [{**_record("mqar", "kda", 32, 1e-3, 0, 0.8, reason="plateau"), "steps_done": 40}]
+    long_runs[0]["job"]["steps"] = 40
+    rows, sentence = sweep.long_check(runs, long_runs)
+    assert rows == [{"mixer": "kda", "lr": 1e-3, "short_acc": 0.40, "long_acc": 0.8, "steps_done": 40,
+                     "stop_reason": "plateau", "still_rising": False}]
+    assert sentence.startswith("With a 40-step cap (seed 0, T = 32): KDA 80%")
+
+
+def test_a_long_run_stores_its_cap_and_its_command_reproduces_it(tmp_path):
+    job = sweep.Job("mqar", "linear", 16, 1e-2, 0, steps=20)
+    rec = sweep.run_job(job, tmp_path)
+    assert rec["config"]["steps"] == 20 and rec["steps_done"] <= 20 and rec["job"]["steps"] == 20
+    assert sweep.Job(**rec["job"]) == job and job.path(tmp_path).exists()
+
+
 @pytest.mark.parametrize("means, verdict", [
     ({"kda": (0.9, 0.01), "gdn": (0.7, 0.01), "mamba2": (0.3, 0.01)}, "matches the report"),
     ({"kda": (0.5, 0.01), "gdn": (0.7, 0.01), "mamba2": (0.3, 0.01)}, "differs from the report (GDN > KDA)"),

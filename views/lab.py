@@ -77,6 +77,17 @@ else:
         f"plateau). {n_cap} of the {sum(r['n'] for r in rows)} runs shown hit the step cap before "
         f"a plateau. {len(runs)} runs in all (LR sweep included); each file in assets/lab/ stores the command that "
         "reproduces it; `python -m k3lite.lab_sweep all` makes (or completes) the set.")
+    long_rows, long_sentence = sweep.long_check(runs, sweep.load_runs(sweep.LONG_DIR))
+    if long_rows:
+        st.markdown(f"**Convergence check.** Most runs at the longest length were still gaining at the "
+                    f"{sweep.MAX_STEPS}-step cap, so seed 0 of each mixer was also trained with a {sweep.LONG_STEPS}-step "
+                    f"cap (same learning rate and stopping rule). {long_sentence}")
+        st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]],
+                                    f"held-out % ({sweep.MAX_STEPS}-step cap)":
+                                        None if r["short_acc"] is None else round(100 * r["short_acc"], 1),
+                                    f"held-out % ({sweep.LONG_STEPS}-step cap)": round(100 * r["long_acc"], 1),
+                                    "steps run": r["steps_done"], "stopped by": r["stop_reason"]}
+                                   for r in long_rows]), hide_index=True, width="stretch")
     mechanisms = [m for m in (sweep.mechanism_sentence(rows, t) for t in sorted({r["task"] for r in rows})) if m]
     if mechanisms:
         st.markdown("**One idea at a time** (DeltaNet is the control: the delta rule without decay). "
