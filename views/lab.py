@@ -56,23 +56,24 @@ else:
         spread = sweep.spread_sentence(rows, task)
         if spread:
             col.markdown(spread)
-    table = []
-    for task in sorted({r["task"] for r in rows}):
+    for task in sorted({r["task"] for r in rows}):  # one table per task: its own lengths as columns
+        table = []
         for mixer in sweep.MIXERS:
             sel = {r["seq_len"]: r for r in rows if r["task"] == task and r["mixer"] == mixer}
             if sel:
-                table.append({"task": task, "mixer": MIXER_LABELS[mixer], "learning rate": next(iter(sel.values()))["lr"],
-                              **{f"T={T} (%)": f"{100 * r['mean']:.1f} ± {100 * r['std']:.1f} (n={r['n']})"
-                                 for T, r in sorted(sel.items())}})
-    st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")  # full width: key columns stay on screen
+                table.append({"mixer": MIXER_LABELS[mixer], "learning rate": next(iter(sel.values()))["lr"],
+                              **{f"T={T} (%)": (f"{100 * sel[T]['mean']:.1f} ± {100 * sel[T]['std']:.1f} (n={sel[T]['n']})"
+                                                if T in sel else "not run yet") for T in sweep.SEQ_LENS[task]}})
+        st.markdown(f"**{task}**: held-out accuracy (%), mean ± std over seeds (n)")
+        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")  # full width: key columns stay on screen
     n_cap = sum(r["not_plateaued"] for r in rows)
     st.caption(
         f"Held-out accuracy on the answer tokens of {sweep.EVAL_EXAMPLES} fresh sequences, mean ± std over seeds (n). "
         f"Model: {sweep.D_MODEL}-wide, 2 layers x {sweep.N_HEADS} heads, no FFN, vocabulary {sweep.VOCAB}, batch "
         f"{sweep.BATCH_SIZE}. Protocol: per task and mixer the learning rate is the best of {list(sweep.LRS)} at "
-        f"T = {sweep.LR_SEQ_LEN} (seed 0), then used at every length and seed; a run stops when held-out accuracy "
+        f"T = " + " / ".join(f"{T} ({t})" for t, T in sweep.LR_SEQ_LEN.items()) + " (seed 0), then used at every length and seed; a run stops when held-out accuracy "
         f"reaches {100 * sweep.SOLVED:.0f}%, or its best held-out accuracy gained less than "
-        f"{100 * sweep.MIN_GAIN:.0f} points over {sweep.PATIENCE} steps (after {sweep.MIN_STEPS}), or at "
+        f"{100 * sweep.MIN_GAIN:.0f} point{'s' if sweep.MIN_GAIN != 0.01 else ''} over {sweep.PATIENCE} steps (after {sweep.MIN_STEPS}), or at "
         f"{sweep.MAX_STEPS} steps (a run still at chance, below {100 * sweep.ESCAPE_ACC:.0f}%, is never called a "
         f"plateau). {n_cap} of the {sum(r['n'] for r in rows)} runs shown hit the step cap before "
         f"a plateau. {len(runs)} runs in all (LR sweep included); each file in assets/lab/ stores the command that "
