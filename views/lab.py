@@ -80,9 +80,12 @@ else:
         "reproduces it; `python -m k3lite.lab_sweep all` makes (or completes) the set.")
     long_rows, long_sentence = sweep.long_check(runs, sweep.load_runs(sweep.LONG_DIR))
     if long_rows:
-        st.markdown(f"**Convergence check.** Most runs at the longest length were still gaining at the "
-                    f"{sweep.MAX_STEPS}-step cap, so seed 0 of each mixer was also trained with a {sweep.LONG_STEPS}-step "
-                    f"cap (same learning rate and stopping rule). {long_sentence}")
+        T_max = max(sweep.SEQ_LENS["mqar"])
+        at_max = [r for r in rows if r["task"] == "mqar" and r["seq_len"] == T_max]
+        st.markdown(f"**Convergence check.** {sum(r['rising'] for r in at_max)} of the {sum(r['n'] for r in at_max)} "
+                    f"MQAR runs at T = {T_max} were still gaining at the {sweep.MAX_STEPS}-step cap, so seed 0 of each "
+                    f"mixer was also trained with a {sweep.LONG_STEPS}-step cap (same learning rate and stopping "
+                    f"rule). {long_sentence}")
         st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]],
                                     f"held-out % ({sweep.MAX_STEPS}-step cap)":
                                         None if r["short_acc"] is None else round(100 * r["short_acc"], 1),
@@ -134,13 +137,16 @@ with user_errors():
     lrs = {m: sweep.chosen_lr(runs, task, m) or 1e-2 for m in mixers}  # the shipped sweep's LR per mixer
     configs = {m: replace(sweep.lab_config(task, m, int(seq_len), lrs[m], int(seed)), steps=int(steps),
                           eval_every=max(10, int(steps) // 10), eval_examples=128) for m in mixers}
+default_ends = [r["mean"] for r in rows if r["task"] == "mqar" and r["seq_len"] == LIVE_DEFAULT_LEN]
 st.caption(
     f"The same models and learning rates as the shipped sweep, for fewer steps. The default ({LIVE_DEFAULT_LEN} "
     f"tokens, linear attention and KDA, {LIVE_DEFAULT_STEPS} steps each) takes about a minute of an idle core. What "
     "it can show: these tasks are learned in a jump (held-out accuracy sits at chance, then climbs within a few "
     "dozen steps), and which mixer jumps first. What it cannot show: the capacity effect, where a fixed state runs "
-    "out of room; at 64 tokens every mixer ends near 99%. "
-    + (sweep.capacity_sentence(rows, runs) + " " if rows else "")
+    "out of room"
+    + ("" if not default_ends else f"; at {LIVE_DEFAULT_LEN} tokens the shipped runs end between "
+       f"{100 * min(default_ends):.0f}% and {100 * max(default_ends):.0f}% (mean per mixer)")
+    + ". " + (sweep.capacity_sentence(rows, runs) + " " if rows else "")
     + "A single short run is one noisy sample of the start of that curve, and a shorter run also decays its "
     "learning rate sooner than the shipped runs do.")
 
