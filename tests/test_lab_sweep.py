@@ -158,21 +158,27 @@ def test_capacity_sentence_names_the_longest_length_and_the_best_delta_rule(smal
 
 def test_long_check_jobs_names_and_the_table_next_to_the_main_runs(small_protocol, monkeypatch):
     monkeypatch.setattr(sweep, "LONG_STEPS", 40)
+    monkeypatch.setattr(sweep, "LONG_SEEDS", {"kda": (0, 1), "linear": (0,)})
     runs = [_record("mqar", m, 16, lr, 0, a) for m, lr, a in
             [("linear", 1e-3, 0.2), ("linear", 1e-2, 0.9), ("kda", 1e-3, 0.95), ("kda", 1e-2, 0.5)]]
-    runs += [_record("mqar", "kda", 32, 1e-3, 0, 0.40, reason="max_steps")]
+    runs += [_record("mqar", "kda", 32, 1e-3, s, acc, reason="max_steps") for s, acc in ((0, 0.40), (1, 0.50))]
     jobs = sweep.long_jobs(runs)
-    assert [(j.mixer, j.seq_len, j.lr, j.seed, j.steps) for j in jobs] == [("kda", 32, 1e-3, 0, 40), ("linear", 32, 1e-2, 0, 40)]
+    assert [(j.mixer, j.seq_len, j.lr, j.seed, j.steps) for j in jobs] == [
+        ("kda", 32, 1e-3, 0, 40), ("linear", 32, 1e-2, 0, 40), ("kda", 32, 1e-3, 1, 40)], "seed 0 of all first"
     assert jobs[0].name == "mqar_T32_kda_lr0.001_s0_steps40" and "--steps 40 --results assets/lab/long" in jobs[0].command
     assert sweep.Job("mqar", "kda", 32, 1e-3, 0).name == "mqar_T32_kda_lr0.001_s0", "main-sweep names unchanged"
-    assert sweep.Job(**runs[-1]["job"]) == sweep.Job("mqar", "kda", 32, 1e-3, 0), "files without a cap read as MAX_STEPS"
+    assert sweep.Job(**runs[-1]["job"]) == sweep.Job("mqar", "kda", 32, 1e-3, 1), "files without a cap read as MAX_STEPS"
     assert sweep.long_check(runs, []) == ([], "")
-    long_runs = [{**_record("mqar", "kda", 32, 1e-3, 0, 0.8, reason="plateau"), "steps_done": 40}]
-    long_runs[0]["job"]["steps"] = 40
+    long_runs = []
+    for seed, acc in ((0, 0.8), (1, 0.9)):
+        rec = {**_record("mqar", "kda", 32, 1e-3, seed, acc, reason="plateau"), "steps_done": 40}
+        rec["job"]["steps"] = 40
+        long_runs.append(rec)
     rows, sentence = sweep.long_check(runs, long_runs)
-    assert rows == [{"mixer": "kda", "lr": 1e-3, "short_acc": 0.40, "long_acc": 0.8, "steps_done": 40,
-                     "stop_reason": "plateau", "still_rising": False}]
-    assert sentence.startswith("With a 40-step cap (seed 0, T = 32): KDA 80%")
+    assert len(rows) == 1 and rows[0]["mixer"] == "kda" and rows[0]["n"] == 2 and rows[0]["seeds"] == [0, 1]
+    assert rows[0]["long_mean"] == pytest.approx(0.85) and rows[0]["long_std"] == pytest.approx(0.05)
+    assert rows[0]["short_mean"] == pytest.approx(0.45), "the same seeds at the main sweep's cap"
+    assert sentence.startswith("With a 40-step cap (T = 32, mean over 2 seeds per mixer): KDA 85%")
 
 
 def test_a_long_run_stores_its_cap_and_its_command_reproduces_it(tmp_path):
