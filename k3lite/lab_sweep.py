@@ -371,7 +371,12 @@ def mechanism_sentence(rows: list[dict], task: str) -> str:
         tie = abs(ma - mb) <= max(0.02, sa, sb)
         parts.append(f"{what} ({short_name(a)} vs {short_name(b)}): {d:+.0f} points ({100 * ma:.0f}% vs {100 * mb:.0f}%"
                      + ("; within seed spread" if tie else "") + ")")
-    return f"At T = {T}, " + "; ".join(parts) + "."
+    rising = sum(r.get("rising", 0) for r in rows if r["task"] == task and r["seq_len"] == T
+                 and r["mixer"] in {m for pair in MECHANISM_STEPS for m in pair[:2]})
+    caveat = (f" (With the {MAX_STEPS}-step cap; {rising} of these runs were still gaining there, so read these "
+              "differences as learning speed as much as capacity; the convergence check has the longer cap.)"
+              if rising else "")
+    return f"At T = {T}, " + "; ".join(parts) + "." + caveat
 
 DELTA_MIXERS: tuple[str, ...] = ("deltanet", "gdn", "kda")
 

@@ -121,6 +121,11 @@ def test_mechanism_sentence_one_idea_at_a_time_and_chance_count():
     assert "a scalar decay on top of it (GDN vs DeltaNet): -5 points (90% vs 95%)" in text
     assert "(KDA vs GDN): +1 points (91% vs 90%; within seed spread)" in text
     assert sweep.mechanism_sentence([r for r in rows if r["mixer"] != "deltanet"], "mqar") == "", "needs the control"
+    assert "still gaining" not in text
+    rows[-1]["rising"] = 2  # two KDA runs at T=256 hit the cap while still learning
+    assert sweep.mechanism_sentence(rows, "mqar").endswith(
+        "2 of these runs were still gaining there, so read these differences as learning speed as much as capacity; "
+        "the convergence check has the longer cap.)")
     recs = [{**_record("mqar", "kda", 256, 1e-2, s, 0.004, reason="max_steps"), "best_eval_acc": 0.006} for s in (0, 1)]
     recs += [_record("mqar", "kda", 128, 1e-2, 0, 0.6)] + [_record("mqar", "kda", 128, lr, 0, 0.1) for lr in (3e-3, 3e-2)]
     agg = {r["seq_len"]: r for r in sweep.aggregate(recs) if r["mixer"] == "kda"}
