@@ -156,9 +156,17 @@ def test_capacity_sentence_names_the_longest_length_and_the_best_delta_rule(smal
     runs = [{**_record("mqar", m, 32, 0.01, s, 0.5), "wall_s": w} for m, s, w in
             [("linear", 0, 60.0), ("linear", 1, 120.0), ("kda", 0, 240.0), ("kda", 1, 300.0)]]
     text = sweep.capacity_sentence(rows, runs)
-    assert text.startswith("At T = 32 the shipped runs show it: linear attention 60% against KDA 90% (mean over 2 seeds)")
+    assert text.startswith("At T = 32, with the 600-step cap, linear attention reached 60% against KDA 90% (mean "
+                           "over 2 seeds)")
     assert "took 3.0 minutes" in text, "median of 60, 120, 240, 300 s"
+    assert "cap they reach" not in text, "no convergence check given"
     assert sweep.capacity_sentence([r for r in rows if r["mixer"] == "linear"], runs) == ""
+    def long(m, mean, n=1):
+        return {"mixer": m, "n": n, "long_mean": mean, "long_std": 0.0}
+    closes = sweep.capacity_sentence(rows, runs, [long("linear", 0.96), long("kda", 0.97, 3)])
+    assert "reach 96% and 97% (1 and 3 seeds): the gap closes, so at this length it was learning speed" in closes
+    stays = sweep.capacity_sentence(rows, runs, [long("linear", 0.70), long("kda", 0.97)])
+    assert "the gap stays, so at this length it is room in the state" in stays
 
 
 def test_long_check_jobs_names_and_the_table_next_to_the_main_runs(small_protocol, monkeypatch):

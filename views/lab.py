@@ -45,6 +45,7 @@ def shipped_runs() -> list[dict]:
 
 runs = shipped_runs()
 rows = sweep.aggregate(runs)
+long_rows, long_sentence = sweep.long_check(runs, sweep.load_runs(sweep.LONG_DIR))  # the convergence check
 if not rows:
     st.warning("No finished sweep runs under assets/lab/: `python -m k3lite.lab_sweep all` makes them (resumable).")
 else:
@@ -78,7 +79,6 @@ else:
         f"plateau). {n_cap} of the {sum(r['n'] for r in rows)} runs shown hit the step cap before "
         f"a plateau. {len(runs)} runs in all (LR sweep included); each file in assets/lab/ stores the command that "
         "reproduces it; `python -m k3lite.lab_sweep all` makes (or completes) the set.")
-    long_rows, long_sentence = sweep.long_check(runs, sweep.load_runs(sweep.LONG_DIR))
     if long_rows:
         T_max = max(sweep.SEQ_LENS["mqar"])
         at_max = [r for r in rows if r["task"] == "mqar" and r["seq_len"] == T_max]
@@ -113,8 +113,11 @@ else:
            "sudden jump after a flat stretch at chance, so such a number says 'had not started within the step "
            "cap', not where a learning model levels off. " if n_chance else "")
         + "What would change a verdict that differs from the report: the report's models are larger and trained "
-        "far longer, with learning rates swept at every length; more seeds, a learning-rate grid per length and "
-        f"a step cap above {sweep.MAX_STEPS} at the long lengths are the evidence that would move these numbers.")
+        "far longer, with learning rates swept at every length. Here the learning rate is chosen at one length, "
+        f"the main sweep stops at {sweep.MAX_STEPS} steps (the convergence check shows how much that cap decides "
+        "at the longest length), and the sequences may not be long enough for the state to run out of room; a "
+        "learning-rate grid per length, the longer cap for every seed and length, and longer sequences are the "
+        "evidence that would move these numbers.")
 
 # ------------------------------------------------------------------------------------------- live run
 st.header("2. Train it yourself")
@@ -148,7 +151,7 @@ st.caption(
     "out of room"
     + ("" if not default_ends else f"; at {LIVE_DEFAULT_LEN} tokens the shipped runs end between "
        f"{100 * min(default_ends):.0f}% and {100 * max(default_ends):.0f}% (mean per mixer)")
-    + ". " + (sweep.capacity_sentence(rows, runs) + " " if rows else "")
+    + ". " + (sweep.capacity_sentence(rows, runs, long_rows) + " " if rows else "")
     + "A single short run is one noisy sample of the start of that curve, and a shorter run also decays its "
     "learning rate sooner than the shipped runs do.")
 
