@@ -71,8 +71,10 @@ def num_pairs(task: str, seq_len: int) -> int:
     return seq_len // 4 if task == "mqar" else 8
 
 
-def lab_config(task: str, mixer: str, seq_len: int, lr: float, seed: int, steps: int = MAX_STEPS) -> LabConfig:
-    """The exact `LabConfig` of one sweep run (`steps` is the cap; the stopping rule may end it earlier)."""
+def lab_config(task: str, mixer: str, seq_len: int, lr: float, seed: int, steps: int | None = None) -> LabConfig:
+    """The exact `LabConfig` of one sweep run (`steps` is the cap, default MAX_STEPS; the stopping rule may end it
+    earlier)."""
+    steps = MAX_STEPS if steps is None else steps
     return LabConfig(task=task, mixer=mixer, seq_len=seq_len, vocab_size=VOCAB, num_pairs=num_pairs(task, seq_len),
                      d_model=D_MODEL, n_heads=N_HEADS, ffn_mult=0, steps=steps, batch_size=BATCH_SIZE, lr=lr,
                      eval_every=EVAL_EVERY, eval_examples=EVAL_EXAMPLES, seed=seed)
@@ -85,11 +87,11 @@ class Job:
     seq_len: int
     lr: float
     seed: int
-    steps: int = MAX_STEPS  # the step cap (the convergence check's runs have LONG_STEPS)
+    steps: int | None = None  # the step cap; None = MAX_STEPS (the convergence check's runs have LONG_STEPS)
 
     @property
     def name(self) -> str:
-        cap = "" if self.steps == MAX_STEPS else f"_steps{self.steps}"
+        cap = "" if self.steps in (None, MAX_STEPS) else f"_steps{self.steps}"
         return f"{self.task}_T{self.seq_len}_{self.mixer}_lr{self.lr:g}_s{self.seed}{cap}"
 
     def path(self, results_dir: Path = RESULTS_DIR) -> Path:
@@ -97,7 +99,7 @@ class Job:
 
     @property
     def command(self) -> str:
-        cap = "" if self.steps == MAX_STEPS else f" --steps {self.steps} --results {LONG_DIR.relative_to(ROOT)}"
+        cap = "" if self.steps in (None, MAX_STEPS) else f" --steps {self.steps} --results {LONG_DIR.relative_to(ROOT)}"
         return (f"python -m k3lite.lab_sweep run --task {self.task} --mixer {self.mixer} --seq-len {self.seq_len} "
                 f"--lr {self.lr:g} --seed {self.seed}{cap}")
 
@@ -510,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--seq-len", type=int, required=True)
     r.add_argument("--lr", type=float, required=True)
     r.add_argument("--seed", type=int, required=True)
-    r.add_argument("--steps", type=int, default=MAX_STEPS, help="the step cap (default: the sweep's)")
+    r.add_argument("--steps", type=int, default=None, help=f"the step cap (default: the sweep's {MAX_STEPS})")
     r.add_argument("--results", default=str(RESULTS_DIR))
     lg = sub.add_parser("long", help=f"the convergence check: seed 0 at the longest MQAR length, {LONG_STEPS} steps")
     lg.add_argument("--results", default=str(LONG_DIR))
