@@ -373,11 +373,18 @@ def mechanism_sentence(rows: list[dict], task: str) -> str:
         tie = abs(ma - mb) <= max(0.02, sa, sb)
         parts.append(f"{what} ({short_name(a)} vs {short_name(b)}): {d:+.0f} points ({100 * ma:.0f}% vs {100 * mb:.0f}%"
                      + ("; within seed spread" if tie else "") + ")")
-    rising = sum(r.get("rising", 0) for r in rows if r["task"] == task and r["seq_len"] == T
-                 and r["mixer"] in {m for pair in MECHANISM_STEPS for m in pair[:2]})
-    caveat = (f" (With the {MAX_STEPS}-step cap; {rising} of these runs were still gaining there, so read these "
-              "differences as learning speed as much as capacity; the convergence check has the longer cap.)"
-              if rising else "")
+    at_T = [r for r in rows if r["task"] == task and r["seq_len"] == T
+            and r["mixer"] in {m for pair in MECHANISM_STEPS for m in pair[:2]}]
+    rising, chance = sum(r.get("rising", 0) for r in at_T), sum(r.get("at_chance", 0) for r in at_T)
+    notes = []
+    if rising:
+        notes.append(f"{rising} of these runs were still gaining at the {MAX_STEPS}-step cap, so read these "
+                     "differences as learning speed as much as capacity"
+                     + ("; the convergence check has the longer cap" if task == "mqar" else ""))
+    if chance:
+        notes.append(f"{chance} never left chance, which pulls its mixer's mean down by a whole run (a failed "
+                     "start at this learning rate, not a full state)")
+    caveat = f" ({'; '.join(notes)}.)" if notes else ""
     return f"At T = {T}, " + "; ".join(parts) + "." + caveat
 
 DELTA_MIXERS: tuple[str, ...] = ("deltanet", "gdn", "kda")
@@ -406,7 +413,7 @@ def capacity_sentence(rows: list[dict], runs: list[dict], long_rows: list[dict] 
         if "linear" in longs and best in longs:
             lin, bst = longs["linear"]["long_mean"], longs[best]["long_mean"]
             closes = bst - lin <= max(0.02, longs["linear"]["long_std"], longs[best]["long_std"])
-            ns = f"{longs['linear']['n']} and {longs[best]['n']} seed{'s' if longs[best]['n'] > 1 else ''}"
+            ns = " and ".join(f"{longs[m]['n']} seed{'s' if longs[m]['n'] > 1 else ''}" for m in ("linear", best))
             text += (f" With the {LONG_STEPS}-step cap they reach {100 * lin:.0f}% and {100 * bst:.0f}% ({ns}): "
                      + ("the gap closes, so at this length it was learning speed, not room in the state; a state "
                         "that runs out of room needs longer sequences (or smaller heads) than this CPU sweep covers."

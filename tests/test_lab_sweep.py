@@ -124,8 +124,10 @@ def test_mechanism_sentence_one_idea_at_a_time_and_chance_count():
     assert "still gaining" not in text
     rows[-1]["rising"] = 2  # two KDA runs at T=256 hit the cap while still learning
     assert sweep.mechanism_sentence(rows, "mqar").endswith(
-        "2 of these runs were still gaining there, so read these differences as learning speed as much as capacity; "
-        "the convergence check has the longer cap.)")
+        "(2 of these runs were still gaining at the 600-step cap, so read these differences as learning speed as "
+        "much as capacity; the convergence check has the longer cap.)")
+    rows[-1]["at_chance"] = 1
+    assert "; 1 never left chance, which pulls its mixer's mean down" in sweep.mechanism_sentence(rows, "mqar")
     recs = [{**_record("mqar", "kda", 256, 1e-2, s, 0.004, reason="max_steps"), "best_eval_acc": 0.006} for s in (0, 1)]
     recs += [_record("mqar", "kda", 128, 1e-2, 0, 0.6)] + [_record("mqar", "kda", 128, lr, 0, 0.1) for lr in (3e-3, 3e-2)]
     agg = {r["seq_len"]: r for r in sweep.aggregate(recs) if r["mixer"] == "kda"}
@@ -164,7 +166,7 @@ def test_capacity_sentence_names_the_longest_length_and_the_best_delta_rule(smal
     def long(m, mean, n=1):
         return {"mixer": m, "n": n, "long_mean": mean, "long_std": 0.0}
     closes = sweep.capacity_sentence(rows, runs, [long("linear", 0.96), long("kda", 0.97, 3)])
-    assert "reach 96% and 97% (1 and 3 seeds): the gap closes, so at this length it was learning speed" in closes
+    assert "reach 96% and 97% (1 seed and 3 seeds): the gap closes, so at this length it was learning speed" in closes
     stays = sweep.capacity_sentence(rows, runs, [long("linear", 0.70), long("kda", 0.97)])
     assert "the gap stays, so at this length it is room in the state" in stays
 
