@@ -150,8 +150,9 @@ st.caption(
     "it can show: these tasks are learned in a jump (held-out accuracy sits at chance, then climbs within a few "
     "dozen steps), and which mixer jumps first. What it cannot show: the capacity effect, where a fixed state runs "
     "out of room"
-    + ("" if not default_ends else f"; at {LIVE_DEFAULT_LEN} tokens the shipped runs end between "
-       f"{100 * min(default_ends):.0f}% and {100 * max(default_ends):.0f}% (mean per mixer)")
+    + ("" if not default_ends else f"; at {LIVE_DEFAULT_LEN} tokens the shipped runs of every mixer end at "
+       + (f"{100 * min(default_ends):.0f}%" if round(100 * min(default_ends)) == round(100 * max(default_ends))
+          else f"{100 * min(default_ends):.0f}–{100 * max(default_ends):.0f}%") + " (mean per mixer)")
     + ". " + (sweep.capacity_sentence(rows, runs, long_rows) + " " if rows else "")
     + "A single short run is one noisy sample of the start of that curve, and a shorter run also decays its "
     "learning rate sooner than the shipped runs do.")
