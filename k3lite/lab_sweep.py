@@ -10,7 +10,9 @@ Protocol (Zoology, arXiv 2312.04927; Kimi Linear report, arXiv 2510.26692, synth
     ("solved"), or no gain of `MIN_GAIN` in the best held-out accuracy over the last `PATIENCE` steps once
     `MIN_STEPS` are done and the run has left chance (best >= `ESCAPE_ACC`) ("plateau"), or `MAX_STEPS`
     ("max_steps": said on the page as not plateaued);
-  * `SEEDS` seeds per (task, mixer, length).
+  * `SEEDS` seeds per (task, mixer, length);
+  * a convergence check at the longest MQAR length: the same runs with a `LONG_STEPS` cap (`LONG_SEEDS`), in
+    `assets/lab/long/` (`python -m k3lite.lab_sweep long`), shown next to the main sweep's.
 
 Each finished run is one JSON file under `assets/lab/` (config, held-out curve, final accuracy, wall time, the
 command that reproduces it). The sweep is resumable: a run whose file exists is skipped, so it can run for
