@@ -258,8 +258,7 @@ def long_check(runs: list[dict], long_runs: list[dict], task: str = "mqar") -> t
         return rows, ""
     order = sorted(((r["mixer"], r["long_mean"], r["long_std"]) for r in rows), key=lambda x: (-x[1], MIXERS.index(x[0])))
     ranked = " > ".join(f"{short_name(m)} {100 * a:.0f}%" for m, a, _ in order)
-    ns = sorted({r["n"] for r in rows})
-    seeds = f"{ns[0]} seed{'s' if ns[0] > 1 else ''}" if len(ns) == 1 else f"{ns[0]}–{ns[-1]} seeds"
+    seeds = seeds_phrase([r["n"] for r in rows])
     rising = [f"{short_name(r['mixer'])} ({r['still_rising']} of {r['n']})" for r in rows if r["still_rising"]]
     return rows, (f"With a {LONG_STEPS}-step cap (T = {T}, mean over {seeds} per mixer): {ranked} — "
                   f"{report_verdict(order)}"
@@ -325,6 +324,11 @@ def report_verdict(order: list[tuple[str, float, float]]) -> str:
     return "matches the report"
 
 
+def seeds_phrase(counts: list[int]) -> str:
+    """'1 seed', '3 seeds' or '1–3 seeds' for the seed counts behind a set of means."""
+    ns = sorted(set(counts))
+    return f"{ns[0]} seed{'s' if ns[0] > 1 else ''}" if len(ns) == 1 else f"{ns[0]}–{ns[-1]} seeds"
+
 def short_name(mixer: str) -> str:
     return {"linear": "linear", "mamba2": "Mamba-2", "deltanet": "DeltaNet", "gdn": "GDN", "kda": "KDA"}.get(mixer, mixer)
 
@@ -337,8 +341,7 @@ def order_sentences(rows: list[dict], task: str) -> list[str]:
         if not order:
             continue
         ranked = " > ".join(f"{short_name(m)} {100 * mean:.0f}%" for m, mean, _ in order)
-        ns = sorted({r["n"] for r in rows if r["task"] == task and r["seq_len"] == T})
-        seeds = f"{ns[0]} seed{'s' if ns[0] > 1 else ''}" if len(ns) == 1 else f"{ns[0]}–{ns[-1]} seeds"
+        seeds = seeds_phrase([r["n"] for r in rows if r["task"] == task and r["seq_len"] == T])
         rising = [r for r in rows if r["task"] == task and r["seq_len"] == T and r.get("rising")]
         caveat = ""
         if rising:
@@ -409,13 +412,13 @@ def capacity_sentence(rows: list[dict], runs: list[dict], long_rows: list[dict] 
         minutes = statistics.median(walls) / 60 if walls else float("nan")
         n = min(r["n"] for r in rows if r["task"] == task and r["seq_len"] == T and r["mixer"] in ("linear", best))
         text = (f"At T = {T}, with the {MAX_STEPS}-step cap, linear attention reached {100 * order['linear']:.0f}% "
-                f"against {short_name(best)} {100 * order[best]:.0f}% (mean over {n} seed{'s' if n > 1 else ''}); one "
+                f"against {short_name(best)} {100 * order[best]:.0f}% (mean over {seeds_phrase([n])}); one "
                 f"such run took {minutes:.1f} minutes here (median wall time of those runs).")
         longs = {r["mixer"]: r for r in (long_rows or []) if T == max(SEQ_LENS[task])}
         if "linear" in longs and best in longs:
             lin, bst = longs["linear"]["long_mean"], longs[best]["long_mean"]
             closes = bst - lin <= max(0.02, longs["linear"]["long_std"], longs[best]["long_std"])
-            ns = " and ".join(f"{longs[m]['n']} seed{'s' if longs[m]['n'] > 1 else ''}" for m in ("linear", best))
+            ns = " and ".join(seeds_phrase([longs[m]["n"]]) for m in ("linear", best))
             text += (f" With the {LONG_STEPS}-step cap they reach {100 * lin:.0f}% and {100 * bst:.0f}% ({ns}): "
                      + ("the gap closes, so at this length it was learning speed, not room in the state; a state "
                         "that runs out of room needs longer sequences (or smaller heads) than this CPU sweep covers."

@@ -186,15 +186,21 @@ def note(findings: Findings, session: int, r: RunResult, action: str) -> None:
         findings.cross_talk.append(f"session {session} on {r.page!r} received another session's marker {m}")
 
 
+async def connected(session: Session, findings: Findings) -> bool:
+    """Open the session's websocket; a failure is recorded as an error (and the visitor gives up)."""
+    try:
+        await session.connect()
+    except (OSError, websockets.InvalidHandshake, TimeoutError) as e:
+        findings.errors.append(f"session {session.index} could not connect: {e}")
+        return False
+    return True
+
 async def visitor(url: str, index: int, pages: list[str], end: float, think: tuple[float, float],
                   findings: Findings, rng: random.Random, start_delay: float = 0.0) -> None:
     await asyncio.sleep(start_delay)
     marker = f"k3load-{index}-{rng.getrandbits(24):06x}"
     session = Session(url, index, MARKER_RE)
-    try:
-        await session.connect()
-    except (OSError, websockets.InvalidHandshake, TimeoutError) as e:
-        findings.errors.append(f"session {index} could not connect: {e}")
+    if not await connected(session, findings):
         return
     try:
         while time.monotonic() < end:
@@ -245,10 +251,7 @@ async def heavy_visitor(url: str, index: int, end: float, think: tuple[float, fl
     await asyncio.sleep(start_delay)
     session = Session(url, index, MARKER_RE)
     stated = heavy_timeout_from_env()
-    try:
-        await session.connect()
-    except (OSError, websockets.InvalidHandshake, TimeoutError) as e:
-        findings.errors.append(f"session {index} could not connect: {e}")
+    if not await connected(session, findings):
         return
     try:
         r = await session.run(HEAVY_PAGE, [], "")

@@ -40,13 +40,13 @@ st.header("1. The shipped result")
 
 
 @st.cache_data(ttl=300)  # the sweep may still be adding files: reread every 5 minutes at most
-def shipped_runs() -> list[dict]:
-    return sweep.load_runs()
+def shipped_runs(results_dir=sweep.RESULTS_DIR) -> list[dict]:
+    return sweep.load_runs(results_dir)
 
 
 runs = shipped_runs()
 rows = sweep.aggregate(runs)
-long_rows, long_sentence = sweep.long_check(runs, sweep.load_runs(sweep.LONG_DIR))  # the convergence check
+long_rows, long_sentence = sweep.long_check(runs, shipped_runs(sweep.LONG_DIR))  # the convergence check
 if not rows:
     st.warning("No finished sweep runs under assets/lab/: `python -m k3lite.lab_sweep all` makes them (resumable).")
 else:
