@@ -11,8 +11,9 @@ Protocol (Zoology, arXiv 2312.04927; Kimi Linear report, arXiv 2510.26692, synth
     `MIN_STEPS` are done and the run has left chance (best >= `ESCAPE_ACC`) ("plateau"), or `MAX_STEPS`
     ("max_steps": said on the page as not plateaued);
   * `SEEDS` seeds per (task, mixer, length);
-  * a convergence check at the longest MQAR length: the same runs with a `LONG_STEPS` cap (`LONG_SEEDS`), in
-    `assets/lab/long/` (`python -m k3lite.lab_sweep long`), shown next to the main sweep's.
+  * the longer cap: every run that MAX_STEPS stopped (still gaining, or still at chance) is run again from scratch
+    with a `LONG_STEPS` cap, in `assets/lab/long/` (`python -m k3lite.lab_sweep long --workers 2`); the table
+    shows that rerun in its place, and the page shows what the longer cap changed at each task's longest length.
 
 Each finished run is one JSON file under `assets/lab/` (config, held-out curve, final accuracy, wall time, the
 command that reproduces it). The sweep is resumable: a run whose file exists is skipped, so it can run for
@@ -20,6 +21,7 @@ hours in the background and the page shows whatever has finished. Several worker
 claims a run by creating a lock file first).
 
     python -m k3lite.lab_sweep all --workers 2          # the whole shipped set (hours on 2 CPU cores)
+    python -m k3lite.lab_sweep long --workers 2         # then the LONG_STEPS reruns of the runs the cap stopped
     python -m k3lite.lab_sweep run --task mqar --mixer kda --seq-len 128 --lr 0.01 --seed 1   # one run
     python -m k3lite.lab_sweep table                    # the accuracy-vs-length table of what has finished
 """
@@ -41,7 +43,7 @@ from k3lite.lab import LabConfig, train
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "assets" / "lab"
-LONG_DIR = RESULTS_DIR / "long"  # the convergence check: seed 0 at the longest MQAR length, LONG_STEPS
+LONG_DIR = RESULTS_DIR / "long"  # the LONG_STEPS reruns of the runs MAX_STEPS stopped (`long_jobs`)
 
 # ----------------------------------------------------------------------------------------------- protocol
 # DeltaNet (the delta rule without decay) is the control that separates the two ideas KDA adds to linear attention
@@ -60,11 +62,9 @@ SOLVED, MIN_GAIN = 0.99, 0.01
 # jumps (DeltaNet at T=256: 0.4% at step 150, 1.8% at 200, 32% at 250, 85% at 300). A run whose best held-out
 # accuracy is still below ESCAPE_ACC is therefore never stopped as a plateau, only by MAX_STEPS.
 ESCAPE_ACC = 0.05
-# Convergence check: at the longest MQAR length most runs are still gaining at MAX_STEPS, so they are also run with
-# LONG_STEPS as the cap (same LR, same stopping rule, its own cosine schedule): every seed for the three mixers the
-# report ranks (KDA, GDN, Mamba-2), seed 0 for the others (the CPU budget of one session).
+# The longer cap: at the longest lengths most runs are still gaining at MAX_STEPS, so every run the cap stopped is
+# run again with LONG_STEPS as the cap (same LR, same stopping rule, its own cosine schedule; `long_jobs`).
 LONG_STEPS = 1500
-LONG_SEEDS: dict[str, tuple[int, ...]] = {m: SEEDS if m in REPORT_ORDER else (0,) for m in MIXERS}
 EVAL_EXAMPLES = 256
 
 
@@ -220,14 +220,24 @@ def still_rising(run: dict) -> bool:
     earlier = [a for s, a in zip(steps, accs) if s <= last - PATIENCE]
     return bool(earlier) and max(accs) - max(earlier) >= MIN_GAIN
 
-def long_jobs(runs: list[dict], task: str = "mqar") -> list[Job]:
-    """The convergence check: `LONG_SEEDS` of every mixer at the task's longest length, capped at LONG_STEPS, at
-    the mixer's chosen LR (`runs` = the main sweep's, for the LR); seed 0 of every mixer first, the decaying delta
-    rules first. Mixers whose LR is not chosen yet are left out."""
-    T = max(SEQ_LENS[task])
-    lrs = {m: chosen_lr(runs, task, m) for m in reversed(MIXERS)}
-    return [Job(task, m, T, lr, s, LONG_STEPS) for s in SEEDS for m, lr in lrs.items()
-            if lr is not None and s in LONG_SEEDS.get(m, (0,))]
+def long_jobs(runs: list[dict], task: str | None = None) -> list[Job]:
+    """The longer cap: every main-sweep run (`runs`, each mixer at its chosen LR) that MAX_STEPS stopped -- still
+    gaining, or never having left chance -- run again from scratch with LONG_STEPS as the cap (same LR, same
+    stopping rule, its own cosine schedule). Longest lengths first (where the mixers separate), runs that learned
+    before runs that never left chance, then by task, mixer and seed. `task` limits it to one task."""
+    jobs = []
+    for r in runs:
+        j = Job(**r["job"])
+        if (task is not None and j.task != task) or j.steps not in (None, MAX_STEPS) or j.seed not in SEEDS \
+                or r.get("stop_reason") != "max_steps" or j.lr != chosen_lr(runs, j.task, j.mixer):
+            continue
+        lens = sorted(SEQ_LENS.get(j.task, (j.seq_len,)), reverse=True)
+        rank = lens.index(j.seq_len) if j.seq_len in lens else len(lens)
+        chance = r.get("best_eval_acc", r["final_eval_acc"]) < ESCAPE_ACC
+        key = (rank, chance, list(SEQ_LENS).index(j.task) if j.task in SEQ_LENS else 99,
+               MIXERS[::-1].index(j.mixer) if j.mixer in MIXERS else 99, j.seed)
+        jobs.append((key, Job(j.task, j.mixer, j.seq_len, j.lr, j.seed, LONG_STEPS)))
+    return [j for _, j in sorted(jobs, key=lambda kj: kj[0])]
 
 
 def long_check(runs: list[dict], long_runs: list[dict], task: str = "mqar") -> tuple[list[dict], str]:
@@ -238,6 +248,8 @@ def long_check(runs: list[dict], long_runs: list[dict], task: str = "mqar") -> t
     T = max(SEQ_LENS[task])
     found: dict[str, list[tuple[dict, dict | None]]] = {}
     for job in long_jobs(runs, task):
+        if job.seq_len != T:
+            continue
         long_run = next((r for r in long_runs if Job(**r["job"]) == job), None)
         if long_run is not None:
             short = next((r for r in runs if Job(**r["job"]) == Job(task, job.mixer, T, job.lr, job.seed)), None)
@@ -265,14 +277,21 @@ def long_check(runs: list[dict], long_runs: list[dict], task: str = "mqar") -> t
                   + (f"; still gaining at that cap: {', '.join(rising)}." if rising else
                      "; every run levelled off or was solved before its cap."))
 
-def aggregate(runs: list[dict]) -> list[dict]:
+def aggregate(runs: list[dict], long_runs: list[dict] | None = None) -> list[dict]:
     """Main-sweep runs (each mixer at its chosen LR) grouped by (task, mixer, seq_len): mean, spread, seeds.
 
-    Returns rows {task, mixer, seq_len, lr, n, mean, std, min, max, accs, not_plateaued, rising, at_chance};
-    accuracies are held-out fractions; `not_plateaued` counts runs stopped by the step cap, `rising` those of them
-    still gaining (`still_rising`), `at_chance` runs whose best held-out accuracy stayed below ESCAPE_ACC. A
-    (task, mixer) whose LR is not chosen yet contributes nothing.
+    `long_runs` (the LONG_STEPS reruns, `long_jobs`): where a run has one, the rerun stands in for it -- the
+    result of that seed is where it got with the longer cap. Without them every run is the MAX_STEPS one.
+    Returns rows {task, mixer, seq_len, lr, n, mean, std, min, max, accs, not_plateaued, rising, at_chance,
+    extended}; accuracies are held-out fractions; `not_plateaued` counts runs stopped by their step cap, `rising`
+    those of them still gaining (`still_rising`), `at_chance` runs whose best held-out accuracy stayed below
+    ESCAPE_ACC, `extended` the seeds whose number is the LONG_STEPS rerun. A (task, mixer) whose LR is not chosen
+    yet contributes nothing.
     """
+    longer = {}
+    for r in long_runs or []:
+        j = Job(**r["job"])
+        longer[Job(j.task, j.mixer, j.seq_len, j.lr, j.seed)] = r
     rows = []
     tasks = sorted({r["job"]["task"] for r in runs})
     for task in tasks:
@@ -285,13 +304,16 @@ def aggregate(runs: list[dict]) -> list[dict]:
                        and r["job"]["seq_len"] == T and r["job"]["lr"] == lr and r["job"]["seed"] in SEEDS]
                 if not sel:
                     continue
+                n_ext = sum(Job(**r["job"]) in longer for r in sel)
+                sel = [longer.get(Job(**r["job"]), r) for r in sel]
                 accs = [r["final_eval_acc"] for r in sorted(sel, key=lambda r: r["job"]["seed"])]
                 rows.append({"task": task, "mixer": mixer, "seq_len": T, "lr": lr, "n": len(accs),
                              "mean": statistics.fmean(accs), "std": statistics.pstdev(accs) if len(accs) > 1 else 0.0,
                              "min": min(accs), "max": max(accs), "accs": accs,
                              "not_plateaued": sum(r["stop_reason"] == "max_steps" for r in sel),
                              "rising": sum(still_rising(r) for r in sel),
-                             "at_chance": sum(r.get("best_eval_acc", r["final_eval_acc"]) < ESCAPE_ACC for r in sel)})
+                             "at_chance": sum(r.get("best_eval_acc", r["final_eval_acc"]) < ESCAPE_ACC for r in sel),
+                             "extended": n_ext})
     return rows
 
 
@@ -347,9 +369,9 @@ def order_sentences(rows: list[dict], task: str) -> list[str]:
         if rising:
             n = sum(r["rising"] for r in rising)
             caveat = (f" Not final: {n} of these runs ({', '.join(short_name(r['mixer']) for r in rising)}) "
-                      f"{'was' if n == 1 else 'were'} still gaining when the {MAX_STEPS}-step cap stopped "
-                      f"{'it' if n == 1 else 'them'} (at least {100 * MIN_GAIN:.0f} point over the last "
-                      f"{PATIENCE} steps), so {'its mixer' if n == 1 else 'their'} means are lower bounds.")
+                      f"{'was' if n == 1 else 'were'} still gaining when "
+                      f"{'its' if n == 1 else 'their'} step cap stopped {'it' if n == 1 else 'them'} (at least "
+                      f"{100 * MIN_GAIN:.0f} point over the last {PATIENCE} steps), so {'its mixer' if n == 1 else 'their'} means are lower bounds.")
         out.append(f"T = {T}: {ranked} (mean over {seeds} per mixer) — {report_verdict(order)}.{caveat}")
     return out
 
@@ -383,12 +405,12 @@ def mechanism_sentence(rows: list[dict], task: str) -> str:
     rising, chance = sum(r.get("rising", 0) for r in at_T), sum(r.get("at_chance", 0) for r in at_T)
     notes = []
     if rising:
-        notes.append(f"{rising} of these runs were still gaining at the {MAX_STEPS}-step cap, so read these "
-                     "differences as learning speed as much as capacity"
-                     + ("; the convergence check has the longer cap" if task == "mqar" else ""))
+        notes.append(f"{rising} of these runs {'was' if rising == 1 else 'were'} still gaining at "
+                     f"{'its' if rising == 1 else 'their'} step cap, so read these differences as learning speed as "
+                     "much as capacity")
     if chance:
-        notes.append(f"{chance} never left chance, which pulls its mixer's mean down by a whole run (a failed "
-                     "start at this learning rate, not a full state)")
+        notes.append(f"{chance} never left chance, which pulls {'its' if chance == 1 else 'their'} mixer's mean "
+                     "down by a whole run (a failed start at this learning rate, not a full state)")
     caveat = f" ({'; '.join(notes)}.)" if notes else ""
     return f"At T = {T}, " + "; ".join(parts) + "." + caveat
 
@@ -492,12 +514,21 @@ def pending(results_dir: Path, tasks: tuple[str, ...]) -> tuple[list[Job], bool]
     return todo, waiting
 
 
+def long_pending(results_dir: Path, tasks: tuple[str, ...]) -> tuple[list[Job], bool]:
+    """The longer-cap runs still to do: `results_dir` holds them (`LONG_DIR`), its parent the main sweep's runs,
+    which say which runs need it."""
+    runs = load_runs(Path(results_dir).parent)
+    return [j for j in long_jobs(runs) if j.task in tasks and not j.path(results_dir).exists()], False
+
+
 def work(results_dir: Path, tasks: tuple[str, ...], claims_dir: Path, quiet: bool = True,
-         poll_s: float = 10.0) -> int:
-    """One worker: claim the next pending run, train it, repeat; wait while only blocked runs remain."""
+         poll_s: float = 10.0, todo_fn=None) -> int:
+    """One worker: claim the next pending run, train it, repeat; wait while only blocked runs remain.
+    `todo_fn(results_dir, tasks)` lists what is pending (default: the main sweep's `pending`)."""
+    todo_fn = pending if todo_fn is None else todo_fn
     n = 0
     while True:
-        todo, waiting = pending(results_dir, tasks)
+        todo, waiting = todo_fn(results_dir, tasks)
         job = next((j for j in todo if _claim(j, claims_dir)), None)
         if job is None:
             if not waiting:
@@ -526,7 +557,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--seed", type=int, required=True)
     r.add_argument("--steps", type=int, default=None, help=f"the step cap (default: the sweep's {MAX_STEPS})")
     r.add_argument("--results", default=str(RESULTS_DIR))
-    lg = sub.add_parser("long", help=f"the convergence check: seed 0 at the longest MQAR length, {LONG_STEPS} steps")
+    lg = sub.add_parser("long", help=f"rerun with a {LONG_STEPS}-step cap every run the {MAX_STEPS}-step cap stopped "
+                                     "(resumable)")
+    lg.add_argument("--workers", type=int, default=1)
+    lg.add_argument("--tasks", default=",".join(SEQ_LENS))
     lg.add_argument("--results", default=str(LONG_DIR))
     t = sub.add_parser("table", help="print the accuracy-vs-length table of the finished runs")
     t.add_argument("--results", default=str(RESULTS_DIR))
@@ -537,15 +571,8 @@ def main(argv: list[str] | None = None) -> int:
         rec = run_job(Job(args.task, args.mixer, args.seq_len, args.lr, args.seed, args.steps), results, quiet=False)
         print(f"acc {rec['final_eval_acc']:.3f} after {rec['steps_done']} steps ({rec['stop_reason']})")
         return 0
-    if args.cmd == "long":  # one process, one run after another (resumable: finished runs are skipped)
-        for job in long_jobs(load_runs()):
-            if not job.path(results).exists():
-                rec = run_job(job, results)
-                print(f"{job.name}: acc {rec['final_eval_acc']:.3f} after {rec['steps_done']} steps "
-                      f"({rec['stop_reason']})", flush=True)
-        return 0
     if args.cmd == "table":
-        rows = aggregate(load_runs(results))
+        rows = aggregate(load_runs(results), load_runs(results / "long"))
         print(format_table(rows))
         for task in sorted({r["task"] for r in rows}):
             print(task + ":\n  " + "\n  ".join(order_sentences(rows, task)))
@@ -556,12 +583,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: tasks must be among {sorted(SEQ_LENS)} and --workers >= 1", file=sys.stderr)
         return 2
     claims = Path(tempfile.gettempdir()) / f"k3lite_lab_claims_{os.getpid()}"
+    todo_fn = long_pending if args.cmd == "long" else pending
     if args.workers == 1:
-        work(results, tasks, claims)
+        work(results, tasks, claims, todo_fn=todo_fn)
         return 0
     import multiprocessing as mp  # only the multi-worker driver needs it
 
-    procs = [mp.Process(target=work, args=(results, tasks, claims)) for _ in range(args.workers)]
+    procs = [mp.Process(target=work, args=(results, tasks, claims), kwargs={"todo_fn": todo_fn})
+             for _ in range(args.workers)]
     for proc in procs:
         proc.start()
     for proc in procs:

@@ -124,8 +124,8 @@ def test_mechanism_sentence_one_idea_at_a_time_and_chance_count():
     assert "still gaining" not in text
     rows[-1]["rising"] = 2  # two KDA runs at T=256 hit the cap while still learning
     assert sweep.mechanism_sentence(rows, "mqar").endswith(
-        "(2 of these runs were still gaining at the 600-step cap, so read these differences as learning speed as "
-        "much as capacity; the convergence check has the longer cap.)")
+        "(2 of these runs were still gaining at their step cap, so read these differences as learning speed as "
+        "much as capacity.)")
     rows[-1]["at_chance"] = 1
     assert "; 1 never left chance, which pulls its mixer's mean down" in sweep.mechanism_sentence(rows, "mqar")
     recs = [{**_record("mqar", "kda", 256, 1e-2, s, 0.004, reason="max_steps"), "best_eval_acc": 0.006} for s in (0, 1)]
@@ -171,18 +171,22 @@ def test_capacity_sentence_names_the_longest_length_and_the_best_delta_rule(smal
     assert "the gap stays, so at this length it is room in the state" in stays
 
 
-def test_long_check_jobs_names_and_the_table_next_to_the_main_runs(small_protocol, monkeypatch):
+def test_long_jobs_rerun_every_run_the_cap_stopped_and_the_table_uses_the_rerun(small_protocol, monkeypatch):
     monkeypatch.setattr(sweep, "LONG_STEPS", 40)
-    monkeypatch.setattr(sweep, "LONG_SEEDS", {"kda": (0, 1), "linear": (0,)})
     runs = [_record("mqar", m, 16, lr, 0, a) for m, lr, a in
             [("linear", 1e-3, 0.2), ("linear", 1e-2, 0.9), ("kda", 1e-3, 0.95), ("kda", 1e-2, 0.5)]]
     runs += [_record("mqar", "kda", 32, 1e-3, s, acc, reason="max_steps") for s, acc in ((0, 0.40), (1, 0.50))]
+    runs += [{**_record("mqar", "linear", 32, 1e-2, 1, 0.004, reason="max_steps"), "best_eval_acc": 0.004}]
+    runs += [_record("mqar", "linear", 16, 1e-2, 1, 0.6, reason="max_steps")]
+    runs += [_record("mqar", "linear", 32, 1e-2, 0, 0.7, reason="plateau")]  # levelled off: no rerun
+    runs += [_record("mqar", "kda", 32, 1e-2, 0, 0.3, reason="max_steps")]  # not the chosen LR: no rerun
     jobs = sweep.long_jobs(runs)
     assert [(j.mixer, j.seq_len, j.lr, j.seed, j.steps) for j in jobs] == [
-        ("kda", 32, 1e-3, 0, 40), ("linear", 32, 1e-2, 0, 40), ("kda", 32, 1e-3, 1, 40)], "seed 0 of all first"
+        ("kda", 32, 1e-3, 0, 40), ("kda", 32, 1e-3, 1, 40), ("linear", 32, 1e-2, 1, 40), ("linear", 16, 1e-2, 1, 40)], \
+        "longest length first, a run that never left chance after those that learned"
     assert jobs[0].name == "mqar_T32_kda_lr0.001_s0_steps40" and "--steps 40 --results assets/lab/long" in jobs[0].command
     assert sweep.Job("mqar", "kda", 32, 1e-3, 0).name == "mqar_T32_kda_lr0.001_s0", "main-sweep names unchanged"
-    assert sweep.Job(**runs[-1]["job"]) == sweep.Job("mqar", "kda", 32, 1e-3, 1), "files without a cap read as MAX_STEPS"
+    assert sweep.Job(**runs[5]["job"]) == sweep.Job("mqar", "kda", 32, 1e-3, 1), "files without a cap read as MAX_STEPS"
     assert sweep.long_check(runs, []) == ([], "")
     long_runs = []
     for seed, acc in ((0, 0.8), (1, 0.9)):
@@ -194,6 +198,13 @@ def test_long_check_jobs_names_and_the_table_next_to_the_main_runs(small_protoco
     assert rows[0]["long_mean"] == pytest.approx(0.85) and rows[0]["long_std"] == pytest.approx(0.05)
     assert rows[0]["short_mean"] == pytest.approx(0.45), "the same seeds at the main sweep's cap"
     assert sentence.startswith("With a 40-step cap (T = 32, mean over 2 seeds per mixer): KDA 85%")
+    capped = {(r["mixer"], r["seq_len"]): r for r in sweep.aggregate(runs)}
+    final = {(r["mixer"], r["seq_len"]): r for r in sweep.aggregate(runs, long_runs)}
+    assert capped[("kda", 32)]["mean"] == pytest.approx(0.45) and capped[("kda", 32)]["extended"] == 0
+    assert final[("kda", 32)]["mean"] == pytest.approx(0.85) and final[("kda", 32)]["extended"] == 2, \
+        "each seed's rerun stands in for its capped run"
+    assert final[("kda", 32)]["not_plateaued"] == 0 and capped[("kda", 32)]["not_plateaued"] == 2
+    assert final[("linear", 32)] == capped[("linear", 32)], "no rerun: the capped run stays"
 
 
 def test_a_long_run_stores_its_cap_and_its_command_reproduces_it(tmp_path):
@@ -263,7 +274,7 @@ def test_delta_rule_learns_mqar():
 def test_lab_page_shows_the_shipped_sweep_with_computed_sentences():
     from streamlit.testing.v1 import AppTest
 
-    rows = sweep.aggregate(sweep.load_runs())
+    rows = sweep.aggregate(sweep.load_runs(), sweep.load_runs(sweep.LONG_DIR))
     if not rows:
         pytest.skip("no finished sweep runs under assets/lab/ yet")
     at = AppTest.from_file(str(ROOT / "views" / "lab.py"), default_timeout=120).run()
