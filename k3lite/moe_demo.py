@@ -223,48 +223,93 @@ def seeded_layer(cfg: MoEConfig, d_model: int, seed: int) -> LatentMoE:
     return LatentMoE(d_model, replace(cfg, balancing="none")).requires_grad_(False)
 
 
-def prompt_demo(cfg: MoEConfig, d_model: int, prompt: str, seed: int = 0, stream_x: torch.Tensor | None = None,
-                prompt_x: torch.Tensor | None = None, updates: int = DEFAULT_UPDATES,
-                update_counts: Sequence[int] = UPDATE_COUNTS) -> PromptDemo:
-    """Route a prompt through a seeded LatentMoE under each balancing method, every method fitted with
-    the same number of updates.
+def routing_cfg(cfg: MoEConfig) -> MoEConfig:
+    """`cfg` with every field the routing fit does not read set to a fixed value: the balancing method (every
+    method is fitted), the latent, the experts' and shared experts' sizes. The router's weights come first from
+    the seed (`LatentMoE` builds it before anything else), so two configs with the same `routing_cfg` get the
+    same fit: the key under which a page caches it."""
+    return replace(cfg, balancing="none", latent_dim=0, latent_norm=False, n_shared_experts=0)
 
-    Hidden states: `stream_x` (L, d) for `calibration_stream()` and `prompt_x` (T, d) for the prompt, e.g.
-    the trained model's (`model_moe_inputs`); by default `byte_features` (a fixed random embedding).
-    Each method's balancing state is fitted by `calibrate` on the first 3/4 of the stream; loads are
-    measured on the remaining quarter (tokens the balancer did not see).
-    """
-    data = check_prompt(prompt)
+
+class BalanceFit(NamedTuple):
+    """Every balancing method fitted on the calibration stream (`fit_balancers`): what does not depend on the
+    prompt, the latent or the shared experts."""
+
+    routers: dict  # method -> Router after `updates` updates (never mutated by its users)
+    eval_load: dict
+    eval_violation: dict
+    stability: dict
+    curves: dict
+    update_counts: tuple
+    updates: int
+    untrained_violation: float
+    expert_choice: ExpertChoice
+    eval_tokens: int
+    fit_tokens: int
+    batch: int
+
+
+def fit_balancers(cfg: MoEConfig, d_model: int, seed: int = 0, stream_x: torch.Tensor | None = None,
+                  updates: int = DEFAULT_UPDATES, update_counts: Sequence[int] = UPDATE_COUNTS) -> BalanceFit:
+    """Fit each balancing method's state on the first 3/4 of the stream (`calibrate`) and measure it on the
+    remaining quarter (tokens the balancer did not see). Hidden states: `stream_x` (L, d) for
+    `calibration_stream()`, e.g. the trained model's (`model_moe_inputs`); by default `byte_features`.
+    Reads only `routing_cfg(cfg)`."""
     counts = tuple(sorted(set(update_counts)))
     if updates not in counts:
         raise ValueError(f"updates ({updates}) must be one of the recorded counts {list(counts)}")
+    cfg = routing_cfg(cfg)
     feats = byte_features(calibration_stream(), d_model, seed) if stream_x is None else stream_x  # (L, d)
-    if prompt_x is None:
-        prompt_x = byte_features(data, d_model, seed)  # (T, d): the prompt on its own (no leading context)
-    if feats.shape[-1] != d_model or prompt_x.shape != (len(data), d_model):
-        raise ValueError(f"hidden states must be (L, {d_model}) and ({len(data)}, {d_model}), "
-                         f"got {tuple(feats.shape)} and {tuple(prompt_x.shape)}")
+    if feats.shape[-1] != d_model:
+        raise ValueError(f"hidden states must be (L, {d_model}), got {tuple(feats.shape)}")
     split = 3 * feats.shape[0] // 4
     fit, held = feats[:split], feats[split:]
     base = seeded_layer(cfg, d_model, seed)
     # quantile needs >= 1 token per expert per batch (N k / E >= 1); aim for ~4
     batch = min(2048, max(512, -(-4 * cfg.n_routed_experts // cfg.top_k)))
-    stats, loads, viol, stab, curves = {}, {}, {}, {}, {}
+    routers, loads, viol, stab, curves = {}, {}, {}, {}, {}
     for method in METHODS:
         fitted = calibrate(base.router, fit, method, steps=counts[-1], batch=batch, seed=seed, held=held,
                            record_at=counts, keep_at=(updates,))
         curves[method] = [fitted.curve[n] for n in counts]
-        router = fitted.kept[updates]
-        layer = seeded_layer(cfg, d_model, seed)  # this method's own copy: same weights, its fitted router
-        layer.router, layer.cfg = router, router.cfg
+        router = routers[method] = fitted.kept[updates]
         with torch.inference_mode():
-            stats[method] = layer(prompt_x[None]).stats
             load, v, _, _ = routing_metrics(router(held).topk_idx, cfg.n_routed_experts)
         loads[method], viol[method] = load.tolist(), v
         stab[method] = selection_stability(router, held, eps=0.01, seed=seed)
-    return PromptDemo([token_label(b) for b in data], stats, loads, viol, stab, curves, counts, updates,
-                      held_out_violation(base.router, held), expert_choice(base.router.score(held), cfg.top_k),
-                      held.shape[0], fit.shape[0], batch)
+    return BalanceFit(routers, loads, viol, stab, curves, counts, updates, held_out_violation(base.router, held),
+                      expert_choice(base.router.score(held), cfg.top_k), held.shape[0], fit.shape[0], batch)
+
+
+def prompt_demo(cfg: MoEConfig, d_model: int, prompt: str, seed: int = 0, stream_x: torch.Tensor | None = None,
+                prompt_x: torch.Tensor | None = None, updates: int = DEFAULT_UPDATES,
+                update_counts: Sequence[int] = UPDATE_COUNTS, fit: BalanceFit | None = None) -> PromptDemo:
+    """Route a prompt through a seeded LatentMoE under each balancing method, every method fitted with
+    the same number of updates (`fit_balancers`; pass `fit` to reuse one made with the same `routing_cfg`,
+    seed and stream).
+
+    Hidden states: `stream_x` (L, d) for `calibration_stream()` and `prompt_x` (T, d) for the prompt, e.g.
+    the trained model's (`model_moe_inputs`); by default `byte_features` (a fixed random embedding).
+    """
+    data = check_prompt(prompt)
+    if prompt_x is None:
+        prompt_x = byte_features(data, d_model, seed)  # (T, d): the prompt on its own (no leading context)
+    if prompt_x.shape != (len(data), d_model):
+        raise ValueError(f"hidden states must be ({len(data)}, {d_model}), got {tuple(prompt_x.shape)}")
+    if fit is None:
+        fit = fit_balancers(cfg, d_model, seed, stream_x, updates, update_counts)
+    elif fit.updates != updates or fit.routers[METHODS[0]].cfg.n_routed_experts != cfg.n_routed_experts:
+        raise ValueError("the fit passed was made for another update budget or expert count")
+    layer = seeded_layer(cfg, d_model, seed)
+    stats = {}
+    for method in METHODS:
+        router = copy.deepcopy(fit.routers[method])  # its own copy: the cached fit is never touched
+        layer.router, layer.cfg = router, replace(cfg, balancing=method)
+        with torch.inference_mode():
+            stats[method] = layer(prompt_x[None]).stats
+    return PromptDemo([token_label(b) for b in data], stats, fit.eval_load, fit.eval_violation, fit.stability,
+                      fit.curves, fit.update_counts, fit.updates, fit.untrained_violation, fit.expert_choice,
+                      fit.eval_tokens, fit.fit_tokens, fit.batch)
 
 
 # ------------------------------------------------------------------------------------ the claim

@@ -143,3 +143,31 @@ def test_bench_prints_the_pages_panel_b(capsys):
     out = capsys.readouterr().out
     assert "E 16, top-2" in out and "Updates needed to get below" in out
     assert bench_balance(["--prompt-demo", "--layer", "0"]) == 2  # layer 0 is dense in the lite model
+
+
+# ------------------------------------------------------------------------------------------ the shared fit
+def test_one_fit_serves_every_latent_shared_and_method_setting_and_is_never_mutated():
+    """The page caches `fit_balancers` under `routing_cfg` (experts, top-k): the latent, the shared experts and
+    the method must not change the fit, and a demo made from a reused fit equals one made from scratch."""
+    from dataclasses import replace
+
+    from k3lite.moe_demo import fit_balancers, routing_cfg
+    base = small_cfg()
+    fit = fit_balancers(base, 32, updates=4, update_counts=(1, 2, 4, 8))
+    before = {m: r.state_dict() for m, r in fit.routers.items()}
+    before = {m: {k: v.clone() for k, v in sd.items()} for m, sd in before.items()}
+    for cfg in (base, replace(base, latent_dim=0, latent_norm=False), replace(base, n_shared_experts=2),
+                replace(base, balancing="bias", latent_dim=16)):
+        assert routing_cfg(cfg) == routing_cfg(base)
+        fresh = prompt_demo(cfg, 32, "the cat sat", updates=4, update_counts=(1, 2, 4, 8))
+        reused = prompt_demo(cfg, 32, "the cat sat", updates=4, update_counts=(1, 2, 4, 8), fit=fit)
+        assert reused.curves == fresh.curves and reused.eval_load == fresh.eval_load
+        for m in fresh.stats:
+            assert torch.equal(reused.stats[m].topk_idx, fresh.stats[m].topk_idx)
+            assert torch.equal(reused.stats[m].topk_weight, fresh.stats[m].topk_weight)
+            assert reused.stats[m].dispatch_dim == fresh.stats[m].dispatch_dim == (cfg.latent_dim or 32)
+    for m, r in fit.routers.items():
+        assert all(torch.equal(v, before[m][k]) for k, v in r.state_dict().items()), f"{m}'s fitted router changed"
+    assert routing_cfg(replace(base, top_k=3)) != routing_cfg(base)
+    with pytest.raises(ValueError, match="another update budget or expert count"):
+        prompt_demo(replace(base, n_routed_experts=32), 32, "x", updates=4, update_counts=(1, 2, 4, 8), fit=fit)

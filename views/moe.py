@@ -1,4 +1,6 @@
 """Stable LatentMoE & routing: which experts each token visits, how balancing evens the load, what latent saves."""
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 import torch
@@ -9,8 +11,8 @@ from k3lite.guards import heavy_work
 from k3lite.interconnect import REFERENCE, deployment_bytes
 from k3lite.moe import latent_cost_per_token
 from k3lite.moe_balance import run_balance, summary_rows, training_claim
-from k3lite.moe_demo import (MAX_PROMPT_BYTES, balance_claim, calibration_stream, check_prompt,
-                             model_moe_inputs, notice_lines, prompt_demo)
+from k3lite.moe_demo import (MAX_PROMPT_BYTES, balance_claim, calibration_stream, check_prompt, fit_balancers,
+                             model_moe_inputs, notice_lines, prompt_demo, routing_cfg)
 from k3lite.placement import K3_SCALE_EXPERTS, gpu_view, mean_load_per_expert
 from k3lite.precomputed import BALANCE_ARGS, MOE_LAYER, MOE_PROMPT, moe_default_cfg, shipped
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_tradeoff, load_bars, load_histogram,
@@ -98,14 +100,24 @@ def demo_is_shipped(cfg: MoEConfig, prompt: str, layer: int) -> bool:
             and shipped("moe_demo_default") is not None)
 
 
+@st.cache_resource(max_entries=16, show_spinner="Fitting each balancing method on the calibration stream…")
+def balance_fit(rcfg: MoEConfig, layer: int):
+    """Every method's fitted router, shared by all sessions: only the routing fields (`routing_cfg`: experts,
+    top-k) and the layer key it, so moving the latent, the shared experts, the method or the prompt reuses it.
+    Never mutated (prompt_demo routes through copies)."""
+    model, _ = lite_model()
+    return fit_balancers(rcfg, model.cfg.d_model, stream_x=stream_state(layer))  # the aux-loss steps need autograd
+
+
 @st.cache_data(max_entries=24, show_spinner="Routing the prompt under each balancing method…")
 def demo(cfg: MoEConfig, prompt: str, layer: int):
+    """The (a)-(c) demo. Every method is fitted and shown whatever `cfg.balancing` says (the page passes the
+    default's, so the method selector only picks which one (a) shows)."""
     model, _ = lite_model()
     if demo_is_shipped(cfg, prompt, layer):
         return shipped("moe_demo_default")  # the page's defaults, computed by `python -m k3lite.precomputed`
     prompt_x = model_moe_inputs(model, check_prompt(prompt))[layer]  # (T, d)
-    # builds its own seeded layer (nothing cached is mutated); the aux-loss steps need autograd
-    return prompt_demo(cfg, model.cfg.d_model, prompt, stream_x=stream_state(layer), prompt_x=prompt_x)
+    return prompt_demo(cfg, model.cfg.d_model, prompt, prompt_x=prompt_x, fit=balance_fit(routing_cfg(cfg), layer))
 
 
 @st.cache_data(max_entries=24, show_spinner=False)
@@ -133,7 +145,8 @@ with user_errors():
     cfg = MoEConfig(n_routed_experts=E, top_k=K, expert_ffn_dim=EXPERT_FFN, n_shared_experts=SHARED,
                     shared_ffn_dim=SHARED_FFN, latent_dim=0 if RATIO == 1 else round(D * RATIO),
                     latent_norm=RATIO < 1, balancing=METHOD, bias_gamma=0.01)
-    result = demo(cfg, PROMPT, LAYER)
+    demo_cfg = replace(cfg, balancing=moe_default_cfg(D).balancing)  # every method is in the demo: one key
+    result = demo(demo_cfg, PROMPT, LAYER)
 stats = result.stats[METHOD]
 
 st.subheader("(a) Which experts each token of the prompt visits")
@@ -204,7 +217,7 @@ explain(f"{result.eval_tokens:,} held-out bytes x top-{K} = {result.eval_tokens 
         f"fewer and {ec.no_expert:,} none. "
         + ("At the page's default settings (a)–(b) are shipped, computed by this same code with "
            "`python -m k3lite.precomputed` and checked by hash; any change computes them here, live."
-           if demo_is_shipped(cfg, PROMPT, LAYER) else "Computed on this page."))
+           if demo_is_shipped(demo_cfg, PROMPT, LAYER) else "Computed on this page."))
 st.plotly_chart(violation_vs_updates(result.curves, result.update_counts, result.updates), width="stretch")
 explain(balance_claim(result, METHOD_LABELS) + " Each line is one calibration run per method on the same batches, "
         "measured on the held-out bytes after each number of updates.")
