@@ -187,13 +187,21 @@ class Router(nn.Module):
             aux_loss = cfg.aux_loss_alpha * e * (f * probs.mean(0)).sum()
 
         if update_balance and x.shape[0] > 0:
-            with torch.no_grad():
-                if cfg.balancing == "bias":
-                    load = torch.bincount(topk_idx.reshape(-1), minlength=cfg.n_routed_experts).float()
-                    self.bias += cfg.bias_gamma * torch.sign(load.mean() - load)
-                elif cfg.balancing == "quantile":
-                    self.bias.copy_(quantile_beta(scores, cfg.top_k, self.bias))
+            self.update_balance(scores, topk_idx)
         return RouterOutput(topk_idx, weight.to(x.dtype), scores, aux_loss)
+
+    @torch.no_grad()
+    def update_balance(self, scores: torch.Tensor, topk_idx: torch.Tensor | None = None) -> None:
+        """One bias / quantile update from a batch's raw scores (N, E) (no-op for the other methods). The bias
+        method needs the batch's choices `topk_idx` (N, k) (selected here when not given); quantile reads only the
+        scores."""
+        cfg = self.cfg
+        if cfg.balancing == "bias":
+            topk_idx = self.select(scores) if topk_idx is None else topk_idx
+            load = torch.bincount(topk_idx.reshape(-1), minlength=cfg.n_routed_experts).float()
+            self.bias += cfg.bias_gamma * torch.sign(load.mean() - load)
+        elif cfg.balancing == "quantile":
+            self.bias.copy_(quantile_beta(scores, cfg.top_k, self.bias))
 
 
 def selection_stability(router: Router, x: torch.Tensor, eps: float = 1e-3, seed: int = 0) -> float:

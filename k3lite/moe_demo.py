@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple, Sequence
@@ -156,19 +157,24 @@ def calibrate(router: Router, stream: torch.Tensor, method: str, steps: int = 60
         level = held_out_violation(r, held) if record_at else 0.0
         return Calibration(r.requires_grad_(False), dict.fromkeys(record_at, level),
                            {n: copy.deepcopy(r) for n in keep_at})
+    # bias / quantile leave the router's weights alone: score the stream and the held-out tokens once and pick
+    # rows (the same numbers as scoring each batch: rows of one matmul do not depend on the other rows)
+    with torch.no_grad():
+        stream_scores = r.score(stream) if opt is None else None  # (M, E)
+        held_scores = r.score(held) if opt is None and record_at else None
     for step in range(1, steps + 1):
-        xb = stream[torch.randint(0, stream.shape[0], (batch,), generator=g)]  # (batch, d)
+        rows = torch.randint(0, stream.shape[0], (batch,), generator=g)
         if opt is not None:
             with torch.enable_grad():
-                loss = r(xb.detach()).aux_loss
+                loss = r(stream[rows].detach()).aux_loss
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
         else:
-            with torch.no_grad():
-                r(xb, update_balance=True)
+            r.update_balance(stream_scores[rows])  # quantile skips the selection it does not read
         if step in record_at:
-            curve[step] = held_out_violation(r, held)
+            curve[step] = (held_out_violation(r, held) if held_scores is None else
+                           routing_metrics(r.select(held_scores), r.cfg.n_routed_experts)[1])
         if step in keep_at:
             kept[step] = copy.deepcopy(r).requires_grad_(False)
     r.weight.requires_grad_(False)
@@ -250,11 +256,12 @@ class BalanceFit(NamedTuple):
 
 
 def fit_balancers(cfg: MoEConfig, d_model: int, seed: int = 0, stream_x: torch.Tensor | None = None,
-                  updates: int = DEFAULT_UPDATES, update_counts: Sequence[int] = UPDATE_COUNTS) -> BalanceFit:
+                  updates: int = DEFAULT_UPDATES, update_counts: Sequence[int] = UPDATE_COUNTS,
+                  threads: int = 1) -> BalanceFit:
     """Fit each balancing method's state on the first 3/4 of the stream (`calibrate`) and measure it on the
     remaining quarter (tokens the balancer did not see). Hidden states: `stream_x` (L, d) for
     `calibration_stream()`, e.g. the trained model's (`model_moe_inputs`); by default `byte_features`.
-    Reads only `routing_cfg(cfg)`."""
+    Reads only `routing_cfg(cfg)`. `threads` > 1 fits the methods side by side (the same result)."""
     counts = tuple(sorted(set(update_counts)))
     if updates not in counts:
         raise ValueError(f"updates ({updates}) must be one of the recorded counts {list(counts)}")
@@ -267,16 +274,24 @@ def fit_balancers(cfg: MoEConfig, d_model: int, seed: int = 0, stream_x: torch.T
     base = seeded_layer(cfg, d_model, seed)
     # quantile needs >= 1 token per expert per batch (N k / E >= 1); aim for ~4
     batch = min(2048, max(512, -(-4 * cfg.n_routed_experts // cfg.top_k)))
-    routers, loads, viol, stab, curves = {}, {}, {}, {}, {}
-    for method in METHODS:
+    def one(method: str):
         fitted = calibrate(base.router, fit, method, steps=counts[-1], batch=batch, seed=seed, held=held,
                            record_at=counts, keep_at=(updates,))
-        curves[method] = [fitted.curve[n] for n in counts]
-        router = routers[method] = fitted.kept[updates]
+        router = fitted.kept[updates]
         with torch.inference_mode():
             load, v, _, _ = routing_metrics(router(held).topk_idx, cfg.n_routed_experts)
-        loads[method], viol[method] = load.tolist(), v
-        stab[method] = selection_stability(router, held, eps=0.01, seed=seed)
+        return router, [fitted.curve[n] for n in counts], load.tolist(), v, selection_stability(router, held, eps=0.01,
+                                                                                                seed=seed)
+
+    # the methods are independent (each its own copy of the router and its own seeded generator) and their time
+    # is in torch ops that release the GIL, so on a multi-core server they run side by side: the same numbers
+    # sooner (threads=1 runs them one after another)
+    if threads > 1:
+        with ThreadPoolExecutor(max_workers=min(threads, len(METHODS))) as pool:
+            done = dict(zip(METHODS, pool.map(one, METHODS)))
+    else:
+        done = {m: one(m) for m in METHODS}
+    routers, curves, loads, viol, stab = ({m: done[m][i] for m in METHODS} for i in range(5))
     return BalanceFit(routers, loads, viol, stab, curves, counts, updates, held_out_violation(base.router, held),
                       expert_choice(base.router.score(held), cfg.top_k), held.shape[0], fit.shape[0], batch)
 

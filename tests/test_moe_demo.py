@@ -168,6 +168,10 @@ def test_one_fit_serves_every_latent_shared_and_method_setting_and_is_never_muta
             assert reused.stats[m].dispatch_dim == fresh.stats[m].dispatch_dim == (cfg.latent_dim or 32)
     for m, r in fit.routers.items():
         assert all(torch.equal(v, before[m][k]) for k, v in r.state_dict().items()), f"{m}'s fitted router changed"
+    side_by_side = fit_balancers(base, 32, updates=4, update_counts=(1, 2, 4, 8), threads=3)
+    assert side_by_side.curves == fit.curves and side_by_side.stability == fit.stability
+    assert all(torch.equal(side_by_side.routers[m].bias, r.bias) and torch.equal(side_by_side.routers[m].weight, r.weight)
+               for m, r in fit.routers.items()), "threads change when the methods run, not what they compute"
     assert routing_cfg(replace(base, top_k=3)) != routing_cfg(base)
     with pytest.raises(ValueError, match="another update budget or expert count"):
         prompt_demo(replace(base, n_routed_experts=32), 32, "x", updates=4, update_counts=(1, 2, 4, 8), fit=fit)
