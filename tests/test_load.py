@@ -51,6 +51,15 @@ def test_a_refusal_later_than_the_stated_wait_is_an_error():
 
 
 @pytest.mark.timeout(600)
+def test_the_slowest_reruns_name_their_page_and_control():
+    R = bench_load.Record
+    recs = [R(0, "moe", "rerun", 3.0, "slider E = 896"), R(1, "moe", "rerun", 0.2, "selectbox method"),
+            R(2, "moe", "first", 9.0, "open"), R(0, "kda", "rerun", 0.5, "slider head = 1")]
+    rows = bench_load.slowest_reruns(recs, per_page=1)
+    assert rows == [{"page": "moe", "seconds": 3.0, "action": "slider E = 896"},
+                    {"page": "kda", "seconds": 0.5, "action": "slider head = 1"}], "reruns only, slowest first"
+
+
 def test_a_few_sessions_on_a_real_server_see_no_errors_and_no_cross_talk():
     args = bench_load.parse_args(["--sessions", "4", "--heavy", "1", "--heavy-steps", "10", "--minutes", "0.4",
                                   "--pages", "moe,kda", "--think", "0.5,1.5", "--ramp", "2"])

@@ -333,6 +333,15 @@ async def run_load(url: str, sessions: int, seconds: float, pages: list[str], th
     return findings
 
 
+def slowest_reruns(records: list[Record], per_page: int = 3) -> list[dict]:
+    """The slowest reruns of each page with the control that was moved: where a p95 comes from."""
+    out = []
+    for page in dict.fromkeys(r.page for r in records):
+        reruns = sorted((r for r in records if r.page == page and r.kind == "rerun"), key=lambda r: -r.seconds)
+        out += [{"page": page, "seconds": round(r.seconds, 2), "action": r.action} for r in reruns[:per_page]]
+    return out
+
+
 def report(findings: Findings, rss: list, args, cpu_client_s: float, load: tuple, wall_s: float) -> dict:
     return {
         "sessions": args.sessions, "minutes": args.minutes, "pages": args.pages, "think_s": args.think,
@@ -340,6 +349,7 @@ def report(findings: Findings, rss: list, args, cpu_client_s: float, load: tuple
         "client_cpu_s": cpu_client_s, "latency": summarize(findings.records),
         "errors": findings.errors, "alerts": findings.alerts, "cross_talk": findings.cross_talk,
         "own_echoes_verified": findings.own_echoes, "reruns": sum(r.kind == "rerun" for r in findings.records),
+        "slowest": slowest_reruns(findings.records),
         "rss": [{"t_s": round(t, 1), "bytes": b} for t, b in rss],
         "heavy": {"sessions": args.heavy, "steps": args.heavy_steps, "presses": len(findings.heavy),
                   "refused": sum(f for _, _, f in findings.heavy), "stated_wait_s": heavy_timeout_from_env(),
@@ -367,6 +377,10 @@ def print_report(rep: dict) -> None:
     if mech:
         worst = max(mech, key=lambda row: row["p95_s"])
         print(f"mechanism pages: worst rerun p95 {worst['p95_s']:.2f} s ({worst['page']}); target < 2 s")
+    if rep.get("slowest"):
+        print("slowest reruns per page (control moved):")
+        for row in rep["slowest"]:
+            print(f"  {row['page']:<22}{row['seconds']:>7.2f} s  {row['action'][:70]}")
     if rep["rss"]:
         values = [s["bytes"] for s in rep["rss"]]
         print(f"server RSS: start {fmt_bytes(values[0])}, peak {fmt_bytes(max(values))}, end {fmt_bytes(values[-1])} "
