@@ -1,5 +1,6 @@
 """Stable LatentMoE & routing: which experts each token visits, how balancing evens the load, what latent saves."""
 import os
+import threading
 from dataclasses import replace
 
 import pandas as pd
@@ -88,6 +89,23 @@ def stream_states():
     return model_moe_inputs(lite_model()[0], calibration_stream())  # {layer: (L, d)}
 
 
+@st.cache_resource(show_spinner=False)
+def warm_stream_states() -> threading.Thread:
+    """Once per server, when the page is first opened: compute the other layers' calibration states in the
+    background, so a visitor's first layer change finds them ready instead of paying a whole-model pass over the
+    stream (up to 7 s under a class's load, `bench load`), and warm torch's autograd for the aux-loss fit. The
+    default layer's states are shipped."""
+    def warm():
+        states = stream_states()
+        # torch's first autograd + Adam step in a process costs ~1 s once: pay it here, not in a visitor's rerun
+        fit_balancers(MoEConfig(n_routed_experts=8, top_k=2, expert_ffn_dim=8), states[MOE_LAYER].shape[-1],
+                      stream_x=states[MOE_LAYER][:512], updates=1, update_counts=(1,))
+
+    thread = threading.Thread(target=warm, name="k3lite-moe-warmup", daemon=True)
+    thread.start()
+    return thread
+
+
 def stream_state(layer: int):
     """(L, d) hidden states of the calibration text at `layer`: shipped for the default layer (the same numbers,
     made by `python -m k3lite.precomputed`), else computed live once per server."""
@@ -140,6 +158,7 @@ def balance_runs():
 
 
 model, warning = lite_model()
+warm_stream_states()
 if warning:
     st.warning(warning)
 D = model.cfg.d_model
