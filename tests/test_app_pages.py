@@ -59,3 +59,21 @@ def test_home_reads_preset_from_url():
     bad.run()
     assert bad.selectbox(key="home_preset").value == "k3-estimated"
     assert any("Ignored `home_preset=gpt-9`" in w.value for w in bad.warning)
+
+
+def test_moe_warm_up_thread_finishes_cleanly_and_is_not_a_daemon(monkeypatch):
+    """The MoE page warms the other layers' states in a background thread once per server. A daemon thread
+    (inherited from Streamlit's script thread unless said otherwise) killed inside torch at exit aborts the whole
+    process (exit 134), so it must be a non-daemon thread, and it must not fail."""
+    import threading
+
+    failures = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    at = AppTest.from_file(str(ROOT / "views" / "moe.py"), default_timeout=120).run()
+    assert not at.exception
+    warm = [t for t in threading.enumerate() if t.name == "k3lite-moe-warmup"]
+    for t in warm:  # absent if an earlier test in this process already warmed the server
+        assert not t.daemon
+        t.join(timeout=120)
+        assert not t.is_alive()
+    assert not failures, failures

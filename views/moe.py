@@ -101,7 +101,9 @@ def warm_stream_states() -> threading.Thread:
         fit_balancers(MoEConfig(n_routed_experts=8, top_k=2, expert_ffn_dim=8), states[MOE_LAYER].shape[-1],
                       stream_x=states[MOE_LAYER][:512], updates=1, update_counts=(1,))
 
-    thread = threading.Thread(target=warm, name="k3lite-moe-warmup", daemon=True)
+    # not a daemon: a process that exits mid-warm-up waits a few seconds rather than killing a thread inside torch
+    # (which aborts the process: "terminate called without an active exception")
+    thread = threading.Thread(target=warm, name="k3lite-moe-warmup", daemon=False)  # else inherited (True)
     thread.start()
     return thread
 
