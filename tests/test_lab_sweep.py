@@ -284,3 +284,6 @@ def test_lab_page_shows_the_shipped_sweep_with_computed_sentences():
         for sentence in sweep.order_sentences(rows, task):
             assert sentence in text, f"page does not show the computed sentence {sentence!r}"
     assert len(at.get("plotly_chart")) >= len({r["task"] for r in rows})
+    shown = text + "\n".join(c.value for c in at.caption)
+    import re
+    assert not re.search(r"\{[a-z_]+[\[(.]", shown), "an f-string placeholder reached the page unformatted"

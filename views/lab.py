@@ -85,7 +85,7 @@ else:
         f"{sweep.LONG_STEPS}-step cap and the same rule, and the table shows that rerun in its place "
         f"({sum(r['extended'] for r in rows)} of the {sum(r['n'] for r in rows)} runs shown); {n_cap} of the runs "
         f"shown still ended at their step cap rather than a plateau ({sum(r['rising'] for r in rows)} of them still "
-        "gaining). {len(runs)} runs in all (LR sweep included) and {len(long_runs)} reruns; each file in "
+        f"gaining). {len(runs)} runs in all (LR sweep included) and {len(long_runs)} reruns; each file in "
         "assets/lab/ and assets/lab/long/ stores the command that reproduces it; `python -m k3lite.lab_sweep all` "
         "then `python -m k3lite.lab_sweep long` make (or complete) the set.")
     for task, (long_rows, long_sentence) in checks.items():
