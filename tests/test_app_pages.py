@@ -16,6 +16,11 @@ def test_page_renders(page):
     at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=120).run()
     assert not at.exception, [e.message for e in at.exception]
     assert at.title, f"{page} shows no title"
+    import re
+    shown = "\n".join(e.value for kind in ("markdown", "caption", "info", "warning", "success")
+                      for e in at.get(kind) if isinstance(getattr(e, "value", None), str))
+    leaked = re.findall(r"\{[a-z_][a-z_0-9]*[\[(.]\w*", shown)
+    assert not leaked, f"{page}: f-string placeholders reached the page unformatted: {leaked[:3]}"
 
 
 def test_every_page_is_in_navigation():
