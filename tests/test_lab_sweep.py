@@ -1,6 +1,7 @@
 """The lab's shipped sweep: stopping rule, LR choice, resume, aggregation and the computed order sentences;
 the delta-rule regression (the lab's delta-rule mixers must learn MQAR); the page renders the shipped data."""
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -83,6 +84,33 @@ def test_resume_runs_each_job_once_and_only_missing_ones(small_protocol, tmp_pat
     (tmp_path / "mqar_T32_kda_lr0.001_s1.json").unlink()
     calls.clear()
     assert sweep.work(tmp_path, ("mqar",), tmp_path / "claims3", poll_s=0) == 1 and calls == ["mqar_T32_kda_lr0.001_s1"]
+
+
+def test_long_reruns_resume_and_run_each_capped_run_once(small_protocol, tmp_path, monkeypatch):
+    """`lab_sweep long`: the reruns live in <results>/long and are listed from the main runs in <results>."""
+    monkeypatch.setattr(sweep, "LONG_STEPS", 40)
+    runs = [_record("mqar", m, 16, lr, 0, a) for m, lr, a in
+            [("linear", 1e-3, 0.2), ("linear", 1e-2, 0.9), ("kda", 1e-3, 0.95), ("kda", 1e-2, 0.5)]]
+    runs += [_record("mqar", "kda", 32, 1e-3, s, 0.4, reason="max_steps") for s in (0, 1)]
+    for r in runs:
+        sweep.Job(**r["job"]).path(tmp_path).write_text(json.dumps(r))
+    calls = []
+
+    def fake_run(job, results_dir, quiet=True):
+        calls.append(job.name)
+        rec = _record(job.task, job.mixer, job.seq_len, job.lr, job.seed, 0.9)
+        rec["job"]["steps"] = job.steps
+        Path(results_dir).mkdir(parents=True, exist_ok=True)
+        job.path(results_dir).write_text(json.dumps(rec))
+        return {**rec, "steps_done": job.steps}
+
+    monkeypatch.setattr(sweep, "run_job", fake_run)
+    long_dir = tmp_path / "long"
+    n = sweep.work(long_dir, ("mqar",), tmp_path / "c1", poll_s=0, todo_fn=sweep.long_pending)
+    assert n == 2 and calls == ["mqar_T32_kda_lr0.001_s0_steps40", "mqar_T32_kda_lr0.001_s1_steps40"]
+    assert sweep.work(long_dir, ("mqar",), tmp_path / "c2", poll_s=0, todo_fn=sweep.long_pending) == 0, "all done"
+    rows = {(r["mixer"], r["seq_len"]): r for r in sweep.aggregate(sweep.load_runs(tmp_path), sweep.load_runs(long_dir))}
+    assert rows[("kda", 32)]["extended"] == 2 and rows[("kda", 32)]["mean"] == pytest.approx(0.9)
 
 
 def test_a_claimed_job_is_not_taken_twice(tmp_path):
