@@ -89,7 +89,11 @@ class Job:
     seq_len: int
     lr: float
     seed: int
-    steps: int | None = None  # the step cap; None = MAX_STEPS (the convergence check's runs have LONG_STEPS)
+    steps: int | None = None  # the step cap; None = MAX_STEPS (the reruns in LONG_DIR have LONG_STEPS)
+
+    def __post_init__(self):
+        if self.steps == MAX_STEPS:  # one spelling of the main sweep's cap, so a file saying 600 is a main run
+            object.__setattr__(self, "steps", None)
 
     @property
     def name(self) -> str:
@@ -241,15 +245,15 @@ def long_jobs(runs: list[dict], task: str | None = None) -> list[Job]:
 
 
 def long_check(runs: list[dict], long_runs: list[dict], task: str = "mqar") -> tuple[list[dict], str]:
-    """The convergence check next to the main sweep: per mixer at the longest length, the mean over the long runs'
-    seeds with the LONG_STEPS cap and, for the same seeds, with the MAX_STEPS cap (main sweep). Returns (rows,
-    sentence); the sentence gives the order at the longer cap and the verdict vs the report, or "" until a long
-    run has finished."""
+    """What the longer cap changed at the task's longest length: per mixer, the seeds the MAX_STEPS cap stopped
+    that have a LONG_STEPS rerun, with their mean at each cap. Returns (rows, sentence); the sentence says how many
+    of the capped runs have a rerun so far and, per mixer, the change in its mean over those seeds -- not a ranking
+    (each mixer's rerun seeds are the ones its cap stopped, a different subset per mixer: the order at this
+    length is `order_sentences` on the aggregate with the reruns in place). "" until a rerun has finished."""
     T = max(SEQ_LENS[task])
+    capped = [j for j in long_jobs(runs, task) if j.seq_len == T]
     found: dict[str, list[tuple[dict, dict | None]]] = {}
-    for job in long_jobs(runs, task):
-        if job.seq_len != T:
-            continue
+    for job in capped:
         long_run = next((r for r in long_runs if Job(**r["job"]) == job), None)
         if long_run is not None:
             short = next((r for r in runs if Job(**r["job"]) == Job(task, job.mixer, T, job.lr, job.seed)), None)
@@ -268,14 +272,16 @@ def long_check(runs: list[dict], long_runs: list[dict], task: str = "mqar") -> t
                      "still_rising": sum(still_rising(lr) for lr, _ in found[mixer])})
     if not rows:
         return rows, ""
-    order = sorted(((r["mixer"], r["long_mean"], r["long_std"]) for r in rows), key=lambda x: (-x[1], MIXERS.index(x[0])))
-    ranked = " > ".join(f"{short_name(m)} {100 * a:.0f}%" for m, a, _ in order)
-    seeds = seeds_phrase([r["n"] for r in rows])
+    done = sum(r["n"] for r in rows)
+    changes = "; ".join(f"{short_name(r['mixer'])} {100 * r['short_mean']:.0f}% → {100 * r['long_mean']:.0f}% "
+                        f"({seeds_phrase([r['n']])})" for r in rows if r["short_mean"] is not None)
     rising = [f"{short_name(r['mixer'])} ({r['still_rising']} of {r['n']})" for r in rows if r["still_rising"]]
-    return rows, (f"With a {LONG_STEPS}-step cap (T = {T}, mean over {seeds} per mixer): {ranked} — "
-                  f"{report_verdict(order)}"
-                  + (f"; still gaining at that cap: {', '.join(rising)}." if rising else
-                     "; every run levelled off or was solved before its cap."))
+    return rows, (f"{done} of the {len(capped)} runs the {MAX_STEPS}-step cap stopped at T = {T} have a "
+                  f"{LONG_STEPS}-step rerun{' so far' if done < len(capped) else ''}. Mean over the rerun seeds, "
+                  f"{MAX_STEPS} → {LONG_STEPS} steps: {changes}"
+                  + (f"; still gaining at the longer cap: {', '.join(rising)}." if rising else
+                     "; every rerun levelled off or was solved before its cap."))
+
 
 def aggregate(runs: list[dict], long_runs: list[dict] | None = None) -> list[dict]:
     """Main-sweep runs (each mixer at its chosen LR) grouped by (task, mixer, seq_len): mean, spread, seeds.
@@ -301,7 +307,8 @@ def aggregate(runs: list[dict], long_runs: list[dict] | None = None) -> list[dic
                 continue
             for T in SEQ_LENS.get(task, ()):
                 sel = [r for r in runs if r["job"]["task"] == task and r["job"]["mixer"] == mixer
-                       and r["job"]["seq_len"] == T and r["job"]["lr"] == lr and r["job"]["seed"] in SEEDS]
+                       and r["job"]["seq_len"] == T and r["job"]["lr"] == lr and r["job"]["seed"] in SEEDS
+                       and Job(**r["job"]).steps is None]  # a stray run with another cap is not a seed
                 if not sel:
                     continue
                 n_ext = sum(Job(**r["job"]) in longer for r in sel)
@@ -417,12 +424,13 @@ def mechanism_sentence(rows: list[dict], task: str) -> str:
 DELTA_MIXERS: tuple[str, ...] = ("deltanet", "gdn", "kda")
 
 
-def capacity_sentence(rows: list[dict], runs: list[dict], long_rows: list[dict] | None = None,
+def capacity_sentence(rows: list[dict], runs: list[dict], final_rows: list[dict] | None = None,
                       task: str = "mqar") -> str:
     """Whether the shipped runs show a capacity effect (linear attention below the best delta-rule mixer): at the
-    longest length with linear and a delta-rule mixer, their means with the MAX_STEPS cap, the median wall time of
-    such a run here, and, when the convergence check (`long_check` rows) has both, whether the gap survives the
-    longer cap (a gap that closes with training was learning speed, not room in the state)."""
+    longest length with linear and a delta-rule mixer, their means with the MAX_STEPS cap (`rows`: `aggregate`
+    without reruns), the median wall time of such a run here, and, once every capped run of the two has its
+    LONG_STEPS rerun (`final_rows`: `aggregate` with them), whether the gap survives the longer cap (a gap that
+    closes with training was learning speed, not room in the state)."""
     for T in reversed(SEQ_LENS.get(task, ())):
         order = {m: mean for m, mean, _ in order_at(rows, task, T)}
         delta = [m for m in DELTA_MIXERS if m in order]
@@ -436,17 +444,19 @@ def capacity_sentence(rows: list[dict], runs: list[dict], long_rows: list[dict] 
         text = (f"At T = {T}, with the {MAX_STEPS}-step cap, linear attention reached {100 * order['linear']:.0f}% "
                 f"against {short_name(best)} {100 * order[best]:.0f}% (mean over {seeds_phrase([n])}); one "
                 f"such run took {minutes:.1f} minutes here (median wall time of those runs).")
-        longs = {r["mixer"]: r for r in (long_rows or []) if T == max(SEQ_LENS[task])}
-        if "linear" in longs and best in longs:
-            lin, bst = longs["linear"]["long_mean"], longs[best]["long_mean"]
-            closes = bst - lin <= max(0.02, longs["linear"]["long_std"], longs[best]["long_std"])
-            ns = " and ".join(seeds_phrase([longs[m]["n"]]) for m in ("linear", best))
-            text += (f" With the {LONG_STEPS}-step cap they reach {100 * lin:.0f}% and {100 * bst:.0f}% ({ns}): "
+        capped = {r["mixer"]: r["not_plateaued"] for r in rows if r["task"] == task and r["seq_len"] == T}
+        final = {r["mixer"]: r for r in (final_rows or []) if r["task"] == task and r["seq_len"] == T}
+        if all(m in final and capped[m] and final[m].get("extended", 0) == capped[m] for m in ("linear", best)):
+            lin, bst = final["linear"], final[best]
+            closes = bst["mean"] - lin["mean"] <= max(0.02, lin["std"], bst["std"])
+            text += (f" With every capped run of the two rerun with a {LONG_STEPS}-step cap they reach "
+                     f"{100 * lin['mean']:.0f}% and {100 * bst['mean']:.0f}%: "
                      + ("the gap closes, so at this length it was learning speed, not room in the state; a state "
                         "that runs out of room needs longer sequences (or smaller heads) than this CPU sweep covers."
                         if closes else "the gap stays, so at this length it is room in the state, not only speed."))
         return text
     return ""
+
 
 def spread_sentence(rows: list[dict], task: str) -> str:
     """How the mixers spread from the shortest to the longest length, from the numbers (one sentence)."""

@@ -158,7 +158,8 @@ def calibrate(router: Router, stream: torch.Tensor, method: str, steps: int = 60
         return Calibration(r.requires_grad_(False), dict.fromkeys(record_at, level),
                            {n: copy.deepcopy(r) for n in keep_at})
     # bias / quantile leave the router's weights alone: score the stream and the held-out tokens once and pick
-    # rows (the same numbers as scoring each batch: rows of one matmul do not depend on the other rows)
+    # rows. BLAS does not promise a row's result is independent of the other rows; on this machine it is (the
+    # shipped demo's hashes did not change, and tests/test_precomputed.py recomputes it)
     with torch.no_grad():
         stream_scores = r.score(stream) if opt is None else None  # (M, E)
         held_scores = r.score(held) if opt is None and record_at else None
@@ -230,17 +231,34 @@ def seeded_layer(cfg: MoEConfig, d_model: int, seed: int) -> LatentMoE:
 
 
 def routing_cfg(cfg: MoEConfig) -> MoEConfig:
-    """`cfg` with every field the routing fit does not read set to a fixed value: the balancing method (every
-    method is fitted), the latent, the experts' and shared experts' sizes. The router's weights come first from
-    the seed (`LatentMoE` builds it before anything else), so two configs with the same `routing_cfg` get the
-    same fit: the key under which a page caches it."""
+    """`cfg` with fields the routing fit does not read set to a fixed value: the balancing method (every method
+    is fitted), the latent and the number of shared experts (the other sizes stay in the key; the page never
+    changes them). The router's weights come from the seed alone (`seeded_router`), so two configs with the
+    same `routing_cfg` get the same fit: the key under which a page caches it."""
     return replace(cfg, balancing="none", latent_dim=0, latent_norm=False, n_shared_experts=0)
+
+
+def seeded_router(cfg: MoEConfig, d_model: int, seed: int) -> Router:
+    """The router of `seeded_layer(cfg, d_model, seed)` (LatentMoE builds it first: the same first draws), drawn
+    from a private generator: a server's other threads may reseed or draw from torch's global generator at any
+    moment (a fit is cached for every session, so a shifted draw would stay), and building the whole layer only
+    for its router allocated every expert's weights (~44 MB at E = 896)."""
+    with torch.device("meta"):
+        router = Router(d_model, replace(cfg, balancing="none"))
+    router = router.to_empty(device="cpu")
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        router.weight.normal_(0.0, d_model**-0.5, generator=g)  # Router.__init__'s nn.init.normal_, same numbers
+        router.bias.zero_()
+    return router.requires_grad_(False)
 
 
 class BalanceFit(NamedTuple):
     """Every balancing method fitted on the calibration stream (`fit_balancers`): what does not depend on the
     prompt, the latent or the shared experts."""
 
+    cfg: MoEConfig  # routing_cfg of the config it was fitted for
+    seed: int
     routers: dict  # method -> Router after `updates` updates (never mutated by its users)
     eval_load: dict
     eval_violation: dict
@@ -271,11 +289,11 @@ def fit_balancers(cfg: MoEConfig, d_model: int, seed: int = 0, stream_x: torch.T
         raise ValueError(f"hidden states must be (L, {d_model}), got {tuple(feats.shape)}")
     split = 3 * feats.shape[0] // 4
     fit, held = feats[:split], feats[split:]
-    base = seeded_layer(cfg, d_model, seed)
+    base = seeded_router(cfg, d_model, seed)
     # quantile needs >= 1 token per expert per batch (N k / E >= 1); aim for ~4
     batch = min(2048, max(512, -(-4 * cfg.n_routed_experts // cfg.top_k)))
     def one(method: str):
-        fitted = calibrate(base.router, fit, method, steps=counts[-1], batch=batch, seed=seed, held=held,
+        fitted = calibrate(base, fit, method, steps=counts[-1], batch=batch, seed=seed, held=held,
                            record_at=counts, keep_at=(updates,))
         router = fitted.kept[updates]
         with torch.inference_mode():
@@ -292,8 +310,8 @@ def fit_balancers(cfg: MoEConfig, d_model: int, seed: int = 0, stream_x: torch.T
     else:
         done = {m: one(m) for m in METHODS}
     routers, curves, loads, viol, stab = ({m: done[m][i] for m in METHODS} for i in range(5))
-    return BalanceFit(routers, loads, viol, stab, curves, counts, updates, held_out_violation(base.router, held),
-                      expert_choice(base.router.score(held), cfg.top_k), held.shape[0], fit.shape[0], batch)
+    return BalanceFit(cfg, seed, routers, loads, viol, stab, curves, counts, updates, held_out_violation(base, held),
+                      expert_choice(base.score(held), cfg.top_k), held.shape[0], fit.shape[0], batch)
 
 
 def prompt_demo(cfg: MoEConfig, d_model: int, prompt: str, seed: int = 0, stream_x: torch.Tensor | None = None,
@@ -313,8 +331,8 @@ def prompt_demo(cfg: MoEConfig, d_model: int, prompt: str, seed: int = 0, stream
         raise ValueError(f"hidden states must be ({len(data)}, {d_model}), got {tuple(prompt_x.shape)}")
     if fit is None:
         fit = fit_balancers(cfg, d_model, seed, stream_x, updates, update_counts)
-    elif fit.updates != updates or fit.routers[METHODS[0]].cfg.n_routed_experts != cfg.n_routed_experts:
-        raise ValueError("the fit passed was made for another update budget or expert count")
+    elif fit.updates != updates or fit.cfg != routing_cfg(cfg) or fit.seed != seed:
+        raise ValueError("the fit passed was made for another routing config, seed or update budget")
     layer = seeded_layer(cfg, d_model, seed)
     stats = {}
     for method in METHODS:

@@ -72,12 +72,19 @@ def test_moe_warm_up_thread_finishes_cleanly_and_is_not_a_daemon(monkeypatch):
     process (exit 134), so it must be a non-daemon thread, and it must not fail."""
     import threading
 
+    import streamlit as st
+
+    for t in threading.enumerate():  # an earlier test's warm-up (the cache is per process) must not be counted
+        if t.name == "k3lite-moe-warmup":
+            t.join(timeout=120)
+    st.cache_resource.clear()  # so this run starts its own warm-up
     failures = []
     monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
     at = AppTest.from_file(str(ROOT / "views" / "moe.py"), default_timeout=120).run()
     assert not at.exception
     warm = [t for t in threading.enumerate() if t.name == "k3lite-moe-warmup"]
-    for t in warm:  # absent if an earlier test in this process already warmed the server
+    assert len(warm) == 1, "the page starts one warm-up thread"
+    for t in warm:
         assert not t.daemon
         t.join(timeout=120)
         assert not t.is_alive()

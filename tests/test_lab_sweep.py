@@ -180,23 +180,25 @@ def test_a_run_the_cap_stopped_while_gaining_is_flagged_and_the_sentence_says_so
 
 
 def test_capacity_sentence_names_the_longest_length_and_the_best_delta_rule(small_protocol):
-    def row(m, T, mean):
-        return {"task": "mqar", "mixer": m, "seq_len": T, "lr": 0.01, "n": 2, "mean": mean, "std": 0.0}
-    rows = [row("linear", 16, 0.99), row("kda", 16, 0.99), row("linear", 32, 0.6), row("kda", 32, 0.9)]
+    def row(m, T, mean, capped=0, extended=0):
+        return {"task": "mqar", "mixer": m, "seq_len": T, "lr": 0.01, "n": 2, "mean": mean, "std": 0.0,
+                "not_plateaued": capped, "extended": extended}
+    rows = [row("linear", 16, 0.99), row("kda", 16, 0.99), row("linear", 32, 0.6, 2), row("kda", 32, 0.9, 1)]
     runs = [{**_record("mqar", m, 32, 0.01, s, 0.5), "wall_s": w} for m, s, w in
             [("linear", 0, 60.0), ("linear", 1, 120.0), ("kda", 0, 240.0), ("kda", 1, 300.0)]]
     text = sweep.capacity_sentence(rows, runs)
     assert text.startswith("At T = 32, with the 600-step cap, linear attention reached 60% against KDA 90% (mean "
                            "over 2 seeds)")
     assert "took 3.0 minutes" in text, "median of 60, 120, 240, 300 s"
-    assert "cap they reach" not in text, "no convergence check given"
+    assert "cap they reach" not in text, "no reruns given"
     assert sweep.capacity_sentence([r for r in rows if r["mixer"] == "linear"], runs) == ""
-    def long(m, mean, n=1):
-        return {"mixer": m, "n": n, "long_mean": mean, "long_std": 0.0}
-    closes = sweep.capacity_sentence(rows, runs, [long("linear", 0.96), long("kda", 0.97, 3)])
-    assert "reach 96% and 97% (1 seed and 3 seeds): the gap closes, so at this length it was learning speed" in closes
-    stays = sweep.capacity_sentence(rows, runs, [long("linear", 0.70), long("kda", 0.97)])
+    closes = sweep.capacity_sentence(rows, runs, [row("linear", 32, 0.96, extended=2), row("kda", 32, 0.97, extended=1)])
+    assert "rerun with a 1500-step cap they reach 96% and 97%: the gap closes, so at this length it was learning speed" \
+        in closes
+    stays = sweep.capacity_sentence(rows, runs, [row("linear", 32, 0.70, extended=2), row("kda", 32, 0.97, extended=1)])
     assert "the gap stays, so at this length it is room in the state" in stays
+    partial = sweep.capacity_sentence(rows, runs, [row("linear", 32, 0.96, extended=1), row("kda", 32, 0.97, extended=1)])
+    assert "1500" not in partial, "one of linear's two capped runs has no rerun yet: no verdict on the gap"
 
 
 def test_long_jobs_rerun_every_run_the_cap_stopped_and_the_table_uses_the_rerun(small_protocol, monkeypatch):
@@ -215,6 +217,7 @@ def test_long_jobs_rerun_every_run_the_cap_stopped_and_the_table_uses_the_rerun(
     assert jobs[0].name == "mqar_T32_kda_lr0.001_s0_steps40" and "--steps 40 --results assets/lab/long" in jobs[0].command
     assert sweep.Job("mqar", "kda", 32, 1e-3, 0).name == "mqar_T32_kda_lr0.001_s0", "main-sweep names unchanged"
     assert sweep.Job(**runs[5]["job"]) == sweep.Job("mqar", "kda", 32, 1e-3, 1), "files without a cap read as MAX_STEPS"
+    assert sweep.Job("mqar", "kda", 32, 1e-3, 1, sweep.MAX_STEPS) == sweep.Job("mqar", "kda", 32, 1e-3, 1), "one spelling"
     assert sweep.long_check(runs, []) == ([], "")
     long_runs = []
     for seed, acc in ((0, 0.8), (1, 0.9)):
@@ -225,7 +228,9 @@ def test_long_jobs_rerun_every_run_the_cap_stopped_and_the_table_uses_the_rerun(
     assert len(rows) == 1 and rows[0]["mixer"] == "kda" and rows[0]["n"] == 2 and rows[0]["seeds"] == [0, 1]
     assert rows[0]["long_mean"] == pytest.approx(0.85) and rows[0]["long_std"] == pytest.approx(0.05)
     assert rows[0]["short_mean"] == pytest.approx(0.45), "the same seeds at the main sweep's cap"
-    assert sentence.startswith("With a 40-step cap (T = 32, mean over 2 seeds per mixer): KDA 85%")
+    assert sentence.startswith("2 of the 3 runs the 600-step cap stopped at T = 32 have a 40-step rerun so far. Mean "
+                               "over the rerun seeds, 600 → 40 steps: KDA 45% → 85% (2 seeds)"), sentence
+    assert "linear" not in sentence, "no ranking over mixers whose rerun seeds differ"
     capped = {(r["mixer"], r["seq_len"]): r for r in sweep.aggregate(runs)}
     final = {(r["mixer"], r["seq_len"]): r for r in sweep.aggregate(runs, long_runs)}
     assert capped[("kda", 32)]["mean"] == pytest.approx(0.45) and capped[("kda", 32)]["extended"] == 0
@@ -233,6 +238,9 @@ def test_long_jobs_rerun_every_run_the_cap_stopped_and_the_table_uses_the_rerun(
         "each seed's rerun stands in for its capped run"
     assert final[("kda", 32)]["not_plateaued"] == 0 and capped[("kda", 32)]["not_plateaued"] == 2
     assert final[("linear", 32)] == capped[("linear", 32)], "no rerun: the capped run stays"
+    stray = _record("mqar", "linear", 32, 1e-2, 0, 0.99)
+    stray["job"]["steps"] = 40  # `run --steps 40` written next to the main runs by mistake
+    assert sweep.aggregate(runs + [stray]) == sweep.aggregate(runs), "a run with another cap is not an extra seed"
 
 
 def test_a_long_run_stores_its_cap_and_its_command_reproduces_it(tmp_path):

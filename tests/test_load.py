@@ -50,7 +50,6 @@ def test_a_refusal_later_than_the_stated_wait_is_an_error():
     assert bench_load.late_refusal(2, 300.0, False, 30.0) is None, "a press that ran may take its training time"
 
 
-@pytest.mark.timeout(600)
 def test_the_slowest_reruns_name_their_page_and_control():
     R = bench_load.Record
     recs = [R(0, "moe", "rerun", 3.0, "slider E = 896"), R(1, "moe", "rerun", 0.2, "selectbox method"),
@@ -60,6 +59,7 @@ def test_the_slowest_reruns_name_their_page_and_control():
                     {"page": "kda", "seconds": 0.5, "action": "slider head = 1"}], "reruns only, slowest first"
 
 
+@pytest.mark.timeout(600)
 def test_a_few_sessions_on_a_real_server_see_no_errors_and_no_cross_talk():
     args = bench_load.parse_args(["--sessions", "4", "--heavy", "1", "--heavy-steps", "10", "--minutes", "0.4",
                                   "--pages", "moe,kda", "--think", "0.5,1.5", "--ramp", "2"])

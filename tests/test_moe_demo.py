@@ -173,5 +173,19 @@ def test_one_fit_serves_every_latent_shared_and_method_setting_and_is_never_muta
     assert all(torch.equal(side_by_side.routers[m].bias, r.bias) and torch.equal(side_by_side.routers[m].weight, r.weight)
                for m, r in fit.routers.items()), "threads change when the methods run, not what they compute"
     assert routing_cfg(replace(base, top_k=3)) != routing_cfg(base)
-    with pytest.raises(ValueError, match="another update budget or expert count"):
-        prompt_demo(replace(base, n_routed_experts=32), 32, "x", updates=4, update_counts=(1, 2, 4, 8), fit=fit)
+    for other in (replace(base, n_routed_experts=32), replace(base, top_k=3), replace(base, route_scale=2.0)):
+        with pytest.raises(ValueError, match="another routing config, seed or update budget"):
+            prompt_demo(other, 32, "x", updates=4, update_counts=(1, 2, 4, 8), fit=fit)
+    with pytest.raises(ValueError, match="another routing config, seed or update budget"):
+        prompt_demo(base, 32, "x", seed=1, updates=4, update_counts=(1, 2, 4, 8), fit=fit)
+
+
+def test_seeded_router_is_the_seeded_layers_router_and_ignores_the_global_generator():
+    from k3lite.moe_demo import seeded_layer, seeded_router
+    cfg = small_cfg(n_routed_experts=24)
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    r = seeded_router(cfg, 32, 7)
+    assert torch.equal(torch.get_rng_state(), state), "the global generator is neither reseeded nor drawn from"
+    assert torch.equal(r.weight, seeded_layer(cfg, 32, 7).router.weight) and not r.bias.any()
+    assert not torch.equal(r.weight, seeded_router(cfg, 32, 8).weight)

@@ -72,7 +72,9 @@ else:
         st.markdown(f"**{task}**: held-out accuracy (%), mean ± std over seeds (n; how many of them are the "
                     f"{sweep.LONG_STEPS}-step reruns)")
         st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")  # full width: key columns stay on screen
-    n_cap = sum(r["not_plateaued"] for r in rows)
+    n_cap = sum(r["not_plateaued"] for r in rows)  # with the reruns in place
+    n_capped, n_ext = sum(r["not_plateaued"] for r in rows_cap), sum(r["extended"] for r in rows)
+    so_far = f" so far (the others show their {sweep.MAX_STEPS}-step number)" if n_ext < n_capped else ""
     st.caption(
         f"Held-out accuracy on the answer tokens of {sweep.EVAL_EXAMPLES} fresh sequences, mean ± std over seeds (n). "
         f"Model: {sweep.D_MODEL}-wide, 2 layers x {sweep.N_HEADS} heads, no FFN, vocabulary {sweep.VOCAB}, batch "
@@ -81,11 +83,11 @@ else:
         f"reaches {100 * sweep.SOLVED:.0f}%, or its best held-out accuracy gained less than "
         f"{100 * sweep.MIN_GAIN:.0f} point{'s' if sweep.MIN_GAIN != 0.01 else ''} over {sweep.PATIENCE} steps (after {sweep.MIN_STEPS}), or at "
         f"{sweep.MAX_STEPS} steps (a run still at chance, below {100 * sweep.ESCAPE_ACC:.0f}%, is never called a "
-        f"plateau). Every run that cap stopped (still gaining, or still at chance) was run again from scratch with a "
-        f"{sweep.LONG_STEPS}-step cap and the same rule, and the table shows that rerun in its place "
-        f"({sum(r['extended'] for r in rows)} of the {sum(r['n'] for r in rows)} runs shown); {n_cap} of the runs "
-        f"shown still ended at their step cap rather than a plateau ({sum(r['rising'] for r in rows)} of them still "
-        f"gaining). {len(runs)} runs in all (LR sweep included) and {len(long_runs)} reruns; each file in "
+        f"plateau). A run that cap stopped (still gaining, or still at chance) is run again from scratch with a "
+        f"{sweep.LONG_STEPS}-step cap and the same rule, and the table shows the rerun in its place: {n_ext} of the "
+        f"{n_capped} capped runs have one{so_far}; {n_cap} of the {sum(r['n'] for r in rows)} runs shown ended at "
+        f"their step cap rather than a plateau ({sum(r['rising'] for r in rows)} of them still gaining). {len(runs)} "
+        f"runs in all (LR sweep included) and {len(long_runs)} reruns; each file in "
         "assets/lab/ and assets/lab/long/ stores the command that reproduces it; `python -m k3lite.lab_sweep all` "
         "then `python -m k3lite.lab_sweep long` make (or complete) the set.")
     for task, (long_rows, long_sentence) in checks.items():
@@ -93,10 +95,8 @@ else:
             continue
         T_max = max(sweep.SEQ_LENS[task])
         at_max = [r for r in rows_cap if r["task"] == task and r["seq_len"] == T_max]
-        st.markdown(f"**What the longer cap changed ({task}, T = {T_max}).** {sum(r['not_plateaued'] for r in at_max)} "
-                    f"of the {sum(r['n'] for r in at_max)} runs at this length were stopped by the {sweep.MAX_STEPS}-step "
-                    f"cap ({sum(r['rising'] for r in at_max)} still gaining); here they are next to their "
-                    f"{sweep.LONG_STEPS}-step reruns. " + long_sentence)
+        st.markdown(f"**What the longer cap changed ({task}, T = {T_max}, {sum(r['n'] for r in at_max)} runs).** "
+                    + long_sentence)
         st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "seeds": ", ".join(map(str, r["seeds"])),
                                     f"held-out % ({sweep.MAX_STEPS}-step cap)":
                                         None if r["short_mean"] is None else round(100 * r["short_mean"], 1),
@@ -163,7 +163,7 @@ st.caption(
     + ("" if not default_ends else f"; at {LIVE_DEFAULT_LEN} tokens the shipped runs of every mixer end at "
        + (f"{100 * min(default_ends):.0f}%" if round(100 * min(default_ends)) == round(100 * max(default_ends))
           else f"{100 * min(default_ends):.0f}–{100 * max(default_ends):.0f}%") + " (mean per mixer)")
-    + ". " + (sweep.capacity_sentence(rows_cap, runs, checks["mqar"][0]) + " " if rows else "")
+    + ". " + (sweep.capacity_sentence(rows_cap, runs, rows) + " " if rows else "")
     + "A single short run is one noisy sample of the start of that curve, and a shorter run also decays its "
     "learning rate sooner than the shipped runs do.")
 

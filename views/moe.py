@@ -239,7 +239,8 @@ explain(f"{result.eval_tokens:,} held-out bytes x top-{K} = {result.eval_tokens 
         f"{ec.over_k:,} of the {ec.tokens:,} bytes would get more than {K} experts (up to {ec.most}), {ec.under_k:,} "
         f"fewer and {ec.no_expert:,} none. "
         + ("At the page's default settings (a)–(b) are shipped, computed by this same code with "
-           "`python -m k3lite.precomputed` and checked by hash; any change computes them here, live."
+           "`python -m k3lite.precomputed` and checked by hash; changing any control but the balancing method "
+           "(all four methods are in them) computes them here, live."
            if demo_is_shipped(demo_cfg, PROMPT, LAYER) else "Computed on this page."))
 st.plotly_chart(violation_vs_updates(result.curves, result.update_counts, result.updates), width="stretch")
 explain(balance_claim(result, METHOD_LABELS) + " Each line is one calibration run per method on the same batches, "
