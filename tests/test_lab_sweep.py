@@ -310,6 +310,9 @@ def test_delta_rule_learns_mqar():
 def test_lab_page_shows_the_shipped_sweep_with_computed_sentences():
     from streamlit.testing.v1 import AppTest
 
+    import streamlit as st
+
+    st.cache_data.clear()  # the page rereads the folders every 5 minutes; an earlier test may hold an older read
     rows = sweep.aggregate(sweep.load_runs(), sweep.load_runs(sweep.LONG_DIR))
     if not rows:
         pytest.skip("no finished sweep runs under assets/lab/ yet")
