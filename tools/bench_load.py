@@ -366,9 +366,11 @@ def print_report(rep: dict) -> None:
     runs = len(rep["latency"]) and sum(row["n"] for row in rep["latency"])
     if rep.get("server_cpu_s", float("nan")) == rep.get("server_cpu_s", float("nan")) and runs:
         per_run = rep["server_cpu_s"] / runs
+        busy = rep["server_cpu_s"] / rep["wall_s"]
         print(f"server CPU: {rep['server_cpu_s']:.0f} s for {runs} script runs = {per_run:.2f} s per run (other load "
-              f"inflates it far less than latency): {rep['cpus']} cores serve at most "
-              f"~{rep['cpus'] / per_run:.1f} runs/s; this class asked for {runs / rep['wall_s']:.1f}/s")
+              f"inflates it far less than latency); the server was busy {busy:.2f} cores on average, and since its "
+              f"Python runs under one GIL (torch kernels release it) about one core, ~{1 / per_run:.1f} runs/s, is "
+              f"its practical ceiling; this class asked for {runs / rep['wall_s']:.1f}/s")
     print(f"{'page':<22}{'kind':<7}{'n':>5}{'p50 (s)':>9}{'p95 (s)':>9}{'max (s)':>9}")
     for row in rep["latency"]:
         print(f"{row['page']:<22}{row['kind']:<7}{row['n']:>5}{row['p50_s']:>9.2f}{row['p95_s']:>9.2f}"
