@@ -37,7 +37,9 @@ def base_model():
     return load_lite_model()
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)  # each entry is a whole model
+# each entry is a whole model (~29 MB): room for every mode and block size (standard, full, block S = 1..16), so a
+# class moving the slider stops rebuilding them (0.1-0.2 s each, the largest share of this page's reruns)
+@st.cache_resource(show_spinner=False, max_entries=18)
 def variant(mode: str, block: int):
     model, _ = base_model()
     if (mode, block) == (model.cfg.attn_res, model.cfg.attn_res_block_size):
