@@ -283,6 +283,64 @@ def long_check(runs: list[dict], long_runs: list[dict], task: str = "mqar") -> t
                      "; every rerun levelled off or was solved before its cap."))
 
 
+def lr_check_jobs(runs: list[dict], long_runs: list[dict]) -> list[Job]:
+    """The learning-rate check: at each task's longest length, a mixer with a seed that never left chance at its
+    chosen LR (with its rerun in place) gets every seed again at the next lower LR of `LRS`, with the LONG_STEPS
+    cap. A failed start says more about the LR than about the state; this shows whether the mixer learns there
+    at a gentler LR. Stored with the reruns (their LR differs from the chosen one, so nothing substitutes them)."""
+    rows = aggregate(runs, long_runs)
+    jobs = []
+    for task in SEQ_LENS:
+        T = max(SEQ_LENS[task])
+        for r in rows:
+            lower = [lr for lr in LRS if lr < r["lr"]]
+            if r["task"] == task and r["seq_len"] == T and r["at_chance"] and lower:
+                jobs += [Job(task, r["mixer"], T, max(lower), s, LONG_STEPS) for s in SEEDS]
+    return jobs
+
+
+def lr_check(runs: list[dict], long_runs: list[dict], task: str) -> tuple[list[dict], str]:
+    """The learning-rate check's result at the task's longest length (`lr_check_jobs`): per mixer, its mean at the
+    chosen LR (reruns in place) and at the lower LR, with the seeds at chance in each, and the order at that
+    length with the lower LR for those mixers. Returns (rows, sentence); "" until a check run has finished."""
+    T = max(SEQ_LENS[task])
+    final = {r["mixer"]: r for r in aggregate(runs, long_runs) if r["task"] == task and r["seq_len"] == T}
+    by_mixer: dict[str, list[dict]] = {}
+    for job in lr_check_jobs(runs, long_runs):
+        if job.task != task:
+            continue
+        rec = next((r for r in long_runs if Job(**r["job"]) == job), None)
+        if rec is not None:
+            by_mixer.setdefault(job.mixer, []).append(rec)
+    rows = []
+    for mixer in MIXERS:
+        recs = by_mixer.get(mixer)
+        if not recs:
+            continue
+        accs = [r["final_eval_acc"] for r in sorted(recs, key=lambda r: r["job"]["seed"])]
+        rows.append({"mixer": mixer, "lr": final[mixer]["lr"], "mean": final[mixer]["mean"],
+                     "at_chance": final[mixer]["at_chance"], "n": final[mixer]["n"],
+                     "low_lr": recs[0]["job"]["lr"], "low_n": len(accs), "low_mean": statistics.fmean(accs),
+                     "low_std": statistics.pstdev(accs) if len(accs) > 1 else 0.0,
+                     "low_at_chance": sum(r.get("best_eval_acc", r["final_eval_acc"]) < ESCAPE_ACC for r in recs),
+                     "low_rising": sum(still_rising(r) for r in recs)})
+    if not rows:
+        return rows, ""
+    parts = "; ".join(f"{short_name(r['mixer'])} {100 * r['mean']:.0f}% at {r['lr']:g} ({r['at_chance']} of {r['n']} "
+                      f"seeds at chance) → {100 * r['low_mean']:.0f}% at {r['low_lr']:g} ({r['low_at_chance']} of "
+                      f"{r['low_n']} at chance)" for r in rows)
+    text = (f"Learning-rate check at T = {T}: the mixers with a seed that never left chance at their chosen rate, "
+            f"every seed again one step lower ({LONG_STEPS}-step cap): {parts}.")
+    if all(r["low_n"] == len(SEEDS) for r in rows):
+        low = {r["mixer"]: (r["low_mean"], r["low_std"]) for r in rows}
+        order = sorted(((m, *low.get(m, (f["mean"], f["std"]))) for m, f in final.items()),
+                       key=lambda x: (-x[1], MIXERS.index(x[0])))
+        text += (" With the lower rate for those mixers the order at this length is "
+                 + " > ".join(f"{short_name(m)} {100 * a:.0f}%" for m, a, _ in order)
+                 + f" — {report_verdict(order)}.")
+    return rows, text
+
+
 def aggregate(runs: list[dict], long_runs: list[dict] | None = None) -> list[dict]:
     """Main-sweep runs (each mixer at its chosen LR) grouped by (task, mixer, seq_len): mean, spread, seeds.
 
@@ -526,9 +584,11 @@ def pending(results_dir: Path, tasks: tuple[str, ...]) -> tuple[list[Job], bool]
 
 def long_pending(results_dir: Path, tasks: tuple[str, ...]) -> tuple[list[Job], bool]:
     """The longer-cap runs still to do: `results_dir` holds them (`LONG_DIR`), its parent the main sweep's runs,
-    which say which runs need it."""
-    runs = load_runs(Path(results_dir).parent)
-    return [j for j in long_jobs(runs) if j.task in tasks and not j.path(results_dir).exists()], False
+    which say which runs need it. The learning-rate check (`lr_check_jobs`) comes first: it is what a verdict at
+    the longest length waits on; then the reruns, longest length first."""
+    runs, long_runs = load_runs(Path(results_dir).parent), load_runs(results_dir)
+    jobs = lr_check_jobs(runs, long_runs) + long_jobs(runs)
+    return [j for j in jobs if j.task in tasks and not j.path(results_dir).exists()], False
 
 
 def work(results_dir: Path, tasks: tuple[str, ...], claims_dir: Path, quiet: bool = True,

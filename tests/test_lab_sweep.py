@@ -243,6 +243,33 @@ def test_long_jobs_rerun_every_run_the_cap_stopped_and_the_table_uses_the_rerun(
     assert sweep.aggregate(runs + [stray]) == sweep.aggregate(runs), "a run with another cap is not an extra seed"
 
 
+def test_lr_check_reruns_a_mixer_with_a_seed_at_chance_one_rate_lower(small_protocol, monkeypatch):
+    monkeypatch.setattr(sweep, "LONG_STEPS", 40)
+    runs = [_record("mqar", m, 16, lr, 0, a) for m, lr, a in
+            [("linear", 1e-3, 0.2), ("linear", 1e-2, 0.9), ("kda", 1e-3, 0.5), ("kda", 1e-2, 0.95)]]
+    runs += [{**_record("mqar", "kda", 32, 1e-2, 0, 0.004, reason="max_steps"), "best_eval_acc": 0.004},
+             _record("mqar", "kda", 32, 1e-2, 1, 0.9), _record("mqar", "linear", 32, 1e-2, 0, 0.6),
+             _record("mqar", "linear", 32, 1e-2, 1, 0.7)]
+    jobs = sweep.lr_check_jobs(runs, [])
+    assert [(j.mixer, j.seq_len, j.lr, j.seed, j.steps) for j in jobs] == [("kda", 32, 1e-3, 0, 40), ("kda", 32, 1e-3, 1, 40)]
+    rescued = {**_record("mqar", "kda", 32, 1e-2, 0, 0.85), "best_eval_acc": 0.85}
+    rescued["job"]["steps"] = 40
+    assert sweep.lr_check_jobs(runs, [rescued]) == [], "its longer-cap rerun left chance: no LR check"
+    assert sweep.lr_check(runs, [], "mqar") == ([], "")
+    low = []
+    for seed, acc in ((0, 0.8), (1, 0.9)):
+        rec = {**_record("mqar", "kda", 32, 1e-3, seed, acc), "best_eval_acc": acc}
+        rec["job"]["steps"] = 40
+        low.append(rec)
+    rows, text = sweep.lr_check(runs, low, "mqar")
+    assert rows[0]["mean"] == pytest.approx(0.452) and rows[0]["low_mean"] == pytest.approx(0.85)
+    assert "KDA 45% at 0.01 (1 of 2 seeds at chance) → 85% at 0.001 (0 of 2 at chance)" in text
+    assert text.endswith("the order at this length is KDA 85% > linear 65% — not comparable yet."), text
+    assert [r["final_eval_acc"] for r in runs if r["job"]["mixer"] == "kda" and r["job"]["seq_len"] == 32] == [0.004, 0.9]
+    agg = {r["mixer"]: r["mean"] for r in sweep.aggregate(runs, low) if r["seq_len"] == 32}
+    assert agg["kda"] == pytest.approx(0.452), "the lower-LR runs never stand in for the chosen LR's"
+
+
 def test_a_long_run_stores_its_cap_and_its_command_reproduces_it(tmp_path):
     job = sweep.Job("mqar", "linear", 16, 1e-2, 0, steps=20)
     rec = sweep.run_job(job, tmp_path)

@@ -105,6 +105,18 @@ else:
                                     "steps run": ", ".join(map(str, r["steps"])),
                                     "still gaining at the cap": r["still_rising"]}
                                    for r in long_rows]), hide_index=True, width="stretch")
+    for task in sweep.SEQ_LENS:
+        lr_rows, lr_sentence = sweep.lr_check(runs, long_runs, task)
+        if lr_rows:
+            st.markdown(lr_sentence)
+            st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]],
+                                        "chosen LR": r["lr"], "held-out % (chosen LR)": round(100 * r["mean"], 1),
+                                        "seeds at chance (chosen LR)": f"{r['at_chance']} of {r['n']}",
+                                        "lower LR": r["low_lr"],
+                                        "held-out % (lower LR)": f"{100 * r['low_mean']:.1f} ± {100 * r['low_std']:.1f}",
+                                        "seeds at chance (lower LR)": f"{r['low_at_chance']} of {r['low_n']}",
+                                        "still gaining (lower LR)": r["low_rising"]}
+                                       for r in lr_rows]), hide_index=True, width="stretch")
     mechanisms = [m for m in (sweep.mechanism_sentence(rows, t) for t in sorted({r["task"] for r in rows})) if m]
     if mechanisms:
         st.markdown("**One idea at a time** (DeltaNet is the control: the delta rule without decay). "
