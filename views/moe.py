@@ -131,6 +131,13 @@ def balance_fit(rcfg: MoEConfig, layer: int):
     return fit_balancers(rcfg, model.cfg.d_model, stream_x=stream_state(layer), threads=min(3, os.cpu_count() or 1))
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def prompt_states(prompt: str) -> dict:
+    """{layer: (T, d)} the prompt's hidden states entering each MoE layer: one model pass per prompt, shared by
+    every (experts, top-k, layer) the page then routes it under. Read-only (prompt_demo only reads them)."""
+    return model_moe_inputs(lite_model()[0], check_prompt(prompt))
+
+
 @st.cache_data(max_entries=24, show_spinner="Routing the prompt under each balancing method…")
 def demo(cfg: MoEConfig, prompt: str, layer: int):
     """The (a)-(c) demo. Every method is fitted and shown whatever `cfg.balancing` says (the page passes the
@@ -138,7 +145,7 @@ def demo(cfg: MoEConfig, prompt: str, layer: int):
     model, _ = lite_model()
     if demo_is_shipped(cfg, prompt, layer):
         return shipped("moe_demo_default")  # the page's defaults, computed by `python -m k3lite.precomputed`
-    prompt_x = model_moe_inputs(model, check_prompt(prompt))[layer]  # (T, d)
+    prompt_x = prompt_states(prompt)[layer]  # (T, d)
     return prompt_demo(cfg, model.cfg.d_model, prompt, prompt_x=prompt_x, fit=balance_fit(routing_cfg(cfg), layer))
 
 
