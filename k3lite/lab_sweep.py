@@ -345,12 +345,14 @@ def aggregate(runs: list[dict], long_runs: list[dict] | None = None) -> list[dic
     """Main-sweep runs (each mixer at its chosen LR) grouped by (task, mixer, seq_len): mean, spread, seeds.
 
     `long_runs` (the LONG_STEPS reruns, `long_jobs`): where a run has one, the rerun stands in for it -- the
-    result of that seed is where it got with the longer cap. Without them every run is the MAX_STEPS one.
+    result of that seed is where it got with the longer cap -- unless the rerun trained fewer steps than the run.
+    Without them every run is the MAX_STEPS one.
     Returns rows {task, mixer, seq_len, lr, n, mean, std, min, max, accs, not_plateaued, rising, at_chance,
     extended}; accuracies are held-out fractions; `not_plateaued` counts runs stopped by their step cap, `rising`
     those of them still gaining (`still_rising`), `at_chance` runs whose best held-out accuracy stayed below
-    ESCAPE_ACC, `extended` the seeds whose number is the LONG_STEPS rerun. A (task, mixer) whose LR is not chosen
-    yet contributes nothing.
+    ESCAPE_ACC, `extended` the seeds whose number is the LONG_STEPS rerun, `rerun_shorter` the seeds whose rerun
+    stopped on a plateau after fewer steps than the capped run had trained, so the capped run stands (the longer
+    trained of the two). A (task, mixer) whose LR is not chosen yet contributes nothing.
     """
     longer = {}
     for r in long_runs or []:
@@ -369,8 +371,13 @@ def aggregate(runs: list[dict], long_runs: list[dict] | None = None) -> list[dic
                        and Job(**r["job"]).steps is None]  # a stray run with another cap is not a seed
                 if not sel:
                     continue
-                n_ext = sum(Job(**r["job"]) in longer for r in sel)
-                sel = [longer.get(Job(**r["job"]), r) for r in sel]
+                reruns = [longer.get(Job(**r["job"])) for r in sel]
+                # the rerun stands in unless it trained fewer steps: its own schedule anneals slower, and a plateau
+                # called at a still-high learning rate can stop it below where the annealed capped run ended
+                use = [lr is not None and lr.get("steps_done", 0) >= r.get("steps_done", MAX_STEPS)
+                       for r, lr in zip(sel, reruns)]
+                n_ext, n_kept = sum(use), sum(lr is not None for lr in reruns) - sum(use)
+                sel = [lr if u else r for r, lr, u in zip(sel, reruns, use)]
                 accs = [r["final_eval_acc"] for r in sorted(sel, key=lambda r: r["job"]["seed"])]
                 rows.append({"task": task, "mixer": mixer, "seq_len": T, "lr": lr, "n": len(accs),
                              "mean": statistics.fmean(accs), "std": statistics.pstdev(accs) if len(accs) > 1 else 0.0,
@@ -378,7 +385,7 @@ def aggregate(runs: list[dict], long_runs: list[dict] | None = None) -> list[dic
                              "not_plateaued": sum(r["stop_reason"] == "max_steps" for r in sel),
                              "rising": sum(still_rising(r) for r in sel),
                              "at_chance": sum(r.get("best_eval_acc", r["final_eval_acc"]) < ESCAPE_ACC for r in sel),
-                             "extended": n_ext})
+                             "extended": n_ext, "rerun_shorter": n_kept})
     return rows
 
 

@@ -91,14 +91,14 @@ def test_long_reruns_resume_and_run_each_capped_run_once(small_protocol, tmp_pat
     monkeypatch.setattr(sweep, "LONG_STEPS", 40)
     runs = [_record("mqar", m, 16, lr, 0, a) for m, lr, a in
             [("linear", 1e-3, 0.2), ("linear", 1e-2, 0.9), ("kda", 1e-3, 0.95), ("kda", 1e-2, 0.5)]]
-    runs += [_record("mqar", "kda", 32, 1e-3, s, 0.4, reason="max_steps") for s in (0, 1)]
+    runs += [{**_record("mqar", "kda", 32, 1e-3, s, 0.4, reason="max_steps"), "steps_done": 30} for s in (0, 1)]
     for r in runs:
         sweep.Job(**r["job"]).path(tmp_path).write_text(json.dumps(r))
     calls = []
 
     def fake_run(job, results_dir, quiet=True):
         calls.append(job.name)
-        rec = _record(job.task, job.mixer, job.seq_len, job.lr, job.seed, 0.9)
+        rec = {**_record(job.task, job.mixer, job.seq_len, job.lr, job.seed, 0.9), "steps_done": job.steps}
         rec["job"]["steps"] = job.steps
         Path(results_dir).mkdir(parents=True, exist_ok=True)
         job.path(results_dir).write_text(json.dumps(rec))
@@ -205,7 +205,8 @@ def test_long_jobs_rerun_every_run_the_cap_stopped_and_the_table_uses_the_rerun(
     monkeypatch.setattr(sweep, "LONG_STEPS", 40)
     runs = [_record("mqar", m, 16, lr, 0, a) for m, lr, a in
             [("linear", 1e-3, 0.2), ("linear", 1e-2, 0.9), ("kda", 1e-3, 0.95), ("kda", 1e-2, 0.5)]]
-    runs += [_record("mqar", "kda", 32, 1e-3, s, acc, reason="max_steps") for s, acc in ((0, 0.40), (1, 0.50))]
+    runs += [{**_record("mqar", "kda", 32, 1e-3, s, acc, reason="max_steps"), "steps_done": 30}
+             for s, acc in ((0, 0.40), (1, 0.50))]
     runs += [{**_record("mqar", "linear", 32, 1e-2, 1, 0.004, reason="max_steps"), "best_eval_acc": 0.004}]
     runs += [_record("mqar", "linear", 16, 1e-2, 1, 0.6, reason="max_steps")]
     runs += [_record("mqar", "linear", 32, 1e-2, 0, 0.7, reason="plateau")]  # levelled off: no rerun
@@ -238,6 +239,10 @@ def test_long_jobs_rerun_every_run_the_cap_stopped_and_the_table_uses_the_rerun(
         "each seed's rerun stands in for its capped run"
     assert final[("kda", 32)]["not_plateaued"] == 0 and capped[("kda", 32)]["not_plateaued"] == 2
     assert final[("linear", 32)] == capped[("linear", 32)], "no rerun: the capped run stays"
+    short = [{**long_runs[0], "steps_done": 20, "final_eval_acc": 0.3}, long_runs[1]]
+    kept = {(r["mixer"], r["seq_len"]): r for r in sweep.aggregate(runs, short)}[("kda", 32)]
+    assert kept["extended"] == 1 and kept["rerun_shorter"] == 1 and kept["accs"] == [0.40, 0.9], \
+        "a rerun that plateaued after fewer steps than the capped run trained does not replace it"
     stray = _record("mqar", "linear", 32, 1e-2, 0, 0.99)
     stray["job"]["steps"] = 40  # `run --steps 40` written next to the main runs by mistake
     assert sweep.aggregate(runs + [stray]) == sweep.aggregate(runs), "a run with another cap is not an extra seed"
@@ -247,12 +252,12 @@ def test_lr_check_reruns_a_mixer_with_a_seed_at_chance_one_rate_lower(small_prot
     monkeypatch.setattr(sweep, "LONG_STEPS", 40)
     runs = [_record("mqar", m, 16, lr, 0, a) for m, lr, a in
             [("linear", 1e-3, 0.2), ("linear", 1e-2, 0.9), ("kda", 1e-3, 0.5), ("kda", 1e-2, 0.95)]]
-    runs += [{**_record("mqar", "kda", 32, 1e-2, 0, 0.004, reason="max_steps"), "best_eval_acc": 0.004},
+    runs += [{**_record("mqar", "kda", 32, 1e-2, 0, 0.004, reason="max_steps"), "best_eval_acc": 0.004, "steps_done": 30},
              _record("mqar", "kda", 32, 1e-2, 1, 0.9), _record("mqar", "linear", 32, 1e-2, 0, 0.6),
              _record("mqar", "linear", 32, 1e-2, 1, 0.7)]
     jobs = sweep.lr_check_jobs(runs, [])
     assert [(j.mixer, j.seq_len, j.lr, j.seed, j.steps) for j in jobs] == [("kda", 32, 1e-3, 0, 40), ("kda", 32, 1e-3, 1, 40)]
-    rescued = {**_record("mqar", "kda", 32, 1e-2, 0, 0.85), "best_eval_acc": 0.85}
+    rescued = {**_record("mqar", "kda", 32, 1e-2, 0, 0.85), "best_eval_acc": 0.85, "steps_done": 40}
     rescued["job"]["steps"] = 40
     assert sweep.lr_check_jobs(runs, [rescued]) == [], "its longer-cap rerun left chance: no LR check"
     assert sweep.lr_check(runs, [], "mqar") == ([], "")

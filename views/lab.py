@@ -73,7 +73,9 @@ else:
                     f"{sweep.LONG_STEPS}-step reruns)")
         st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")  # full width: key columns stay on screen
     n_cap = sum(r["not_plateaued"] for r in rows)  # with the reruns in place
-    n_capped, n_ext = sum(r["not_plateaued"] for r in rows_cap), sum(r["extended"] for r in rows)
+    n_capped = sum(r["not_plateaued"] for r in rows_cap)
+    n_ext = sum(r["extended"] + r["rerun_shorter"] for r in rows)  # capped runs with a rerun
+    n_short = sum(r["rerun_shorter"] for r in rows)
     so_far = f" so far (the others show their {sweep.MAX_STEPS}-step number)" if n_ext < n_capped else ""
     st.caption(
         f"Held-out accuracy on the answer tokens of {sweep.EVAL_EXAMPLES} fresh sequences, mean ± std over seeds (n). "
@@ -84,8 +86,10 @@ else:
         f"{100 * sweep.MIN_GAIN:.0f} point{'s' if sweep.MIN_GAIN != 0.01 else ''} over {sweep.PATIENCE} steps (after {sweep.MIN_STEPS}), or at "
         f"{sweep.MAX_STEPS} steps (a run still at chance, below {100 * sweep.ESCAPE_ACC:.0f}%, is never called a "
         f"plateau). A run that cap stopped (still gaining, or still at chance) is run again from scratch with a "
-        f"{sweep.LONG_STEPS}-step cap and the same rule, and the table shows the rerun in its place: {n_ext} of the "
-        f"{n_capped} capped runs have one{so_far}; {n_cap} of the {sum(r['n'] for r in rows)} runs shown ended at "
+        f"{sweep.LONG_STEPS}-step cap and the same rule, and the table shows the rerun in its place unless the rerun "
+        f"stopped on a plateau after fewer steps than the capped run had trained (its learning rate anneals over "
+        f"{sweep.LONG_STEPS} steps, so a plateau can be called while it is still high; then the longer-trained "
+        f"capped run stands: {n_short} seeds): {n_ext} of the {n_capped} capped runs have a rerun{so_far}; {n_cap} of the {sum(r['n'] for r in rows)} runs shown ended at "
         f"their step cap rather than a plateau ({sum(r['rising'] for r in rows)} of them still gaining). {len(runs)} "
         f"runs in all (LR sweep included) and {len(long_runs)} reruns; each file in "
         "assets/lab/ and assets/lab/long/ stores the command that reproduces it; `python -m k3lite.lab_sweep all` "
