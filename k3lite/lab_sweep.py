@@ -13,7 +13,10 @@ Protocol (Zoology, arXiv 2312.04927; Kimi Linear report, arXiv 2510.26692, synth
   * `SEEDS` seeds per (task, mixer, length);
   * the longer cap: every run that MAX_STEPS stopped (still gaining, or still at chance) is run again from scratch
     with a `LONG_STEPS` cap, in `assets/lab/long/` (`python -m k3lite.lab_sweep long --workers 2`); the table
-    shows that rerun in its place, and the page shows what the longer cap changed at each task's longest length.
+    shows that rerun in its place (unless it trained fewer steps than the capped run), and the page shows what
+    the longer cap changed at each task's longest length;
+  * the learning-rate check: at each task's longest length, a mixer with a seed still at chance after its rerun
+    gets every seed again one LR lower (`lr_check_jobs`, run by the same `long` command, stored with the reruns).
 
 Each finished run is one JSON file under `assets/lab/` (config, held-out curve, final accuracy, wall time, the
 command that reproduces it). The sweep is resumable: a run whose file exists is skipped, so it can run for
