@@ -514,7 +514,8 @@ def capacity_sentence(rows: list[dict], runs: list[dict], final_rows: list[dict]
                 f"such run took {minutes:.1f} minutes here (median wall time of those runs).")
         capped = {r["mixer"]: r["not_plateaued"] for r in rows if r["task"] == task and r["seq_len"] == T}
         final = {r["mixer"]: r for r in (final_rows or []) if r["task"] == task and r["seq_len"] == T}
-        if all(m in final and capped[m] and final[m].get("extended", 0) == capped[m] for m in ("linear", best)):
+        if all(m in final and capped[m] and final[m].get("extended", 0) + final[m].get("rerun_shorter", 0) == capped[m]
+               for m in ("linear", best)):  # every capped run of the two has its rerun (used, or shorter and not)
             lin, bst = final["linear"], final[best]
             closes = bst["mean"] - lin["mean"] <= max(0.02, lin["std"], bst["std"])
             text += (f" With every capped run of the two rerun with a {LONG_STEPS}-step cap they reach "

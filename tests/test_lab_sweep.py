@@ -199,6 +199,9 @@ def test_capacity_sentence_names_the_longest_length_and_the_best_delta_rule(smal
     assert "the gap stays, so at this length it is room in the state" in stays
     partial = sweep.capacity_sentence(rows, runs, [row("linear", 32, 0.96, extended=1), row("kda", 32, 0.97, extended=1)])
     assert "1500" not in partial, "one of linear's two capped runs has no rerun yet: no verdict on the gap"
+    kept = sweep.capacity_sentence(rows, runs, [{**row("linear", 32, 0.96, extended=1), "rerun_shorter": 1},
+                                               row("kda", 32, 0.97, extended=1)])
+    assert "they reach 96% and 97%" in kept, "a rerun that stopped earlier still counts as the run's rerun"
 
 
 def test_long_jobs_rerun_every_run_the_cap_stopped_and_the_table_uses_the_rerun(small_protocol, monkeypatch):
