@@ -89,9 +89,10 @@ else:
         f"{sweep.LONG_STEPS}-step cap and the same rule, and the table shows the rerun in its place unless the rerun "
         f"stopped on a plateau after fewer steps than the capped run had trained (its learning rate anneals over "
         f"{sweep.LONG_STEPS} steps, so a plateau can be called while it is still high; then the longer-trained "
-        f"capped run stands: {n_short} seeds): {n_ext} of the {n_capped} capped runs have a rerun{so_far}; {n_cap} of the {sum(r['n'] for r in rows)} runs shown ended at "
-        f"their step cap rather than a plateau ({sum(r['rising'] for r in rows)} of them still gaining). {len(runs)} "
-        f"runs in all (LR sweep included) and {len(long_runs)} reruns; each file in "
+        f"capped run stands: {n_short} seeds): {n_ext} of the {n_capped} capped runs have a rerun{so_far}; {n_cap} "
+        f"of the {sum(r['n'] for r in rows)} runs shown ended at their step cap rather than a plateau "
+        f"({sum(r['rising'] for r in rows)} of them still gaining). {len(runs)} runs in all (LR sweep included) "
+        f"and {len(long_runs)} reruns; each file in "
         "assets/lab/ and assets/lab/long/ stores the command that reproduces it; `python -m k3lite.lab_sweep all` "
         "then `python -m k3lite.lab_sweep long` make (or complete) the set.")
     for task, (long_rows, long_sentence) in checks.items():
