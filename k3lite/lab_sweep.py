@@ -100,7 +100,7 @@ class Job:
 
     @property
     def name(self) -> str:
-        cap = "" if self.steps in (None, MAX_STEPS) else f"_steps{self.steps}"
+        cap = "" if self.steps is None else f"_steps{self.steps}"
         return f"{self.task}_T{self.seq_len}_{self.mixer}_lr{self.lr:g}_s{self.seed}{cap}"
 
     def path(self, results_dir: Path = RESULTS_DIR) -> Path:
@@ -108,7 +108,7 @@ class Job:
 
     @property
     def command(self) -> str:
-        cap = "" if self.steps in (None, MAX_STEPS) else f" --steps {self.steps} --results {LONG_DIR.relative_to(ROOT)}"
+        cap = "" if self.steps is None else f" --steps {self.steps} --results {LONG_DIR.relative_to(ROOT)}"
         return (f"python -m k3lite.lab_sweep run --task {self.task} --mixer {self.mixer} --seq-len {self.seq_len} "
                 f"--lr {self.lr:g} --seed {self.seed}{cap}")
 
@@ -216,6 +216,16 @@ def main_jobs(task: str, runs: list[dict]) -> list[Job] | None:
     return [Job(task, m, T, lrs[m], s) for s in SEEDS for T in SEQ_LENS[task] for m in MIXERS]
 
 
+def at_chance(run: dict) -> bool:
+    """A run whose best held-out accuracy never left chance (below ESCAPE_ACC)."""
+    return run.get("best_eval_acc", run["final_eval_acc"]) < ESCAPE_ACC
+
+
+def mean_std(accs: list[float]) -> tuple[float, float]:
+    """Mean and population std over seeds (std 0 for one seed)."""
+    return statistics.fmean(accs), statistics.pstdev(accs) if len(accs) > 1 else 0.0
+
+
 def still_rising(run: dict) -> bool:
     """A run the step cap stopped while it was still learning: its best held-out accuracy gained at least
     MIN_GAIN over the last PATIENCE steps (the plateau rule's own test, failed at the cap). Such a number is a
@@ -235,12 +245,12 @@ def long_jobs(runs: list[dict], task: str | None = None) -> list[Job]:
     jobs = []
     for r in runs:
         j = Job(**r["job"])
-        if (task is not None and j.task != task) or j.steps not in (None, MAX_STEPS) or j.seed not in SEEDS \
+        if (task is not None and j.task != task) or j.steps is not None or j.seed not in SEEDS \
                 or r.get("stop_reason") != "max_steps" or j.lr != chosen_lr(runs, j.task, j.mixer):
             continue
         lens = sorted(SEQ_LENS.get(j.task, (j.seq_len,)), reverse=True)
         rank = lens.index(j.seq_len) if j.seq_len in lens else len(lens)
-        chance = r.get("best_eval_acc", r["final_eval_acc"]) < ESCAPE_ACC
+        chance = at_chance(r)
         key = (rank, chance, list(SEQ_LENS).index(j.task) if j.task in SEQ_LENS else 99,
                MIXERS[::-1].index(j.mixer) if j.mixer in MIXERS else 99, j.seed)
         jobs.append((key, Job(j.task, j.mixer, j.seq_len, j.lr, j.seed, LONG_STEPS)))
@@ -269,7 +279,7 @@ def long_check(runs: list[dict], long_runs: list[dict], task: str = "mqar") -> t
         shorts = [sr["final_eval_acc"] for _, sr in found[mixer] if sr is not None]
         rows.append({"mixer": mixer, "lr": found[mixer][0][0]["job"]["lr"], "n": len(longs),
                      "seeds": [lr["job"]["seed"] for lr, _ in found[mixer]],
-                     "long_mean": statistics.fmean(longs), "long_std": statistics.pstdev(longs) if len(longs) > 1 else 0.0,
+                     **dict(zip(("long_mean", "long_std"), mean_std(longs))),
                      "short_mean": statistics.fmean(shorts) if len(shorts) == len(longs) else None,
                      "steps": [lr["steps_done"] for lr, _ in found[mixer]],
                      "still_rising": sum(still_rising(lr) for lr, _ in found[mixer])})
@@ -323,9 +333,9 @@ def lr_check(runs: list[dict], long_runs: list[dict], task: str) -> tuple[list[d
         accs = [r["final_eval_acc"] for r in sorted(recs, key=lambda r: r["job"]["seed"])]
         rows.append({"mixer": mixer, "lr": final[mixer]["lr"], "mean": final[mixer]["mean"],
                      "at_chance": final[mixer]["at_chance"], "n": final[mixer]["n"],
-                     "low_lr": recs[0]["job"]["lr"], "low_n": len(accs), "low_mean": statistics.fmean(accs),
-                     "low_std": statistics.pstdev(accs) if len(accs) > 1 else 0.0,
-                     "low_at_chance": sum(r.get("best_eval_acc", r["final_eval_acc"]) < ESCAPE_ACC for r in recs),
+                     "low_lr": recs[0]["job"]["lr"], "low_n": len(accs),
+                     **dict(zip(("low_mean", "low_std"), mean_std(accs))),
+                     "low_at_chance": sum(map(at_chance, recs)),
                      "low_rising": sum(still_rising(r) for r in recs)})
     if not rows:
         return rows, ""
@@ -383,11 +393,11 @@ def aggregate(runs: list[dict], long_runs: list[dict] | None = None) -> list[dic
                 sel = [lr if u else r for r, lr, u in zip(sel, reruns, use)]
                 accs = [r["final_eval_acc"] for r in sorted(sel, key=lambda r: r["job"]["seed"])]
                 rows.append({"task": task, "mixer": mixer, "seq_len": T, "lr": lr, "n": len(accs),
-                             "mean": statistics.fmean(accs), "std": statistics.pstdev(accs) if len(accs) > 1 else 0.0,
+                             **dict(zip(("mean", "std"), mean_std(accs))),
                              "min": min(accs), "max": max(accs), "accs": accs,
                              "not_plateaued": sum(r["stop_reason"] == "max_steps" for r in sel),
                              "rising": sum(still_rising(r) for r in sel),
-                             "at_chance": sum(r.get("best_eval_acc", r["final_eval_acc"]) < ESCAPE_ACC for r in sel),
+                             "at_chance": sum(map(at_chance, sel)),
                              "extended": n_ext, "rerun_shorter": n_kept})
     return rows
 
@@ -446,7 +456,8 @@ def order_sentences(rows: list[dict], task: str) -> list[str]:
             caveat = (f" Not final: {n} of these runs ({', '.join(short_name(r['mixer']) for r in rising)}) "
                       f"{'was' if n == 1 else 'were'} still gaining when "
                       f"{'its' if n == 1 else 'their'} step cap stopped {'it' if n == 1 else 'them'} (at least "
-                      f"{100 * MIN_GAIN:.0f} point over the last {PATIENCE} steps), so {'its mixer' if n == 1 else 'their'} means are lower bounds.")
+                      f"{100 * MIN_GAIN:.0f} point over the last {PATIENCE} steps), so "
+                      f"{'its mixer' if n == 1 else 'their'} means are lower bounds.")
         out.append(f"T = {T}: {ranked} (mean over {seeds} per mixer) — {report_verdict(order)}.{caveat}")
     return out
 

@@ -114,10 +114,12 @@ def model_moe_inputs(model, data: bytes, chunk: int = 512) -> dict[int, torch.Te
 
 
 # ------------------------------------------------------------------------------------ calibration
-def held_out_violation(router: Router, held: torch.Tensor) -> float:
-    """max(load)/mean(load) - 1 of `router`'s top-k choices on the held-out tokens `held` (M, d)."""
+def held_out_violation(router: Router, held: torch.Tensor, scores: torch.Tensor | None = None) -> float:
+    """max(load)/mean(load) - 1 of `router`'s top-k choices on the held-out tokens `held` (M, d); `scores`: their
+    raw scores (M, E) if already computed (the router's weights unchanged since)."""
     with torch.no_grad():
-        return routing_metrics(router(held).topk_idx, router.cfg.n_routed_experts)[1]
+        scores = router.score(held) if scores is None else scores
+        return routing_metrics(router.select(scores), router.cfg.n_routed_experts)[1]
 
 
 class Calibration(NamedTuple):
@@ -174,8 +176,7 @@ def calibrate(router: Router, stream: torch.Tensor, method: str, steps: int = 60
         else:
             r.update_balance(stream_scores[rows])  # quantile skips the selection it does not read
         if step in record_at:
-            curve[step] = (held_out_violation(r, held) if held_scores is None else
-                           routing_metrics(r.select(held_scores), r.cfg.n_routed_experts)[1])
+            curve[step] = held_out_violation(r, held, held_scores)
         if step in keep_at:
             kept[step] = copy.deepcopy(r).requires_grad_(False)
     r.weight.requires_grad_(False)
