@@ -52,7 +52,7 @@ def grads(fn, args, w_o, w_S, chunk_size=None):
 
 
 @pytest.mark.parametrize("name", list(KERNELS))
-@pytest.mark.parametrize("chunk_size,strong", [(8, False), (32, False), (16, True), (40, True), (64, False)])
+@pytest.mark.parametrize("chunk_size,strong", [(8, False), (32, False), (16, True), (40, True), (64, False), (64, True)])
 def test_chunk_backward_equals_recurrent_autograd(name, chunk_size, strong):
     """Gradients of o and of the final state w.r.t. q, k, v, g, beta and the initial state."""
     args = inputs(name, strong=strong, seed=chunk_size)

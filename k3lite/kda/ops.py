@@ -153,8 +153,9 @@ def chunk_gated_delta(q, k, v, g, beta, scale, initial_state, output_final_state
         O = scale ((Q * Gamma) S0 + tril(Q Diag-decay K^T) Delta)
         S_C = Diag(Gamma_C) S0 + (K * Gamma_C / Gamma)^T Delta
     Without the delta rule (GLA, Mamba-2, linear attention) A is dropped: Delta = Diag(beta) V.
-    Every exponent is a difference G_c - G_i with c >= i (<= 0), except the bounded, checked one
-    inside the Gram factorisation (see `k3lite.kda.chunk._decayed_grams`), so nothing overflows.
+    Every exponent is a difference G_c - G_i with c >= i (<= 0), except the bounded, checked e^(-G) of the
+    one-matmul Grams (chunks whose decay span exceeds the cap take `k3lite.kda.chunk._steep_grams`), so nothing
+    overflows.
     Layout: chunk-major (N, B*H, C, .): the parallel part of every chunk (`k3lite.kda.chunk.chunk_intra`) is one
     batch of small matmuls; only the state carry (`chunk_carry`) loops over the chunks. Without gradients the
     chunks go in groups small enough to stay in cache (on a CPU the elementwise work is memory-bound), and
