@@ -201,6 +201,7 @@ def chunk_gated_delta(q, k, v, g, beta, scale, initial_state, output_final_state
             it = chunk_intra(*(chunk_view(x, n0, n1) for x in (q, k, v, g, beta)), delta, keep=False)
             o_grp, S = chunk_carry(it, n1 - n0, S, scale, delta, in_place=True)  # (n, BH, C, V)
             chunk_view(o, n0, n1).copy_(o_grp.view(n1 - n0, B, H, C, V))
+            del it, o_grp  # free this group's buffers before the next group allocates: it reuses them, still in cache
         o = o[:, :T]  # (B, T, H, V)
     return o.to(dtype), (S.reshape(B, H, K, V) if output_final_state else None)
 
