@@ -95,6 +95,16 @@ def routing_metrics(topk_idx: torch.Tensor, n_experts: int) -> tuple[torch.Tenso
     return load, max_violation, cv, entropy
 
 
+def routing_stats(route: RouterOutput, shape: tuple[int, int], n_experts: int, dropped: int,
+                  dispatch_dim: int) -> RoutingStats:
+    """The RoutingStats of one layer's routing `route` (flat over N = B * T tokens; shape = (B, T)): what
+    LatentMoE.forward reports, and all a page that shows only the routing needs (no expert has to run)."""
+    load, max_violation, cv, entropy = routing_metrics(route.topk_idx, n_experts)
+    return RoutingStats(topk_idx=route.topk_idx.view(*shape, -1), topk_weight=route.topk_weight.detach().view(*shape, -1),
+                        scores=route.scores.detach().view(*shape, -1), load=load, max_violation=max_violation, cv=cv,
+                        dropped=dropped, entropy=entropy, dispatch_dim=dispatch_dim)
+
+
 def quantile_beta(scores: torch.Tensor, k: int, beta: torch.Tensor, n_iters: int = 1) -> torch.Tensor:
     """One (or more) Quantile Balancing dual updates; returns the new beta (E,).
 
@@ -436,15 +446,8 @@ class LatentMoE(nn.Module):
             y = y + self.shared(flat)
         if not stats:
             return MoEOutput(y.view(b, t, d), route.aux_loss, None)
-        load, max_violation, cv, entropy = routing_metrics(route.topk_idx, cfg.n_routed_experts)
-        routing = RoutingStats(
-            topk_idx=route.topk_idx.view(b, t, -1),
-            topk_weight=route.topk_weight.detach().view(b, t, -1),
-            scores=route.scores.detach().view(b, t, -1),
-            load=load, max_violation=max_violation, cv=cv, dropped=res.dropped, entropy=entropy,
-            dispatch_dim=self.dispatch_dim,
-        )
-        return MoEOutput(y.view(b, t, d), route.aux_loss, routing)
+        return MoEOutput(y.view(b, t, d), route.aux_loss, routing_stats(route, (b, t), cfg.n_routed_experts,
+                                                                        res.dropped, self.dispatch_dim))
 
 
 def active_expert_flops_per_token(dim: int, ffn_dim: int, top_k: int) -> int:

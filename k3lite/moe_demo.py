@@ -22,7 +22,8 @@ from typing import NamedTuple, Sequence
 import torch
 
 from k3lite.config import BALANCING_METHODS, MoEConfig
-from k3lite.moe import LatentMoE, Router, routing_metrics, selection_stability
+from k3lite.moe import (LatentMoE, Router, capacity_for, capacity_mask, routing_metrics, routing_stats,
+                        selection_stability)
 from k3lite.tokenizer import token_label, validate_prompt
 
 METHODS = tuple(BALANCING_METHODS)  # none, aux_loss, bias, quantile
@@ -334,13 +335,16 @@ def prompt_demo(cfg: MoEConfig, d_model: int, prompt: str, seed: int = 0, stream
         fit = fit_balancers(cfg, d_model, seed, stream_x, updates, update_counts)
     elif fit.updates != updates or fit.cfg != routing_cfg(cfg) or fit.seed != seed:
         raise ValueError("the fit passed was made for another routing config, seed or update budget")
-    layer = seeded_layer(cfg, d_model, seed)
+    # the panel shows the routing only: what LatentMoE.forward would report with this router (`routing_stats`),
+    # without running the experts, whose output nothing here reads. The fitted router is only read (its cfg is the
+    # routing_cfg with balancing = method: the fields a Router reads are the page's)
+    capacity = capacity_for(len(data), cfg.top_k, cfg.n_routed_experts, cfg.capacity_factor)
     stats = {}
     for method in METHODS:
-        router = copy.deepcopy(fit.routers[method])  # its own copy: the cached fit is never touched
-        layer.router, layer.cfg = router, replace(cfg, balancing=method)
         with torch.inference_mode():
-            stats[method] = layer(prompt_x[None]).stats
+            route = fit.routers[method](prompt_x)  # (T, d) -> flat (T, k) / (T, E)
+            dropped = int((~capacity_mask(route.topk_idx, cfg.n_routed_experts, capacity)).sum())
+        stats[method] = routing_stats(route, (1, len(data)), cfg.n_routed_experts, dropped, cfg.latent_dim or d_model)
     return PromptDemo([token_label(b) for b in data], stats, fit.eval_load, fit.eval_violation, fit.stability,
                       fit.curves, fit.update_counts, fit.updates, fit.untrained_violation, fit.expert_choice,
                       fit.eval_tokens, fit.fit_tokens, fit.batch)
