@@ -214,19 +214,22 @@ class Router(nn.Module):
             self.bias.copy_(quantile_beta(scores, cfg.top_k, self.bias))
 
 
-def selection_stability(router: Router, x: torch.Tensor, eps: float = 1e-3, seed: int = 0) -> float:
+def selection_stability(router: Router, x: torch.Tensor, eps: float = 1e-3, seed: int = 0, *,
+                        scores: torch.Tensor | None = None, chosen: torch.Tensor | None = None) -> float:
     """Fraction of top-k choices that flip when the raw scores get Gaussian noise of std `eps`.
 
     0 = perfectly stable; the "sensitive selection" problem: near-tied scores make top-k jumpy, so a tiny
-    change of weights or input reroutes a token (and its bytes) to a different GPU.
+    change of weights or input reroutes a token (and its bytes) to a different GPU. `scores` (N, E) =
+    router.score(x) and `chosen` (N, k) = router.select(scores), if the caller has them already.
     """
     if eps < 0:
         raise ValueError(f"eps must be >= 0, got {eps}")
     with torch.no_grad():
-        scores = router.score(x.reshape(-1, x.shape[-1]))  # (N, E)
+        scores = router.score(x.reshape(-1, x.shape[-1])) if scores is None else scores  # (N, E)
         gen = torch.Generator(device="cpu").manual_seed(seed)
         noise = torch.randn(scores.shape, generator=gen).to(scores.device) * eps
-        a, b = router.select(scores), router.select(scores + noise)  # (N, k) each
+        a = router.select(scores) if chosen is None else chosen  # (N, k)
+        b = router.select(scores + noise)  # (N, k)
         ma = torch.zeros_like(scores, dtype=torch.bool).scatter_(1, a, True)
         mb = torch.zeros_like(scores, dtype=torch.bool).scatter_(1, b, True)
         if a.numel() == 0:

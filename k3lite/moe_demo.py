@@ -298,10 +298,14 @@ def fit_balancers(cfg: MoEConfig, d_model: int, seed: int = 0, stream_x: torch.T
         fitted = calibrate(base, fit, method, steps=counts[-1], batch=batch, seed=seed, held=held,
                            record_at=counts, keep_at=(updates,))
         router = fitted.kept[updates]
-        with torch.inference_mode():
-            load, v, _, _ = routing_metrics(router(held).topk_idx, cfg.n_routed_experts)
-        return router, [fitted.curve[n] for n in counts], load.tolist(), v, selection_stability(router, held, eps=0.01,
-                                                                                                seed=seed)
+        if method != "aux_loss":  # only the aux loss moves the weights: share the base's (a cached fit is ~2x smaller)
+            router.weight = base.weight
+        with torch.no_grad():  # what router(held) selects, scored once for the load and the flips
+            scores = router.score(held)  # (M, E)
+            chosen = router.select(scores)  # (M, k)
+        load, v, _, _ = routing_metrics(chosen, cfg.n_routed_experts)
+        flips = selection_stability(router, held, eps=0.01, seed=seed, scores=scores, chosen=chosen)
+        return router, [fitted.curve[n] for n in counts], load.tolist(), v, flips
 
     # the methods are independent (each its own copy of the router and its own seeded generator) and their time
     # is in torch ops that release the GIL, so on a multi-core server they run side by side: the same numbers

@@ -122,11 +122,12 @@ def demo_is_shipped(cfg: MoEConfig, prompt: str, layer: int) -> bool:
             and shipped("moe_demo_default") is not None)
 
 
-@st.cache_resource(max_entries=16, show_spinner="Fitting each balancing method on the calibration stream…")
+@st.cache_resource(max_entries=64, show_spinner="Fitting each balancing method on the calibration stream…")
 def balance_fit(rcfg: MoEConfig, layer: int):
     """Every method's fitted router, shared by all sessions: only the routing fields (`routing_cfg`: experts,
     top-k) and the layer key it, so moving the latent, the shared experts, the method or the prompt reuses it.
-    Never mutated (prompt_demo routes through copies)."""
+    Never mutated (prompt_demo only reads it). 64 entries: two per visitor of a class of 30, so a visitor's own
+    fit is still there when they next move a control the fit does not depend on (~1 MB each at E = 896)."""
     model, _ = lite_model()
     # the methods side by side on the server's cores (the same numbers; 2 cores: 2.9 -> 1.7 s at E 896, top-16)
     return fit_balancers(rcfg, model.cfg.d_model, stream_x=stream_state(layer), threads=min(3, os.cpu_count() or 1))
