@@ -24,6 +24,7 @@ import torch
 from k3lite.config import BALANCING_METHODS, MoEConfig
 from k3lite.moe import (LatentMoE, Router, capacity_for, capacity_mask, routing_metrics, routing_stats,
                         selection_stability)
+from k3lite.rng import seeded
 from k3lite.tokenizer import token_label, validate_prompt
 
 METHODS = tuple(BALANCING_METHODS)  # none, aux_loss, bias, quantile
@@ -228,8 +229,8 @@ class PromptDemo(NamedTuple):
 
 def seeded_layer(cfg: MoEConfig, d_model: int, seed: int) -> LatentMoE:
     """A fresh frozen LatentMoE with the weights `seed` gives (the same for every call), balancing "none"."""
-    torch.manual_seed(seed)
-    return LatentMoE(d_model, replace(cfg, balancing="none")).requires_grad_(False)
+    with seeded(seed):
+        return LatentMoE(d_model, replace(cfg, balancing="none")).requires_grad_(False)
 
 
 def routing_cfg(cfg: MoEConfig) -> MoEConfig:

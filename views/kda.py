@@ -8,6 +8,7 @@ import torch
 
 from k3lite import kda, memory
 from k3lite.config import get_preset
+from k3lite.rng import seeded
 from k3lite.tokenizer import token_label, validate_prompt
 from k3lite.viz.kda import decay_heatmap, memory_figure, recall_figure, state_figure, state_norm_figure
 from k3lite.viz.memo import shared_figure
@@ -53,9 +54,9 @@ push_url("kda_source", "kda_prompt", "kda_T", "kda_head")
 @st.cache_resource
 def demo_layer():
     """A freshly initialised (untrained) KDA layer of the `lite` preset and a byte embedding, fixed seed."""
-    torch.manual_seed(SEED)
-    embed = torch.nn.Embedding(256, LITE.d_model)
-    return embed.eval(), kda.KimiDeltaAttention(LITE.d_model, LITE.kda).eval()
+    with seeded(SEED):  # not a bare global reseed: other sessions' builds would interleave their draws (k3lite.rng)
+        embed = torch.nn.Embedding(256, LITE.d_model)
+        return embed.eval(), kda.KimiDeltaAttention(LITE.d_model, LITE.kda).eval()
 
 
 @st.cache_data(max_entries=32, show_spinner="Running the KDA layer…")
