@@ -33,7 +33,8 @@ def _exact_blocks(q, k, G):
 
 
 def _decayed_grams(q, k, G, sub: int = _SUB, cap: float = _CAP):
-    """Both intra-chunk matrices of the chunk algorithm for chunks longer than `sub`:
+    """Both intra-chunk matrices of the chunk algorithm, for chunks longer than `sub` whose decay span is too
+    large for the one-matmul form in `chunk_intra` (see `_steep_grams`):
 
         Aqk[c, i] = sum_d q_c[d] k_i[d] exp(G_c[d] - G_i[d])   for c >= i   (causal, with diagonal)
         Akk[c, i] = sum_d k_c[d] k_i[d] exp(G_c[d] - G_i[d])   for c >  i   (strictly lower)
