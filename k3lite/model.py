@@ -152,7 +152,9 @@ class K3Model(nn.Module):
         self.check_tokens(tokens, cache)
         cfg = self.cfg
         emb = self.embed(tokens)  # (B, T, d)
-        stream = ResidualStream(emb, cfg.attn_res, cfg.attn_res_block_size)
+        per_source = cfg.attn_res_block_size if cfg.attn_res == "block" else 1  # sublayer outputs per source
+        max_sources = 1 + -(-2 * cfg.n_layers // per_source)  # embedding + ceil(2L / S) sums: the buffer size
+        stream = ResidualStream(emb, cfg.attn_res, cfg.attn_res_block_size, max_sources)
         tr = None
         if trace:
             tr = Trace(tokens=tokens[0].tolist(), attn_res=cfg.attn_res, attn_res_block_size=cfg.attn_res_block_size,
