@@ -46,23 +46,22 @@ class DepthAttention(nn.Module):
         self.query = nn.Parameter(torch.zeros(d_model))  # pseudo-query w_l: zero -> uniform weights
         self.key_norm = RMSNorm(d_model, eps=norm_eps)
 
-    def forward(self, sources: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """sources (N, B, T, d) -> h (B, T, d), weights (B, T, N) summing to 1 over N."""
+    def forward(self, sources: torch.Tensor, inv_rms: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """sources (N, B, T, d) -> h (B, T, d), weights (B, T, N) summing to 1 over N.
+
+        `inv_rms` (N, B, T), each source's 1 / rms (what key_norm divides by), if the caller has it: then
+        RMSNorm(v) . w = (v . (weight * w)) / rms(v), so a source that several sublayers read is normalised
+        once, not by each (the same numbers up to fp32 rounding; ResidualStream's inference path).
+        """
         if sources.dim() != 4 or sources.shape[-1] != self.query.shape[0]:
             raise ValueError(f"DepthAttention expects sources (N, B, T, {self.query.shape[0]}), got {tuple(sources.shape)}")
         # a matrix-vector product and a weighted sum over N, not einsum: einsum turns both into a bmm with one
         # tiny batch entry per (b, t), which the CPU runs as a loop (9,600 aten calls at T=400; bench model)
-        logits = self.key_norm(sources) @ self.query.to(sources.dtype)  # (N, B, T)
-        weights = logits.float().softmax(dim=0).to(sources.dtype)  # (N, B, T)
-        h = (weights[..., None] * sources).sum(0)  # (B, T, d)
-        return h, weights.permute(1, 2, 0)  # (B, T, d), (B, T, N)
-
-    def forward_normed(self, sources: torch.Tensor, inv_rms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """forward() given each source's 1 / rms (N, B, T) (what key_norm divides by): RMSNorm(v) . w =
-        (v . (weight * w)) / rms(v), so a source that several sublayers read is normalised once, not by each
-        (the same numbers up to fp32 rounding; ResidualStream's inference path)."""
-        wq = (self.key_norm.weight.float() * self.query.float()).to(sources.dtype)  # (d,)
-        logits = (sources @ wq) * inv_rms  # (N, B, T)
+        if inv_rms is None:
+            logits = self.key_norm(sources) @ self.query.to(sources.dtype)  # (N, B, T)
+        else:
+            wq = (self.key_norm.weight.float() * self.query.float()).to(sources.dtype)  # (d,)
+            logits = (sources @ wq) * inv_rms  # (N, B, T)
         weights = logits.float().softmax(dim=0).to(sources.dtype)  # (N, B, T)
         h = (weights[..., None] * sources).sum(0)  # (B, T, d)
         return h, weights.permute(1, 2, 0)  # (B, T, d), (B, T, N)
@@ -87,7 +86,7 @@ class ResidualStream:
     def __init__(self, embedding: torch.Tensor, mode: str = "full", block_size: int = 1, max_sources: int = 0):
         """`max_sources` > 0 (the most sources any mix will read) turns on the inference path when autograd is
         off: sources are written once into one preallocated buffer (no torch.stack per mix) and each source's
-        1 / rms is computed once for all the mixes that read it (DepthAttention.forward_normed)."""
+        1 / rms is computed once for all the mixes that read it (DepthAttention's `inv_rms`)."""
         if mode not in ATTN_RES_MODES:
             raise ValueError(f"attn_res mode must be one of {ATTN_RES_MODES}, got {mode!r}")
         if not isinstance(block_size, int) or block_size <= 0:
@@ -123,7 +122,7 @@ class ResidualStream:
         if self._buf is None:
             h, w = attn(torch.stack(srcs))  # (B, T, d), (B, T, N)
         else:
-            h, w = attn.forward_normed(self._buf[:n], self._source_inv_rms(n, attn.key_norm.eps))
+            h, w = attn(self._buf[:n], self._source_inv_rms(n, attn.key_norm.eps))  # (B, T, d), (B, T, N)
         return DepthMix(h, w, tuple(range(n)))
 
     def _source_inv_rms(self, n: int, eps: float) -> torch.Tensor:

@@ -146,7 +146,7 @@ def test_heatmap_has_one_source_label_per_column(mode, block):
 @pytest.mark.parametrize("mode,block", [("full", 1), ("block", 2), ("block", 3)])
 def test_inference_buffer_path_matches_the_stacked_path(mode, block):
     """Without autograd and with max_sources, sources live in one buffer and each 1/rms is computed once
-    (DepthAttention.forward_normed): the same mixes as stacking and normalising every source each time."""
+    (DepthAttention's inv_rms): the same mixes as stacking and normalising every source each time."""
     d, n = 16, 7
     attns, final = random_attns(n, d, seed=4)
     emb = torch.randn(2, 5, d)
