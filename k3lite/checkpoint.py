@@ -19,6 +19,7 @@ from safetensors.torch import save_file
 
 from k3lite.config import K3Config, get_preset
 from k3lite.model import K3Model
+from k3lite.rng import seeded
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 DEFAULT_PATH = ASSETS / "lite.safetensors"
@@ -50,7 +51,8 @@ def load_checkpoint(path: str | Path):
             raise ValueError("checkpoint has no config in its metadata")
         cfg = K3Config.from_dict(json.loads(metadata["config"]))
         state = {k: f.get_tensor(k) for k in f.keys()}
-    model = K3Model(cfg)
+    with seeded(None):  # its random init is overwritten, but drawing it mid-way through a seeded build would shift that
+        model = K3Model(cfg)
     target = model.state_dict()
     state = {k: v.to(target[k].dtype) if k in target else v for k, v in state.items()}
     model.load_state_dict(state, strict=True)
@@ -65,8 +67,8 @@ def load_lite_model(path: str | Path | None = None, cfg: K3Config | None = None)
         model, _ = load_checkpoint(path)
         return model, None
     except Exception as e:  # noqa: BLE001 - any failure to read the file means: fall back, visibly
-        torch.manual_seed(0)
-        model = K3Model(cfg or get_preset("lite")).eval()
+        with seeded(0):
+            model = K3Model(cfg or get_preset("lite")).eval()
         reason = "file not found" if not path.exists() else f"{type(e).__name__}: {str(e)[:160]}"
         return model, (f"Could not load the trained checkpoint {path.name} ({reason}); using a randomly "
                        "initialised lite model, so routing and predictions are meaningless. "
@@ -89,7 +91,8 @@ def with_config(model, **changes):
     original is never mutated. Parameters the new layout lacks are dropped; new ones keep their init
     (a zero pseudo-query, i.e. uniform depth weights)."""
     cfg = model.cfg.with_(**changes)
-    new = K3Model(cfg)
+    with seeded(None):  # as in load_checkpoint: a build that draws must not interleave with a seeded one
+        new = K3Model(cfg)
     target = new.state_dict()
     new.load_state_dict({k: v for k, v in model.state_dict().items() if k in target}, strict=False)
     return new.eval()

@@ -54,6 +54,7 @@ from torch import nn
 from k3lite.attnres import DepthAttention, ResidualStream
 from k3lite.kda.ops import MIXER_KERNELS
 from k3lite.nn import RMSNorm, SwiGLU, warmup_cosine_lr
+from k3lite.rng import seeded
 from k3lite.tasks import IGNORE, TaskSpec, make_batch
 
 RECURRENT_MIXERS: tuple[str, ...] = ("linear", "mamba2", "deltanet", "gdn", "kda")
@@ -385,8 +386,8 @@ def lr_at(step: int, cfg: LabConfig) -> float:
 
 
 def build(cfg: LabConfig) -> tuple[LabModel, torch.optim.Optimizer]:
-    torch.manual_seed(cfg.seed)
-    model = LabModel(cfg)
+    with seeded(cfg.seed):
+        model = LabModel(cfg)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},

@@ -95,6 +95,16 @@ def routing_metrics(topk_idx: torch.Tensor, n_experts: int) -> tuple[torch.Tenso
     return load, max_violation, cv, entropy
 
 
+def routing_stats(route: RouterOutput, shape: tuple[int, int], n_experts: int, dropped: int,
+                  dispatch_dim: int) -> RoutingStats:
+    """The RoutingStats of one layer's routing `route` (flat over N = B * T tokens; shape = (B, T)): what
+    LatentMoE.forward reports, and all a page that shows only the routing needs (no expert has to run)."""
+    load, max_violation, cv, entropy = routing_metrics(route.topk_idx, n_experts)
+    return RoutingStats(topk_idx=route.topk_idx.view(*shape, -1), topk_weight=route.topk_weight.detach().view(*shape, -1),
+                        scores=route.scores.detach().view(*shape, -1), load=load, max_violation=max_violation, cv=cv,
+                        dropped=dropped, entropy=entropy, dispatch_dim=dispatch_dim)
+
+
 def quantile_beta(scores: torch.Tensor, k: int, beta: torch.Tensor, n_iters: int = 1) -> torch.Tensor:
     """One (or more) Quantile Balancing dual updates; returns the new beta (E,).
 
@@ -204,19 +214,22 @@ class Router(nn.Module):
             self.bias.copy_(quantile_beta(scores, cfg.top_k, self.bias))
 
 
-def selection_stability(router: Router, x: torch.Tensor, eps: float = 1e-3, seed: int = 0) -> float:
+def selection_stability(router: Router, x: torch.Tensor, eps: float = 1e-3, seed: int = 0, *,
+                        scores: torch.Tensor | None = None, chosen: torch.Tensor | None = None) -> float:
     """Fraction of top-k choices that flip when the raw scores get Gaussian noise of std `eps`.
 
     0 = perfectly stable; the "sensitive selection" problem: near-tied scores make top-k jumpy, so a tiny
-    change of weights or input reroutes a token (and its bytes) to a different GPU.
+    change of weights or input reroutes a token (and its bytes) to a different GPU. `scores` (N, E) =
+    router.score(x) and `chosen` (N, k) = router.select(scores), if the caller has them already.
     """
     if eps < 0:
         raise ValueError(f"eps must be >= 0, got {eps}")
     with torch.no_grad():
-        scores = router.score(x.reshape(-1, x.shape[-1]))  # (N, E)
+        scores = router.score(x.reshape(-1, x.shape[-1])) if scores is None else scores  # (N, E)
         gen = torch.Generator(device="cpu").manual_seed(seed)
         noise = torch.randn(scores.shape, generator=gen).to(scores.device) * eps
-        a, b = router.select(scores), router.select(scores + noise)  # (N, k) each
+        a = router.select(scores) if chosen is None else chosen  # (N, k)
+        b = router.select(scores + noise)  # (N, k)
         ma = torch.zeros_like(scores, dtype=torch.bool).scatter_(1, a, True)
         mb = torch.zeros_like(scores, dtype=torch.bool).scatter_(1, b, True)
         if a.numel() == 0:
@@ -466,15 +479,8 @@ class LatentMoE(nn.Module):
             y = y + self.shared(flat)
         if not stats:
             return MoEOutput(y.view(b, t, d), route.aux_loss, None)
-        load, max_violation, cv, entropy = routing_metrics(route.topk_idx, cfg.n_routed_experts)
-        routing = RoutingStats(
-            topk_idx=route.topk_idx.view(b, t, -1),
-            topk_weight=route.topk_weight.detach().view(b, t, -1),
-            scores=route.scores.detach().view(b, t, -1),
-            load=load, max_violation=max_violation, cv=cv, dropped=res.dropped, entropy=entropy,
-            dispatch_dim=self.dispatch_dim,
-        )
-        return MoEOutput(y.view(b, t, d), route.aux_loss, routing)
+        return MoEOutput(y.view(b, t, d), route.aux_loss, routing_stats(route, (b, t), cfg.n_routed_experts,
+                                                                        res.dropped, self.dispatch_dim))
 
 
 def active_expert_flops_per_token(dim: int, ffn_dim: int, top_k: int) -> int:

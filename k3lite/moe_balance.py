@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 from k3lite.config import BALANCING_METHODS, MoEConfig
 from k3lite.moe import LatentMoE, selection_stability
+from k3lite.rng import seeded
 
 METHODS = tuple(BALANCING_METHODS)  # none, aux_loss, bias, quantile
 
@@ -65,8 +66,8 @@ def run_balance(steps: int = 300, batch: int = 256, dim: int = 32, n_experts: in
     stream = SkewedStream(dim, seed=seed)
     base_cfg = MoEConfig(n_routed_experts=n_experts, top_k=top_k, expert_ffn_dim=ffn, balancing="none",
                          aux_loss_alpha=aux_alpha, bias_gamma=bias_gamma)
-    torch.manual_seed(seed)
-    base = LatentMoE(dim, base_cfg)
+    with seeded(seed):
+        base = LatentMoE(dim, base_cfg)
     x_eval, y_eval = stream.batch(2048, torch.Generator().manual_seed(seed + 10_000))
     runs = {}
     for method in methods:

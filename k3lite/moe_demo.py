@@ -22,7 +22,9 @@ from typing import NamedTuple, Sequence
 import torch
 
 from k3lite.config import BALANCING_METHODS, MoEConfig
-from k3lite.moe import LatentMoE, Router, routing_metrics, selection_stability
+from k3lite.moe import (LatentMoE, Router, capacity_for, capacity_mask, routing_metrics, routing_stats,
+                        selection_stability)
+from k3lite.rng import seeded
 from k3lite.tokenizer import token_label, validate_prompt
 
 METHODS = tuple(BALANCING_METHODS)  # none, aux_loss, bias, quantile
@@ -227,8 +229,8 @@ class PromptDemo(NamedTuple):
 
 def seeded_layer(cfg: MoEConfig, d_model: int, seed: int) -> LatentMoE:
     """A fresh frozen LatentMoE with the weights `seed` gives (the same for every call), balancing "none"."""
-    torch.manual_seed(seed)
-    return LatentMoE(d_model, replace(cfg, balancing="none")).requires_grad_(False)
+    with seeded(seed):
+        return LatentMoE(d_model, replace(cfg, balancing="none")).requires_grad_(False)
 
 
 def routing_cfg(cfg: MoEConfig) -> MoEConfig:
@@ -297,10 +299,14 @@ def fit_balancers(cfg: MoEConfig, d_model: int, seed: int = 0, stream_x: torch.T
         fitted = calibrate(base, fit, method, steps=counts[-1], batch=batch, seed=seed, held=held,
                            record_at=counts, keep_at=(updates,))
         router = fitted.kept[updates]
-        with torch.inference_mode():
-            load, v, _, _ = routing_metrics(router(held).topk_idx, cfg.n_routed_experts)
-        return router, [fitted.curve[n] for n in counts], load.tolist(), v, selection_stability(router, held, eps=0.01,
-                                                                                                seed=seed)
+        if method != "aux_loss":  # only the aux loss moves the weights: share the base's (a cached fit is ~2x smaller)
+            router.weight = base.weight
+        with torch.no_grad():  # what router(held) selects, scored once for the load and the flips
+            scores = router.score(held)  # (M, E)
+            chosen = router.select(scores)  # (M, k)
+        load, v, _, _ = routing_metrics(chosen, cfg.n_routed_experts)
+        flips = selection_stability(router, held, eps=0.01, seed=seed, scores=scores, chosen=chosen)
+        return router, [fitted.curve[n] for n in counts], load.tolist(), v, flips
 
     # the methods are independent (each its own copy of the router and its own seeded generator) and their time
     # is in torch ops that release the GIL, so on a multi-core server they run side by side: the same numbers
@@ -334,13 +340,16 @@ def prompt_demo(cfg: MoEConfig, d_model: int, prompt: str, seed: int = 0, stream
         fit = fit_balancers(cfg, d_model, seed, stream_x, updates, update_counts)
     elif fit.updates != updates or fit.cfg != routing_cfg(cfg) or fit.seed != seed:
         raise ValueError("the fit passed was made for another routing config, seed or update budget")
-    layer = seeded_layer(cfg, d_model, seed)
+    # the panel shows the routing only: what LatentMoE.forward would report with this router (`routing_stats`),
+    # without running the experts, whose output nothing here reads. The fitted router is only read (its cfg is the
+    # routing_cfg with balancing = method: the fields a Router reads are the page's)
+    capacity = capacity_for(len(data), cfg.top_k, cfg.n_routed_experts, cfg.capacity_factor)
     stats = {}
     for method in METHODS:
-        router = copy.deepcopy(fit.routers[method])  # its own copy: the cached fit is never touched
-        layer.router, layer.cfg = router, replace(cfg, balancing=method)
         with torch.inference_mode():
-            stats[method] = layer(prompt_x[None]).stats
+            route = fit.routers[method](prompt_x)  # (T, d) -> flat (T, k) / (T, E)
+            dropped = int((~capacity_mask(route.topk_idx, cfg.n_routed_experts, capacity)).sum())
+        stats[method] = routing_stats(route, (1, len(data)), cfg.n_routed_experts, dropped, cfg.latent_dim or d_model)
     return PromptDemo([token_label(b) for b in data], stats, fit.eval_load, fit.eval_violation, fit.stability,
                       fit.curves, fit.update_counts, fit.updates, fit.untrained_violation, fit.expert_choice,
                       fit.eval_tokens, fit.fit_tokens, fit.batch)

@@ -234,6 +234,9 @@ def test_selection_stability_range_and_noise_monotone():
     assert selection_stability(r, x, eps=0.0) == 0.0
     small, big = selection_stability(r, x, eps=1e-3), selection_stability(r, x, eps=0.3)
     assert 0.0 <= small < big <= 1.0
+    scores = r.score(x)  # a caller that has the scores and the choices already gets the same number
+    assert selection_stability(r, x, eps=0.3, scores=scores, chosen=r.select(scores)) == big
+    assert selection_stability(r, x, eps=0.3, scores=scores) == big
 
 
 # ------------------------------------------------------------------------------------------ LatentMoE

@@ -189,3 +189,33 @@ def test_seeded_router_is_the_seeded_layers_router_and_ignores_the_global_genera
     assert torch.equal(torch.get_rng_state(), state), "the global generator is neither reseeded nor drawn from"
     assert torch.equal(r.weight, seeded_layer(cfg, 32, 7).router.weight) and not r.bias.any()
     assert not torch.equal(r.weight, seeded_router(cfg, 32, 8).weight)
+
+
+def test_the_prompt_panel_reports_what_the_layer_itself_reports():
+    """prompt_demo routes with the fitted routers alone (no expert runs): its stats must be what a LatentMoE with
+    that router reports, the capacity drops included."""
+    import copy
+    from dataclasses import replace
+
+    from k3lite.moe_demo import METHODS, byte_features, fit_balancers, seeded_layer
+    cfg = small_cfg(capacity_factor=1.0)
+    fit = fit_balancers(cfg, 32, updates=4, update_counts=(1, 2, 4, 8))
+    prompt = "the cat sat on the mat"
+    got = prompt_demo(cfg, 32, prompt, updates=4, update_counts=(1, 2, 4, 8), fit=fit).stats
+    layer, x = seeded_layer(cfg, 32, 0), byte_features(prompt.encode(), 32, 0)
+    for m in METHODS:
+        layer.router, layer.cfg = copy.deepcopy(fit.routers[m]), replace(cfg, balancing=m)
+        with torch.inference_mode():
+            ref = layer(x[None]).stats
+        for field in ("topk_idx", "topk_weight", "scores", "load"):
+            assert torch.equal(getattr(got[m], field), getattr(ref, field)), (m, field)
+        assert got[m][4:] == ref[4:], m  # violation, cv, dropped, entropy, dispatch_dim
+    assert any(s.dropped for s in got.values()), "no drop at capacity factor 1: the drop count went unchecked"
+
+
+def test_a_fit_shares_the_weights_only_the_aux_loss_moves():
+    from k3lite.moe_demo import fit_balancers
+    fit = fit_balancers(small_cfg(), 32, updates=4, update_counts=(1, 2, 4, 8))
+    base = fit.routers["none"].weight
+    assert fit.routers["bias"].weight is base and fit.routers["quantile"].weight is base
+    assert not torch.equal(fit.routers["aux_loss"].weight, base)

@@ -9,6 +9,7 @@ from k3lite.budget import check_budget
 from k3lite.hardware import get_gpu
 from k3lite.tokenizer import MAX_PROMPT_CHARS, encode
 from k3lite.viz.attnres import cost_curves_figure, depth_heatmap_figure
+from k3lite.viz.memo import shared_figure
 from views.common import explain, push_url, url_state, user_errors
 
 st.title("Attention Residuals")
@@ -98,8 +99,8 @@ costs = {"standard residual": [attnres_cost(n, d, "standard") for n in layers],
          "full AttnRes": [attnres_cost(n, d, "full") for n in layers],
          f"block AttnRes, S = {S}": [attnres_cost(n, d, "block", S) for n in layers]}
 e1, e2 = st.columns(2)
-e1.plotly_chart(cost_curves_figure(layers, costs, "read_bytes"), width="stretch")
-e2.plotly_chart(cost_curves_figure(layers, costs, "live_bytes"), width="stretch")
+e1.plotly_chart(shared_figure(cost_curves_figure, layers, costs, "read_bytes"), width="stretch")
+e2.plotly_chart(shared_figure(cost_curves_figure, layers, costs, "live_bytes"), width="stretch")
 k3_full, k3_block = attnres_cost(K3.n_layers, d, "full"), attnres_cost(K3.n_layers, d, "block", S)
 gpu = get_gpu("H100 SXM")  # the one GPU table (datasheet sources in k3lite/hardware.py)
 bw = gpu.hbm_bw  # bytes/s

@@ -8,6 +8,7 @@ from k3lite.cost import (
 )
 from k3lite.serving_compare import physics_price
 from k3lite.viz.cost import cost_bars_figure, distribution_figure, savings_figure
+from k3lite.viz.memo import shared_figure
 from views.common import explain, push_url, url_state, user_errors
 
 
@@ -80,7 +81,7 @@ with user_errors():
                                profile.with_(success_rate=float(r["success per attempt (%)"]) / 100,
                                              turns=float(r["turns per attempt"]))) for r in table]
     rows = [analyze(s) for s in strategies]
-st.plotly_chart(cost_bars_figure(rows), width="stretch")
+st.plotly_chart(shared_figure(cost_bars_figure, rows), width="stretch")
 st.dataframe([r.row() for r in rows], hide_index=True)
 k3 = strategies[0]
 explain("What to notice: " + "; ".join(
@@ -114,7 +115,7 @@ q2.metric("K3 plans + worker", f"${a_split.per_completed_task:.3f} / task")
 q3.metric("split is cheaper by", f"{factor:.1f}x")
 ws = np.linspace(0.05, 1.0, 96)
 curve = savings_curve(PRICES["kimi-k3"], worker, profile, ws, st.session_state.cost_share / 100, 0.98)
-st.plotly_chart(savings_figure(ws, curve, (st.session_state.cost_worker_success / 100, factor)), width="stretch")
+st.plotly_chart(shared_figure(savings_figure, ws, curve, (st.session_state.cost_worker_success / 100, factor)), width="stretch")
 _, what_ifs = split_what_ifs(PRICES["kimi-k3"], worker, profile, st.session_state.cost_share / 100, 0.98,
                              st.session_state.cost_worker_success / 100)
 band = "inside" if 9 <= factor <= 10 else "outside"
@@ -135,7 +136,7 @@ def _distribution(alone_s, split_s, n: int = 20_000):
 
 st.subheader("Not just the mean: the distribution of cost per task")
 samples = _distribution(alone, split)
-st.plotly_chart(distribution_figure(samples), width="stretch")
+st.plotly_chart(shared_figure(distribution_figure, samples), width="stretch")
 st.dataframe([{"strategy": s.name, "$ / completed task (Monte-Carlo)": round(s.per_completed_task, 4),
                **{f"p{q} $ / task": round(v, 4) for q, v in s.percentiles().items()},
                "tasks abandoned (%)": round(100 * (1 - s.completed.mean()), 2)} for s in samples], hide_index=True)

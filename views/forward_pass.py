@@ -7,6 +7,7 @@ from k3lite.checkpoint import checkpoint_meta, load_lite_model
 from k3lite.interconnect import REFERENCE, deployment_bytes
 from k3lite.tokenizer import decode, encode, token_label
 from k3lite.viz.archmap import architecture_map, stage_index
+from k3lite.viz.memo import shared_figure
 from k3lite.viz.model import WHAT, stage_figure, stages
 from views.common import explain, push_url, url_state, user_errors
 
@@ -107,7 +108,7 @@ if stage.kind == "kda":
     head = st.slider("KDA head", 0, trace.layers[stage.layer].kda_beta.shape[-1] - 1, 0, key="fp_head")
 with user_errors():
     wire = deployment_bytes(model.cfg, REFERENCE)  # bytes per token per MoE layer (k3lite.interconnect)
-st.plotly_chart(stage_figure(trace, stage, top, head, wire_per_layer=wire.total), width="stretch")
+st.plotly_chart(shared_figure(stage_figure, trace, stage, top, head, wire_per_layer=wire.total), width="stretch")
 
 cum = trace.bytes_cumulative(wire.total)
 if stage.layer is None:  # before the first layer nothing moved; after the last, everything did

@@ -9,6 +9,7 @@ from k3lite.config import PRESETS, get_preset, routed_fraction
 from k3lite.params import ACTIVE_RULE, active_with_embedding, count_params, fmt
 from k3lite.viz.archmap import architecture_map
 from k3lite.viz.ledger import ledger_figure
+from k3lite.viz.memo import shared_figure
 from k3lite.viz.params import ACTIVE_CONVENTION, PUBLISHED, breakdown_figure
 from k3lite.viz.style import fmt_bytes
 from views.common import push_url, url_state, user_errors
@@ -123,7 +124,7 @@ m2.metric("active per token", fmt(report.active))
 m3.metric("activation ratio (active / total params)", f"{100 * report.activation_ratio:.2f} %")
 with user_errors():
     m4.metric("experts used per token (top-k / E)", f"{100 * routed_fraction(int(top_k), int(experts)):.2f} %")
-st.plotly_chart(breakdown_figure(report))
+st.plotly_chart(shared_figure(breakdown_figure, report))
 st.caption(ACTIVE_RULE)
 
 st.subheader("Our count vs the published totals")
@@ -195,7 +196,7 @@ with user_errors():
     extra = [byte_ledger.ONE_OFF["latent"]] + ([chosen] if chosen not in (byte_ledger.ALL_ON, byte_ledger.ONE_OFF["latent"]) else [])
     rows += [byte_ledger.ledger("k3-estimated", context, t, deploy) for t in extra]
     saved = byte_ledger.savings(context, deploy)
-st.plotly_chart(ledger_figure(rows), width="stretch")
+st.plotly_chart(shared_figure(ledger_figure, rows), width="stretch")
 s1, s2, s3, s4 = st.columns(4)
 for col, (key, label) in zip((s1, s2, s3, s4), (("latent", "latent saves per token"),
                                                  ("hybrid", "KDA hybrid saves per token"),

@@ -10,6 +10,7 @@ from k3lite.hybrid import (
 from k3lite.viz.hybrid import (
     cache_vs_context_figure, layer_pattern_figure, speedup_by_ratio_figure, tpot_vs_context_figure,
 )
+from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import fmt_bytes
 from views.common import explain, push_url, url_state, user_errors
 
@@ -52,14 +53,14 @@ with user_errors():
     rows, by_ratio = curves(ratio, batch, hw, eff)
 
 types = cfg.layer_types()
-st.plotly_chart(layer_pattern_figure(types, f"{ratio}:1 → {types.count('kda')} KDA + {types.count('mla')} MLA layers"),
+st.plotly_chart(shared_figure(layer_pattern_figure, types, f"{ratio}:1 → {types.count('kda')} KDA + {types.count('mla')} MLA layers"),
                 width="stretch")
 
 names = {0: "0:1 (all MLA)", ratio: f"{ratio}:1"}
 left, right = st.columns(2)
-left.plotly_chart(cache_vs_context_figure(CONTEXTS, {names[r]: [c.cache_bytes for c in v] for r, v in rows.items()}),
+left.plotly_chart(shared_figure(cache_vs_context_figure, CONTEXTS, {names[r]: [c.cache_bytes for c in v] for r, v in rows.items()}),
                   width="stretch")
-right.plotly_chart(tpot_vs_context_figure(CONTEXTS, {names[r]: [c.tpot_s for c in v] for r, v in rows.items()}),
+right.plotly_chart(shared_figure(tpot_vs_context_figure, CONTEXTS, {names[r]: [c.tpot_s for c in v] for r, v in rows.items()}),
                    width="stretch")
 
 ours_kv = kv_reduction(ratio, ONE_M)
@@ -71,8 +72,8 @@ m1.metric(f"KV cache per sequence at 1M, ours ({ratio}:1)", f"{at_1m.cache_bytes
           f"-{100 * ours_kv:.1f}% vs all-MLA", delta_color="inverse")
 m2.metric("KV reduction at 1M: ours vs reported (3:1)", f"{100 * kv_reduction(3, ONE_M):.1f}% vs 75%")
 m3.metric("decode speedup at 1M: ours vs reported (3:1)", f"{by_ratio[3]:.2f}x vs {REPORTED['tpot_speedup_1m'][0]}x")
-st.plotly_chart(speedup_by_ratio_figure(list(range(8)), by_ratio, [bytes_ceiling(r) for r in range(8)],
-                                        REPORTED["tpot_speedup_1m"][0]), width="stretch")
+st.plotly_chart(shared_figure(speedup_by_ratio_figure, list(range(8)), by_ratio, [bytes_ceiling(r) for r in range(8)],
+                              REPORTED["tpot_speedup_1m"][0]), width="stretch")
 
 # capacity: the model has to fit before its time means anything
 fit_ctx = max_context_on_one_gpu(ratio, batch, hw)

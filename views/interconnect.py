@@ -13,6 +13,7 @@ from k3lite.interconnect.deepep import RDMA_PEAK, comparison_table
 from k3lite.interconnect.measured import MeasureSpec
 from k3lite.interconnect.run import format_result, measure
 from k3lite.viz.interconnect import compare_figure, measured_figure, node_limit_figure, traffic_figure
+from k3lite.viz.memo import shared_figure
 from views.common import explain, push_url, url_state, user_errors
 
 PRESETS = ("k3-estimated", "kimi-k2", "deepseek-v3", "lite")
@@ -93,7 +94,7 @@ m4.metric("time on the wire / token / forward", f"{t.wire_s_forward * 1e6:,.2f} 
 l1, l2 = st.columns(2)
 l1.metric("NVLink bytes / layer, time", f"{b.intra:,.0f} B, {b.intra / topo.intra_bw * 1e9:,.2f} ns")
 l2.metric("NIC bytes / layer, time", f"{b.inter:,.0f} B, {b.inter / topo.inter_bw * 1e9:,.2f} ns")
-st.plotly_chart(traffic_figure(t), width="stretch")
+st.plotly_chart(shared_figure(traffic_figure, t), width="stretch")
 explain(
     f"Computed, not measured: expected copies under uniform routing ({SCHEME_LABELS[SCHEME]}; formulas in "
     f"k3lite/interconnect/analytic.py) x the bytes of one record: {b.dispatch_record} B out ({t.dim_on_wire} elements "
@@ -109,7 +110,7 @@ if dep.n_domains < 2:
     st.info(f"EP {dep.ep_size} on {topo.name} is one NVLink domain: nothing crosses a NIC, so the node limit has "
             "nothing to cut. Pick the 8 x 8 topology to see it.")
 else:
-    st.plotly_chart(node_limit_figure(sweep, M), width="stretch")
+    st.plotly_chart(shared_figure(node_limit_figure, sweep, M), width="stretch")
     at = min(4, dep.n_domains - 1)
     cut = {s: 1 - dict(pts)[at] / pts[-1][1] for s, pts in sweep.items()}
     explain(
@@ -132,7 +133,7 @@ with user_errors():
                                                           M if name == "multi-node-8x8" else 0, SCHEME)))
 for col, (name, rows) in zip(st.columns(2), tables.items()):
     col.caption(TOPOLOGIES[name].name)
-    col.plotly_chart(compare_figure(rows), width="stretch", key=f"ic_cmp_{name}")
+    col.plotly_chart(shared_figure(compare_figure, rows), width="stretch", key=f"ic_cmp_{name}")
 st.dataframe([{"topology": n, **r} for n, rows in tables.items() for r in traffic_table(rows)], hide_index=True,
              width="stretch")  # full width: the headers were cut
 one_node = {r.name: r for r in compare_presets(BIG, "dgx-b300", 8, dep.dispatch, dep.combine, 0, SCHEME)}
@@ -200,7 +201,7 @@ if st.button("Measure it", type="primary", key="ic_m_go"):
                 st.stop()
 res = st.session_state.get("ic_measured")
 if res is not None:
-    st.plotly_chart(measured_figure(res), width="stretch")
+    st.plotly_chart(shared_figure(measured_figure, res), width="stretch")
     st.code(format_result(res), language="text", wrap_lines=True)  # the log was cut at the right edge
     explain(
         f"Measured vs the analytic count for the same routing decisions, rank by rank: "

@@ -8,8 +8,10 @@ import torch
 
 from k3lite import kda, memory
 from k3lite.config import get_preset
+from k3lite.rng import seeded
 from k3lite.tokenizer import token_label, validate_prompt
 from k3lite.viz.kda import decay_heatmap, memory_figure, recall_figure, state_figure, state_norm_figure
+from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import fmt_bytes
 from views.common import explain, push_url, url_state, user_errors
 
@@ -52,9 +54,9 @@ push_url("kda_source", "kda_prompt", "kda_T", "kda_head")
 @st.cache_resource
 def demo_layer():
     """A freshly initialised (untrained) KDA layer of the `lite` preset and a byte embedding, fixed seed."""
-    torch.manual_seed(SEED)
-    embed = torch.nn.Embedding(256, LITE.d_model)
-    return embed.eval(), kda.KimiDeltaAttention(LITE.d_model, LITE.kda).eval()
+    with seeded(SEED):  # not a bare global reseed: other sessions' builds would interleave their draws (k3lite.rng)
+        embed = torch.nn.Embedding(256, LITE.d_model)
+        return embed.eval(), kda.KimiDeltaAttention(LITE.d_model, LITE.kda).eval()
 
 
 @st.cache_data(max_entries=32, show_spinner="Running the KDA layer…")
@@ -91,7 +93,7 @@ st.caption(
 )
 
 st.subheader("(a) The decay: one factor per key channel, per token")
-st.plotly_chart(decay_heatmap(res["a"][:, head], res["labels"], head), width="stretch")
+st.plotly_chart(shared_figure(decay_heatmap, res["a"][:, head], res["labels"], head), width="stretch")
 spread = np.log(res["a"][:, head]).std(axis=1).mean()
 explain(f"Each row is one token; bright = keep (a ≈ 1), dark = forget. Within a row the channels differ "
         f"(mean spread of log a across channels: {spread:.2f} nats): KDA can keep some key directions while "
@@ -112,9 +114,9 @@ m1.metric("token", f"{t}: {res['labels'][t]}")
 m2.metric("write strength β_t", f"{res['beta'][t, head]:.3f}", help="sigmoid(W_b x_t), in (0, 1); unitless")
 m3.metric("‖correction‖ / ‖v_t‖", f"{np.linalg.norm(res['correction'][t, head]) / max(np.linalg.norm(res['v'][t, head]), 1e-9):.2f}",
           help="1 = the state knew nothing about k_t; 0 = it already stored exactly v_t")
-st.plotly_chart(state_figure(res["states"][t, head], res["correction"][t, head], res["v"][t, head], t,
-                             f"head {head}"), width="stretch")
-st.plotly_chart(state_norm_figure(res["norm"][:, head], t, head), width="stretch")
+st.plotly_chart(shared_figure(state_figure, res["states"][t, head], res["correction"][t, head], res["v"][t, head], t,
+                              f"head {head}"), width="stretch")
+st.plotly_chart(shared_figure(state_norm_figure, res["norm"][:, head], t, head), width="stretch")
 explain("The state is a K × V matrix whatever the context length. The red bars are what the delta rule actually "
         "writes (times β_t) along k_t: the new value minus what the decayed state already returns for k_t. "
         "Plain linear attention would write all of v_t (grey) every time and the state would only grow.")
@@ -126,7 +128,7 @@ push_url("kda_preset")
 preset = get_preset(st.session_state.kda_preset)
 contexts = np.unique(np.logspace(0, 6, 61).astype(int)).tolist()
 curves = memory.memory_vs_context(preset, contexts)
-st.plotly_chart(memory_figure(contexts, curves, f"{preset.name}: fp32 KDA state + bf16 conv tail, bf16 caches"),
+st.plotly_chart(shared_figure(memory_figure, contexts, curves, f"{preset.name}: fp32 KDA state + bf16 conv tail, bf16 caches"),
                 width="stretch")
 hybrid = memory.sequence_cache_bytes(preset, contexts[-1]).total
 full = len(preset.layer_types()) * memory.mla_cache_bytes_per_token(preset.mla) * contexts[-1]
@@ -157,7 +159,7 @@ if st.toggle("run the probe", key="kda_probe"):
     with user_errors():
         probe = kda.recall_probe(st.session_state.kda_probe_n, fast_decay=st.session_state.kda_probe_decay,
                                  keys=st.session_state.kda_probe_keys, leak=st.session_state.kda_probe_leak)
-    st.plotly_chart(recall_figure({m: s.numpy() for m, s in probe.scores.items()}), width="stretch")
+    st.plotly_chart(shared_figure(recall_figure, {m: s.numpy() for m, s in probe.scores.items()}), width="stretch")
     recent = min(8, st.session_state.kda_probe_n)
     st.dataframe(pd.DataFrame({"mechanism": list(probe.scores),
                                "recall of pair 0 (the oldest)": [float(s[0]) for s in probe.scores.values()],

@@ -11,6 +11,7 @@ from k3lite import lab_sweep as sweep
 from k3lite.guards import bounded_threads, deadline, heavy_work
 from k3lite.lab import MIXER_LABELS, iter_train
 from k3lite.viz.lab import curves_figure, sweep_figure
+from k3lite.viz.memo import shared_figure
 from views.common import explain, push_url, url_state, user_errors
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -53,7 +54,7 @@ if not rows:
 else:
     cols = st.columns(len({r["task"] for r in rows}))
     for col, task in zip(cols, sorted({r["task"] for r in rows})):
-        col.plotly_chart(sweep_figure(rows, task), key=f"lab_sweep_{task}")
+        col.plotly_chart(shared_figure(sweep_figure, rows, task), key=f"lab_sweep_{task}")
         col.markdown(f"**{task}: the order our runs produced, per length** (report: KDA ≥ GDN > Mamba-2)")
         col.markdown("\n".join(f"- {s}" for s in sweep.order_sentences(rows, task)))
         spread = sweep.spread_sentence(rows, task)

@@ -17,6 +17,7 @@ from k3lite.moe_demo import (MAX_PROMPT_BYTES, balance_claim, calibration_stream
                              model_moe_inputs, notice_lines, prompt_demo, routing_cfg)
 from k3lite.placement import K3_SCALE_EXPERTS, gpu_view, mean_load_per_expert
 from k3lite.precomputed import BALANCE_ARGS, MOE_LAYER, MOE_PROMPT, moe_default_cfg, shipped
+from k3lite.viz.memo import shared_figure
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_tradeoff, load_bars, load_histogram,
                             routing_heatmap, violation_curves, violation_vs_updates)
 from views.common import explain, push_url, url_state, user_errors
@@ -121,11 +122,12 @@ def demo_is_shipped(cfg: MoEConfig, prompt: str, layer: int) -> bool:
             and shipped("moe_demo_default") is not None)
 
 
-@st.cache_resource(max_entries=16, show_spinner="Fitting each balancing method on the calibration stream…")
+@st.cache_resource(max_entries=64, show_spinner="Fitting each balancing method on the calibration stream…")
 def balance_fit(rcfg: MoEConfig, layer: int):
     """Every method's fitted router, shared by all sessions: only the routing fields (`routing_cfg`: experts,
     top-k) and the layer key it, so moving the latent, the shared experts, the method or the prompt reuses it.
-    Never mutated (prompt_demo routes through copies)."""
+    Never mutated (prompt_demo only reads it). 64 entries: two per visitor of a class of 30, so a visitor's own
+    fit is still there when they next move a control the fit does not depend on (~1 MB each at E = 896)."""
     model, _ = lite_model()
     # the methods side by side on the server's cores (the same numbers; 2 cores: 2.9 -> 1.7 s at E 896, top-16)
     return fit_balancers(rcfg, model.cfg.d_model, stream_x=stream_state(layer), threads=min(3, os.cpu_count() or 1))
@@ -212,29 +214,29 @@ if K3_SCALE:  # a tokens x experts heatmap is hairline static here: show where t
     st.select_slider("GPUs the experts are spread over (expert parallelism)", GPU_CHOICES, key="moe_gpus")
     push_url("moe_gpus")
     view = gpu_view(stats.topk_idx[0].numpy(), E, st.session_state.moe_gpus)
-    st.plotly_chart(gpu_heatmap(result.labels, view.counts, view.touched, view.expected_touched,
-                                title=f"{METHOD_LABELS[METHOD]}: {E} experts in blocks of {view.experts_per_gpu:.0f} "
+    st.plotly_chart(shared_figure(gpu_heatmap, result.labels, view.counts, view.touched, view.expected_touched,
+                                  title=f"{METHOD_LABELS[METHOD]}: {E} experts in blocks of {view.experts_per_gpu:.0f} "
                                       f"over {view.n_gpus} GPUs"), width="stretch")
     explain(f"Above {K3_SCALE_EXPERTS} experts the question is not which expert but which GPU: each token's {K} "
             f"experts sit on {view.touched.mean():.1f} of {view.n_gpus} GPUs on average here (uniform routing: "
             f"{view.expected_touched:.1f}, the interconnect page's formula); every GPU touched other than the "
             "token's own costs one dispatch and one combine copy on the interconnect.")
 else:
-    st.plotly_chart(routing_heatmap(result.labels, stats.topk_idx[0].numpy(), stats.topk_weight[0].numpy(), E,
-                                    title=f"{METHOD_LABELS[METHOD]}: gate weight of each chosen expert"),
+    st.plotly_chart(shared_figure(routing_heatmap, result.labels, stats.topk_idx[0].numpy(), stats.topk_weight[0].numpy(), E,
+                                  title=f"{METHOD_LABELS[METHOD]}: gate weight of each chosen expert"),
                     width="stretch")
 with st.expander(f"The trained model's own router at layer {LAYER} ({LITE.moe.n_routed_experts} experts, "
                  f"top-{LITE.moe.top_k}, {LITE.moe.balancing} balancing)"):
     idx, weight, own_violation = own_routing(PROMPT, LAYER)
-    st.plotly_chart(routing_heatmap(result.labels, idx, weight, LITE.moe.n_routed_experts,
-                                    title=f"trained router, max-violation {own_violation:.2f} on this prompt"),
+    st.plotly_chart(shared_figure(routing_heatmap, result.labels, idx, weight, LITE.moe.n_routed_experts,
+                                  title=f"trained router, max-violation {own_violation:.2f} on this prompt"),
                     width="stretch")
 
 st.subheader("(b) Tokens per expert under each method, same router, same number of updates, held-out tokens")
 if K3_SCALE:  # 896 bars per panel are unreadable: how many experts got how many tokens
-    st.plotly_chart(load_histogram(result.eval_load, result.eval_tokens * K / E), width="stretch")
+    st.plotly_chart(shared_figure(load_histogram, result.eval_load, result.eval_tokens * K / E), width="stretch")
 else:
-    st.plotly_chart(load_bars(result.eval_load, result.eval_violation, result.stability), width="stretch")
+    st.plotly_chart(shared_figure(load_bars, result.eval_load, result.eval_violation, result.stability), width="stretch")
 ec = result.expert_choice
 explain(f"{result.eval_tokens:,} held-out bytes x top-{K} = {result.eval_tokens * K:,} assignments; dashed line = "
         f"the ideal even load ({result.eval_tokens * K / E:.1f} tokens per expert). Every method got {result.updates} "
@@ -249,14 +251,14 @@ explain(f"{result.eval_tokens:,} held-out bytes x top-{K} = {result.eval_tokens 
            "`python -m k3lite.precomputed` and checked by hash; changing any control but the balancing method "
            "(all four methods are in them) computes them here, live."
            if demo_is_shipped(demo_cfg, PROMPT, LAYER) else "Computed on this page."))
-st.plotly_chart(violation_vs_updates(result.curves, result.update_counts, result.updates), width="stretch")
+st.plotly_chart(shared_figure(violation_vs_updates, result.curves, result.update_counts, result.updates), width="stretch")
 explain(balance_claim(result, METHOD_LABELS) + " Each line is one calibration run per method on the same batches, "
         "measured on the held-out bytes after each number of updates.")
 
 st.subheader("(c) Max-violation over training steps (small MoE trained on a skewed stream)")
 with user_errors():  # ServerBusy while another heavy job runs
     runs, runs_shipped = balance_runs()
-st.plotly_chart(violation_curves({m: r.max_violation for m, r in runs.items()}), width="stretch")
+st.plotly_chart(shared_figure(violation_curves, {m: r.max_violation for m, r in runs.items()}), width="stretch")
 table = pd.DataFrame(summary_rows(runs)).rename(columns={
     "first_viol": "max-violation, first 10% of steps", "last_viol": "max-violation, last 10%",
     "eval_viol": "held-out max-violation", "eval_loss": "held-out MSE (quality proxy)",
@@ -272,7 +274,7 @@ explain(training_claim(runs, METHOD_LABELS)
 st.subheader("(d) Bytes on the wire and expert FLOPs per token vs latent ratio, at K3 width")
 with user_errors():
     costs = [latent_cost_per_token(K3_D, K3_FFN, K, SHARED, K3_FFN, r, n_experts=E) for r in RATIOS.values()]
-st.plotly_chart(latent_tradeoff(costs, RATIO), width="stretch")
+st.plotly_chart(shared_figure(latent_tradeoff, costs, RATIO), width="stretch")
 explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3 numbers from unofficial config copies), top-{K}, "
         f"{SHARED} shared, {E} experts: wire = expected copies x (FP8 dispatch + BF16 combine record) on "
         f"{REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token); "

@@ -10,6 +10,7 @@ from k3lite.serving import (
     prefill_usd_per_m_input,
 )
 from k3lite.serving_compare import gpus_for_weights, side_by_side, validate, waterfall
+from k3lite.viz.memo import shared_figure
 from k3lite.viz.serving import (
     capacity_figure, gpus_for_weights_figure, pareto_figure, placement_figure, step_figure, validation_figure,
     waterfall_figure,
@@ -77,8 +78,8 @@ m1.metric("weights per GPU", fmt_bytes(place.weight_bytes_per_gpu))
 m2.metric("HBM left for cache + activations", fmt_bytes(place.free_hbm_bytes_per_gpu))
 m3.metric(f"{s.gpu} GPUs for the weights alone", f"{place.min_gpus_for_weights}")
 m4.metric(f"sequences of {s.context:,} tokens per GPU", f"{place.max_batch_per_gpu:,}")
-st.plotly_chart(placement_figure(place.by_component, batch * place.cache_bytes_per_sequence, place.hbm_bytes,
-                                 f"One {s.gpu} at batch {batch}"), width="stretch")
+st.plotly_chart(shared_figure(placement_figure, place.by_component, batch * place.cache_bytes_per_sequence, place.hbm_bytes,
+                              f"One {s.gpu} at batch {batch}"), width="stretch")
 gpu = GPUS[s.gpu]
 st.caption(f"{s.gpu}: {gpu.source}." + (f" Not verified: {gpu.unverified}." if gpu.unverified else "")
            + " Byte counts: `k3lite.memory` (parameters counted from the real modules on the meta device; 4-bit "
@@ -87,7 +88,7 @@ st.caption(f"{s.gpu}: {gpu.source}." + (f" Not verified: {gpu.unverified}." if g
 st.markdown("**The seed's claim**: K3 'even at reduced precision spreads its weights across roughly six GPUs in an "
             "NVIDIA DGX B300 just for the weights'.")
 six = gpus_for_weights("k3-estimated", "B300")
-st.plotly_chart(gpus_for_weights_figure([r.fmt for r in six], [r.gpus for r in six], 6, "B300"), width="stretch")
+st.plotly_chart(shared_figure(gpus_for_weights_figure, [r.fmt for r in six], [r.gpus for r in six], 6, "B300"), width="stretch")
 true_for = [r.fmt for r in six if r.whole_gpus == 6]
 n_fp8 = next(r.whole_gpus for r in six if r.fmt == "fp8")
 explain(f"Computed: the {fmt_params(count_params(get_preset('k3-estimated')).total)} weights need {', '.join(f'{r.gpus:.1f} ({r.fmt})' for r in six)} B300s' worth of "
@@ -96,7 +97,7 @@ explain(f"Computed: the {fmt_params(count_params(get_preset('k3-estimated')).tot
 
 st.subheader("2. Capacity: how many sequences fit, by attention design")
 caps = capacity(s, CONTEXTS)
-st.plotly_chart(capacity_figure(CONTEXTS, caps), width="stretch")
+st.plotly_chart(shared_figure(capacity_figure, CONTEXTS, caps), width="stretch")
 at = CONTEXTS.index(s.context)
 explain(f"At {s.context:,} tokens with these weights per GPU: " + "; ".join(f"{k}: {v[at]:,}" for k, v in caps.items())
         + " sequences per GPU. Cache bytes from `k3lite.memory` (the hybrid page's functions): MLA latent per "
@@ -109,9 +110,9 @@ k2.metric("tokens/s per GPU", f"{step.tokens_per_s_per_gpu:,.0f}")
 k3.metric("tokens/s per user", f"{step.tokens_per_s_per_user:.1f}")
 k4.metric("$ per M output tokens", f"${step.usd_per_m_output_tokens:.3f}",
           help=f"at ${s.price:.2f} per GPU-hour ({price_src})")
-st.plotly_chart(step_figure(step.hbm_s, step.compute_s, step.wire_s, step.step_s, s.overlap), width="stretch")
+st.plotly_chart(shared_figure(step_figure, step.hbm_s, step.compute_s, step.wire_s, step.step_s, s.overlap), width="stretch")
 curve = pareto(s)
-st.plotly_chart(pareto_figure([p.tokens_per_s_per_user for p in curve], [p.tokens_per_s_per_gpu for p in curve],
+st.plotly_chart(shared_figure(pareto_figure, [p.tokens_per_s_per_user for p in curve], [p.tokens_per_s_per_gpu for p in curve],
                               [p.batch_per_gpu for p in curve], (step.tokens_per_s_per_user, step.tokens_per_s_per_gpu)),
                 width="stretch")
 explain(dollars(f"At batch {batch} the step is {step.bound}-bound ({step.hbm_s * 1e3:.1f} ms of HBM reads, "
@@ -133,7 +134,7 @@ with user_errors():
 
 st.subheader("4. What each choice buys")
 biggest_delta, biggest = min(((b.usd_per_m - a.usd_per_m, b) for a, b in zip(steps, steps[1:])), key=lambda d: d[0])
-st.plotly_chart(waterfall_figure([w.label for w in steps], [w.usd_per_m for w in steps]), width="stretch")
+st.plotly_chart(shared_figure(waterfall_figure, [w.label for w in steps], [w.usd_per_m for w in steps]), width="stretch")
 hw0 = steps[0].serving
 explain(dollars(f"Same hardware for every bar ({hw0.n_gpus} x {hw0.gpu}, EP {hw0.ep}, context {s.context:,}), each at "
         f"the largest batch per GPU that fits and keeps every user at >= {MIN_TOKENS_PER_USER:.0f} tokens/s. "
@@ -152,8 +153,8 @@ explain(dollars(f"Side by side on the same hardware and context: the cheapest is
                    "Bound by: " + ", ".join(f"{r['model']} {r['weights']}: {r['bound by']}" for r in rows) + ".")))
 
 st.subheader("5. Checked against published serving figures")
-st.plotly_chart(validation_figure([c["short"] for c in checks], [c["measured tokens/s / GPU"] for c in checks],
-                                  [c["model tokens/s / GPU"] for c in checks]), width="stretch")
+st.plotly_chart(shared_figure(validation_figure, [c["short"] for c in checks], [c["measured tokens/s / GPU"] for c in checks],
+                              [c["model tokens/s / GPU"] for c in checks]), width="stretch")
 st.dataframe([{k: (round(v, 2) if isinstance(v, float) else v) for k, v in c.items() if k != "short"} for c in checks],
              hide_index=True, width="stretch")
 lo, hi = min(c["model / measured"] for c in checks), max(c["model / measured"] for c in checks)

@@ -31,6 +31,7 @@ import torch.distributed as dist
 from k3lite.config import MoEConfig
 from k3lite.interconnect.deployment import check_scheme, expert_to_gpu, experts_per_gpu, record_bytes, wire_format
 from k3lite.moe import LatentMoE, RoutedExperts, expert_forward
+from k3lite.rng import seeded
 
 KINDS = ("dispatch_intra", "dispatch_inter", "combine_intra", "combine_inter")
 # bound on max|diff| / max|ref| vs the fp32 single-process output: float summation order only (fp32), or the
@@ -148,8 +149,8 @@ class MeasureSpec:
 
 def build_problem(spec: MeasureSpec):
     """(LatentMoE, x (ranks * tokens_per_rank, d)) - identical on every process (seeded)."""
-    torch.manual_seed(spec.seed)
-    moe = LatentMoE(spec.d_model, spec.moe_config()).eval()
+    with seeded(spec.seed):
+        moe = LatentMoE(spec.d_model, spec.moe_config()).eval()
     gen = torch.Generator().manual_seed(spec.seed + 1)
     x = torch.randn(spec.ranks * spec.tokens_per_rank, spec.d_model, generator=gen)  # (N, d)
     return moe, x

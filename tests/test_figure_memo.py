@@ -1,0 +1,111 @@
+"""k3lite/viz/memo.py: a figure is built once per distinct input and shared; any changed input builds anew."""
+from __future__ import annotations
+
+import pathlib
+import re
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from k3lite.viz.memo import FigureMemo
+from k3lite.viz.moe import load_bars
+
+
+CALLS: list = []  # every build, in order (a module global: an argument would change the key it is part of)
+
+
+@pytest.fixture(autouse=True)
+def fresh_calls():
+    CALLS.clear()
+
+
+def build(*args, **kwargs):
+    CALLS.append(args)
+    return object()
+
+
+def build_tagged(tag: int):
+    CALLS.append(tag)
+    return (tag, object())
+
+
+def test_equal_inputs_share_one_figure_and_build_once():
+    memo, calls = FigureMemo(), CALLS
+    a = memo(build, np.arange(5), {"x": 1.5}, title="t")
+    b = memo(build, np.arange(5), {"x": 1.5}, title="t")
+    assert a is b and len(calls) == 1 and (memo.hits, memo.misses) == (1, 1)
+
+
+@pytest.mark.parametrize("changed", [
+    lambda: (np.array([0, 1, 2, 3, 5]), {"x": 1.5}, {"title": "t"}),  # one array element
+    lambda: (np.arange(5.0), {"x": 1.5}, {"title": "t"}),  # same numbers, another dtype
+    lambda: (np.arange(5), {"x": 1.5000001}, {"title": "t"}),
+    lambda: (np.arange(5), {"x": 1.5}, {"title": "u"}),  # a keyword argument
+    lambda: (torch.arange(5), {"x": 1.5}, {"title": "t"}),  # a tensor is not the array
+])
+def test_any_changed_input_builds_a_new_figure(changed):
+    memo, calls = FigureMemo(), CALLS
+    first = memo(build, np.arange(5), {"x": 1.5}, title="t")
+    arr, d, kw = changed()
+    assert memo(build, arr, d, **kw) is not first and len(calls) == 2
+
+
+def test_two_builders_with_equal_arguments_do_not_share():
+    memo = FigureMemo()
+    loads = {"none": [3, 1, 0, 4], "quantile": [2, 2, 2, 2]}
+    bars = memo(load_bars, loads)
+    other = memo(lambda x: ("other", x), loads)  # a lambda cannot be pickled by name: built, not cached
+    assert other == ("other", loads) and memo.uncached == 1 and memo(load_bars, loads) is bars
+
+
+def test_the_memo_is_bounded_and_keeps_the_most_recent():
+    memo, calls = FigureMemo(max_entries=3), CALLS
+    figs = [memo(build, i) for i in range(5)]
+    assert len(memo) == 3
+    assert memo(build, 4) is figs[4] and len(calls) == 5  # still there
+    assert memo(build, 0) is not figs[0] and len(calls) == 6  # evicted, built again
+    with pytest.raises(ValueError, match="max_entries"):
+        FigureMemo(max_entries=0)
+
+
+def test_a_builder_error_is_raised_and_nothing_is_cached():
+    memo = FigureMemo()
+
+    def boom(x):
+        raise ValueError("bad input")
+    with pytest.raises(ValueError, match="bad input"):
+        memo(boom, 1)
+    assert len(memo) == 0
+
+
+def test_concurrent_sessions_get_the_figure_for_their_own_inputs():
+    memo, seen, errors = FigureMemo(max_entries=8), {}, []
+
+    def session(i):
+        try:
+            for _ in range(50):
+                fig = memo(build_tagged, i % 12)
+                if fig[0] != i % 12:
+                    errors.append((i, fig))
+            seen[i] = True
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=session, args=(i,)) for i in range(24)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(seen) == 24 and len(memo) <= 8
+
+
+def test_every_page_figure_builder_goes_through_the_memo_or_says_why():
+    """A page figure built outside the memo costs every rerun its build time again; the exceptions are
+    figures a page mutates or that change during one run (the lab's live training curves)."""
+    allowed = {"curves_figure", "fig", "map_figure"}  # live training curves; home/AttnRes build then plot
+    views = pathlib.Path(__file__).resolve().parents[1] / "views"
+    direct = [f"{p.name}: {m.group(1)}" for p in views.glob("*.py")
+              for m in re.finditer(r"plotly_chart\(([a-z_]+)\(?", p.read_text())
+              if m.group(1) not in allowed | {"shared_figure"}]
+    assert not direct, direct
