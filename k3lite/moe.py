@@ -273,15 +273,16 @@ def expert_forward_naive(experts: RoutedExperts, x: torch.Tensor, expert_ids: to
     return torch.cat(rows) if rows else torch.zeros_like(x)
 
 
-# Cost model of the two no-autograd expert paths on one CPU thread, in microseconds (least-squares fit to timings
-# of lite's expert shapes, E 32, 64 -> 128, on the 2-core dev machine; only the speed depends on these, never
-# the numbers computed). A bmm's fixed cost is large here: at a few rows per expert it reads all E experts'
-# weights for little work, which is why skewed routing is cheaper one expert at a time:
+# Cost model of the two no-autograd expert paths on one CPU thread, in microseconds: a least-squares fit to
+# timings of lite's MoE layers (E 32, 64 -> 128; trained and random weights, 20-400 tokens) on the 2-core dev
+# machine, within ~25%. Only the speed depends on these, never the numbers computed.
 #   padded batch  PADDED_CALL_US + rows x PADDED_ROW_US   (rows = E x cap, zeros included)
 #   per expert    LOOP_CALL_US per expert                  + rows x LOOP_ROW_US
+# A padded row costs ~1.5x a looped one (small batched matmuls run less efficiently), a looped expert ~22 us of
+# calls: few rows per expert favour the batch, a few overfull experts the loop for their excess rows.
 # Row costs scale with the expert's multiply-adds: they are given per 6 * dim * ffn FLOPs / 1e4.
-PADDED_CALL_US, PADDED_ROW_US = 250.0, 0.19
-LOOP_CALL_US, LOOP_ROW_US = 16.0, 0.175
+PADDED_CALL_US, PADDED_ROW_US = 24.0, 0.25
+LOOP_CALL_US, LOOP_ROW_US = 22.0, 0.166
 
 
 def padded_rows_cap(counts: list[int], n_experts: int, dim: int, ffn: int) -> int:
