@@ -273,15 +273,17 @@ def expert_forward_naive(experts: RoutedExperts, x: torch.Tensor, expert_ids: to
     return torch.cat(rows) if rows else torch.zeros_like(x)
 
 
-# Cost model of the two no-autograd expert paths on one CPU thread, in microseconds: a least-squares fit to
-# timings of lite's MoE layers (E 32, 64 -> 128; trained and random weights, 20-400 tokens) on the 2-core dev
-# machine, within ~25%. Only the speed depends on these, never the numbers computed.
-#   padded batch  PADDED_CALL_US + rows x PADDED_ROW_US   (rows = E x cap, zeros included)
-#   per expert    LOOP_CALL_US per expert                  + rows x LOOP_ROW_US
-# A padded row costs ~1.5x a looped one (small batched matmuls run less efficiently), a looped expert ~22 us of
-# calls: few rows per expert favour the batch, a few overfull experts the loop for their excess rows.
-# Row costs scale with the expert's multiply-adds: they are given per 6 * dim * ffn FLOPs / 1e4.
-PADDED_CALL_US, PADDED_ROW_US = 24.0, 0.25
+# Cost model of the two no-autograd expert paths on one CPU thread, in microseconds:
+#   padded batch  PADDED_CALL_US + E x PADDED_EXPERT_US + rows x PADDED_ROW_US   (rows = E x cap, zeros included)
+#   per expert    LOOP_CALL_US per expert                                       + rows x LOOP_ROW_US
+# The call and row constants are a least-squares fit to timings of lite's MoE layers (E 32, 64 -> 128; trained
+# and random weights, 20-400 tokens) on the 2-core dev machine, within ~25%. PADDED_EXPERT_US is the batch
+# reading every expert's weights, used or not: 3 x 64 x 128 fp32 = 98 KB at the ~20 GB/s of a cold read here
+# (~5 us); it is what makes a decode step (4 rows on 4 experts) 1.5x slower padded than looped. A padded row
+# costs ~1.5x a looped one, a looped expert ~22 us of calls: a few rows on each of many experts favour the
+# batch, a few overfull experts the loop for their excess rows. Only the speed depends on these numbers,
+# never what is computed. Expert and row costs scale with the expert's size: given per 6 * dim * ffn / 1e4.
+PADDED_CALL_US, PADDED_EXPERT_US, PADDED_ROW_US = 24.0, 1.0, 0.25
 LOOP_CALL_US, LOOP_ROW_US = 22.0, 0.166
 
 
@@ -294,13 +296,14 @@ def padded_rows_cap(counts: list[int], n_experts: int, dim: int, ffn: int) -> in
     """
     scale = 6 * dim * ffn / 1e4  # FLOPs of one row through one expert, in units of the constants' row
     pad_row, loop_row = PADDED_ROW_US * scale, LOOP_ROW_US * scale
+    pad_fixed = PADDED_CALL_US + n_experts * PADDED_EXPERT_US * scale
     desc = sorted((c for c in counts if c), reverse=True)
     total = sum(desc)
     best_cap, best = 0, len(desc) * LOOP_CALL_US + total * loop_row  # cap 0: the loop alone
     above = 0  # rows of the i experts with the most rows
     for i, c in enumerate(desc):
         if i == 0 or desc[i - 1] != c:  # cap = c: the i experts above it loop over their rows beyond c
-            cost = PADDED_CALL_US + n_experts * c * pad_row + i * LOOP_CALL_US + (above - i * c) * loop_row
+            cost = pad_fixed + n_experts * c * pad_row + i * LOOP_CALL_US + (above - i * c) * loop_row
             if cost < best:
                 best_cap, best = c, cost
         above += c

@@ -43,6 +43,7 @@ def test_one_overfull_expert_does_not_set_the_padding():
     cap = padded_rows_cap(counts, 32, 64, 128)
     assert 0 < cap < 60
     assert padded_rows_cap([0] * 31 + [40], 32, 64, 128) == 0  # one expert in use: the loop, no batch
+    assert padded_rows_cap([1] * 4 + [0] * 28, 32, 64, 128) == 0  # a decode step: 4 rows never read all 32 experts
 
 
 def test_skewed_routing_with_autograd_matches_naive_and_its_gradients():
