@@ -38,19 +38,20 @@ def test_chunk_equals_recurrent(T, with_state):
     q, k, v, g, beta, S0 = make_inputs(T=T, seed=T, **dims)
     S0 = S0 if with_state else None
     o_ref, S_ref = kda.recurrent_kda(q, k, v, g, beta, initial_state=S0, output_final_state=True)
-    for chunk_size in (16, 64) if T == 1000 else (5, 16, 40, 64):  # 40, 64: multi-block Gram path (> 32 rows)
+    for chunk_size in (16, 64) if T == 1000 else (5, 16, 40, 64):  # 40, 64: longer than a Gram sub-block
         o, S = kda.chunk_kda(q, k, v, g, beta, initial_state=S0, output_final_state=True, chunk_size=chunk_size)
         assert o.shape == o_ref.shape == (q.shape[0], T, q.shape[2], v.shape[-1])
         assert maxerr(o, o_ref) <= TOL, (T, chunk_size)
         assert maxerr(S, S_ref) <= TOL, (T, chunk_size)
 
 
+@pytest.mark.parametrize("chunk_size", [32, 64])  # steep chunks: exact Grams (<= 32 rows), two-level (64)
 @pytest.mark.parametrize("decay_scale", [0.0, 30.0, 300.0])
-def test_chunk_strong_and_zero_decay(decay_scale):
-    """Strong decay forces the exact fallback for diagonal blocks (span > cap); zero decay = DeltaNet."""
+def test_chunk_strong_and_zero_decay(decay_scale, chunk_size):
+    """Strong decay forces the steep-chunk fallback for the Grams (span > cap); zero decay = DeltaNet."""
     q, k, v, g, beta, S0 = make_inputs(T=80, decay_scale=decay_scale, seed=3)
     o_ref, S_ref = kda.recurrent_kda(q, k, v, g, beta, initial_state=S0, output_final_state=True)
-    o, S = kda.chunk_kda(q, k, v, g, beta, initial_state=S0, output_final_state=True, chunk_size=32)
+    o, S = kda.chunk_kda(q, k, v, g, beta, initial_state=S0, output_final_state=True, chunk_size=chunk_size)
     assert torch.isfinite(o).all() and torch.isfinite(S).all()
     assert maxerr(o, o_ref) <= TOL and maxerr(S, S_ref) <= TOL
 

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-_SUB = 32  # rows per block inside a chunk for the two-level factorisation of the decayed Gram matrices
+_SUB = 32  # rows per block of the two-level Gram factorisation (used only for chunks whose decay is too steep)
 _CAP = 80.0  # largest exponent we let a factor reach (e^80 * K is still far below fp32's max, 3.4e38)
 _LOG2E = 1.0 / math.log(2.0)  # e^x = 2^(x log2 e): torch's exp2 is ~3x faster than exp on this CPU, error ~3 ulp
 
@@ -33,7 +33,8 @@ def _exact_blocks(q, k, G):
 
 
 def _decayed_grams(q, k, G, sub: int = _SUB, cap: float = _CAP):
-    """Both intra-chunk matrices of the chunk algorithm for chunks longer than `sub`:
+    """Both intra-chunk matrices of the chunk algorithm, for chunks longer than `sub` whose decay span is too
+    large for the one-matmul form in `chunk_intra` (see `_steep_grams`):
 
         Aqk[c, i] = sum_d q_c[d] k_i[d] exp(G_c[d] - G_i[d])   for c >= i   (causal, with diagonal)
         Akk[c, i] = sum_d k_c[d] k_i[d] exp(G_c[d] - G_i[d])   for c >  i   (strictly lower)
@@ -72,6 +73,15 @@ def _decayed_grams(q, k, G, sub: int = _SUB, cap: float = _CAP):
         P.view(-1, nb, 2, s, nb, s)[m, p, :, :, p, :] = exact
     P = P.view(*lead, nb, 2, s, Cp).transpose(-4, -3).reshape(*lead, 2, Cp, Cp)  # (..., 2, Cp, Cp)
     return P[..., 0, :C, :C], P[..., 1, :C, :C]  # causal masks applied by the caller
+
+
+def _steep_grams(q, k, G):
+    """Both decayed Grams, (n, 2, C, C), for chunks whose decay span exceeds `_CAP` (where the one-block
+    product e^(G_c) e^(-G_i) would overflow): exact elementwise up to `_SUB` rows, else the two-level
+    factorisation (which itself falls back to exact blocks only on its too-steep diagonal blocks)."""
+    if q.shape[-2] <= _SUB:
+        return _exact_blocks(q, k, G)
+    return torch.stack(_decayed_grams(q, k, G), 1)
 
 
 def _unit_lower_inverse(N, leaf: int = 16):
@@ -141,28 +151,24 @@ def chunk_intra(q, k, v, g, beta, delta: bool, keep: bool = True) -> Intra:
     a_end = eG[:, -1:, :]  # (M, 1, K) decay over the whole chunk, e^(G_end)
     qG = flat(torch.mul(q, lay(eG), out=new(K)))  # (M, C, K) q e^G
     kG = flat(torch.mul(k, lay(eG), out=new(K) if VK is None else VK[..., V:]))  # (M, C, K) k e^G
-    if C <= _SUB:  # one block: exp(G_c - G_i) = e^(G_c) e^(-G_i)
-        # e^(-G) <= e^span is finite while the chunk's span -G_end is at most _CAP (then e^G >= e^-_CAP is a
-        # normal float and dividing by it is exact to an ulp); chunks beyond that are redone exactly below.
-        right = flat(torch.div(k, lay(eG), out=new(K)))  # (M, C, K) k e^(-G)
-        k_dec = right * a_end  # (M, C, K) k_i decayed to the chunk end, k e^(G_end - G)
-        e_rest = a_end / eG if keep else None  # (M, C, K) e^(G_end - G)
-        right_t = right.transpose(-1, -2)  # (M, K, C)
-        Aqk, A = torch.bmm(qG, right_t), torch.bmm(kG, right_t)  # (M, C, C)
-        if G[:, -1, :].amin() < -_CAP:  # one scalar test; then which chunks' decay span is too large
-            idx = ((-G[:, -1, :]).amax(-1) > _CAP).nonzero()[:, 0]
-            q_b, k_b, G_b = q.reshape(M, C, K)[idx], k.reshape(M, C, K)[idx], G[idx]
-            exact = _exact_blocks(q_b, k_b, G_b)  # (n_bad, 2, C, C)
-            Aqk.index_copy_(0, idx, exact[:, 0])
-            A.index_copy_(0, idx, exact[:, 1])
-            e_bad = (G_b[:, -1:, :] - G_b).exp()  # (n_bad, C, K) <= 1
-            k_dec.index_copy_(0, idx, k_b * e_bad)
-            if keep:
-                e_rest.index_copy_(0, idx, e_bad)
-    else:
-        e_rest = (G[:, -1:, :] - G).exp()  # (M, C, K) e^(G_end - G), <= 1
-        k_dec = flat(torch.mul(k, lay(e_rest), out=new(K)))  # (M, C, K)
-        Aqk, A = _decayed_grams(q.reshape(M, C, K), k.reshape(M, C, K), G)
+    # One block: exp(G_c - G_i) = e^(G_c) e^(-G_i). e^(-G) <= e^span is finite while the chunk's span -G_end is
+    # at most _CAP (then e^G >= e^-_CAP is a normal float and dividing by it is exact to an ulp); the few chunks
+    # beyond that are redone below by `_steep_grams`. So every chunk length takes the same two plain matmuls.
+    right = flat(torch.div(k, lay(eG), out=new(K)))  # (M, C, K) k e^(-G)
+    k_dec = right * a_end  # (M, C, K) k_i decayed to the chunk end, k e^(G_end - G)
+    e_rest = a_end / eG if keep else None  # (M, C, K) e^(G_end - G)
+    right_t = right.transpose(-1, -2)  # (M, K, C)
+    Aqk, A = torch.bmm(qG, right_t), torch.bmm(kG, right_t)  # (M, C, C)
+    if G[:, -1, :].amin() < -_CAP:  # one scalar test; then which chunks' decay span is too large
+        idx = ((-G[:, -1, :]).amax(-1) > _CAP).nonzero()[:, 0]
+        q_b, k_b, G_b = q.reshape(M, C, K)[idx], k.reshape(M, C, K)[idx], G[idx]
+        exact = _steep_grams(q_b, k_b, G_b)  # (n_bad, 2, C, C)
+        Aqk.index_copy_(0, idx, exact[:, 0])
+        A.index_copy_(0, idx, exact[:, 1])
+        e_bad = (G_b[:, -1:, :] - G_b).exp()  # (n_bad, C, K) <= 1
+        k_dec.index_copy_(0, idx, k_b * e_bad)
+        if keep:
+            e_rest.index_copy_(0, idx, e_bad)
     Aqk.tril_()  # (M, C, C) i <= c
     beta = None if beta is None else beta.reshape(M, C, 1)
     Mut = W = None

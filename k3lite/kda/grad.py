@@ -22,18 +22,12 @@ from __future__ import annotations
 
 import torch
 
-from k3lite.kda.chunk import _CAP, _SUB, _decayed_grams, _exact_blocks, chunk_carry, chunk_intra
+from k3lite.kda.chunk import _CAP, _steep_grams, chunk_carry, chunk_intra
 
 def _gram_backward(q, k, it, dAqk, dA):
     """Gradients of Aqk (and A, if not None) w.r.t. q, k and G: (dq, dk, dG), each (M, C, K)."""
     M, C, K = q.shape
     G = it.G
-    if C > _SUB:  # the two-level factorisation: differentiate its few batched ops with autograd
-        with torch.enable_grad():
-            qd, kd, Gd = (x.detach().requires_grad_() for x in (q, k, G))
-            Aqk, A = _decayed_grams(qd, kd, Gd)
-            outs, grads = (Aqk, A) if dA is not None else (Aqk,), (dAqk, dA) if dA is not None else (dAqk,)
-            return torch.autograd.grad(outs, (qd, kd, Gd), grads)
     # one block: exp(G_c - G_i) = e^(G_c) e^(-G_i); the product is <= 1, the second factor <= e^span
     G_end = G[:, -1:, :]
     eG = it.eG  # (M, C, K)
@@ -52,12 +46,12 @@ def _gram_backward(q, k, it, dAqk, dA):
         dk_row = 0.0
     dk = dk_row + eNG * col
     dG -= right * col
-    bad = (-G_end[:, 0, :]).amax(-1) > _CAP  # chunks whose Grams were computed exactly (`_exact_blocks`)
+    bad = (-G_end[:, 0, :]).amax(-1) > _CAP  # chunks whose Grams were computed exactly (`_steep_grams`)
     if bad.any():
         idx = bad.nonzero()[:, 0]
         with torch.enable_grad():
             qd, kd, Gd = (x[idx].detach().requires_grad_() for x in (q, k, G))
-            exact = _exact_blocks(qd, kd, Gd)  # (n_bad, 2, C, C)
+            exact = _steep_grams(qd, kd, Gd)  # (n_bad, 2, C, C)
             dP = torch.stack([dAqk[idx], dA[idx] if dA is not None else torch.zeros_like(dAqk[idx])], 1)
             gq, gk, gG = torch.autograd.grad(exact, (qd, kd, Gd), dP)
         dq, dk, dG = dq.index_copy(0, idx, gq), dk.index_copy(0, idx, gk), dG.index_copy(0, idx, gG)

@@ -153,8 +153,9 @@ def chunk_gated_delta(q, k, v, g, beta, scale, initial_state, output_final_state
         O = scale ((Q * Gamma) S0 + tril(Q Diag-decay K^T) Delta)
         S_C = Diag(Gamma_C) S0 + (K * Gamma_C / Gamma)^T Delta
     Without the delta rule (GLA, Mamba-2, linear attention) A is dropped: Delta = Diag(beta) V.
-    Every exponent is a difference G_c - G_i with c >= i (<= 0), except the bounded, checked one
-    inside the Gram factorisation (see `k3lite.kda.chunk._decayed_grams`), so nothing overflows.
+    Every exponent is a difference G_c - G_i with c >= i (<= 0), except the bounded, checked e^(-G) of the
+    one-matmul Grams (chunks whose decay span exceeds the cap take `k3lite.kda.chunk._steep_grams`), so nothing
+    overflows.
     Layout: chunk-major (N, B*H, C, .): the parallel part of every chunk (`k3lite.kda.chunk.chunk_intra`) is one
     batch of small matmuls; only the state carry (`chunk_carry`) loops over the chunks. Without gradients the
     chunks go in groups small enough to stay in cache (on a CPU the elementwise work is memory-bound), and
@@ -182,10 +183,8 @@ def chunk_gated_delta(q, k, v, g, beta, scale, initial_state, output_final_state
         x = x[:, n0 * C : n1 * C].float()
         return x.reshape(B, n1 - n0, C, H, -1).permute(1, 0, 3, 2, 4).reshape(n1 - n0, BH, C, x.shape[-1])
 
-    def chunk_view(x, n0, n1):  # the same as a (n, B, H, C, D) view, no copy: chunk_intra reads it in place
-        if x is None:
-            return None
-        return x[:, n0 * C : n1 * C].float().unflatten(1, (n1 - n0, C)).permute(1, 0, 3, 2, 4)
+    def chunk_view(x):  # the same as a (N, B, H, C, D) view, no copy: chunk_intra reads it in place
+        return None if x is None else x.unflatten(1, (N, C)).permute(1, 0, 3, 2, 4)
 
     S = q.new_zeros(BH, K, V, dtype=torch.float32) if initial_state is None else \
         initial_state.float().reshape(BH, K, V).clone()
@@ -195,11 +194,14 @@ def chunk_gated_delta(q, k, v, g, beta, scale, initial_state, output_final_state
         o = o.view(N, B, H, C, V).permute(1, 0, 3, 2, 4).reshape(B, N * C, H, V)[:, :T]
     else:
         o = v.new_empty(B, N * C, H, V, dtype=torch.float32)  # (B, T', H, V)
+        views = [chunk_view(x) for x in (q, k, v, g, beta)]  # (N, B, H, C, .) each, made once
+        o_view = chunk_view(o)  # (N, B, H, C, V)
         for n0 in range(0, N, group):
             n1 = min(n0 + group, N)
-            it = chunk_intra(*(chunk_view(x, n0, n1) for x in (q, k, v, g, beta)), delta, keep=False)
+            it = chunk_intra(*(None if x is None else x[n0:n1].float() for x in views), delta, keep=False)
             o_grp, S = chunk_carry(it, n1 - n0, S, scale, delta, in_place=True)  # (n, BH, C, V)
-            chunk_view(o, n0, n1).copy_(o_grp.view(n1 - n0, B, H, C, V))
+            o_view[n0:n1].copy_(o_grp.view(n1 - n0, B, H, C, V))
+            del it, o_grp  # free this group's buffers before the next group allocates: it reuses them, still in cache
         o = o[:, :T]  # (B, T, H, V)
     return o.to(dtype), (S.reshape(B, H, K, V) if output_final_state else None)
 
