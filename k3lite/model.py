@@ -32,8 +32,9 @@ from k3lite.trace import LayerTrace, Trace, detach
 RECURRENT_MAX_T = 8  # KDA runs its token-by-token recurrence for inputs this short, chunk-wise above
 # KDA chunk length without autograd. The shipped checkpoint learned steep decays (per token up to e^-33 on some
 # channels): on lite's text, a third of the 32-token chunk-heads exceed the chunk kernel's safe decay span
-# (k3lite/kda/chunk.py, _CAP) and take its slow exact-block path, 8% of 16-token ones. Same numbers either way;
-# `python -m k3lite.bench model` (trained weights, text) at 40 / 128 / 400 tokens: 38 / 61 / 139 ms -> 28 / 42 / 93 ms.
+# (k3lite/kda/chunk.py, _CAP) and take its slow exact-block path, 8% of 16-token ones. Same numbers either way.
+# The shipped lite's forward on text at 40 / 128 / 400 tokens, CPU clock on the 2-core dev machine, after main's
+# kernel of 2026-12-03: 32 / 57 / 105 ms in 32-token chunks, 25 / 40 / 70 ms in 16-token ones.
 # Training keeps the layer's default.
 INFERENCE_KDA_CHUNK = 16
 
