@@ -339,12 +339,13 @@ def _grouped_sorted(experts: RoutedExperts, xs: torch.Tensor, counts: list[int])
     if cap:
         _grouped_padded(experts, xs, counts, cap, ys)
     if any(count > cap for count in counts):
+        w_gate, w_up, w_down = experts.w_gate, experts.w_up, experts.w_down  # one module lookup, not one per expert
         start = 0
         for e, count in enumerate(counts):
             if count > cap:
                 part = xs[start + cap : start + count]  # (m_e - cap, dim) contiguous
-                h = F.silu(part @ experts.w_gate[e]).mul_(part @ experts.w_up[e])  # (m_e - cap, ffn)
-                torch.mm(h, experts.w_down[e], out=ys[start + cap : start + count])  # (m_e - cap, dim)
+                h = F.silu(torch.mm(part, w_gate[e])).mul_(torch.mm(part, w_up[e]))  # (m_e - cap, ffn)
+                torch.mm(h, w_down[e], out=ys[start + cap : start + count])  # (m_e - cap, dim)
             start += count
     return ys[:M]
 
