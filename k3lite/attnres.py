@@ -46,13 +46,22 @@ class DepthAttention(nn.Module):
         self.query = nn.Parameter(torch.zeros(d_model))  # pseudo-query w_l: zero -> uniform weights
         self.key_norm = RMSNorm(d_model, eps=norm_eps)
 
-    def forward(self, sources: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """sources (N, B, T, d) -> h (B, T, d), weights (B, T, N) summing to 1 over N."""
+    def forward(self, sources: torch.Tensor, inv_rms: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """sources (N, B, T, d) -> h (B, T, d), weights (B, T, N) summing to 1 over N.
+
+        `inv_rms` (N, B, T), each source's 1 / rms (what key_norm divides by), if the caller has it: then
+        RMSNorm(v) . w = (v . (weight * w)) / rms(v), so a source that several sublayers read is normalised
+        once, not by each (the same numbers up to fp32 rounding; ResidualStream's inference path).
+        """
         if sources.dim() != 4 or sources.shape[-1] != self.query.shape[0]:
             raise ValueError(f"DepthAttention expects sources (N, B, T, {self.query.shape[0]}), got {tuple(sources.shape)}")
         # a matrix-vector product and a weighted sum over N, not einsum: einsum turns both into a bmm with one
         # tiny batch entry per (b, t), which the CPU runs as a loop (9,600 aten calls at T=400; bench model)
-        logits = self.key_norm(sources) @ self.query.to(sources.dtype)  # (N, B, T)
+        if inv_rms is None:
+            logits = self.key_norm(sources) @ self.query.to(sources.dtype)  # (N, B, T)
+        else:
+            wq = (self.key_norm.weight.float() * self.query.float()).to(sources.dtype)  # (d,)
+            logits = (sources @ wq) * inv_rms  # (N, B, T)
         weights = logits.float().softmax(dim=0).to(sources.dtype)  # (N, B, T)
         h = (weights[..., None] * sources).sum(0)  # (B, T, d)
         return h, weights.permute(1, 2, 0)  # (B, T, d), (B, T, N)
@@ -74,7 +83,10 @@ class ResidualStream:
     mixing), so incremental decoding needs no cache for it.
     """
 
-    def __init__(self, embedding: torch.Tensor, mode: str = "full", block_size: int = 1):
+    def __init__(self, embedding: torch.Tensor, mode: str = "full", block_size: int = 1, max_sources: int = 0):
+        """`max_sources` > 0 (the most sources any mix will read) turns on the inference path when autograd is
+        off: sources are written once into one preallocated buffer (no torch.stack per mix) and each source's
+        1 / rms is computed once for all the mixes that read it (DepthAttention's `inv_rms`)."""
         if mode not in ATTN_RES_MODES:
             raise ValueError(f"attn_res mode must be one of {ATTN_RES_MODES}, got {mode!r}")
         if not isinstance(block_size, int) or block_size <= 0:
@@ -86,6 +98,13 @@ class ResidualStream:
         self.in_partial = 0  # how many outputs the partial sum holds
         self.total = embedding if mode == "standard" else None  # standard: the running sum
         self.n_outputs = 0
+        self._buf = self._inv_rms = None
+        if max_sources > 0 and mode != "standard" and not torch.is_grad_enabled():  # in-place writes: no autograd
+            self._buf = embedding.new_empty(max_sources, *embedding.shape)  # (S, B, T, d) source j in slot j
+            self._inv_rms = embedding.new_empty(max_sources, *embedding.shape[:-1], dtype=torch.float32)  # (S, B, T)
+            self._normed = 0  # slots [0, _normed) hold their current 1 / rms
+            self._eps: float | None = None
+            self.blocks = [self._buf[0].copy_(embedding)]
 
     def sources(self) -> list[torch.Tensor]:
         return self.blocks + ([self.partial] if self.partial is not None else [])
@@ -99,15 +118,34 @@ class ResidualStream:
         if attn is None:
             raise ValueError(f"attn_res mode {self.mode!r} needs a DepthAttention for every sublayer")
         srcs = self.sources()
-        h, w = attn(torch.stack(srcs))  # (B, T, d), (B, T, N)
-        return DepthMix(h, w, tuple(range(len(srcs))))
+        n = len(srcs)
+        if self._buf is None:
+            h, w = attn(torch.stack(srcs))  # (B, T, d), (B, T, N)
+        else:
+            h, w = attn(self._buf[:n], self._source_inv_rms(n, attn.key_norm.eps))  # (B, T, d), (B, T, N)
+        return DepthMix(h, w, tuple(range(n)))
+
+    def _source_inv_rms(self, n: int, eps: float) -> torch.Tensor:
+        """1 / rms of sources [0, n) (N, B, T), computing only the ones written since the last call."""
+        if eps != self._eps:
+            self._eps, self._normed = eps, 0
+        if self._normed < n:
+            v = self._buf[self._normed : n].float()  # (n - normed, B, T, d)
+            torch.rsqrt(v.square().mean(-1).add_(eps), out=self._inv_rms[self._normed : n])
+            self._normed = n
+        return self._inv_rms[:n]
 
     def add(self, out: torch.Tensor) -> None:
         self.n_outputs += 1
         if self.mode == "standard":
             self.total = self.total + out
             return
-        self.partial = out if self.partial is None else self.partial + out
+        if self._buf is not None:  # the partial sum lives in the buffer slot after the completed blocks
+            slot = len(self.blocks)
+            self.partial = self._buf[slot].copy_(out) if self.partial is None else self.partial.add_(out)
+            self._normed = min(self._normed, slot)
+        else:
+            self.partial = out if self.partial is None else self.partial + out
         self.in_partial += 1
         if self.in_partial == self.block_size:  # block complete: its sum becomes a source of its own
             self.blocks.append(self.partial)

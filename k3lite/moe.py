@@ -273,46 +273,81 @@ def expert_forward_naive(experts: RoutedExperts, x: torch.Tensor, expert_ids: to
     return torch.cat(rows) if rows else torch.zeros_like(x)
 
 
-PADDED_WASTE = 4  # padded expert batches may compute at most this many rows per real row
+# Cost model of the two no-autograd expert paths on one CPU thread, in microseconds:
+#   padded batch  PADDED_CALL_US + E x PADDED_EXPERT_US + rows x PADDED_ROW_US   (rows = E x cap, zeros included)
+#   per expert    LOOP_CALL_US per expert                                       + rows x LOOP_ROW_US
+# The call and row constants are a least-squares fit to timings of lite's MoE layers (E 32, 64 -> 128; trained
+# and random weights, 20-400 tokens) on the 2-core dev machine, within ~25%. PADDED_EXPERT_US is the batch
+# reading every expert's weights, used or not: 3 x 64 x 128 fp32 = 98 KB at the ~20 GB/s of a cold read here
+# (~5 us); it is what makes a decode step (4 rows on 4 experts) 1.5x slower padded than looped. A padded row
+# costs ~1.5x a looped one, a looped expert ~22 us of calls: a few rows on each of many experts favour the
+# batch, a few overfull experts the loop for their excess rows. Only the speed depends on these numbers,
+# never what is computed. Expert and row costs scale with the expert's size: given per 6 * dim * ffn / 1e4.
+PADDED_CALL_US, PADDED_EXPERT_US, PADDED_ROW_US = 24.0, 1.0, 0.25
+LOOP_CALL_US, LOOP_ROW_US = 22.0, 0.166
 
 
-def _grouped_padded(experts: RoutedExperts, xs: torch.Tensor, counts: list[int], cap: int) -> torch.Tensor:
-    """`_grouped_sorted` as three batched matmuls over all E experts, each padded to `cap` rows with zeros.
+def padded_rows_cap(counts: list[int], n_experts: int, dim: int, ffn: int) -> int:
+    """How many rows of each expert run in the padded batch (the rest run one expert at a time): the cap
+    0..max(counts) with the lowest modelled cost. 0 = only the loop, max(counts) = only the batch.
 
-    The per-expert loop costs ~25 tiny ops per expert (32 experts x 7 layers ~ 5,800 aten calls per forward
-    of lite at T=40, the largest item in `python -m k3lite.bench model`); here it is a fixed ~15.
+    Balanced routing (counts near their mean) pads little and takes the batch; a few overfull experts get
+    the batch for their first `cap` rows and the loop for the remainder, so zero rows never dominate.
     """
-    E, dim = experts.n_experts, xs.shape[1]
+    scale = 6 * dim * ffn / 1e4  # FLOPs of one row through one expert, in units of the constants' row
+    pad_row, loop_row = PADDED_ROW_US * scale, LOOP_ROW_US * scale
+    pad_fixed = PADDED_CALL_US + n_experts * PADDED_EXPERT_US * scale
+    desc = sorted((c for c in counts if c), reverse=True)
+    total = sum(desc)
+    best_cap, best = 0, len(desc) * LOOP_CALL_US + total * loop_row  # cap 0: the loop alone
+    above = 0  # rows of the i experts with the most rows
+    for i, c in enumerate(desc):
+        if i == 0 or desc[i - 1] != c:  # cap = c: the i experts above it loop over their rows beyond c
+            cost = pad_fixed + n_experts * c * pad_row + i * LOOP_CALL_US + (above - i * c) * loop_row
+            if cost < best:
+                best_cap, best = c, cost
+        above += c
+    return best_cap
+
+
+def _grouped_padded(experts: RoutedExperts, xs: torch.Tensor, counts: list[int], cap: int, ys: torch.Tensor) -> None:
+    """The first `cap` rows of every expert as three batched matmuls over all E experts, each padded to `cap`
+    rows with zeros; written into ys (M + 1, dim) (row M takes the padding). xs (M, dim) sorted by expert."""
+    E, M, dim = experts.n_experts, xs.shape[0], xs.shape[1]
     n = torch.tensor(counts, device=xs.device)  # (E,)
-    expert = torch.repeat_interleave(torch.arange(E, device=xs.device), n)  # (M,) expert of each sorted row
-    rank = torch.arange(xs.shape[0], device=xs.device) - (n.cumsum(0) - n)[expert]  # (M,) row within expert
-    slot = expert * cap + rank  # (M,) position in the padded (E * cap) batch
-    X = xs.new_zeros(E * cap, dim).index_copy_(0, slot, xs).view(E, cap, dim)  # (E, cap, dim)
+    rank = torch.arange(cap, device=xs.device)  # (cap,)
+    src = torch.where(rank < n[:, None], (n.cumsum(0) - n)[:, None] + rank, M).view(-1)  # (E*cap,) row or M (zero)
+    X = torch.cat([xs, xs.new_zeros(1, dim)]).index_select(0, src).view(E, cap, dim)  # (E, cap, dim)
     H = F.silu(torch.bmm(X, experts.w_gate)).mul_(torch.bmm(X, experts.w_up))  # (E, cap, ffn)
-    return torch.bmm(H, experts.w_down).view(E * cap, dim)[slot]  # (M, dim) in sorted order
+    ys.index_copy_(0, src, torch.bmm(H, experts.w_down).view(E * cap, dim))  # padding rows all land on row M
 
 
 def _grouped_sorted(experts: RoutedExperts, xs: torch.Tensor, counts: list[int]) -> torch.Tensor:
     """Rows xs (M, dim) already sorted by expert, counts[e] rows for expert e -> (M, dim), same order.
 
-    One matmul triple per expert that got rows. Without autograd the results are written straight into
-    one preallocated buffer (no concatenation: on CPU the copies cost as much as the matmuls).
+    With autograd: one matmul triple per expert that got rows, concatenated. Without: each expert's first
+    `cap` rows (`padded_rows_cap`) in one padded batch of three bmm, the rows beyond `cap` one expert at a
+    time, written straight into one preallocated buffer (no concatenation: on CPU the copies cost as much
+    as the matmuls).
     """
     if torch.is_grad_enabled() and (xs.requires_grad or experts.w_gate.requires_grad):
         slices = torch.split(xs, counts)
         return torch.cat([experts.one(e, part) for e, part in enumerate(slices) if part.shape[0]])
-    M, cap = xs.shape[0], max(counts, default=0)
-    if M and experts.n_experts * cap <= PADDED_WASTE * M:  # balanced enough: three bmm, no Python loop
-        return _grouped_padded(experts, xs, counts, cap)
-    ys = torch.empty_like(xs)  # (M, dim)
-    start = 0
-    for e, count in enumerate(counts):
-        if count:
-            part = xs[start : start + count]  # (m_e, dim) contiguous
-            h = F.silu(part @ experts.w_gate[e]).mul_(part @ experts.w_up[e])  # (m_e, ffn)
-            torch.mm(h, experts.w_down[e], out=ys[start : start + count])  # (m_e, dim)
+    M = xs.shape[0]
+    ys = torch.empty(M + 1, xs.shape[1], dtype=xs.dtype, device=xs.device)  # (M + 1, dim): row M is scratch
+    cap = padded_rows_cap(counts, experts.n_experts, xs.shape[1], experts.w_gate.shape[2]) if M else 0
+    if cap:
+        _grouped_padded(experts, xs, counts, cap, ys)
+    if any(count > cap for count in counts):
+        w_gate, w_up, w_down = experts.w_gate, experts.w_up, experts.w_down  # one module lookup, not one per expert
+        start = 0
+        for e, count in enumerate(counts):
+            if count > cap:
+                part = xs[start + cap : start + count]  # (m_e - cap, dim) contiguous
+                h = F.silu(torch.mm(part, w_gate[e])).mul_(torch.mm(part, w_up[e]))  # (m_e - cap, ffn)
+                torch.mm(h, w_down[e], out=ys[start + cap : start + count])  # (m_e - cap, dim)
             start += count
-    return ys
+    return ys[:M]
 
 
 def expert_forward(experts: RoutedExperts, x: torch.Tensor, expert_ids: torch.Tensor) -> torch.Tensor:

@@ -141,3 +141,29 @@ def test_heatmap_has_one_source_label_per_column(mode, block):
     assert mat.shape[1] == (n_sub + 1 if mode != "block" else 1 + -(-n_sub // block))
     if mode != "block":
         assert not any(n.startswith("B") for n in names)  # single outputs, no block-sum labels
+
+
+@pytest.mark.parametrize("mode,block", [("full", 1), ("block", 2), ("block", 3)])
+def test_inference_buffer_path_matches_the_stacked_path(mode, block):
+    """Without autograd and with max_sources, sources live in one buffer and each 1/rms is computed once
+    (DepthAttention's inv_rms): the same mixes as stacking and normalising every source each time."""
+    d, n = 16, 7
+    attns, final = random_attns(n, d, seed=4)
+    emb = torch.randn(2, 5, d)
+    sub = nonlinear_sublayers(d, n)
+
+    def drive(max_sources):
+        stream = ResidualStream(emb, mode, block, max_sources)
+        assert (stream._buf is not None) == (max_sources > 0)
+        mixes = []
+        for i, a in enumerate(attns):
+            mixes.append(stream.mix(a))
+            stream.add(sub(i, mixes[-1].h))
+        return mixes + [stream.mix(final)]
+
+    with torch.no_grad():
+        plain, buffered = drive(0), drive(1 + -(-n // block))
+    for p, b in zip(plain, buffered):
+        assert p.sources == b.sources
+        torch.testing.assert_close(b.h, p.h, **TOL)
+        torch.testing.assert_close(b.weights, p.weights, **TOL)

@@ -8,6 +8,7 @@ import torch
 from k3lite.checkpoint import DEFAULT_PATH, checkpoint_meta, load_lite_model, save_checkpoint
 from k3lite.config import K3Config, KDAConfig, MLAConfig, MoEConfig, get_preset
 from k3lite.model import K3Model, loss_fn, n_params
+from k3lite.moe_demo import calibration_stream
 from k3lite.params import count_params, dense_baseline_for
 from k3lite.tokenizer import MAX_PROMPT_CHARS, decode, encode, token_label
 from k3lite.trace import KDA_FIELDS, MLA_FIELDS, MOE_FIELDS
@@ -298,3 +299,19 @@ def test_rmsnorm_gives_the_bits_of_its_formula():
         xf = x.float()
         want = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * norm.weight).to(dtype)
         assert norm(x).dtype == dtype and torch.equal(norm(x), want)
+
+
+def test_inference_paths_compute_what_the_autograd_path_computes():
+    """Without autograd the forward takes its fast paths (experts batched by a cost model, depth-mix sources in
+    one buffer with cached norms, shorter KDA chunks); with autograd the plain ones. On the shipped model and
+    text (its steep decays, its skewed routing) both give the same logits and the same expert choices."""
+    model, warning = load_lite_model()
+    assert warning is None
+    tokens = torch.tensor([list(calibration_stream()[:300])])
+    with torch.inference_mode():
+        fast = model(tokens, trace=True)
+    slow = model(tokens, trace=True)  # parameters require grad: the autograd paths
+    torch.testing.assert_close(fast.logits, slow.logits.detach())
+    for a, b in zip(fast.trace.layers, slow.trace.layers):
+        if a.router_topk_idx is not None:
+            assert torch.equal(a.router_topk_idx, b.router_topk_idx), a.index

@@ -1,43 +1,60 @@
-"""The padded batched-matmul expert path (k3lite.moe._grouped_padded) against the per-token reference, and the
-rule that picks it: balanced routing takes it, routing piled onto one expert keeps the per-expert loop."""
+"""The no-autograd expert paths (k3lite.moe: padded batched matmuls for each expert's first `cap` rows, one
+expert at a time for the rest) against the per-token reference at every split, and the rule that picks the
+split: balanced routing goes into the batch whole, one overfull expert does not set the padding for all."""
+import pytest
 import torch
 from torch.testing import assert_close
 
 from k3lite import moe
-from k3lite.moe import RoutedExperts, expert_forward, expert_forward_naive
+from k3lite.moe import RoutedExperts, expert_forward, expert_forward_naive, padded_rows_cap
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 
 
-def run_counting_paths(experts, x, ids):
-    """expert_forward under inference mode, recording whether the padded path ran."""
-    calls, real = [], moe._grouped_padded
-    moe._grouped_padded = lambda *a: calls.append(1) or real(*a)
+def forward_with_cap(experts, x, ids, cap):
+    """expert_forward under inference mode with the padded batch forced to `cap` rows per expert."""
+    real = moe.padded_rows_cap
+    moe.padded_rows_cap = lambda *a: cap
     try:
         with torch.inference_mode():
-            out = expert_forward(experts, x, ids)
+            return expert_forward(experts, x, ids)
     finally:
-        moe._grouped_padded = real
-    return out, bool(calls)
+        moe.padded_rows_cap = real
 
 
-def test_padded_path_equals_naive_on_balanced_routing():
-    torch.manual_seed(0)
-    experts = RoutedExperts(8, 12, 20)
-    x = torch.randn(64, 12)
-    ids = torch.arange(64) % 8  # every expert gets 8 rows: no padding waste
-    ids = ids[torch.randperm(64)]
-    out, padded = run_counting_paths(experts, x, ids)
-    assert padded
-    assert_close(out, expert_forward_naive(experts, x, ids), **TOL)
-
-
-def test_skewed_routing_keeps_the_loop_and_still_matches():
-    torch.manual_seed(1)
+@pytest.mark.parametrize("cap", [0, 1, 3, 6, 37])
+def test_every_split_between_batch_and_loop_equals_naive(cap):
+    torch.manual_seed(cap)
     experts = RoutedExperts(16, 12, 20)
     x = torch.randn(40, 12)
     ids = torch.zeros(40, dtype=torch.long)
-    ids[:3] = torch.tensor([4, 9, 15])  # 37 rows on expert 0: padding to 37 x 16 experts is > 4x waste
-    out, padded = run_counting_paths(experts, x, ids)
-    assert not padded
-    assert_close(out, expert_forward_naive(experts, x, ids), **TOL)
+    ids[:21] = torch.randint(0, 16, (21,))  # expert 0 overfull (about 20 rows), some experts empty
+    ids = ids[torch.randperm(40)]
+    assert int(torch.bincount(ids).max()) <= 37
+    assert_close(forward_with_cap(experts, x, ids, cap), expert_forward_naive(experts, x, ids), **TOL)
+
+
+def test_balanced_routing_runs_as_one_batch():
+    assert padded_rows_cap([8] * 32, 32, 64, 128) == 8  # lite's expert shapes, no padding at all
+
+
+def test_one_overfull_expert_does_not_set_the_padding():
+    counts = [5] * 31 + [60]  # padding every expert to 60 rows would compute 32 * 60 rows for 215 real ones
+    cap = padded_rows_cap(counts, 32, 64, 128)
+    assert 0 < cap < 60
+    assert padded_rows_cap([0] * 31 + [40], 32, 64, 128) == 0  # one expert in use: the loop, no batch
+    assert padded_rows_cap([1] * 4 + [0] * 28, 32, 64, 128) == 0  # a decode step: 4 rows never read all 32 experts
+
+
+def test_skewed_routing_with_autograd_matches_naive_and_its_gradients():
+    torch.manual_seed(1)
+    experts = RoutedExperts(16, 12, 20)
+    x = torch.randn(30, 12, requires_grad=True)
+    ids = torch.tensor([3, 5] * 15)  # only two experts used, as on one expert-parallel rank
+    y1 = expert_forward(experts, x, ids)
+    g1 = torch.autograd.grad(y1.square().sum(), (x, experts.w_up))
+    y2 = expert_forward_naive(experts, x, ids)
+    g2 = torch.autograd.grad(y2.square().sum(), (x, experts.w_up))
+    assert_close(y1, y2, **TOL)
+    for a, b in zip(g1, g2):
+        assert_close(a, b, atol=1e-4, rtol=1e-4)

@@ -1,10 +1,14 @@
 """`python -m k3lite.bench model`: forward tokens/s of lite vs a dense transformer with the same active params.
 
-Both models are timed in the same run, interleaved (A B A B ...), under torch.inference_mode, on random
-byte tokens; the median of the repeats is reported, one row per prompt length (`--seq`; the defaults are
-the pages' sizes: the forward-pass page's default prompt is ~40 bytes and its limit 400). `--clock cpu`
-times with the thread's CPU time (steadier on a loaded machine; 1 thread). Also: incremental decoding of
-lite with its caches vs re-running the full prefix each step (what the caches save).
+Both models are timed in the same run, interleaved (A B A B ...), under torch.inference_mode; the median of
+the repeats is reported, one row per prompt length (`--seq`; the defaults are the pages' sizes: the
+forward-pass page's default prompt is ~40 bytes and its limit 400). lite is the app's model: the shipped
+checkpoint (`--weights trained`, the default) on text (`--tokens text`: the first `seq` bytes of the MoE
+demo's calibration stream, English prose). Its speed depends on the data: routing skew sets the experts'
+batch shapes, and the trained KDA decays pick the chunk kernel's path; `--weights random --tokens random`
+is the random-init model on random bytes. The dense baseline has no data-dependent path (random init).
+`--clock cpu` times with the thread's CPU time (steadier on a loaded machine; 1 thread). Also: incremental
+decoding of lite with its caches vs re-running the full prefix each step (what the caches save).
 """
 from __future__ import annotations
 
@@ -15,8 +19,10 @@ import time
 
 import torch
 
+from k3lite.checkpoint import load_lite_model
 from k3lite.config import get_preset
 from k3lite.model import K3Model, n_params
+from k3lite.moe_demo import calibration_stream
 from k3lite.params import count_params, dense_baseline_for
 
 
@@ -60,6 +66,13 @@ def where_time_goes(model: torch.nn.Module, tokens: torch.Tensor, repeats: int =
     return best_total, best, calls
 
 
+def _tokens(kind: str, batch: int, seq: int, vocab_size: int) -> torch.Tensor:
+    """(batch, seq) byte tokens: the first `seq` bytes of the calibration stream in every row, or random bytes."""
+    if kind == "random":
+        return torch.randint(0, vocab_size, (batch, seq))
+    return torch.tensor(list(calibration_stream()[:seq])).expand(batch, seq).contiguous()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m k3lite.bench model", description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=1, help="1: the pages run one prompt at a time")
@@ -70,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="wall clock, or this thread's CPU time (steadier when the machine is loaded)")
+    ap.add_argument("--weights", choices=("trained", "random"), default="trained",
+                    help="lite's weights: the shipped checkpoint (what the app runs) or a random init")
+    ap.add_argument("--tokens", choices=("text", "random"), default="text",
+                    help="lite's and dense's input: text bytes (what the pages run) or uniform random bytes")
     ap.add_argument("--profile", action="store_true",
                     help="where the time goes: CPU ms per submodule kind and aten calls, at the first --seq")
     args = ap.parse_args(argv)
@@ -85,17 +102,22 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     cfg = get_preset("lite")
-    lite = K3Model(cfg).eval()
+    lite, warning = load_lite_model() if args.weights == "trained" else (K3Model(cfg), None)
+    if warning:
+        print(f"note: {warning}")
+    lite = lite.eval()
+    if args.tokens == "text" and max(args.seq) > len(calibration_stream()):
+        ap.error(f"--tokens text has {len(calibration_stream())} bytes; use a shorter --seq or --tokens random")
     dense = dense_baseline_for(cfg, match="active").eval()
     rep = count_params(cfg)
-    print(f"lite: {rep.total / 1e6:.2f}M total, {rep.active / 1e6:.2f}M active params; "
+    print(f"lite ({args.weights} weights, {args.tokens} tokens): {rep.total / 1e6:.2f}M total, {rep.active / 1e6:.2f}M active params; "
           f"dense baseline: {n_params(dense) / 1e6:.2f}M params (matched to lite's active); "
           f"batch {args.batch}, {args.threads} thread(s), {args.clock} clock, median of {args.repeats}; "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'tokens':>7}{'lite ms':>10}{'dense ms':>10}{'lite tok/s':>12}{'dense tok/s':>13}{'lite/dense':>12}")
     with torch.inference_mode():
         for seq in args.seq:
-            tokens = torch.randint(0, cfg.vocab_size, (args.batch, seq))
+            tokens = _tokens(args.tokens, args.batch, seq, cfg.vocab_size)
             n_tok = tokens.numel()
             lite(tokens), dense(tokens)  # warm-up
             t_lite, t_dense = [], []
@@ -107,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
         print("lite/dense: lite's tokens/s as a fraction of the dense baseline's (1 = as fast).")
         if args.profile:
-            tokens = torch.randint(0, cfg.vocab_size, (args.batch, args.seq[0]))
+            tokens = _tokens(args.tokens, args.batch, args.seq[0], cfg.vocab_size)
             for name, m in (("lite", lite), ("dense", dense)):
                 total, parts, calls = where_time_goes(m, tokens)
                 print(f"\n{name}, {args.seq[0]} tokens: {total * 1e3:.1f} ms CPU, {calls:,} aten calls; per submodule kind "
@@ -118,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         # decoding: cached one-token steps vs recomputing the prefix each step (batch 1)
         steps = args.decode_steps
         if steps > 0:
-            prompt = torch.randint(0, cfg.vocab_size, (1, 64))
+            prompt = _tokens(args.tokens, 1, 64, cfg.vocab_size)
             res = lite(prompt, use_cache=True)
 
             def cached():
