@@ -216,7 +216,7 @@ if K3_SCALE:  # a tokens x experts heatmap is hairline static here: show where t
     view = gpu_view(stats.topk_idx[0].numpy(), E, st.session_state.moe_gpus)
     st.plotly_chart(shared_figure(gpu_heatmap, result.labels, view.counts, view.touched, view.expected_touched,
                                   title=f"{METHOD_LABELS[METHOD]}: {E} experts in blocks of {view.experts_per_gpu:.0f} "
-                                      f"over {view.n_gpus} GPUs"), width="stretch")
+                                        f"over {view.n_gpus} GPUs"), width="stretch")
     explain(f"Above {K3_SCALE_EXPERTS} experts the question is not which expert but which GPU: each token's {K} "
             f"experts sit on {view.touched.mean():.1f} of {view.n_gpus} GPUs on average here (uniform routing: "
             f"{view.expected_touched:.1f}, the interconnect page's formula); every GPU touched other than the "
