@@ -53,10 +53,11 @@ def test_grouped_expert_forward_matches_naive(m, e, dim):
     torch.testing.assert_close(expert_forward(experts, x, ids), expert_forward_naive(experts, x, ids), **TOL)
 
 
-def test_grouped_forward_on_a_subset_of_experts_and_gradients_match():
+@pytest.mark.parametrize("n_experts,dim,ffn", [(8, 10, 16), (16, 12, 20)])
+def test_grouped_forward_on_a_subset_of_experts_and_gradients_match(n_experts, dim, ffn):
     torch.manual_seed(1)
-    experts = RoutedExperts(8, 10, 16)
-    x = torch.randn(30, 10, requires_grad=True)
+    experts = RoutedExperts(n_experts, dim, ffn)
+    x = torch.randn(30, dim, requires_grad=True)
     ids = torch.tensor([3, 5] * 15)  # only two experts used, as on one expert-parallel rank
     y1 = expert_forward(experts, x, ids)
     g1 = torch.autograd.grad(y1.square().sum(), (x, experts.w_up))
