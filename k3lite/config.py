@@ -71,16 +71,31 @@ class KDAConfig:
     head_dim: int  # K = V = head_dim
     conv_size: int = 4  # short causal depthwise conv on q, k, v
     gate_rank: int = 0  # rank of the low-rank decay/output gates; 0 = head_dim (Kimi Linear)
+    # log-decay form. None: g = -exp(A_log) * softplus(f + dt_bias), unbounded below (Kimi Linear, fla's default).
+    # A number L < 0: g = L * sigmoid(exp(A_log) * (f + dt_bias)), so a per-token decay in [e^L, 1)
+    # (K3's `gate_lower_bound` -5.0; fla's `fused_kda_gate(..., lower_bound=)`, its "safe gate").
+    decay_lower_bound: float | None = None
+    output_gate_full_rank: bool = False  # sigmoid output gate d -> H*V in one matrix (K3) instead of low rank
+    output_gate_bias: bool = True  # bias on the output gate's last projection (fla's layer has one)
+    beta_bias: bool = False  # a learned bias on the write strength beta = sigmoid(W_b x + b) (the lab's layers)
 
     def __post_init__(self) -> None:
         _positive("kda.n_heads", self.n_heads)
         _positive("kda.head_dim", self.head_dim)
         _positive("kda.conv_size", self.conv_size)
         _non_negative("kda.gate_rank", self.gate_rank)
+        if self.decay_lower_bound is not None and not (isinstance(self.decay_lower_bound, (int, float))
+                                                       and self.decay_lower_bound < 0):
+            raise ValueError(f"kda.decay_lower_bound must be None or a negative number, got {self.decay_lower_bound!r}")
 
     @property
     def rank(self) -> int:
         return self.gate_rank or self.head_dim
+
+
+# K3's KDA decay bound: config.json `gate_lower_bound` -5.0 (moonshotai/Kimi-K3; fla `fused_kda_gate(lower_bound=)`):
+# g = -5 sigmoid(...), so every channel keeps at least e^-5 = 0.0067 of its state per token.
+K3_DECAY_LOWER_BOUND = -5.0
 
 
 def routed_fraction(top_k: int, n_routed_experts: int) -> float:

@@ -52,6 +52,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from k3lite.attnres import DepthAttention, ResidualStream
+from k3lite.config import K3_DECAY_LOWER_BOUND, KDAConfig
+from k3lite.kda.layer import KimiDeltaAttention, short_conv
 from k3lite.kda.ops import MIXER_KERNELS
 from k3lite.nn import RMSNorm, SwiGLU, warmup_cosine_lr
 from k3lite.rng import seeded
@@ -60,6 +62,10 @@ from k3lite.tasks import IGNORE, TaskSpec, make_batch
 RECURRENT_MIXERS: tuple[str, ...] = ("linear", "mamba2", "deltanet", "gdn", "kda")
 MIXERS: tuple[str, ...] = RECURRENT_MIXERS + ("attention", "hybrid")
 RESIDUALS: tuple[str, ...] = ("standard", "full", "block")
+# Initialisations (`LabConfig.init`): "lab" = the small write strength and slow decays below (why: their
+# comments); "reference" = fla's layer defaults (beta ~ 0.5, A ~ U(1, 16)), for the init ablation.
+INITS: tuple[str, ...] = ("lab", "reference")
+REFERENCE_A_INIT = (1.0, 16.0)  # fla's KimiDeltaAttention / GatedDeltaNet: A = exp(A_log) ~ U(1, 16)
 MIXER_LABELS = {
     "linear": "linear attention",
     "mamba2": "Mamba-2-style (scalar decay, no delta)",
@@ -116,6 +122,7 @@ class LabConfig:
     weight_decay: float = 0.1
     warmup_frac: float = 0.1
     chunk_size: int = 32  # chunk length of the chunk-wise KDA kernel
+    init: str = "lab"  # "lab" (small beta, slow decay) or "reference" (fla's defaults): see INITS
     eval_every: int = 50
     eval_examples: int = 128
     seed: int = 0
@@ -123,6 +130,8 @@ class LabConfig:
     def __post_init__(self) -> None:
         if self.mixer not in MIXERS:
             raise ValueError(f"mixer must be one of {MIXERS}, got {self.mixer!r}")
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
         if self.residual not in RESIDUALS:
             raise ValueError(f"residual must be one of {RESIDUALS}, got {self.residual!r}")
         if not isinstance(self.ffn_mult, int) or self.ffn_mult < 0:
@@ -159,15 +168,8 @@ class LabConfig:
 
 # --------------------------------------------------------------------------------------------- mixers
 def causal_conv(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """Depthwise causal conv over time: y_t = sum_j w[:, j] x_{t - W + 1 + j}. x (B, T, C), weight (C, 1, W).
-
-    Written as W shifted multiply-adds instead of F.conv1d: same numbers (tested against conv1d), but its
-    backward is several times faster on CPU for these tiny channel counts.
-    """
-    B, T, C = x.shape
-    W = weight.shape[-1]
-    xp = F.pad(x, (0, 0, W - 1, 0))  # (B, T + W - 1, C)
-    return sum(xp[:, j: j + T] * weight[:, 0, j] for j in range(W))  # (B, T, C)
+    """Depthwise causal conv over time, x (B, T, C), weight (C, 1, W): the library's `short_conv` (no cache)."""
+    return short_conv(x, weight)[0]
 
 
 def _inv_softplus_dt(n: int) -> torch.Tensor:
@@ -176,17 +178,24 @@ def _inv_softplus_dt(n: int) -> torch.Tensor:
     return dt + torch.log(-torch.expm1(-dt))
 
 
-class RecurrentMixer(nn.Module):
-    """Linear attention / Mamba-2 / DeltaNet / GDN / KDA: one skeleton, the state update picked by `kind`.
+def _decay_init(kind_init: str) -> tuple[float, float]:
+    return DECAY_A_INIT if kind_init == "lab" else REFERENCE_A_INIT
 
-    Shapes: x (B, T, d) -> q, k (B, T, H, K), v (B, T, H, V); gate g (B, T, H, K) log-decay <= 0;
-    beta (B, T, H) in (0, 1). The kernel returns o (B, T, H, V).
+
+class RecurrentMixer(nn.Module):
+    """Linear attention / Mamba-2 / DeltaNet / GDN: one skeleton, the state update picked by `kind`.
+
+    (KDA is the library's own layer, `LabKDA`.) Shapes: x (B, T, d) -> q, k (B, T, H, K), v (B, T, H, V);
+    gate g (B, T, H) log-decay <= 0; beta (B, T, H) in (0, 1). The kernel returns o (B, T, H, V).
+    Built from the library's pieces: `short_conv`, `RMSNorm`, the kernels of `k3lite.kda.ops`.
     """
 
-    def __init__(self, d_model: int, n_heads: int, kind: str, conv_size: int = 4, chunk_size: int = 32):
+    def __init__(self, d_model: int, n_heads: int, kind: str, conv_size: int = 4, chunk_size: int = 32,
+                 init: str = "lab"):
         super().__init__()
-        if kind not in RECURRENT_MIXERS:
-            raise ValueError(f"kind must be one of {RECURRENT_MIXERS}, got {kind!r}")
+        if kind not in RECURRENT_MIXERS or kind == "kda":
+            raise ValueError(f"kind must be one of {tuple(m for m in RECURRENT_MIXERS if m != 'kda')} "
+                             f"(kda is LabKDA), got {kind!r}")
         if d_model % n_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
         self.kind, self.chunk_size = kind, chunk_size
@@ -194,20 +203,15 @@ class RecurrentMixer(nn.Module):
         self.n_heads, self.head_dim = H, K
         self.qkv_proj = nn.Linear(d_model, 3 * H * K, bias=False)
         self.conv_weight = nn.Parameter(torch.randn(3 * H * K, 1, conv_size) * conv_size**-0.5)
-        self.has_delta = kind in ("deltanet", "gdn", "kda")
+        self.has_delta = kind in ("deltanet", "gdn")
         if self.has_delta:
             # beta = sigmoid(b_proj x + b): the bias starts at BETA_INIT_LOGIT (beta ~ 0.05), see its comment
             self.b_proj = nn.Linear(d_model, H, bias=True)
-            nn.init.constant_(self.b_proj.bias, BETA_INIT_LOGIT)
+            nn.init.constant_(self.b_proj.bias, BETA_INIT_LOGIT if init == "lab" else 0.0)
         if kind in ("mamba2", "gdn"):  # scalar decay per head: a_t = exp(-exp(A_log) softplus(W_a x + dt_bias))
             self.a_proj = nn.Linear(d_model, H, bias=False)
             self.dt_bias = nn.Parameter(_inv_softplus_dt(H))
-            self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(*DECAY_A_INIT)))
-        elif kind == "kda":  # per-channel decay, low rank (rank = head_dim), as KimiDeltaAttention
-            self.f_down = nn.Linear(d_model, K, bias=False)
-            self.f_up = nn.Linear(K, H * K, bias=False)
-            self.dt_bias = nn.Parameter(_inv_softplus_dt(H * K))
-            self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(*DECAY_A_INIT)))
+            self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(*_decay_init(init))))
         self.o_norm = RMSNorm(K)
         self.gate_proj = nn.Linear(d_model, H * K, bias=False)  # sigmoid output gate
         self.o_proj = nn.Linear(H * K, d_model, bias=False)
@@ -215,21 +219,16 @@ class RecurrentMixer(nn.Module):
     def gates(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """Log-decay g and beta in the shapes `k3lite.kda.MIXER_INPUTS` names for this kind.
 
-        kda: g (B, T, H, K) per channel; mamba2 / gdn: g (B, T, H) one per head; linear / deltanet: None.
-        beta (B, T, H): the delta rule's write strength sigmoid(W_b x) for deltanet / gdn / kda; for mamba2
+        mamba2 / gdn: g (B, T, H) one per head; linear / deltanet: None.
+        beta (B, T, H): the delta rule's write strength sigmoid(W_b x) for deltanet / gdn; for mamba2
         the SSD input step dt (S = exp(-A dt) S + dt k v^T); None for linear attention.
         """
-        B, T, _ = x.shape
-        H, K = self.n_heads, self.head_dim
         g = beta = None
         if self.kind in ("mamba2", "gdn"):
             dt = F.softplus(self.a_proj(x) + self.dt_bias)  # (B, T, H)
             g = -self.A_log.exp() * dt  # (B, T, H)
             if self.kind == "mamba2":
                 beta = dt
-        elif self.kind == "kda":
-            g = F.softplus(self.f_up(self.f_down(x)) + self.dt_bias).view(B, T, H, K)
-            g = -self.A_log.exp()[:, None] * g  # (B, T, H, K)
         if self.has_delta:
             beta = self.b_proj(x).sigmoid()  # (B, T, H)
         return g, beta
@@ -244,6 +243,45 @@ class RecurrentMixer(nn.Module):
         o = run_kernel(self.kind, q, k, v, g, beta, chunk_size=self.chunk_size)  # (B, T, H, K)
         o = self.o_norm(o).reshape(B, T, H * K) * self.gate_proj(x).sigmoid()  # (B, T, HK)
         return self.o_proj(o)
+
+
+def lab_kda_config(n_heads: int, head_dim: int, conv_size: int = 4) -> KDAConfig:
+    """The lab's KDA: K3's released layer form (decay bounded below by e^-5 per token, full-rank output gate
+    without bias; `k3lite.config.K3_DECAY_LOWER_BOUND`) plus a learned bias on beta for the lab's init."""
+    return KDAConfig(n_heads=n_heads, head_dim=head_dim, conv_size=conv_size, decay_lower_bound=K3_DECAY_LOWER_BOUND,
+                     output_gate_full_rank=True, output_gate_bias=False, beta_bias=True)
+
+
+class LabKDA(nn.Module):
+    """The lab's KDA mixer: the library's `KimiDeltaAttention` (the layer every other page runs), K3's form.
+
+    init "lab": beta starts at sigmoid(BETA_INIT_LOGIT) ~ 0.05 and each channel's initial log decay is drawn
+    exactly as Mamba-2's and GDN's (g0 = -A dt, A ~ U(DECAY_A_INIT), dt ~ logU(1e-3, 0.1)), written into K3's
+    bounded form as A_log = 0, dt_bias = logit(-g0 / |L|): so g = L sigmoid(f + dt_bias) = g0 at f = 0.
+    init "reference": the library layer's own (fla's) initialisation, untouched.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, conv_size: int = 4, chunk_size: int = 32, init: str = "lab"):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        H, K = n_heads, d_model // n_heads
+        self.chunk_size = chunk_size
+        self.layer = KimiDeltaAttention(d_model, lab_kda_config(H, K, conv_size),
+                                        beta_init_logit=BETA_INIT_LOGIT if init == "lab" else 0.0)
+        if init == "lab":
+            with torch.no_grad():
+                g0 = torch.empty(H).uniform_(*DECAY_A_INIT)[:, None] * F.softplus(_inv_softplus_dt(H * K).view(H, K))
+                self.layer.A_log.zero_()
+                self.layer.dt_bias.copy_(torch.logit(g0 / abs(K3_DECAY_LOWER_BOUND)).flatten())
+
+    def gates(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-decay g (B, T, H, K) and beta (B, T, H), as the layer computes them."""
+        inp = self.layer.kernel_inputs(x)
+        return inp.g, inp.beta
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x, chunk_size=self.chunk_size).out  # (B, T, d)
 
 
 def run_kernel(kind: str, q, k, v, g, beta, chunk_size: int = 32) -> torch.Tensor:
@@ -279,7 +317,9 @@ class SoftmaxAttention(nn.Module):
 def make_mixer(kind: str, cfg: LabConfig) -> nn.Module:
     if kind == "attention":
         return SoftmaxAttention(cfg.d_model, cfg.n_heads, cfg.conv_size)
-    return RecurrentMixer(cfg.d_model, cfg.n_heads, kind, cfg.conv_size, cfg.chunk_size)
+    if kind == "kda":
+        return LabKDA(cfg.d_model, cfg.n_heads, cfg.conv_size, cfg.chunk_size, cfg.init)
+    return RecurrentMixer(cfg.d_model, cfg.n_heads, kind, cfg.conv_size, cfg.chunk_size, cfg.init)
 
 
 # ---------------------------------------------------------------------------------------------- model

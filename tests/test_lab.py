@@ -6,7 +6,10 @@ import torch
 import torch.nn.functional as F
 
 import k3lite.kda as kda
-from k3lite.lab import MIXERS, RECURRENT_MIXERS, LabConfig, LabModel, build, causal_conv, evaluate, summary_rows, train
+from k3lite.config import K3_DECAY_LOWER_BOUND
+from k3lite.kda.layer import KimiDeltaAttention
+from k3lite.lab import (INITS, MIXERS, RECURRENT_MIXERS, LabConfig, LabModel, build, causal_conv, evaluate,
+                        summary_rows, train)
 from k3lite.lm_train import steps_to_reach
 from k3lite.train import main
 from k3lite.viz.lab import curves_figure, smooth
@@ -57,7 +60,7 @@ def test_mixers_are_causal(mixer):
     assert (a[:, 10:] - b[:, 10:]).abs().max() > 1e-4, "later positions must see the changed tokens"
 
 
-@pytest.mark.parametrize("mixer", RECURRENT_MIXERS)
+@pytest.mark.parametrize("mixer", [m for m in RECURRENT_MIXERS if m != "kda"])
 def test_recurrent_mixers_call_the_shared_kernels(mixer, monkeypatch):
     """No private copies: the lab runs k3lite.kda.MIXER_KERNELS[name], with the gate shapes it expects."""
     calls = []
@@ -72,6 +75,42 @@ def test_recurrent_mixers_call_the_shared_kernels(mixer, monkeypatch):
     g_kind, uses_beta = kda.MIXER_INPUTS[mixer]
     expected_dim = {None: None, "head": 3, "channel": 4}[g_kind]
     assert calls == [(expected_dim, uses_beta)] * 2, calls
+
+
+@pytest.mark.parametrize("init", INITS)
+def test_the_labs_kda_is_the_librarys_layer_in_k3s_form(init):
+    """One KDA: the lab trains `k3lite.kda.KimiDeltaAttention` (the layer of the other pages), with K3's released
+    decay bound and full-rank output gate; a standalone library layer with the same weights gives the same output."""
+    cfg = LabConfig(mixer="kda", init=init, **TINY)
+    model = LabModel(cfg)
+    layer = model.mixers[0].layer
+    assert type(layer) is KimiDeltaAttention
+    assert layer.cfg.decay_lower_bound == K3_DECAY_LOWER_BOUND and layer.cfg.output_gate_full_rank
+    twin = KimiDeltaAttention(cfg.d_model, layer.cfg)
+    twin.load_state_dict(layer.state_dict())
+    x = torch.randn(2, 16, cfg.d_model)
+    torch.testing.assert_close(model.mixers[0](x), twin(x, chunk_size=cfg.chunk_size).out)
+    g, beta = model.mixers[0].gates(x)
+    assert float(g.min()) > K3_DECAY_LOWER_BOUND and float(g.max()) <= 0, "K3's decay lies in (e^-5, 1] per token"
+    if init == "lab":
+        assert float(beta.mean()) < 0.1, "the lab's small write strength"
+    else:
+        assert 0.3 < float(beta.mean()) < 0.7, "fla's default: beta ~ sigmoid(W_b x) ~ 0.5"
+
+
+def test_the_labs_kda_runs_the_library_chunk_kernel(monkeypatch):
+    import k3lite.kda.layer as layer_mod
+
+    calls = []
+    real = layer_mod.chunk_kda
+
+    def spy(*args, **kw):
+        calls.append(kw.get("chunk_size"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(layer_mod, "chunk_kda", spy)
+    LabModel(LabConfig(mixer="kda", **TINY))(torch.randint(0, 32, (1, 16)))
+    assert calls == [TINY["chunk_size"]] * 2
 
 
 def test_hybrid_is_kda_then_attention():

@@ -46,6 +46,19 @@ class ShortConv(nn.Module):
         return short_conv(x, self.weight, tail)
 
 
+def decay_log(f: torch.Tensor, A_log: torch.Tensor, lower_bound: float | None) -> torch.Tensor:
+    """Per-channel log decay g (B, T, H, K) from the gate's pre-activation f (B, T, H, K) (dt_bias included).
+
+    lower_bound None: g = -exp(A_log)[h] * softplus(f), anywhere in (-inf, 0] (Kimi Linear; fla's default).
+    lower_bound L:    g = L * sigmoid(exp(A_log)[h] * f), in (L, 0): a channel keeps at least e^L of its
+    state per token (K3's `gate_lower_bound` -5.0, e^-5 = 0.0067; fla's `fused_kda_gate(lower_bound=)`).
+    """
+    A = A_log.float().exp()[:, None]  # (H, 1)
+    if lower_bound is None:
+        return -A * F.softplus(f)
+    return lower_bound * torch.sigmoid(A * f)
+
+
 class KDACache(NamedTuple):
     """What a KDA layer keeps between decoding calls: a fixed-size state, whatever the context length."""
 
@@ -78,13 +91,20 @@ class KimiDeltaAttention(nn.Module):
 
         q, k, v = SiLU(ShortConv(W_q x)), SiLU(ShortConv(W_k x)), SiLU(ShortConv(W_v x))   (B, T, H, K|V)
         q, k    = L2Norm(q), L2Norm(k)  per head
-        g       = -exp(A_log)[h] * softplus(W_f_up W_f_down x + dt_bias)   (B, T, H, K)  per-channel log decay
-        beta    = sigmoid(W_b x)                                           (B, T, H)
+        f       = W_f_up W_f_down x + dt_bias                              (B, T, H, K)
+        g       = -exp(A_log)[h] * softplus(f)       (Kimi Linear: unbounded)  per-channel log decay
+                = L * sigmoid(exp(A_log)[h] * f)     (K3: cfg.decay_lower_bound L = -5, decay in [e^L, 1))
+        beta    = sigmoid(W_b x (+ b))                                     (B, T, H)
         o       = KDA(q, k, v, g, beta)                                    (B, T, H, V)
-        out     = W_o( sigmoid(W_g_up W_g_down x) * RMSNorm(o) )           (B, T, d_model)
+        out     = W_o( sigmoid(W_g x) * RMSNorm(o) )                       (B, T, d_model)
+    W_g is low rank (W_g_up W_g_down, Kimi Linear) or one full matrix d -> H*V (K3, `output_gate_full_rank`).
+
+    `A_init` (range of A = exp(A_log)) and `beta_init_logit` (the bias of W_b, with `cfg.beta_bias`) are
+    initialisation only; the defaults are fla's. The lab starts from other values (`k3lite.lab`).
     """
 
-    def __init__(self, d_model: int, cfg: KDAConfig, norm_eps: float = 1e-6):
+    def __init__(self, d_model: int, cfg: KDAConfig, norm_eps: float = 1e-6,
+                 A_init: tuple[float, float] = (1.0, 16.0), beta_init_logit: float = 0.0):
         super().__init__()
         self.cfg = cfg
         H, K, r = cfg.n_heads, cfg.head_dim, cfg.rank
@@ -100,42 +120,57 @@ class KimiDeltaAttention(nn.Module):
         # decay gate, low rank: g = -exp(A_log)[h] * softplus(f_up(f_down(x)) + dt_bias)
         self.f_down = nn.Linear(d_model, r, bias=False)
         self.f_up = nn.Linear(r, H * K, bias=False)
-        self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(1, 16)))
+        self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(*A_init)))
         # dt_bias = softplus^-1(dt), dt log-uniform in [1e-3, 1e-1] per channel (the Mamba-2 / Gated DeltaNet
         # initialisation): decays start between ~0.2 and ~1 per token, spread across channels
         dt = torch.exp(torch.rand(H * K) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
         self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))
-        self.b_proj = nn.Linear(d_model, H, bias=False)  # beta = sigmoid(b_proj x)
-        # output gate, low rank: o = o_proj(sigmoid(g_up(g_down(x))) * RMSNorm(o))
-        self.g_down = nn.Linear(d_model, r, bias=False)
-        self.g_up = nn.Linear(r, H * V, bias=True)
+        self.b_proj = nn.Linear(d_model, H, bias=cfg.beta_bias)  # beta = sigmoid(b_proj x)
+        if cfg.beta_bias:
+            nn.init.constant_(self.b_proj.bias, beta_init_logit)
+        # output gate: o = o_proj(sigmoid(W_g x) * RMSNorm(o)), W_g = g_up g_down (low rank) or g_proj (full)
+        if cfg.output_gate_full_rank:
+            self.g_proj = nn.Linear(d_model, H * V, bias=cfg.output_gate_bias)
+        else:
+            self.g_down = nn.Linear(d_model, r, bias=False)
+            self.g_up = nn.Linear(r, H * V, bias=cfg.output_gate_bias)
         self.o_norm = RMSNorm(V, eps=norm_eps)
         self.o_proj = nn.Linear(H * V, d_model, bias=False)
+
+    def output_gate_logits(self, gd: torch.Tensor) -> torch.Tensor:
+        """The output gate's pre-sigmoid values (B, T, H*V) from `_inputs`' gate part `gd`."""
+        if self.cfg.output_gate_full_rank:
+            return gd if self.g_proj.bias is None else gd + self.g_proj.bias
+        return self.g_up(gd)
 
     def kernel_inputs(self, x: torch.Tensor, cache: KDACache | None = None) -> KDAInputs:
         """Everything before the recurrence: x (B, T, d_model) -> q, k, v, g, beta (+ new conv tails)."""
         return self._inputs(x, cache)[0]
 
     def _inputs(self, x: torch.Tensor, cache: KDACache | None) -> tuple[KDAInputs, torch.Tensor]:
-        """kernel_inputs and the output gate's low-rank input g_down(x) (B, T, r).
+        """kernel_inputs and the output gate's first projection: g_down(x) (B, T, r), or g_proj(x) without its
+        bias (B, T, H*V) when the gate is full rank.
 
-        The six projections that read x (q, k, v, f_down, g_down, b) run as one matmul over their stacked
-        weights, and the three short convs as one over the stacked q|k|v channels: the same numbers as
+        The six projections that read x (q, k, v, f_down, g_down | g_proj, b) run as one matmul over their
+        stacked weights, and the three short convs as one over the stacked q|k|v channels: the same numbers as
         module by module, 3 aten calls instead of ~60 (`python -m k3lite.bench model --profile`).
         """
         B, T, _ = x.shape
         H, K, r = self.n_heads, self.head_dim, self.f_down.out_features
+        g_in = self.g_proj if self.cfg.output_gate_full_rank else self.g_down
         w = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight, self.f_down.weight,
-                       self.g_down.weight, self.b_proj.weight])  # (3HK + 2r + H, d_model)
-        qkv, f, gd, b = F.linear(x, w).split([3 * H * K, r, r, H], dim=-1)  # (B, T, 3HK), (B,T,r) x2, (B,T,H)
+                       g_in.weight, self.b_proj.weight])  # (3HK + r + r|HV + H, d_model)
+        qkv, f, gd, b = F.linear(x, w).split([3 * H * K, r, g_in.out_features, H], dim=-1)  # (B,T,.) each
         tail = None if cache is None else torch.cat(cache.conv_tail, dim=-1)  # (B, size-1, 3HK)
         conv_w = torch.cat([self.q_conv.weight, self.k_conv.weight, self.v_conv.weight])  # (3HK, 1, size)
         qkv, tail = short_conv(qkv, conv_w, tail)  # (B, T, 3HK)
         qkv = F.silu(qkv).view(B, T, 3 * H, K)
         qk = F.normalize(qkv[:, :, : 2 * H], dim=-1, eps=1e-6)  # (B, T, 2H, K) q and k heads, L2-normalised
         q, k, v = qk[:, :, :H], qk[:, :, H:], qkv[:, :, 2 * H :]  # (B, T, H, K|K|V)
-        f = self.f_up(f).float() + self.dt_bias.float()  # (B, T, H*K)
-        g = -self.A_log.float().exp()[:, None] * F.softplus(f).view(B, T, H, K)  # (B, T, H, K) log decay
+        f = (self.f_up(f).float() + self.dt_bias.float()).view(B, T, H, K)  # (B, T, H, K)
+        g = decay_log(f, self.A_log, self.cfg.decay_lower_bound)  # (B, T, H, K) log decay
+        if self.b_proj.bias is not None:
+            b = b + self.b_proj.bias
         beta = torch.sigmoid(b.float())  # (B, T, H)
         return KDAInputs(q, k, v, g, beta, tuple(tail.split(H * K, dim=-1))), gd
 
@@ -167,7 +202,7 @@ class KimiDeltaAttention(nn.Module):
             with torch.no_grad():
                 traj = kda_trajectory(inp.q, inp.k, inp.v, inp.g, inp.beta, initial_state=S0)
             stats["state_norm"] = traj.state_norm  # (B, T, H)
-        gate = torch.sigmoid(self.g_up(gd)).view(B, T, H, K)  # (B, T, H, V)
+        gate = torch.sigmoid(self.output_gate_logits(gd)).view(B, T, H, K)  # (B, T, H, V)
         o = self.o_norm(o.to(x.dtype)) * gate  # (B, T, H, V)
         out = self.o_proj(o.reshape(B, T, H * K))  # (B, T, d_model)
         new_cache = KDACache(S, inp.conv_tail) if use_cache else None

@@ -1,0 +1,282 @@
+"""The lab's headline experiment: recall vs the size of the mixer's memory, at one length (Zoology-style).
+
+Zoology (arXiv 2312.04927) shows the axis the length sweep cannot: at a fixed task, a recurrent mixer's recall
+falls below softmax attention's once its fixed-size state is too small for the pairs it must hold, and the
+update rule decides how much of that state is usable. Here:
+
+  * one task: MQAR, T = `SEQ_LEN` tokens with `NUM_PAIRS` key-value pairs (keys and values disjoint);
+  * the state is set by the head dim K (`HEAD_DIMS`, 2 heads): a recurrent mixer keeps H x K x K numbers per layer
+    (`state_bytes`), whatever T; softmax attention keeps its KV cache, 2 x T x H x K numbers (the ceiling);
+  * mixers: softmax attention, linear attention, Mamba-2, DeltaNet, Gated DeltaNet, KDA (the library's layer in
+    K3's released form, `k3lite.lab.LabKDA`);
+  * per (mixer, K) the learning rate is picked from `LRS` by seed 0's final held-out accuracy (ties within 0.5
+    points go to the lower loss), then `SEEDS` seeds run at it;
+  * every run trains exactly `STEPS` steps (no plateau stop; a run that solves the task, held-out accuracy >=
+    `SOLVED`, stops there): the stored held-out curve shows whether it was flat (`flat`);
+  * the init ablation: at `ABLATION_HEAD_DIM`, the mixers whose initialisation the lab changed run again with the
+    reference implementation's defaults (`LabConfig.init = "reference"`), at the same learning rate.
+
+Each finished run is one JSON file under `assets/lab/state/` with the command that reproduces it; the sweep is
+resumable and several workers share it (a run is claimed by creating a lock file first).
+
+    python -m k3lite.lab_state all --workers 2        # everything pending, in the order above (hours on 2 cores)
+    python -m k3lite.lab_state run --mixer kda --head-dim 16 --lr 0.01 --seed 0
+    python -m k3lite.lab_state table                  # mean, spread and n per cell of what has finished
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from k3lite.lab import LabConfig, train
+from k3lite.lab_sweep import RESULTS_DIR, _claim, load_runs, mean_std
+from k3lite.memory import kda_state_bytes, kv_cache_bytes
+
+STATE_DIR = RESULTS_DIR / "state"
+
+# ----------------------------------------------------------------------------------------------- protocol
+MIXERS: tuple[str, ...] = ("attention", "linear", "mamba2", "deltanet", "gdn", "kda")
+RECURRENT: tuple[str, ...] = MIXERS[1:]
+ABLATION_MIXERS: tuple[str, ...] = ("mamba2", "deltanet", "gdn", "kda")  # the ones whose init the lab changed
+HEAD_DIMS: tuple[int, ...] = (16, 8, 32)  # run in this order: 16 first (where the issue's pilot saw the state bind)
+ABLATION_HEAD_DIM = 16
+N_HEADS = 2
+SEQ_LEN, NUM_PAIRS, VOCAB = 128, 32, 512
+LRS: tuple[float, ...] = (3e-3, 1e-2, 3e-2)
+SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
+STEPS, BATCH_SIZE, EVAL_EVERY, EVAL_EXAMPLES = 2000, 32, 100, 256
+SOLVED = 0.99
+FLAT_WINDOW, FLAT_GAIN = 0.25, 0.02  # flat: best held-out accuracy gained < 2 points over the last 25% of steps
+BYTES_PER_ELEM = 4  # fp32, as the lab trains and as KDACache keeps the state
+
+
+def state_bytes(mixer: str, head_dim: int, n_heads: int = N_HEADS, seq_len: int = SEQ_LEN) -> int:
+    """Memory one mixer layer keeps to read the next token, fp32: the H x K x K state of a recurrent mixer
+    (`k3lite.memory.kda_state_bytes` without the conv tail), or softmax attention's KV cache at `seq_len`."""
+    if mixer == "attention":
+        return kv_cache_bytes(seq_len, n_heads, head_dim, bytes_per_elem=BYTES_PER_ELEM)
+    if mixer not in RECURRENT:
+        raise ValueError(f"mixer must be one of {MIXERS}, got {mixer!r}")
+    return kda_state_bytes(n_heads, head_dim, conv_size=0, state_bytes_per_elem=BYTES_PER_ELEM)
+
+
+@dataclass(frozen=True)
+class Job:
+    mixer: str
+    head_dim: int
+    lr: float
+    seed: int
+    init: str = "lab"
+
+    @property
+    def name(self) -> str:
+        tail = "" if self.init == "lab" else f"_{self.init}"
+        return f"mqar_T{SEQ_LEN}_K{self.head_dim}_{self.mixer}_lr{self.lr:g}_s{self.seed}{tail}"
+
+    def path(self, results_dir: Path = STATE_DIR) -> Path:
+        return Path(results_dir) / f"{self.name}.json"
+
+    @property
+    def command(self) -> str:
+        tail = "" if self.init == "lab" else f" --init {self.init}"
+        return (f"python -m k3lite.lab_state run --mixer {self.mixer} --head-dim {self.head_dim} --lr {self.lr:g} "
+                f"--seed {self.seed}{tail}")
+
+    def config(self) -> LabConfig:
+        return LabConfig(task="mqar", mixer=self.mixer, seq_len=SEQ_LEN, vocab_size=VOCAB, num_pairs=NUM_PAIRS,
+                         d_model=N_HEADS * self.head_dim, n_heads=N_HEADS, ffn_mult=0, steps=STEPS,
+                         batch_size=BATCH_SIZE, lr=self.lr, eval_every=EVAL_EVERY, eval_examples=EVAL_EXAMPLES,
+                         seed=self.seed, init=self.init)
+
+
+def run_job(job: Job, results_dir: Path = STATE_DIR, quiet: bool = True) -> dict:
+    """Train one run (STEPS steps, or until solved) and write its JSON atomically. Returns the record."""
+    cfg = job.config()
+
+    def on_step(rec):
+        if rec.eval_acc is None:
+            return True
+        if not quiet:
+            print(f"  {job.name} step {rec.step} eval acc {rec.eval_acc:.3f} ({rec.elapsed_s:.0f} s)", file=sys.stderr)
+        return rec.eval_acc < SOLVED
+
+    result = train(cfg, on_step=on_step)
+    record = {
+        "job": asdict(job), "command": job.command, "config": result.config,
+        "steps_done": result.steps_done, "solved": result.final_eval_acc >= SOLVED,
+        "final_eval_acc": result.final_eval_acc, "final_eval_loss": result.final_eval_loss,
+        "evals": result.evals, "state_bytes": state_bytes(job.mixer, job.head_dim),
+        "n_params": result.n_params, "wall_s": result.wall_s, "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+    }
+    results_dir = Path(results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=results_dir, suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(record, fh, indent=1)
+        fh.write("\n")
+    os.replace(tmp, job.path(results_dir))
+    return record
+
+
+# ---------------------------------------------------------------------------------------------- results
+def flat(run: dict) -> bool:
+    """Solved, or its best held-out accuracy gained less than FLAT_GAIN over the last FLAT_WINDOW of its steps."""
+    if run.get("solved"):
+        return True
+    steps, accs = run["evals"]["step"], run["evals"]["acc"]
+    cut = steps[-1] * (1 - FLAT_WINDOW)
+    earlier = [a for s, a in zip(steps, accs) if s <= cut]
+    return bool(earlier) and max(accs) - max(earlier) < FLAT_GAIN
+
+
+def _runs_of(runs: list[dict], mixer: str, head_dim: int, init: str = "lab") -> list[dict]:
+    return [r for r in runs if r["job"]["mixer"] == mixer and r["job"]["head_dim"] == head_dim
+            and r["job"].get("init", "lab") == init]
+
+
+def chosen_lr(runs: list[dict], mixer: str, head_dim: int) -> float | None:
+    """The LR of `LRS` with the best final held-out accuracy at seed 0 (ties within 0.5 points: lower loss);
+    None until all of them have finished."""
+    found = {r["job"]["lr"]: r for r in _runs_of(runs, mixer, head_dim) if r["job"]["seed"] == 0}
+    if any(lr not in found for lr in LRS):
+        return None
+    return min(LRS, key=lambda lr: (-round(found[lr]["final_eval_acc"] / 0.005), found[lr]["final_eval_loss"]))
+
+
+def aggregate(runs: list[dict], init: str = "lab") -> list[dict]:
+    """One row per (mixer, head_dim) whose LR is chosen: state bytes, mean, std, min, max, per-seed accuracies,
+    n, and how many runs were not flat at the end. Accuracies are held-out fractions."""
+    rows = []
+    for K in sorted(HEAD_DIMS):
+        for mixer in MIXERS:
+            lr = chosen_lr(runs, mixer, K)
+            if lr is None:
+                continue
+            sel = sorted((r for r in _runs_of(runs, mixer, K, init) if r["job"]["lr"] == lr
+                          and r["job"]["seed"] in SEEDS), key=lambda r: r["job"]["seed"])
+            if not sel:
+                continue
+            accs = [r["final_eval_acc"] for r in sel]
+            rows.append({"mixer": mixer, "head_dim": K, "init": init, "lr": lr, "state_bytes": state_bytes(mixer, K),
+                         "n": len(accs), **dict(zip(("mean", "std"), mean_std(accs))), "min": min(accs),
+                         "max": max(accs), "accs": accs, "seeds": [r["job"]["seed"] for r in sel],
+                         "not_flat": sum(not flat(r) for r in sel),
+                         "wall_s": statistics.median(r["wall_s"] for r in sel)})
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    dims = sorted({r["head_dim"] for r in rows})
+    lines = [f"MQAR T={SEQ_LEN}, {NUM_PAIRS} pairs: held-out accuracy %, mean ± std (n) [not flat], per head dim K"]
+    lines.append(f"{'mixer':<10}" + "".join(f"{'K=' + str(K):>24}" for K in dims))
+    for mixer in MIXERS:
+        cells = []
+        for K in dims:
+            r = next((r for r in rows if r["mixer"] == mixer and r["head_dim"] == K), None)
+            cells.append(f"{'-':>24}" if r is None else
+                         f"{100 * r['mean']:>9.1f} ±{100 * r['std']:4.1f} ({r['n']}) lr {r['lr']:<6g}"
+                         + (f"[{r['not_flat']}]" if r["not_flat"] else ""))
+        lines.append(f"{mixer:<10}" + "".join(cells))
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------- driver
+def pending(results_dir: Path) -> tuple[list[Job], bool]:
+    """Runs still to do, in order: per head dim (HEAD_DIMS order) each mixer's LR grid at seed 0, then its seeds
+    once its LR is chosen; the init ablation after the first two head dims. The flag: some runs wait on a grid."""
+    runs = load_runs(results_dir)
+    done = {Job(**r["job"]).name for r in runs}
+    todo, waiting = [], False
+
+    def cell(K: int) -> None:
+        nonlocal waiting
+        for mixer in MIXERS:
+            todo.extend(j for j in (Job(mixer, K, lr, 0) for lr in LRS) if j.name not in done)
+            lr = chosen_lr(runs, mixer, K)
+            if lr is None:
+                waiting = True
+                continue
+            todo.extend(j for j in (Job(mixer, K, lr, s) for s in SEEDS) if j.name not in done)
+
+    for i, K in enumerate(HEAD_DIMS):
+        cell(K)
+        if i == 1:  # the ablation, once the two cheaper head dims are under way
+            for mixer in ABLATION_MIXERS:
+                lr = chosen_lr(runs, mixer, ABLATION_HEAD_DIM)
+                if lr is not None:
+                    todo.extend(j for j in (Job(mixer, ABLATION_HEAD_DIM, lr, s, "reference") for s in SEEDS[:3])
+                                if j.name not in done)
+    return todo, waiting
+
+
+def work(results_dir: Path, claims_dir: Path, poll_s: float = 10.0) -> int:
+    """One worker: claim the next pending run, train it, repeat; wait while only blocked runs remain."""
+    n = 0
+    while True:
+        todo, waiting = pending(results_dir)
+        job = next((j for j in todo if _claim(j, claims_dir)), None)
+        if job is None:
+            if not waiting:
+                return n
+            time.sleep(poll_s)
+            continue
+        rec = run_job(job, results_dir)
+        n += 1
+        print(f"{job.name}: acc {rec['final_eval_acc']:.3f} after {rec['steps_done']} steps ({rec['wall_s']:.0f} s)",
+              flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m k3lite.lab_state", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("all", help="run every pending run (resumable; several workers share one sweep)")
+    a.add_argument("--workers", type=int, default=1)
+    a.add_argument("--results", default=str(STATE_DIR))
+    r = sub.add_parser("run", help="one run (its stored command)")
+    r.add_argument("--mixer", required=True, choices=MIXERS)
+    r.add_argument("--head-dim", type=int, required=True)
+    r.add_argument("--lr", type=float, required=True)
+    r.add_argument("--seed", type=int, required=True)
+    r.add_argument("--init", default="lab", choices=("lab", "reference"))
+    r.add_argument("--results", default=str(STATE_DIR))
+    t = sub.add_parser("table", help="print mean, spread and n per (mixer, head dim) of the finished runs")
+    t.add_argument("--results", default=str(STATE_DIR))
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    results = Path(args.results)
+    if args.cmd == "run":
+        rec = run_job(Job(args.mixer, args.head_dim, args.lr, args.seed, args.init), results, quiet=False)
+        print(f"acc {rec['final_eval_acc']:.3f} after {rec['steps_done']} steps")
+        return 0
+    if args.cmd == "table":
+        print(format_table(aggregate(load_runs(results))))
+        return 0
+    if args.workers < 1:
+        print("error: --workers must be >= 1", file=sys.stderr)
+        return 2
+    claims = Path(tempfile.gettempdir()) / f"k3lite_state_claims_{os.getpid()}"
+    if args.workers == 1:
+        work(results, claims)
+        return 0
+    import multiprocessing as mp
+
+    procs = [mp.Process(target=work, args=(results, claims)) for _ in range(args.workers)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join()
+    return max((proc.exitcode or 0) for proc in procs)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
