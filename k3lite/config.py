@@ -347,7 +347,8 @@ def kimi_linear_48b_a3b() -> K3Config:
         n_layers=27,
         mla=MLAConfig(n_heads=32, q_lora_rank=0, kv_lora_rank=512, qk_nope_head_dim=128,
                       qk_rope_head_dim=64, v_head_dim=128, use_rope=False),
-        kda=KDAConfig(n_heads=32, head_dim=128, conv_size=4),
+        # no bias on the output gate: the released modeling_kimi.py builds g_b_proj with bias=False
+        kda=KDAConfig(n_heads=32, head_dim=128, conv_size=4, output_gate_bias=False),
         moe=MoEConfig(n_routed_experts=256, top_k=8, expert_ffn_dim=1024, n_shared_experts=1,
                       balancing="bias", route_scale=2.446),
         kda_ratio=(3, 1),

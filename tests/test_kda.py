@@ -3,6 +3,7 @@
 Tolerance: 1e-4 max abs error in fp32 for every fast-vs-reference comparison (chunk vs recurrent,
 special case vs its own loop, decode vs full pass).
 """
+import dataclasses
 import pytest
 import torch
 import torch.nn.functional as F
@@ -10,6 +11,7 @@ import torch.nn.functional as F
 from conftest import ROOT
 from k3lite import kda, memory
 from k3lite.config import KDAConfig, get_preset
+from k3lite.kda.layer import KimiDeltaAttention
 from k3lite.params import count_params
 
 TOL = 1e-4
@@ -260,6 +262,27 @@ def test_kimi_linear_param_count_within_5_percent():
     assert abs(rep.total / 48e9 - 1) <= 0.05, rep.total
     assert abs(rep.active / 3e9 - 1) <= 0.05, rep.active
     assert rep.by_component["attention_kda"] > 0
+
+
+def released_kda_layer_params(d: int, H: int, K: int, conv: int, full_rank_gate: bool) -> int:
+    """One KDA layer's parameters from the released modeling code's shapes (Kimi-Linear's modeling_kimi.py and
+    K3's modeling_kimi_k3.py): q/k/v proj, three depthwise convs, f_a/f_b, A_log, dt_bias, b_proj, the output gate
+    (g_a/g_b low rank, or one g_proj when `use_full_rank_gate`), all bias-free; o_norm weight; o_proj."""
+    gate = d * H * K if full_rank_gate else d * K + K * H * K
+    return 3 * d * H * K + 3 * H * K * conv + (d * K + K * H * K) + H + H * K + d * H + gate + K + H * K * d
+
+
+@pytest.mark.parametrize("full_rank", [False, True])
+def test_kda_layer_has_the_released_parameters(full_rank):
+    """Regression (third reading, C): the Kimi-Linear preset's output gate carried a bias the released code does not
+    have (+81,920 parameters over 20 layers). Count one layer as built against the released shapes."""
+    cfg = get_preset("kimi-linear-48b-a3b")
+    kda_cfg = cfg.kda if not full_rank else dataclasses.replace(cfg.kda, output_gate_full_rank=True)
+    with torch.device("meta"):
+        layer = KimiDeltaAttention(cfg.d_model, kda_cfg)
+    got = sum(p.numel() for p in layer.parameters())
+    H, K = kda_cfg.n_heads, kda_cfg.head_dim
+    assert got == released_kda_layer_params(cfg.d_model, H, K, kda_cfg.conv_size, full_rank)
 
 
 def test_memory_helpers():
