@@ -284,6 +284,25 @@ class LabKDA(nn.Module):
         return self.layer(x, chunk_size=self.chunk_size).out  # (B, T, d)
 
 
+def saturated_decay_share(head_dim: int = 16, n_heads: int = 2, seeds: tuple[int, ...] = (0, 1, 2),
+                          grad_floor: float = 1e-6) -> float:
+    """Share of KDA channels whose decay gate starts saturated when K3's bounded form g = L sigmoid(A (f + dt_bias))
+    starts from fla's default init (A ~ U(1, 16), dt ~ logU(1e-3, 0.1)): at f = 0 the slope dg/df = L A s (1 - s)
+    (s the sigmoid) is below `grad_floor` in magnitude, so the decay sits at ~1 and gradients barely move it. With
+    the lab's init (`LabKDA`, A = 1 and the same initial decays as Mamba-2 / GDN) the slopes are |g0| (1 - |g0|/5).
+    Mean over the layers built with `seeds` (A is drawn per head, so one layer of 2 heads is a noisy sample)."""
+    shares = []
+    for seed in seeds:
+        with seeded(seed):
+            layer = LabKDA(n_heads * head_dim, n_heads, init="reference").layer
+        with torch.no_grad():
+            A = layer.A_log.exp()[:, None]  # (H, 1)
+            sig = torch.sigmoid(A * layer.dt_bias.view(n_heads, head_dim))  # (H, K)
+            slope = abs(layer.cfg.decay_lower_bound) * A * sig * (1 - sig)
+        shares.append(float((slope < grad_floor).float().mean()))
+    return sum(shares) / len(shares)
+
+
 def run_kernel(kind: str, q, k, v, g, beta, chunk_size: int = 32) -> torch.Tensor:
     """Call the shared kernel for `kind` from `k3lite.kda.MIXER_KERNELS` and return o (B, T, H, V)."""
     o, _ = MIXER_KERNELS[kind](q, k, v, g, beta, chunk_size=chunk_size)  # (B, T, H, V), final state unused

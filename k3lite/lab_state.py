@@ -38,8 +38,9 @@ from pathlib import Path
 import torch
 
 from k3lite.lab import LabConfig, train
-from k3lite.lab_sweep import RESULTS_DIR, _claim, load_runs, mean_std
+from k3lite.lab_sweep import REPORT_ORDER, RESULTS_DIR, _claim, load_runs, mean_std, report_verdict, short_name
 from k3lite.memory import kda_state_bytes, kv_cache_bytes
+from k3lite.viz.style import fmt_bytes
 
 STATE_DIR = RESULTS_DIR / "state"
 
@@ -175,6 +176,124 @@ def aggregate(runs: list[dict], init: str = "lab") -> list[dict]:
     return rows
 
 
+# ------------------------------------------------------------------------------------------- sentences
+# The report's synthetic-task setting (Kimi Linear, arXiv 2510.26692, §5.1): what a like-for-like run would need.
+REPORT_SETTING = {"head_dim": 128, "seq_len": 2048, "steps": 20_000}
+
+
+def _cell(rows: list[dict], mixer: str, head_dim: int) -> dict | None:
+    return next((r for r in rows if r["mixer"] == mixer and r["head_dim"] == head_dim), None)
+
+
+def _tie(a: dict, b: dict) -> bool:
+    """Two cells within seed spread: |mean difference| <= max(2 points, either std) (`lab_sweep.report_verdict`)."""
+    return abs(a["mean"] - b["mean"]) <= max(0.02, a["std"], b["std"])
+
+
+def ceiling_sentence(rows: list[dict]) -> str:
+    """Where softmax attention and the recurrent mixers part, per head dim: attention's recall with its KV cache
+    against the best recurrent mixer's with its fixed state, and whether the gap is beyond seed spread."""
+    parts = []
+    for K in sorted({r["head_dim"] for r in rows}):
+        att = _cell(rows, "attention", K)
+        rec = [r for r in rows if r["head_dim"] == K and r["mixer"] in RECURRENT]
+        if att is None or not rec:
+            continue
+        best = max(rec, key=lambda r: r["mean"])
+        verdict = "within seed spread" if _tie(att, best) else f"{100 * (att['mean'] - best['mean']):.0f} points apart"
+        parts.append(f"at K = {K}, softmax attention recalls {100 * att['mean']:.0f}% from a "
+                     f"{fmt_bytes(att['state_bytes'])} KV cache and the best recurrent mixer, {short_name(best['mixer'])}, "
+                     f"{100 * best['mean']:.0f}% ± {100 * best['std']:.0f} from a {fmt_bytes(best['state_bytes'])} state "
+                     f"({verdict})")
+    return ("Per layer memory: " + "; ".join(parts) + ".") if parts else ""
+
+
+def rule_sentence(rows: list[dict]) -> str:
+    """At equal state (each head dim), does the update rule order the recurrent mixers beyond seed spread, or is
+    the size of the state what decides? Order with '>' (beyond spread) and '≈' (within), then the verdict."""
+    parts, separated = [], []
+    for K in sorted({r["head_dim"] for r in rows}):
+        rec = sorted((r for r in rows if r["head_dim"] == K and r["mixer"] in RECURRENT), key=lambda r: -r["mean"])
+        if len(rec) < 2:
+            continue
+        chain = f"{short_name(rec[0]['mixer'])} {100 * rec[0]['mean']:.0f}%"
+        for prev, r in zip(rec, rec[1:]):
+            chain += f" {'≈' if _tie(prev, r) else '>'} {short_name(r['mixer'])} {100 * r['mean']:.0f}%"
+        parts.append(f"K = {K} ({fmt_bytes(rec[0]['state_bytes'])}): {chain}")
+        separated.append((K, not _tie(rec[0], rec[-1])))
+    if not parts:
+        return ""
+    split = [K for K, s in separated if s]
+    verdict = ("at every state size the update rule separates some mixers beyond seed spread"
+               if len(split) == len(separated) else
+               "at no state size does the update rule separate the mixers beyond seed spread: the size of the state "
+               "decides" if not split else
+               f"the update rule separates mixers beyond seed spread at K = {', '.join(map(str, split))} only")
+    return "Recurrent mixers at equal state: " + "; ".join(parts) + f" — {verdict}."
+
+
+def report_sentence(rows: list[dict]) -> str:
+    """The report's order (KDA >= GDN > Mamba-2) checked at each head dim (`lab_sweep.report_verdict`); where it
+    does not appear, what the report's setting was and what a run of it would cost on this machine (the measured
+    wall time per step of the largest head dim, scaled by the state update's work per token, K^2, and by T)."""
+    verdicts = []
+    for K in sorted({r["head_dim"] for r in rows}):
+        order = [(r["mixer"], r["mean"], r["std"]) for r in sorted(
+            (r for r in rows if r["head_dim"] == K and r["mixer"] in REPORT_ORDER), key=lambda r: -r["mean"])]
+        if len(order) >= 2:
+            verdicts.append((K, report_verdict(order)))
+    if not verdicts:
+        return ""
+    text = "The report's order, KDA ≥ GDN > Mamba-2: " + "; ".join(f"K = {K}: {v}" for K, v in verdicts) + "."
+    if any(v.startswith("differs") or "ties" in v for _, v in verdicts):
+        K = max(r["head_dim"] for r in rows if r["mixer"] in RECURRENT)
+        per_step = statistics.median(r["wall_s"] / STEPS for r in rows if r["head_dim"] == K and r["mixer"] in RECURRENT)
+        rep = REPORT_SETTING
+        hours = per_step * (rep["head_dim"] / K) ** 2 * (rep["seq_len"] / SEQ_LEN) * rep["steps"] / 3600
+        text += (f" The report trained head dim {rep['head_dim']} at lengths 256–{rep['seq_len']:,} for up to "
+                 f"{rep['steps']:,} steps (Kimi Linear, arXiv 2510.26692, §5.1). Scaled from a K = {K} step here "
+                 f"({1000 * per_step:.0f} ms median) by K² and T, one such run would take about {hours:,.0f} CPU-hours "
+                 "on this machine: a GPU job, not this page's.")
+    return text
+
+
+def ablation_rows(runs: list[dict]) -> list[dict]:
+    """The init ablation: per mixer of ABLATION_MIXERS, the reference-init seeds against the lab-init runs of the
+    same seeds and learning rate (means over the seeds both have)."""
+    out = []
+    for mixer in ABLATION_MIXERS:
+        ref = {r["job"]["seed"]: r for r in _runs_of(runs, mixer, ABLATION_HEAD_DIM, "reference")}
+        if not ref:
+            continue
+        lr = next(iter(ref.values()))["job"]["lr"]
+        lab = {r["job"]["seed"]: r for r in _runs_of(runs, mixer, ABLATION_HEAD_DIM) if r["job"]["lr"] == lr}
+        seeds = sorted(set(ref) & set(lab))
+        if not seeds:
+            continue
+        ref_acc, lab_acc = [ref[s]["final_eval_acc"] for s in seeds], [lab[s]["final_eval_acc"] for s in seeds]
+        out.append({"mixer": mixer, "lr": lr, "seeds": seeds,
+                    **dict(zip(("lab_mean", "lab_std"), mean_std(lab_acc))),
+                    **dict(zip(("ref_mean", "ref_std"), mean_std(ref_acc)))})
+    return out
+
+
+def ablation_sentence(rows: list[dict]) -> str:
+    """What the lab's initialisation changes, from `ablation_rows`: per mixer lab vs reference init, and whether
+    the recurrent order at that head dim would change."""
+    if not rows:
+        return ""
+    parts = [f"{short_name(r['mixer'])} {100 * r['lab_mean']:.0f}% → {100 * r['ref_mean']:.0f}%" for r in rows]
+    moved = [r for r in rows if abs(r["ref_mean"] - r["lab_mean"]) > max(0.02, r["lab_std"], r["ref_std"])]
+    lab_order = [r["mixer"] for r in sorted(rows, key=lambda r: -r["lab_mean"])]
+    ref_order = [r["mixer"] for r in sorted(rows, key=lambda r: -r["ref_mean"])]
+    tail = (" The order of these mixers is the same under both inits." if lab_order == ref_order else
+            " The order changes: " + " > ".join(map(short_name, lab_order)) + " with the lab's init, "
+            + " > ".join(map(short_name, ref_order)) + " with the reference init, so that ranking depends on the init.")
+    return (f"Init ablation at K = {ABLATION_HEAD_DIM} (lab init → reference init, same seeds and learning rate): "
+            + "; ".join(parts) + f". Beyond seed spread: {', '.join(short_name(r['mixer']) for r in moved) or 'none'}."
+            + tail)
+
+
 def format_table(rows: list[dict]) -> str:
     dims = sorted({r["head_dim"] for r in rows})
     lines = [f"MQAR T={SEQ_LEN}, {NUM_PAIRS} pairs: held-out accuracy %, mean ± std (n) [not flat], per head dim K"]
@@ -259,7 +378,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"acc {rec['final_eval_acc']:.3f} after {rec['steps_done']} steps")
         return 0
     if args.cmd == "table":
-        print(format_table(aggregate(load_runs(results))))
+        runs = load_runs(results)
+        rows = aggregate(runs)
+        print(format_table(rows))
+        for text in (ceiling_sentence(rows), rule_sentence(rows), report_sentence(rows),
+                     ablation_sentence(ablation_rows(runs))):
+            if text:
+                print(text)
         return 0
     if args.workers < 1:
         print("error: --workers must be >= 1", file=sys.stderr)

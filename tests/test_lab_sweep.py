@@ -39,8 +39,10 @@ def test_stopper_never_calls_a_run_at_chance_a_plateau():
     assert s.should_stop(500, 0.302) and s.reason == "plateau", "no gain of 0.01 over the 100 steps since 400"
 
 # ------------------------------------------------------------------------------------ synthetic records
-def _record(task, mixer, T, lr, seed, acc, loss=1.0, reason="plateau"):
-    return {"job": {"task": task, "mixer": mixer, "seq_len": T, "lr": lr, "seed": seed},
+def _record(task, mixer, T, lr, seed, acc, loss=1.0, reason="plateau", init="lab"):
+    """A run record as `run_job` writes it (`init=None`: a KDA run of the lab's earlier private copy)."""
+    config = {} if init is None else {"init": init}
+    return {"job": {"task": task, "mixer": mixer, "seq_len": T, "lr": lr, "seed": seed}, "config": config,
             "final_eval_acc": acc, "final_eval_loss": loss, "stop_reason": reason}
 
 
@@ -84,6 +86,38 @@ def test_resume_runs_each_job_once_and_only_missing_ones(small_protocol, tmp_pat
     (tmp_path / "mqar_T32_kda_lr0.001_s1.json").unlink()
     calls.clear()
     assert sweep.work(tmp_path, ("mqar",), tmp_path / "claims3", poll_s=0) == 1 and calls == ["mqar_T32_kda_lr0.001_s1"]
+
+
+def test_runs_of_the_labs_earlier_kda_copy_are_rerun_and_flagged(small_protocol, tmp_path, monkeypatch):
+    """One KDA: a KDA run made before the lab trained the library's layer (no `init` in its config) is listed again
+    by the sweep, and until then its cell says it is stale."""
+    for m, lr, a in [("linear", 1e-3, 0.2), ("linear", 1e-2, 0.9), ("kda", 1e-3, 0.95), ("kda", 1e-2, 0.5)]:
+        rec = _record("mqar", m, 16, lr, 0, a, init=None if m == "kda" else "lab")
+        sweep.Job(**rec["job"]).path(tmp_path).write_text(json.dumps(rec))
+    todo, _ = sweep.pending(tmp_path, ("mqar",))
+    names = {j.name for j in todo}
+    assert {"mqar_T16_kda_lr0.001_s0", "mqar_T16_kda_lr0.01_s0"} <= names
+    assert not any(n.startswith("mqar_T16_linear_lr") and n.endswith("_s0") for n in names)
+    rows = sweep.aggregate(sweep.load_runs(tmp_path))
+    assert [r["mixer"] for r in sweep.stale_rows(rows)] == ["kda"]
+
+
+def test_lr_check_stands_in_where_a_lower_rate_did_better(small_protocol):
+    """The DeltaNet-on-Palindrome case: the rate chosen at another length left a seed stuck; the learning-rate check
+    ran every seed one rate lower at this length and did better, so the cell shows those seeds and that rate."""
+    runs = [_record("mqar", m, 16, lr, 0, a) for m, lr, a in
+            [("linear", 1e-3, 0.2), ("linear", 1e-2, 0.9), ("kda", 1e-3, 0.5), ("kda", 1e-2, 0.9)]]
+    runs += [_record("mqar", "kda", 32, 1e-2, s, a, reason="max_steps") for s, a in ((0, 0.9), (1, 0.01))]
+    runs += [_record("mqar", "linear", 32, 1e-2, s, 0.8) for s in (0, 1)]
+    checks = [_record("mqar", "kda", 32, 1e-3, s, 0.95) for s in (0, 1)]
+    row = next(r for r in sweep.aggregate(runs, checks) if r["mixer"] == "kda" and r["seq_len"] == 32)
+    assert row["lr"] == 1e-3 and row["lr_checked"] and row["mean"] == pytest.approx(0.95)
+    worse = [_record("mqar", "kda", 32, 1e-3, s, 0.3) for s in (0, 1)]
+    row = next(r for r in sweep.aggregate(runs, worse) if r["mixer"] == "kda" and r["seq_len"] == 32)
+    assert row["lr"] == 1e-2 and not row["lr_checked"]
+    one_seed = checks[:1]
+    row = next(r for r in sweep.aggregate(runs, one_seed) if r["mixer"] == "kda" and r["seq_len"] == 32)
+    assert row["lr"] == 1e-2, "a check with a seed missing does not stand in"
 
 
 def test_long_reruns_resume_and_run_each_capped_run_once(small_protocol, tmp_path, monkeypatch):
@@ -274,8 +308,10 @@ def test_lr_check_reruns_a_mixer_with_a_seed_at_chance_one_rate_lower(small_prot
     assert "KDA 45% at 0.01 (1 of 2 seeds at chance) → 85% at 0.001 (0 of 2 at chance)" in text
     assert text.endswith("the order at this length is KDA 85% > linear 65% — not comparable yet."), text
     assert [r["final_eval_acc"] for r in runs if r["job"]["mixer"] == "kda" and r["job"]["seq_len"] == 32] == [0.004, 0.9]
-    agg = {r["mixer"]: r["mean"] for r in sweep.aggregate(runs, low) if r["seq_len"] == 32}
-    assert agg["kda"] == pytest.approx(0.452), "the lower-LR runs never stand in for the chosen LR's"
+    agg = {r["mixer"]: r["mean"] for r in sweep.aggregate(runs, low, lr_checked=False) if r["seq_len"] == 32}
+    assert agg["kda"] == pytest.approx(0.452), "without the check the chosen LR's runs stand"
+    agg = {r["mixer"]: r for r in sweep.aggregate(runs, low) if r["seq_len"] == 32}
+    assert agg["kda"]["mean"] == pytest.approx(0.85) and agg["kda"]["lr"] == 1e-3, "a complete, better check stands in"
 
 
 def test_a_long_run_stores_its_cap_and_its_command_reproduces_it(tmp_path):

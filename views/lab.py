@@ -1,50 +1,98 @@
-"""The lab: what a fixed-size state can recall. First the shipped sweep (assets/lab/, made by
-`python -m k3lite.lab_sweep all`), then live training of the same models, then the residual experiment."""
+"""The lab: where a fixed-size memory runs out. First the state-size sweep (assets/lab/state/, made by
+`python -m k3lite.lab_state all`), then the length sweep (assets/lab/, `python -m k3lite.lab_sweep all`), then live
+training of the same models, then the residual experiment."""
 import json
+import math
 from dataclasses import asdict, replace
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
+from k3lite import lab_state as state
 from k3lite import lab_sweep as sweep
+from k3lite.config import K3_DECAY_LOWER_BOUND
 from k3lite.guards import bounded_threads, deadline, heavy_work
-from k3lite.lab import MIXER_LABELS, iter_train
-from k3lite.viz.lab import curves_figure, sweep_figure
+from k3lite.lab import BETA_INIT_LOGIT, MIXER_LABELS, iter_train, saturated_decay_share
+from k3lite.viz.lab import curves_figure, state_figure, sweep_figure
+from k3lite.viz.style import fmt_bytes
 from k3lite.viz.memo import shared_figure
 from views.common import explain, push_url, url_state, user_errors
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 LIVE_TASKS = tuple(sweep.SEQ_LENS)
-LIVE_MIXERS = sweep.MIXERS + ("attention",)  # the reference trains live only (no shipped LR: 1e-2)
+LIVE_MIXERS = sweep.MIXERS
 # Live default: MQAR at 64 tokens (16 pairs), linear attention and KDA, 300 steps. Measured on an idle core of the
 # 2-core box: 38 s for both (16.7 + 21.1 s); held-out accuracy at chance until step ~90, then linear 9% -> 91% and
 # KDA 6% -> 96% between steps 120 and 300 (seed 0)
 LIVE_DEFAULT_LEN, LIVE_DEFAULT_STEPS = 64, 300
 
-st.title("The lab: what a fixed-size state can recall")
-st.markdown(
-    """
-A linear-attention layer keeps a **fixed-size state** instead of a growing KV cache, so the question is what it
-can still *recall*. The Kimi Linear tech report ([arXiv 2510.26692](https://arxiv.org/abs/2510.26692)) trains
-tiny **2-layer, 2-head** models on synthetic tasks and reports that **KDA solves multi-query associative recall
-(MQAR) and Palindrome at longer sequences than Gated DeltaNet, which beats a Mamba-2-style model**. Here the
-same kind of models (one stack, only the sequence mixer changes; the kernels of the KDA page) are trained on
-**MQAR** ([Zoology](https://arxiv.org/abs/2312.04927): key-value pairs, then the keys again; the number of pairs
-grows with the length, up to twice what one head's 32 x 32 state can hold) and **Palindrome** (a random block,
-then the block reversed: the whole block must sit in the state).
-"""
-)
-
-# ------------------------------------------------------------------------------------- shipped result
-st.header("1. The shipped result")
+st.title("The lab: where a fixed-size memory runs out")
+st.markdown("A recurrent mixer reads the next token from a **fixed-size state**; softmax attention from a KV cache "
+            "that grows with the text. How much can the fixed state recall, and does the **update rule** matter "
+            "once it runs short? Tiny 2-layer models, trained here on "
+            "[MQAR](https://arxiv.org/abs/2312.04927) (key-value pairs, then the keys again).")
 
 
-@st.cache_data(ttl=300)  # the sweep may still be adding files: reread every 5 minutes at most
+@st.cache_data(ttl=300)  # the sweeps may still be adding files: reread every 5 minutes at most
 def shipped_runs(results_dir=sweep.RESULTS_DIR) -> list[dict]:
     return sweep.load_runs(results_dir)
 
 
+# ------------------------------------------------------------------------------------ state-size sweep
+state_runs = shipped_runs(state.STATE_DIR)
+state_rows = state.aggregate(state_runs)
+if not state_rows:
+    st.warning("No finished state-size runs under assets/lab/state/ yet: `python -m k3lite.lab_state all` makes "
+               "them (resumable).")
+else:
+    url_state("lab_state_mixers", list(state.MIXERS), choices=state.MIXERS)
+    c_ctl, c_fig = st.columns([1, 3])
+    shown = c_ctl.multiselect("mixers", state.MIXERS, key="lab_state_mixers", format_func=lambda m: MIXER_LABELS[m])
+    push_url("lab_state_mixers")
+    c_ctl.caption(f"MQAR, T = {state.SEQ_LEN} tokens, {state.NUM_PAIRS} pairs; {state.N_HEADS} heads of dim K = "
+                  + ", ".join(map(str, sorted(state.HEAD_DIMS))) + ". A recurrent layer keeps H·K·K numbers, "
+                  "attention 2·T·H·K.")
+    rows_shown = [r for r in state_rows if r["mixer"] in shown]
+    c_fig.plotly_chart(shared_figure(state_figure, [r for r in state_runs if r["job"]["mixer"] in shown], rows_shown),
+                       key="lab_state_fig")
+    for text in (state.ceiling_sentence(state_rows), state.rule_sentence(state_rows)):
+        if text:
+            st.markdown(text)
+    with st.expander("The numbers, the protocol, the report's setting, the init ablation"):
+        st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "K": r["head_dim"],
+                                    "memory per layer": fmt_bytes(r["state_bytes"]), "learning rate": r["lr"],
+                                    "held-out recall (%)": f"{100 * r['mean']:.1f} ± {100 * r['std']:.1f}",
+                                    "seeds": r["n"], "not flat at the end": r["not_flat"]} for r in state_rows]),
+                     hide_index=True, width="stretch")
+        report = state.report_sentence(state_rows)
+        if report:
+            st.markdown(report)
+        ablation = state.ablation_sentence(state.ablation_rows(state_runs))
+        st.markdown(ablation or "Init ablation: not run yet (`python -m k3lite.lab_state all` runs it after the "
+                                "K = 8 and 16 cells).")
+        st.markdown(
+            f"**Why the lab changes the init.** At fla's defaults the delta-rule mixers start with a write strength "
+            f"beta ≈ 0.5, which erases earlier pairs before training can say which to keep, and with decays that "
+            f"forget a write within a few hundred tokens; the lab starts beta at {1 / (1 + math.exp(-BETA_INIT_LOGIT)):.2f} and "
+            f"the decays near 1 (measurements next to `BETA_INIT_LOGIT` and `DECAY_A_INIT` in `k3lite/lab.py`). "
+            f"KDA here is the library's layer in K3's released form: decay bounded below by e^{K3_DECAY_LOWER_BOUND:g} "
+            f"per token, g = {K3_DECAY_LOWER_BOUND:g}·sigmoid(A·f). Under that form fla's default init saturates "
+            f"the sigmoid: {100 * saturated_decay_share():.0f}% of KDA's channels start at a decay of ~1 with a "
+            "slope below 1e-6 (mean over the ablation's seeds), so gradients barely move them.")
+        n_runs = len(state_runs)
+        cpu_h = sum(r["wall_s"] for r in state_runs) / 3600
+        st.caption(
+            f"Protocol: per mixer and K the learning rate is the best of {list(state.LRS)} on seed 0, then "
+            f"{len(state.SEEDS)} seeds run at it; every run trains {state.STEPS} steps of {state.BATCH_SIZE} sequences "
+            f"(a run that reaches {100 * state.SOLVED:.0f}% stops there), no plateau rule; 'not flat' = the best "
+            f"held-out recall still gained ≥ {100 * state.FLAT_GAIN:.0f} points over the last "
+            f"{100 * state.FLAT_WINDOW:.0f}% of the steps. Recall: answer tokens of {state.EVAL_EXAMPLES} fresh "
+            f"sequences; chance is 1/{state.VOCAB // 2}. {n_runs} runs so far, {cpu_h:.1f} CPU-hours; each file in "
+            "assets/lab/state/ stores the command that reproduces it.")
+
+# ------------------------------------------------------------------------------------- length sweep
+st.header("Recall vs length, at a state that does not run out")
 runs, long_runs = shipped_runs(), shipped_runs(sweep.LONG_DIR)
 rows = sweep.aggregate(runs, long_runs)  # each seed's final number: the LONG_STEPS rerun where the cap stopped it
 rows_cap = sweep.aggregate(runs)  # every run at the MAX_STEPS cap (what the longer cap is compared with)
@@ -55,101 +103,102 @@ else:
     cols = st.columns(len({r["task"] for r in rows}))
     for col, task in zip(cols, sorted({r["task"] for r in rows})):
         col.plotly_chart(shared_figure(sweep_figure, rows, task), key=f"lab_sweep_{task}")
-        col.markdown(f"**{task}: the order our runs produced, per length** (report: KDA ≥ GDN > Mamba-2)")
-        col.markdown("\n".join(f"- {s}" for s in sweep.order_sentences(rows, task)))
         spread = sweep.spread_sentence(rows, task)
         if spread:
             col.markdown(spread)
-    for task in sorted({r["task"] for r in rows}):  # one table per task: its own lengths as columns
-        table = []
-        for mixer in sweep.MIXERS:
-            sel = {r["seq_len"]: r for r in rows if r["task"] == task and r["mixer"] == mixer}
-            if sel:
-                table.append({"mixer": MIXER_LABELS[mixer], "learning rate": next(iter(sel.values()))["lr"],
-                              **{f"T={T} (%)": (f"{100 * sel[T]['mean']:.1f} ± {100 * sel[T]['std']:.1f} (n={sel[T]['n']}"
-                                                + (f", {sel[T]['extended']} at {sweep.LONG_STEPS}" if sel[T]["extended"]
-                                                   else "") + ")"
-                                                if T in sel else "not run yet") for T in sweep.SEQ_LENS[task]}})
-        st.markdown(f"**{task}**: held-out accuracy (%), mean ± std over seeds (n; how many of them are the "
-                    f"{sweep.LONG_STEPS}-step reruns)")
-        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")  # full width: key columns stay on screen
-    n_cap = sum(r["not_plateaued"] for r in rows)  # with the reruns in place
-    n_capped = sum(r["not_plateaued"] for r in rows_cap)
-    n_ext = sum(r["extended"] + r["rerun_shorter"] for r in rows)  # capped runs with a rerun
-    n_short = sum(r["rerun_shorter"] for r in rows)
-    so_far = f" so far (the others show their {sweep.MAX_STEPS}-step number)" if n_ext < n_capped else ""
-    st.caption(
-        f"Held-out accuracy on the answer tokens of {sweep.EVAL_EXAMPLES} fresh sequences, mean ± std over seeds (n). "
-        f"Model: {sweep.D_MODEL}-wide, 2 layers x {sweep.N_HEADS} heads, no FFN, vocabulary {sweep.VOCAB}, batch "
-        f"{sweep.BATCH_SIZE}. Protocol: per task and mixer the learning rate is the best of {list(sweep.LRS)} at "
-        f"T = " + " / ".join(f"{T} ({t})" for t, T in sweep.LR_SEQ_LEN.items()) + " (seed 0), then used at every length and seed; a run stops when held-out accuracy "
-        f"reaches {100 * sweep.SOLVED:.0f}%, or its best held-out accuracy gained less than "
-        f"{100 * sweep.MIN_GAIN:.0f} point{'s' if sweep.MIN_GAIN != 0.01 else ''} over {sweep.PATIENCE} steps (after {sweep.MIN_STEPS}), or at "
-        f"{sweep.MAX_STEPS} steps (a run still at chance, below {100 * sweep.ESCAPE_ACC:.0f}%, is never called a "
-        f"plateau). A run that cap stopped (still gaining, or still at chance) is run again from scratch with a "
-        f"{sweep.LONG_STEPS}-step cap and the same rule, and the table shows the rerun in its place unless the rerun "
-        f"stopped on a plateau after fewer steps than the capped run had trained (its learning rate anneals over "
-        f"{sweep.LONG_STEPS} steps, so a plateau can be called while it is still high; then the longer-trained "
-        f"capped run stands: {n_short} seeds): {n_ext} of the {n_capped} capped runs have a rerun{so_far}; {n_cap} "
-        f"of the {sum(r['n'] for r in rows)} runs shown ended at their step cap rather than a plateau "
-        f"({sum(r['rising'] for r in rows)} of them still gaining). {len(runs)} runs in all (LR sweep included) "
-        f"and {len(long_runs)} reruns; each file in "
-        "assets/lab/ and assets/lab/long/ stores the command that reproduces it; `python -m k3lite.lab_sweep all` "
-        "then `python -m k3lite.lab_sweep long` make (or complete) the set.")
-    for task, (long_rows, long_sentence) in checks.items():
-        if not long_rows:
-            continue
-        T_max = max(sweep.SEQ_LENS[task])
-        at_max = [r for r in rows_cap if r["task"] == task and r["seq_len"] == T_max]
-        st.markdown(f"**What the longer cap changed ({task}, T = {T_max}, {sum(r['n'] for r in at_max)} runs).** "
-                    + long_sentence)
-        st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "seeds": ", ".join(map(str, r["seeds"])),
-                                    f"held-out % ({sweep.MAX_STEPS}-step cap)":
-                                        None if r["short_mean"] is None else round(100 * r["short_mean"], 1),
-                                    f"held-out % ({sweep.LONG_STEPS}-step cap)":
-                                        f"{100 * r['long_mean']:.1f} ± {100 * r['long_std']:.1f}",
-                                    "steps run": ", ".join(map(str, r["steps"])),
-                                    "still gaining at the cap": r["still_rising"]}
-                                   for r in long_rows]), hide_index=True, width="stretch")
-    for task in sweep.SEQ_LENS:
-        lr_rows, lr_sentence = sweep.lr_check(runs, long_runs, task)
-        if lr_rows:
-            st.markdown(lr_sentence)
-            st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]],
-                                        "chosen LR": r["lr"], "held-out % (chosen LR)": round(100 * r["mean"], 1),
-                                        "seeds at chance (chosen LR)": f"{r['at_chance']} of {r['n']}",
-                                        "lower LR": r["low_lr"],
-                                        "held-out % (lower LR)": f"{100 * r['low_mean']:.1f} ± {100 * r['low_std']:.1f}",
-                                        "seeds at chance (lower LR)": f"{r['low_at_chance']} of {r['low_n']}",
-                                        "still gaining (lower LR)": r["low_rising"]}
-                                       for r in lr_rows]), hide_index=True, width="stretch")
-    mechanisms = [m for m in (sweep.mechanism_sentence(rows, t) for t in sorted({r["task"] for r in rows})) if m]
-    if mechanisms:
-        st.markdown("**One idea at a time** (DeltaNet is the control: the delta rule without decay). "
-                    + " ".join(f"{t}: {m}" for t, m in zip(sorted({r["task"] for r in rows}), mechanisms)))
-    n_chance = sum(r["at_chance"] for r in rows)
-    at_chance = sorted({(r["task"], r["seq_len"], r["mixer"]) for r in rows if r["at_chance"]})
-    explain(
-        "Two things about how the delta-rule mixers are started decide whether they learn here at all, and both "
-        "are set the same for every mixer: the write strength beta starts small (sigmoid(−3) ≈ 0.05; at 0.5 "
-        "DeltaNet, GDN and KDA stayed at chance on MQAR), and the decay starts close to 1 (A ~ U(0.01, 0.1) "
-        "instead of fla's U(1, 16), under which a write kept ~1e-10 of itself after 256 tokens and GDN and KDA "
-        "stayed at chance at T = 256 while DeltaNet learned). The measurements are in `k3lite/lab.py` next to "
-        "`BETA_INIT_LOGIT` and `DECAY_A_INIT`. "
-        + (f"{n_chance} of the {sum(r['n'] for r in rows)} runs shown never left chance (best held-out accuracy "
-           f"below {100 * sweep.ESCAPE_ACC:.0f}%) within their step cap ("
-           + ", ".join(f"{t} T={T} {sweep.short_name(m)}" for t, T, m in at_chance) + "): these tasks are learned in a "
-           "sudden jump after a flat stretch at chance, so such a number says 'had not started within the step "
-           "cap', not where a learning model levels off. " if n_chance else "")
-        + "What would change a verdict that differs from the report: the report's models are larger and trained "
-        "far longer, with learning rates swept at every length. Here the learning rate is chosen at one length, "
-        f"training stops at {sweep.LONG_STEPS} steps at most, and the sequences may not be long enough for the "
-        "state to run out of room; a learning-rate grid per length (the runs that never left chance are the first "
-        "place it would change a number), more steps, and longer sequences are the evidence that would move these "
-        "numbers.")
+    stale = sweep.stale_rows(rows)
+    if stale:
+        st.caption(f"{len(stale)} cells ({', '.join(sorted({sweep.short_name(r['mixer']) for r in stale}))}) still "
+                   "show runs of the lab's earlier KDA copy (unbounded decay, low-rank output gate); "
+                   "`python -m k3lite.lab_sweep all` reruns them on the library's layer.")
+    with st.expander("Order per length, tables, the longer cap and the learning-rate check"):
+        for task in sorted({r["task"] for r in rows}):
+            st.markdown(f"**{task}: the order per length** (report: KDA ≥ GDN > Mamba-2)")
+            st.markdown("\n".join(f"- {s}" for s in sweep.order_sentences(rows, task)))
+        for task in sorted({r["task"] for r in rows}):  # one table per task: its own lengths as columns
+            table = []
+            for mixer in sweep.MIXERS:
+                sel = {r["seq_len"]: r for r in rows if r["task"] == task and r["mixer"] == mixer}
+                if sel:
+                    table.append({"mixer": MIXER_LABELS[mixer], "learning rate": next(iter(sel.values()))["lr"],
+                                  **{f"T={T} (%)": (f"{100 * sel[T]['mean']:.1f} ± {100 * sel[T]['std']:.1f} (n={sel[T]['n']}"
+                                                    + (f", {sel[T]['extended']} at {sweep.LONG_STEPS}" if sel[T]["extended"]
+                                                       else "") + ")"
+                                                    if T in sel else "not run yet") for T in sweep.SEQ_LENS[task]}})
+            st.markdown(f"**{task}**: held-out accuracy (%), mean ± std over seeds (n; how many of them are the "
+                        f"{sweep.LONG_STEPS}-step reruns)")
+            st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")  # full width: key columns stay on screen
+        n_cap = sum(r["not_plateaued"] for r in rows)  # with the reruns in place
+        n_capped = sum(r["not_plateaued"] for r in rows_cap)
+        n_ext = sum(r["extended"] + r["rerun_shorter"] for r in rows)  # capped runs with a rerun
+        n_short = sum(r["rerun_shorter"] for r in rows)
+        so_far = f" so far (the others show their {sweep.MAX_STEPS}-step number)" if n_ext < n_capped else ""
+        st.caption(
+            f"Held-out accuracy on the answer tokens of {sweep.EVAL_EXAMPLES} fresh sequences, mean ± std over seeds (n). "
+            f"Model: {sweep.D_MODEL}-wide, 2 layers x {sweep.N_HEADS} heads, no FFN, vocabulary {sweep.VOCAB}, batch "
+            f"{sweep.BATCH_SIZE}. Protocol: per task and mixer the learning rate is the best of {list(sweep.LRS)} at "
+            f"T = " + " / ".join(f"{T} ({t})" for t, T in sweep.LR_SEQ_LEN.items()) + " (seed 0), then used at every length and seed; a run stops when held-out accuracy "
+            f"reaches {100 * sweep.SOLVED:.0f}%, or its best held-out accuracy gained less than "
+            f"{100 * sweep.MIN_GAIN:.0f} point{'s' if sweep.MIN_GAIN != 0.01 else ''} over {sweep.PATIENCE} steps (after {sweep.MIN_STEPS}), or at "
+            f"{sweep.MAX_STEPS} steps (a run still at chance, below {100 * sweep.ESCAPE_ACC:.0f}%, is never called a "
+            f"plateau). A run that cap stopped (still gaining, or still at chance) is run again from scratch with a "
+            f"{sweep.LONG_STEPS}-step cap and the same rule, and the table shows the rerun in its place unless the rerun "
+            f"stopped on a plateau after fewer steps than the capped run had trained (its learning rate anneals over "
+            f"{sweep.LONG_STEPS} steps, so a plateau can be called while it is still high; then the longer-trained "
+            f"capped run stands: {n_short} seeds): {n_ext} of the {n_capped} capped runs have a rerun{so_far}; {n_cap} "
+            f"of the {sum(r['n'] for r in rows)} runs shown ended at their step cap rather than a plateau "
+            f"({sum(r['rising'] for r in rows)} of them still gaining). {len(runs)} runs in all (LR sweep included) "
+            f"and {len(long_runs)} reruns; each file in "
+            "assets/lab/ and assets/lab/long/ stores the command that reproduces it; `python -m k3lite.lab_sweep all` "
+            "then `python -m k3lite.lab_sweep long` make (or complete) the set.")
+        for task, (long_rows, long_sentence) in checks.items():
+            if not long_rows:
+                continue
+            T_max = max(sweep.SEQ_LENS[task])
+            at_max = [r for r in rows_cap if r["task"] == task and r["seq_len"] == T_max]
+            st.markdown(f"**What the longer cap changed ({task}, T = {T_max}, {sum(r['n'] for r in at_max)} runs).** "
+                        + long_sentence)
+            st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "seeds": ", ".join(map(str, r["seeds"])),
+                                        f"held-out % ({sweep.MAX_STEPS}-step cap)":
+                                            None if r["short_mean"] is None else round(100 * r["short_mean"], 1),
+                                        f"held-out % ({sweep.LONG_STEPS}-step cap)":
+                                            f"{100 * r['long_mean']:.1f} ± {100 * r['long_std']:.1f}",
+                                        "steps run": ", ".join(map(str, r["steps"])),
+                                        "still gaining at the cap": r["still_rising"]}
+                                       for r in long_rows]), hide_index=True, width="stretch")
+        for task in sweep.SEQ_LENS:
+            lr_rows, lr_sentence = sweep.lr_check(runs, long_runs, task)
+            if lr_rows:
+                st.markdown(lr_sentence)
+                st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]],
+                                            "chosen LR": r["lr"], "held-out % (chosen LR)": round(100 * r["mean"], 1),
+                                            "seeds at chance (chosen LR)": f"{r['at_chance']} of {r['n']}",
+                                            "lower LR": r["low_lr"],
+                                            "held-out % (lower LR)": f"{100 * r['low_mean']:.1f} ± {100 * r['low_std']:.1f}",
+                                            "seeds at chance (lower LR)": f"{r['low_at_chance']} of {r['low_n']}",
+                                            "still gaining (lower LR)": r["low_rising"]}
+                                           for r in lr_rows]), hide_index=True, width="stretch")
+        mechanisms = [m for m in (sweep.mechanism_sentence(rows, t) for t in sorted({r["task"] for r in rows})) if m]
+        if mechanisms:
+            st.markdown("**One idea at a time** (DeltaNet is the control: the delta rule without decay). "
+                        + " ".join(f"{t}: {m}" for t, m in zip(sorted({r["task"] for r in rows}), mechanisms)))
+        n_chance = sum(r["at_chance"] for r in rows)
+        at_chance = sorted({(r["task"], r["seq_len"], r["mixer"]) for r in rows if r["at_chance"]})
+        explain(
+            (f"{n_chance} of the {sum(r['n'] for r in rows)} runs shown never left chance (best held-out accuracy "
+               f"below {100 * sweep.ESCAPE_ACC:.0f}%) within their step cap ("
+               + ", ".join(f"{t} T={T} {sweep.short_name(m)}" for t, T, m in at_chance) + "): these tasks are learned in a "
+               "sudden jump after a flat stretch at chance, so such a number says 'had not started within the step "
+               "cap', not where a learning model levels off. " if n_chance else "")
+            + "What would change a verdict that differs from the report: the report's models are larger and trained "
+            "far longer, with learning rates swept at every length. Here the learning rate is chosen at one length, "
+            f"training stops at {sweep.LONG_STEPS} steps at most, and the sequences may not be long enough for the "
+            "state to run out of room; a learning-rate grid per length (the runs that never left chance are the first "
+            "place it would change a number), more steps, and longer sequences are the evidence that would move these "
+            "numbers.")
 
 # ------------------------------------------------------------------------------------------- live run
-st.header("2. Train it yourself")
+st.header("Train it yourself")
 url_state("lab_task", "mqar", choices=LIVE_TASKS)
 url_state("lab_seq_len", LIVE_DEFAULT_LEN, choices=sorted({T for Ts in sweep.SEQ_LENS.values() for T in Ts}))
 url_state("lab_mixers", ["linear", "kda"], choices=LIVE_MIXERS)
@@ -172,7 +221,7 @@ with user_errors():
     configs = {m: replace(sweep.lab_config(task, m, int(seq_len), lrs[m], int(seed)), steps=int(steps),
                           eval_every=max(10, int(steps) // 10), eval_examples=128) for m in mixers}
 default_ends = [r["mean"] for r in rows if r["task"] == "mqar" and r["seq_len"] == LIVE_DEFAULT_LEN]
-st.caption(
+st.expander("What a live run can and cannot show").caption(
     f"The same models and learning rates as the shipped sweep, for fewer steps. The default ({LIVE_DEFAULT_LEN} "
     f"tokens, linear attention and KDA, {LIVE_DEFAULT_STEPS} steps each) took 38 s of an idle core here. What "
     "it can show: these tasks are learned in a jump (held-out accuracy sits at chance, then climbs within a few "

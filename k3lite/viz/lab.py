@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from k3lite.lab import MIXER_LABELS, MIXERS
-from k3lite.viz.style import CONCEPT, fit_titles, log_axis, translucent
+from k3lite.viz.style import CONCEPT, fit_titles, fmt_bytes, log_axis, translucent
 
 # one colour per mixer, the same on every page (k3lite.viz.style)
 COLORS = {m: CONCEPT[m] for m in MIXERS}
@@ -81,3 +81,39 @@ def sweep_figure(rows: list[dict], task: str) -> go.Figure:
     fig.update_xaxes(type="log", tickvals=lengths, ticktext=[str(t) for t in lengths])
     fig.update_yaxes(range=[0, 101])
     return fit_titles(fig, f"{task}: held-out accuracy vs length (band: worst to best seed)")
+
+
+def state_figure(runs: list[dict], rows: list[dict]) -> go.Figure:
+    """The lab's headline: held-out recall vs the memory one mixer layer keeps (log bytes). Every seed is a point
+    (`runs`: records of `k3lite.lab_state`, lab init, each (mixer, head dim) at its chosen LR), the mean over seeds
+    a line per mixer (`rows`: `k3lite.lab_state.aggregate`). Softmax attention's points sit at its KV cache."""
+    chosen = {(r["mixer"], r["head_dim"]): r["lr"] for r in rows}
+    fig = go.Figure()
+    mixers = [m for m in MIXERS if any(r["mixer"] == m for r in rows)]
+    for i, mixer in enumerate(mixers):
+        color = COLORS.get(mixer, CONCEPT["baseline"])
+        label = MIXER_LABELS.get(mixer, mixer)
+        pts = sorted((r for r in rows if r["mixer"] == mixer), key=lambda r: r["state_bytes"])
+        seeds = [r for r in runs if r["job"].get("init", "lab") == "lab"
+                 and chosen.get((r["job"]["mixer"], r["job"]["head_dim"])) == r["job"]["lr"] and r["job"]["mixer"] == mixer]
+        # a small per-mixer offset along x so the seeds of mixers with the same state do not hide each other
+        nudge = 1.0 + 0.035 * (i - (len(mixers) - 1) / 2) if mixer != "attention" else 1.0
+        fig.add_trace(go.Scatter(
+            x=[r["state_bytes"] * nudge for r in seeds], y=[100 * r["final_eval_acc"] for r in seeds], mode="markers",
+            marker=dict(color=translucent(color, 0.55), size=7, line=dict(width=0)), legendgroup=mixer,
+            showlegend=False, name=f"{label} (seeds)",
+            customdata=[[r["job"]["head_dim"], r["job"]["seed"], r["job"]["lr"], r["steps_done"]] for r in seeds],
+            hovertemplate="K=%{customdata[0]}, seed %{customdata[1]}: %{y:.1f}% (lr %{customdata[2]}, "
+                          "%{customdata[3]} steps)<extra>" + label + "</extra>"))
+        fig.add_trace(go.Scatter(
+            x=[r["state_bytes"] * nudge for r in pts], y=[100 * r["mean"] for r in pts], mode="lines+markers",
+            name=label, line=dict(color=color, width=2.5), marker=dict(size=9, symbol="diamond"), legendgroup=mixer,
+            customdata=[[r["head_dim"], r["n"], 100 * r["std"], r["lr"]] for r in pts],
+            hovertemplate="K=%{customdata[0]}: mean %{y:.1f}% ± %{customdata[2]:.1f} over %{customdata[1]} seeds "
+                          "(lr %{customdata[3]})<extra>%{fullData.name}</extra>"))
+    ticks = sorted({r["state_bytes"] for r in rows})
+    fig.update_layout(height=420, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.28),
+                      xaxis=dict(title="memory one layer keeps to read the next token (fp32, log)", type="log",
+                                 tickvals=ticks, ticktext=[fmt_bytes(t) for t in ticks]),
+                      yaxis=dict(title="held-out recall (%)", range=[0, 102]))
+    return fit_titles(fig, "MQAR recall vs memory size (points: seeds; lines: mean)")

@@ -1,0 +1,109 @@
+"""The state-size sweep: its bytes, its protocol (LR grid, seeds, order, resumability) and its computed sentences."""
+import json
+
+import pytest
+
+import k3lite.lab_state as state
+from k3lite import memory
+from k3lite.lab import LabModel
+
+
+def _rec(mixer, K, lr, seed, acc, loss=1.0, init="lab", wall_s=10.0, evals=None, solved=False):
+    job = {"mixer": mixer, "head_dim": K, "lr": lr, "seed": seed, "init": init}
+    return {"job": job, "final_eval_acc": acc, "final_eval_loss": loss, "wall_s": wall_s, "solved": solved,
+            "evals": evals or {"step": [1000, 1500, 2000], "acc": [acc, acc, acc]}, "steps_done": 2000}
+
+
+def _cells(table):
+    """{(mixer, K): [acc per seed]} -> records with seed 0 best at lr 1e-2 (the LR grid) and every seed there."""
+    runs = []
+    for (mixer, K), accs in table.items():
+        runs += [_rec(mixer, K, lr, 0, accs[0] - 0.2, loss=2.0) for lr in state.LRS if lr != 1e-2]
+        runs += [_rec(mixer, K, 1e-2, s, a) for s, a in enumerate(accs)]
+    return runs
+
+
+def test_state_bytes_are_the_layers_memory():
+    """A recurrent layer's H x K x K fp32 state (the KDA cache's state, no conv tail); attention's KV cache at T."""
+    assert state.state_bytes("kda", 16) == 2 * 16 * 16 * 4 == memory.kda_state_bytes(2, 16, conv_size=0)
+    assert state.state_bytes("attention", 16) == 2 * 128 * 2 * 16 * 4
+    with pytest.raises(ValueError, match="mixer must be one of"):
+        state.state_bytes("rnn", 16)
+
+
+def test_a_job_builds_the_model_whose_state_it_counts():
+    job = state.Job("gdn", 8, 1e-2, 0)
+    cfg = job.config()
+    assert (cfg.seq_len, cfg.num_pairs, cfg.head_dim, cfg.n_heads) == (128, 32, 8, 2) and cfg.steps == state.STEPS
+    model = LabModel(cfg)
+    assert model.mixers[0].head_dim == 8
+    assert job.command == "python -m k3lite.lab_state run --mixer gdn --head-dim 8 --lr 0.01 --seed 0"
+    assert state.Job("kda", 16, 1e-2, 1, "reference").command.endswith("--seed 1 --init reference")
+
+
+def test_lr_is_chosen_per_mixer_and_size_once_the_grid_is_complete():
+    runs = [_rec("kda", 16, 3e-3, 0, 0.5), _rec("kda", 16, 1e-2, 0, 0.7)]
+    assert state.chosen_lr(runs, "kda", 16) is None
+    runs.append(_rec("kda", 16, 3e-2, 0, 0.6))
+    assert state.chosen_lr(runs, "kda", 16) == 1e-2
+    runs.append(_rec("kda", 8, 3e-3, 0, 0.4))
+    assert state.chosen_lr(runs, "kda", 8) is None, "another size's grid is its own"
+
+
+def test_pending_runs_the_grid_then_the_seeds_in_size_order(tmp_path):
+    todo, waiting = state.pending(tmp_path)
+    assert waiting and todo[0] == state.Job("attention", state.HEAD_DIMS[0], state.LRS[0], 0)
+    assert all(j.seed == 0 for j in todo), "no seed before its LR is chosen"
+    for rec in [_rec("kda", 16, lr, 0, a) for lr, a in zip(state.LRS, (0.5, 0.7, 0.6))]:
+        state.Job(**rec["job"]).path(tmp_path).write_text(json.dumps(rec))
+    todo, _ = state.pending(tmp_path)
+    names = [j.name for j in todo]
+    assert "mqar_T128_K16_kda_lr0.01_s1" in names and "mqar_T128_K16_kda_lr0.01_s0" not in names
+    assert not any("K16_kda_lr0.003_s1" in n for n in names), "seeds only at the chosen LR"
+    assert names.index("mqar_T128_K16_kda_lr0.01_s4") < names.index(f"mqar_T128_K8_attention_lr{state.LRS[0]:g}_s0")
+    ablation = [j for j in todo if j.init == "reference"]
+    assert [(j.mixer, j.head_dim, j.lr) for j in ablation] == [("kda", 16, 1e-2)] * 3
+
+
+def test_aggregate_gives_mean_spread_n_and_flatness():
+    runs = _cells({("kda", 16): [0.6, 0.7, 0.8], ("attention", 16): [1.0, 1.0, 1.0]})
+    rising = next(r for r in runs if r["job"]["mixer"] == "kda" and r["job"]["seed"] == 2 and r["job"]["lr"] == 1e-2)
+    rising["evals"] = {"step": [500, 1000, 1500, 2000], "acc": [0.1, 0.2, 0.3, 0.8]}  # still gaining at the end
+    rows = {r["mixer"]: r for r in state.aggregate(runs)}
+    assert rows["kda"]["mean"] == pytest.approx(0.7) and rows["kda"]["n"] == 3 and rows["kda"]["not_flat"] == 1
+    assert rows["kda"]["state_bytes"] == state.state_bytes("kda", 16)
+    assert rows["attention"]["std"] == 0 and rows["attention"]["not_flat"] == 0
+
+
+def test_sentences_follow_the_numbers():
+    runs = _cells({("attention", 16): [1.0, 1.0, 1.0], ("kda", 16): [0.70, 0.72, 0.68], ("gdn", 16): [0.69, 0.7, 0.71],
+                   ("linear", 16): [0.3, 0.35, 0.25], ("mamba2", 16): [0.5, 0.52, 0.48]})
+    rows = state.aggregate(runs)
+    ceiling = state.ceiling_sentence(rows)
+    assert "softmax attention recalls 100%" in ceiling and "KDA, 70%" in ceiling and "30 points apart" in ceiling
+    rule = state.rule_sentence(rows)
+    assert "KDA 70% ≈ GDN 70% > Mamba-2 50% > linear 30%" in rule
+    assert rule.endswith("at every state size the update rule separates some mixers beyond seed spread.")
+    assert "matches up to ties" in state.report_sentence(rows)
+    tied = state.aggregate(_cells({("kda", 8): [0.3, 0.5, 0.4], ("linear", 8): [0.35, 0.45, 0.4]}))
+    assert state.rule_sentence(tied).endswith("the size of the state decides.")
+
+
+def test_report_sentence_prices_the_reports_setting_from_measured_time():
+    runs = _cells({("kda", 32): [0.5, 0.5, 0.5], ("gdn", 32): [0.8, 0.8, 0.8], ("mamba2", 32): [0.9, 0.9, 0.9]})
+    text = state.report_sentence(state.aggregate(runs))
+    assert "differs from the report" in text
+    per_step = 10.0 / state.STEPS  # every record took 10 s
+    hours = per_step * (128 / 32) ** 2 * (2048 / state.SEQ_LEN) * 20_000 / 3600
+    assert f"about {hours:,.0f} CPU-hours" in text
+
+
+def test_ablation_compares_the_same_seeds_and_rate():
+    runs = _cells({("deltanet", 16): [0.7, 0.7, 0.7], ("kda", 16): [0.8, 0.8, 0.8]})
+    runs += [_rec("deltanet", 16, 1e-2, s, 0.01, init="reference") for s in (0, 1)]
+    runs += [_rec("kda", 16, 1e-2, s, 0.79, init="reference") for s in (0, 1)]
+    rows = {r["mixer"]: r for r in state.ablation_rows(runs)}
+    assert rows["deltanet"]["seeds"] == [0, 1] and rows["deltanet"]["ref_mean"] == pytest.approx(0.01)
+    text = state.ablation_sentence(list(rows.values()))
+    assert "DeltaNet 70% → 1%" in text and "Beyond seed spread: DeltaNet." in text
+    assert "The order of these mixers is the same under both inits." in text
