@@ -47,15 +47,15 @@ if not state_rows:
                "them (resumable).")
 else:
     url_state("lab_state_mixers", list(state.MIXERS), choices=state.MIXERS)
-    c_ctl, c_fig = st.columns([1, 3])
-    shown = c_ctl.multiselect("mixers", state.MIXERS, key="lab_state_mixers", format_func=lambda m: MIXER_LABELS[m])
+    shown = st.pills("mixers", state.MIXERS, selection_mode="multi", key="lab_state_mixers",
+                     format_func=lambda m: MIXER_LABELS[m].split(" (")[0]) or []
     push_url("lab_state_mixers")
-    c_ctl.caption(f"MQAR, T = {state.SEQ_LEN} tokens, {state.NUM_PAIRS} pairs; {state.N_HEADS} heads of dim K = "
-                  + ", ".join(map(str, sorted(state.HEAD_DIMS))) + ". A recurrent layer keeps H·K·K numbers, "
-                  "attention 2·T·H·K.")
     rows_shown = [r for r in state_rows if r["mixer"] in shown]
-    c_fig.plotly_chart(shared_figure(state_figure, [r for r in state_runs if r["job"]["mixer"] in shown], rows_shown),
-                       key="lab_state_fig")
+    st.plotly_chart(shared_figure(state_figure, [r for r in state_runs if r["job"]["mixer"] in shown], rows_shown),
+                    key="lab_state_fig")
+    st.caption(f"MQAR, T = {state.SEQ_LEN} tokens, {state.NUM_PAIRS} pairs; {state.N_HEADS} heads of dim K = "
+               + ", ".join(map(str, sorted(state.HEAD_DIMS))) + ": a recurrent layer keeps H·K·K numbers whatever the "
+               "length, softmax attention 2·T·H·K.")
     for text in (state.ceiling_sentence(state_rows), state.rule_sentence(state_rows)):
         if text:
             st.markdown(text)
