@@ -161,8 +161,15 @@ def attnres_main(argv: list[str]) -> int:
 def lm_main(argv: list[str]) -> int:
     """`python -m k3lite.train --preset lite --out assets/lite.safetensors` (+ the dense baseline)."""
     d = LMTrainConfig()
-    ap = argparse.ArgumentParser(prog="python -m k3lite.train",
-                                 description="Train the lite language model checkpoint and its dense baseline")
+    ap = argparse.ArgumentParser(
+        prog="python -m k3lite.train",
+        description="Train the lite language model checkpoint and its dense baseline (no --task). The same command "
+                    "runs the lab with --task {mqar,palindrome,stack} and the Attention Residuals experiment with "
+                    "--task attnres: `python -m k3lite.train --task mqar --help` lists their flags.",
+        epilog="examples:\n  python -m k3lite.train --preset lite --out assets/lite.safetensors\n"
+               "  python -m k3lite.train --task mqar --mixer kda --seq-len 256 --steps 300 --json out.json\n"
+               "  python -m k3lite.train --task attnres --steps 150 --json assets/lab_attnres.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="lite", help=f"one of {sorted(PRESETS)} (only small ones fit a CPU)")
     ap.add_argument("--out", default="assets/lite.safetensors")
     ap.add_argument("--log", default=None, help="JSON log path (default: <out dir>/<preset>_train_log.json)")

@@ -1,0 +1,22 @@
+"""Every command-line entry point answers --help with exit 0 and names what it runs."""
+import pytest
+
+from k3lite.bench import APP_BENCHES, BENCHES
+from k3lite.bench.__main__ import main as bench_main
+from k3lite.train import main as train_main
+
+
+def test_bench_help_lists_every_bench_and_exits_0(capsys):
+    assert bench_main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for name in (*BENCHES, *APP_BENCHES):
+        assert f"  {name} " in out
+    assert bench_main(["nope"]) == 2 and "usage:" in capsys.readouterr().err
+
+
+def test_train_help_mentions_the_task_runs(capsys):
+    with pytest.raises(SystemExit) as e:
+        train_main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "--task {mqar,palindrome,stack}" in out and "--task attnres" in out
