@@ -20,3 +20,11 @@ def test_train_help_mentions_the_task_runs(capsys):
     assert e.value.code == 0
     out = capsys.readouterr().out
     assert "--task {mqar,palindrome,stack}" in out and "--task attnres" in out
+
+
+def test_browser_bench_refuses_unknown_pages_before_starting_anything(capsys):
+    from tools.bench_browser import main as browser_main
+
+    assert browser_main(["--pages", "home,nope", "--repeats", "1"]) == 2
+    assert "unknown pages ['nope']" in capsys.readouterr().err
+    assert browser_main(["--repeats", "0"]) == 2

@@ -1,0 +1,220 @@
+"""App speed as a student feels it, in a real browser: time to the first chart of every page, and to the changed
+picture after a control moves, against the floor of a one-chart Streamlit page measured in the same run.
+
+    python -m k3lite.bench browser [--pages home,moe] [--repeats 3] [--json report.json] [--url http://127.0.0.1:PORT]
+
+Per page (Debian's Chromium through playwright, a warm server: every page is opened once before timing):
+  fresh     a new browser context (empty cache, new session): navigation start -> the first Plotly chart drawn,
+            and -> idle (script not running, no loading skeletons)
+  cached    a reload in the same context (browser cache warm, new session)
+  bytes     what the server sent for the fresh view: HTTP bodies (scripts, CSS, fonts) and websocket frames
+            (the page's elements and figures)
+  figures   Plotly charts on the page, and the points they draw (x values over all traces)
+  control   the first slider moved one step with the keyboard -> the picture changed (the charts' data, or a
+            metric / text, differ from before; "unchanged" if nothing changed within the rerun timeout)
+The floor is `tools/floor_page.py` (st.title + one st.plotly_chart of 200 points), served by its own server,
+measured the same way in the same run; each page's ratio is its median over the floor's median.
+Medians over `--repeats` fresh contexts. A benchmark, not a test: it prints and writes numbers, asserts nothing.
+The machine's load average is printed: other processes slow every number alike.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tools.streamlit_session import check_loopback, free_port, start_server, wait_healthy
+from views.registry import PAGES
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+TIMEOUT_MS = 120_000
+
+FIRST_CHART_JS = "() => document.querySelectorAll('.js-plotly-plot .main-svg').length > 0"
+IDLE_JS = """() => {
+  const app = document.querySelector("[data-testid='stApp']");
+  return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
+    && app.getAttribute('data-test-connection-state') === 'CONNECTED'
+    && document.querySelectorAll("[data-testid='stSkeleton']").length === 0;
+}"""
+PICTURE_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]') || document.body;
+  const plots = [...main.querySelectorAll('.js-plotly-plot')];
+  const data = plots.map(el => JSON.stringify((el.data || []).map(t => [t.x, t.y, t.z, t.values])));
+  const text = [...main.querySelectorAll('[data-testid="stMetric"], [data-testid="stMarkdown"]')]
+    .map(e => e.innerText);
+  const points = plots.reduce((n, el) => n + (el.data || []).reduce(
+      (m, t) => m + (t.x ? t.x.length : (t.values ? t.values.length : 0)), 0), 0);
+  return {key: JSON.stringify([data, text]), figures: plots.length, points};
+}"""
+
+
+def floor_server(port: int, log_path: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "streamlit", "run", "tools/floor_page.py", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
+           "--browser.gatherUsageStats", "false"]
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _idle(page) -> None:
+    page.wait_for_timeout(200)  # let a rerun start before asking whether it finished
+    page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS)
+    page.wait_for_timeout(300)
+    page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS)
+
+
+def open_page(context, url: str) -> dict:
+    """Navigate a page of `context` to `url`: seconds to the first chart and to idle, bytes received, picture."""
+    page = context.new_page()
+    received = {"http": 0, "ws": 0}
+
+    def on_response(response):
+        try:
+            received["http"] += len(response.body())
+        except Exception:  # redirects and aborted requests have no body
+            pass
+
+    def on_ws(ws):
+        ws.on("framereceived", lambda payload: received.__setitem__(
+            "ws", received["ws"] + len(payload if isinstance(payload, (bytes, str)) else b"")))
+
+    page.on("response", on_response)
+    page.on("websocket", on_ws)
+    start = time.perf_counter()
+    page.goto(url)
+    first_chart = None
+    try:
+        page.wait_for_function(FIRST_CHART_JS, timeout=TIMEOUT_MS, polling=20)
+        first_chart = time.perf_counter() - start
+    except Exception:  # a page without a chart on its first screen
+        pass
+    _idle(page)
+    idle = time.perf_counter() - start
+    picture = page.evaluate(PICTURE_JS)
+    return {"page": page, "first_chart_s": first_chart, "idle_s": idle, "bytes_http": received["http"],
+            "bytes_ws": received["ws"], "figures": picture["figures"], "points": picture["points"],
+            "picture": picture["key"]}
+
+
+def move_first_slider(page) -> dict:
+    """The first slider one step right with the keyboard; seconds until the picture changed (or None)."""
+    handle = page.locator("[data-testid='stSlider'] [role='slider']").first
+    if not handle.count():
+        return {"control": None, "control_s": None}
+    label = page.locator("[data-testid='stSlider']").first.inner_text().split("\n")[0]
+    before = page.evaluate(PICTURE_JS)["key"]
+    handle.focus()
+    start = time.perf_counter()
+    page.keyboard.press("ArrowRight")
+    deadline = start + TIMEOUT_MS / 1000
+    while time.perf_counter() < deadline:
+        if page.evaluate(PICTURE_JS)["key"] != before:
+            return {"control": label, "control_s": time.perf_counter() - start}
+        page.wait_for_timeout(10)
+    return {"control": label, "control_s": None}
+
+
+def measure(browser, url: str, repeats: int, control: bool) -> dict:
+    runs = []
+    for _ in range(repeats):
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        fresh = open_page(context, url)
+        fresh["page"].close()
+        cached = open_page(context, url)
+        moved = move_first_slider(cached["page"]) if control else {"control": None, "control_s": None}
+        cached["page"].close()
+        context.close()
+        runs.append({"fresh": {k: v for k, v in fresh.items() if k not in ("page", "picture")},
+                     "cached": {k: v for k, v in cached.items() if k not in ("page", "picture")}, **moved})
+
+    def med(path):
+        vals = [r[path[0]][path[1]] if len(path) == 2 else r[path[0]] for r in runs]
+        vals = [v for v in vals if v is not None]
+        return statistics.median(vals) if vals else None
+
+    return {"url": url, "runs": runs,
+            "fresh_first_chart_s": med(("fresh", "first_chart_s")), "fresh_idle_s": med(("fresh", "idle_s")),
+            "cached_first_chart_s": med(("cached", "first_chart_s")), "cached_idle_s": med(("cached", "idle_s")),
+            "bytes": med(("fresh", "bytes_http")) + med(("fresh", "bytes_ws")),
+            "bytes_ws": med(("fresh", "bytes_ws")), "figures": runs[-1]["fresh"]["figures"],
+            "points": runs[-1]["fresh"]["points"], "control": runs[-1]["control"], "control_s": med(("control_s",))}
+
+
+def _fmt(v, spec=".2f"):
+    return "-" if v is None else format(v, spec)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m k3lite.bench browser", description=__doc__.split("\n\n")[0])
+    p.add_argument("--pages", default="", help="url paths, comma-separated (default: every page)")
+    p.add_argument("--repeats", type=int, default=3, help="fresh browser contexts per page (median)")
+    p.add_argument("--no-control", action="store_true", help="skip moving a slider")
+    p.add_argument("--url", default=None, help="an app already running on loopback (else one is started)")
+    p.add_argument("--json", default=None, help="write the report here")
+    args = p.parse_args(argv)
+    if args.repeats < 1:
+        print("error: --repeats must be >= 1", file=sys.stderr)
+        return 2
+    if not os.path.exists(CHROMIUM):
+        print(f"error: {CHROMIUM} is missing (apt-get install chromium)", file=sys.stderr)
+        return 2
+    routes = [r for r in args.pages.split(",") if r] or [pg.url_path for pg in PAGES]
+    unknown = sorted(set(routes) - {pg.url_path for pg in PAGES})
+    if unknown:
+        print(f"error: unknown pages {unknown}; choose from {[pg.url_path for pg in PAGES]}", file=sys.stderr)
+        return 2
+    from playwright.sync_api import sync_playwright
+
+    procs, logs = [], Path(os.environ.get("TMPDIR", "/tmp"))
+    try:
+        if args.url:
+            app_url = check_loopback(args.url)
+        else:
+            port = free_port()
+            procs.append(start_server(port, logs / f"bench_browser_app_{port}.log"))
+            app_url = f"http://127.0.0.1:{port}"
+            wait_healthy(app_url, proc=procs[-1])
+        floor_port = free_port()
+        procs.append(floor_server(floor_port, logs / f"bench_browser_floor_{floor_port}.log"))
+        floor_url = f"http://127.0.0.1:{floor_port}"
+        wait_healthy(floor_url, proc=procs[-1])
+        report = {"load_average": os.getloadavg(), "repeats": args.repeats, "pages": {}}
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            for route in routes:  # warm the server: every page's caches built once before timing
+                ctx = browser.new_context()
+                open_page(ctx, f"{app_url}/{route}")["page"].close()
+                ctx.close()
+            report["floor"] = measure(browser, floor_url, args.repeats, control=False)
+            for route in routes:
+                report["pages"][route] = measure(browser, f"{app_url}/{route}", args.repeats, not args.no_control)
+            browser.close()
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(10)
+    floor = report["floor"]["fresh_first_chart_s"]
+    print(f"load average {report['load_average'][0]:.2f}; floor (one-chart page): first chart "
+          f"{_fmt(floor)} s fresh, {_fmt(report['floor']['cached_first_chart_s'])} s cached")
+    print(f"{'page':<20}{'1st chart':>10}{'x floor':>8}{'idle':>7}{'cached':>8}{'kB':>8}{'figs':>5}{'points':>8}"
+          f"{'control s':>10}  control")
+    for route, r in report["pages"].items():
+        ratio = r["fresh_first_chart_s"] / floor if r["fresh_first_chart_s"] and floor else None
+        r["ratio_to_floor"] = ratio
+        print(f"{route:<20}{_fmt(r['fresh_first_chart_s']):>10}{_fmt(ratio):>8}{_fmt(r['fresh_idle_s']):>7}"
+              f"{_fmt(r['cached_first_chart_s']):>8}{r['bytes'] / 1e3:>8.0f}{r['figures']:>5}{r['points']:>8}"
+              f"{_fmt(r['control_s']):>10}  {r['control'] or '-'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
