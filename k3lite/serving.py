@@ -28,6 +28,7 @@ Not modelled (each makes real systems slower than this bound): kernel efficiency
 launch latency, activation memory, speculative decoding (MTP would make real systems *faster* per step).
 
 CLI: python -m k3lite.serving --preset k3-estimated --gpu B300 --gpus 64 --ep 64 --weights fp4 --context 32768 --json
+     python -m k3lite.serving frontier --preset k3-estimated --context 32768 [--gpus B300 GB300] --json
 """
 from __future__ import annotations
 
@@ -305,6 +306,7 @@ class StepTerms(NamedTuple):
     over batch sizes (the Pareto curve, the frontier) costs a few float operations per point."""
 
     max_batch_per_gpu: int
+    weight_bytes_per_gpu: float
     cache_bytes_per_sequence: float
     rest_bytes: float  # the shard of every non-routed weight a token uses, per GPU
     routed_bytes: float  # the routed experts this GPU hosts
@@ -337,7 +339,7 @@ def step_terms(s: Serving) -> StepTerms:
     compute = expert_f + other_f + _attention_flops(cfg, s.context) / gpu.bf16_flops
     intra, inter = wire_bytes_per_token(cfg, s)
     wire = n_moe * (intra / gpu.nvlink_bw + inter / gpu.nic_bw)
-    return StepTerms(p.max_batch_per_gpu, p.cache_bytes_per_sequence, rest, total["routed_experts"] / s.ep,
+    return StepTerms(p.max_batch_per_gpu, p.weight_bytes_per_gpu, p.cache_bytes_per_sequence, rest, total["routed_experts"] / s.ep,
                      1.0 - moe.top_k / moe.n_routed_experts, s.ep, compute, wire, gpu.hbm_bw, gpu.bf16_flops,
                      s.overlap, s.price, cfg.n_layers, s.tp, s.spec)
 
@@ -473,6 +475,10 @@ def report(s: Serving, batch: int | None = None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["frontier"]:  # python -m k3lite.serving frontier ...: the envelope over GPUs (serving_frontier)
+        from k3lite.serving_frontier import main as frontier_main
+        return frontier_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m k3lite.serving", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default=K3_PRESET, help=f"one of {sorted(PRESETS)}")
     ap.add_argument("--gpu", default="B300", help=f"one of {list(GPUS)}")

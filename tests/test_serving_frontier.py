@@ -1,0 +1,120 @@
+"""The speed-price frontier (k3lite/serving_frontier.py): the envelope per GPU, HBM fits, the published checks
+reproduced from the frontier's own points, the verdict against a brute-force search, the CLI."""
+import json
+
+import pytest
+
+from k3lite.hardware import GPUS
+from k3lite.serving import K3_PRESET, USD_PER_GPU_HOUR, main, step_at
+from k3lite.serving_compare import PUBLISHED, validate
+from k3lite.serving_frontier import FRONTIER_FORMATS, cheapest_at, frontier, lower_envelope, resolve_gpu, verdict
+
+
+@pytest.fixture(scope="module")
+def k3():
+    return frontier(K3_PRESET, 32768)
+
+
+def test_every_gpu_row_is_a_monotone_envelope_that_no_point_beats(k3):
+    assert set(k3.by_gpu) == set(GPUS)  # K3 fits somewhere on every GPU of the table (4-bit experts, wide EP)
+    for gpu, env in k3.by_gpu.items():
+        speeds = [p.tokens_per_s_per_user for p in env]
+        prices = [p.usd_per_m_output_tokens for p in env]
+        assert speeds == sorted(speeds) and len(set(speeds)) == len(speeds), gpu
+        assert all(a < b for a, b in zip(prices, prices[1:])), gpu  # faster costs strictly more along the row
+        for p in (q for q in k3.points if q.gpu == gpu):  # every point is on the row or beaten by a row point
+            assert any(e.tokens_per_s_per_user >= p.tokens_per_s_per_user
+                       and e.usd_per_m_output_tokens <= p.usd_per_m_output_tokens for e in env), p.label
+
+
+def test_overall_envelope_is_the_envelope_of_the_rows(k3):
+    rows = [p for env in k3.by_gpu.values() for p in env]
+    assert lower_envelope(rows) == list(k3.envelope)
+
+
+def test_every_point_fits_in_hbm(k3):
+    assert k3.points
+    for p in k3.points:
+        assert p.hbm_used_bytes <= p.hbm_bytes, p.label
+    for u in k3.setups:
+        assert u.terms.weight_bytes_per_gpu + u.terms.max_batch_per_gpu * u.terms.cache_bytes_per_sequence <= u.hbm_bytes
+    # what does not fit is named, not dropped silently: K3 at fp8 on 8 H100s is 2.8 TB on 640 GB
+    assert any(s.startswith("H100 SXM, EP 8, fp8") and "does not fit" in s for s in k3.skipped)
+
+
+def test_deepseek_and_k2_points_reproduce_the_published_checks():
+    """The frontier's own setup at each publication's GPU, EP and batch gives the validation's number."""
+    rows = {r["deployment"]: r for r in validate()}
+    for p in PUBLISHED:
+        s = p.serving
+        assert s.weights == FRONTIER_FORMATS["fp8"]  # the publications' format is one the frontier tries
+        fr = frontier(s.name, s.context, [s.gpu], ["fp8"], eps=(s.ep,))
+        (setup,) = fr.setups
+        point = setup.point(p.batch_per_gpu)
+        assert point.tokens_per_s_per_gpu == pytest.approx(rows[p.label]["model tokens/s / GPU"], rel=1e-12)
+        assert point.tokens_per_s_per_gpu >= p.measured_tokens_per_s_per_gpu  # a bound never below a measurement
+
+
+@pytest.mark.parametrize("speed", [20.0, 50.0, 90.0])
+def test_cheapest_at_matches_a_brute_force_search(k3, speed):
+    best = None
+    for u in k3.setups:
+        for b in range(1, u.terms.max_batch_per_gpu + 1):
+            st = step_at(u.terms, b)
+            if st.tokens_per_s_per_user >= speed and (best is None or st.usd_per_m_output_tokens < best[0]):
+                best = (st.usd_per_m_output_tokens, u.gpu, b)
+    w = cheapest_at(k3.setups, speed)
+    # the price, not the batch: a wire-bound step makes $ flat over a range of batches (tokens/s per GPU = 1 / wire)
+    assert w.usd_per_m_output_tokens == pytest.approx(best[0], rel=1e-9) and w.gpu == best[1]
+    assert w.tokens_per_s_per_user >= speed
+
+
+def test_verdict_sentence_is_built_from_the_points(k3):
+    v = verdict(k3, 50.0)
+    assert v.winner.tokens_per_s_per_user >= 50 and v.runner_up.gpu != v.winner.gpu
+    assert v.ratio == pytest.approx(v.runner_up.usd_per_m_output_tokens / v.winner.usd_per_m_output_tokens)
+    assert v.ratio >= 1
+    for text in (v.winner.label, v.runner_up.label, f"${v.winner.usd_per_m_output_tokens:.3f}", f"({v.ratio:.2f}x)"):
+        assert text in v.sentence, text
+    assumed = [g for g in (v.winner.gpu, v.runner_up.gpu) if USD_PER_GPU_HOUR[g][1].startswith("assumed")]
+    assert ("assumed, not cited" in v.sentence) == bool(assumed)
+    slow = verdict(k3, 10_000.0)
+    assert slow.winner is None and "No setup reaches" in slow.sentence
+
+
+def test_prices_are_inputs(k3):
+    gpu = "B200"
+    dear = frontier(K3_PRESET, 32768, [gpu], prices={gpu: 2 * USD_PER_GPU_HOUR[gpu][0]})
+    base = {(p.ep, p.formats, p.batch_per_gpu): p.usd_per_m_output_tokens for p in k3.points if p.gpu == gpu}
+    for p in dear.points:
+        assert p.usd_per_m_output_tokens == pytest.approx(2 * base[(p.ep, p.formats, p.batch_per_gpu)])
+    assert dear.prices[gpu][1] == "your number"
+    with pytest.raises(ValueError, match="per GPU-hour"):
+        frontier(K3_PRESET, 32768, [gpu], prices={gpu: 0.0})
+
+
+def test_bad_inputs_name_the_constraint():
+    with pytest.raises(ValueError, match="preset must be one of"):
+        frontier("gpt-9")
+    with pytest.raises(ValueError, match="GPU must be one of"):
+        frontier(K3_PRESET, 32768, ["TPU"])
+    with pytest.raises(ValueError, match="formats must be among"):
+        frontier(K3_PRESET, 32768, formats=["fp3"])
+    with pytest.raises(ValueError, match="no setup fits"):
+        frontier(K3_PRESET, 32768, ["H100 SXM"], ["fp8"], eps=(8,))
+    assert resolve_gpu("gb300") == "GB300 NVL72" and resolve_gpu("H100") == "H100 SXM"
+    with pytest.raises(ValueError, match="unique prefix"):
+        resolve_gpu("B")  # B200 or B300
+
+
+def test_cli_prints_the_envelope(capsys):
+    rc = main(["frontier", "--preset", "deepseek-v3", "--context", "4096", "--gpus", "H800", "b300", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert set(out["by_gpu"]) == {"H800", "B300"} and out["inputs"]["preset"] == "deepseek-v3"
+    speeds = [p["tokens_per_s_per_user"] for p in out["envelope"]]
+    assert speeds == sorted(speeds) and len(speeds) >= 2
+    fr = frontier("deepseek-v3", 4096, ["H800", "B300"])
+    assert [p["label"] for p in out["envelope"]] == [p.label for p in fr.envelope]
+    assert main(["frontier", "--gpus", "TPU"]) == 2
+    assert "GPU must be one of" in capsys.readouterr().err
