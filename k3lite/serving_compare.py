@@ -22,7 +22,10 @@ from k3lite import memory
 from k3lite.config import K3Config, get_preset
 from k3lite.cost import ModelPrice
 from k3lite.hardware import get_gpu
-from k3lite.serving import MIN_TOKENS_PER_USER, Serving, best_batch, decode_step, prefill_usd_per_m_input
+from k3lite.serving import (
+    K3_PRESET, MIN_TOKENS_PER_USER, Serving, Speculation, best_batch, decode_step, prefill_usd_per_m_input,
+)
+from k3lite.serving_frontier import FRONTIER_FORMATS
 
 FP8 = {"routed_experts": "fp8", "attention": "fp8", "shared": "fp8", "embeddings": "fp8"}
 FP4_EXPERTS = {**FP8, "routed_experts": "nvfp4"}
@@ -142,6 +145,50 @@ def validate(overlap: bool = True) -> list[dict]:
                      "measured tokens/s / GPU": p.measured_tokens_per_s_per_gpu,
                      "model tokens/s / GPU": st.tokens_per_s_per_gpu, "batch / GPU": p.batch_per_gpu,
                      "context": p.serving.context, "model bound by": st.bound, "source": p.source})
+    return rows
+
+
+# vLLM's K3 post: one B300 node, TP8, 8K in / 1K out, DSpark speculation of 8 tokens, MXFP4 experts (the release)
+VLLM_K3_SOURCE = ("vLLM blog 'Kimi K3 Performance Optimizations in vLLM' (2026-09-13; vllm-project.github.io "
+                  "_posts/2026-09-13-kimi-k3-performance-optimization.md): one B300 node, TP8, guidellm 8,000 prompt / "
+                  "1,000 output tokens, DSpark num_speculative_tokens 8, concurrency 1 / 4 / 16, commit 82a85dc1")
+VLLM_K3_INPUT, VLLM_K3_OUTPUT = 8000, 1000
+K3_RELEASE_FORMAT = "MXFP4 experts, bf16 rest"
+
+
+class VllmK3(NamedTuple):
+    concurrency: int
+    output_tokens_per_s: float  # the node's output throughput
+    latency_s: float  # average request latency
+    ttft_s: float  # average time to first token
+
+
+VLLM_K3: tuple[VllmK3, ...] = (VllmK3(1, 183.3, 5.30, 0.3763), VllmK3(4, 416.7, 10.50, 0.6405),
+                               VllmK3(16, 725.0, 22.17, 1.1210))
+
+
+def vllm_k3_serving(spec: Speculation | None = Speculation()) -> Serving:
+    """The post's deployment in this model: 8 B300, TP8 (experts split 8 ways, as EP 8 holds the same bytes per
+    GPU), the release's formats, the average context over the 1,000 output tokens."""
+    return Serving(K3_PRESET, "B300", 8, 8, 8, FRONTIER_FORMATS[K3_RELEASE_FORMAT],
+                   VLLM_K3_INPUT + VLLM_K3_OUTPUT // 2, spec=spec)
+
+
+def validate_vllm_k3(spec: Speculation | None = Speculation()) -> list[dict]:
+    """The bound against each published concurrency: the node's output tokens/s (batch per GPU = concurrency / 8:
+    TP8 spreads each sequence over the 8 GPUs) and each user's decode speed, derived from the post's latency and
+    TTFT as output tokens / (latency - TTFT)."""
+    s = vllm_k3_serving(spec)
+    rows = []
+    for m in VLLM_K3:
+        st = decode_step(s, m.concurrency / s.n_gpus)
+        per_user = VLLM_K3_OUTPUT / (m.latency_s - m.ttft_s)
+        rows.append({"concurrency": m.concurrency, "measured tokens/s (node)": m.output_tokens_per_s,
+                     "model tokens/s (node)": st.tokens_per_s_per_gpu * s.n_gpus,
+                     "model / measured": st.tokens_per_s_per_gpu * s.n_gpus / m.output_tokens_per_s,
+                     "measured tokens/s / user (derived)": per_user, "model tokens/s / user": st.tokens_per_s_per_user,
+                     "prefill share of the measured time": m.ttft_s / m.latency_s,
+                     "model step (ms)": 1e3 * st.step_s, "model bound by": st.bound})
     return rows
 
 
