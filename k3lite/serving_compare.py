@@ -20,10 +20,11 @@ from typing import NamedTuple
 
 from k3lite import memory
 from k3lite.config import K3Config, get_preset
-from k3lite.cost import ModelPrice
+from k3lite.cost import PRICES, ModelPrice
 from k3lite.hardware import get_gpu
 from k3lite.serving import (
-    K3_PRESET, MIN_TOKENS_PER_USER, Serving, Speculation, best_batch, decode_step, prefill_usd_per_m_input,
+    DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Prefill, Serving, Speculation, Step, best_batch, decode_step,
+    prefill_usd_per_m_input,
 )
 from k3lite.serving_frontier import FRONTIER_FORMATS
 
@@ -40,7 +41,7 @@ class WeightsOnGPUs(NamedTuple):
     whole_gpus: int
 
 
-def gpus_for_weights(preset: str = "k3-estimated", gpu: str = "B300") -> list[WeightsOnGPUs]:
+def gpus_for_weights(preset: str = K3_PRESET, gpu: str = "B300") -> list[WeightsOnGPUs]:
     """The weights alone at each storage format (all components), in GPUs' worth of HBM."""
     cfg, hbm = get_preset(preset), get_gpu(gpu).hbm_bytes
     rows = []
@@ -71,7 +72,7 @@ class WaterfallStep(NamedTuple):
     tokens_per_s_per_user: float
 
 
-def waterfall(preset: str = "k3-estimated", context: int = 32768, **hardware) -> list[WaterfallStep]:
+def waterfall(preset: str = K3_PRESET, context: int = 32768, **hardware) -> list[WaterfallStep]:
     hw = {**SUPER_NODE, **hardware}
     k3 = get_preset(preset)
     classic = classic_variant(k3).with_(kda_ratio=(0, 1))
@@ -94,7 +95,7 @@ def side_by_side(presets=("kimi-k3", "kimi-k2", "deepseek-v3"), context: int = 3
     hw = {**SUPER_NODE, **hardware}
     rows = []
     for preset in presets:
-        name = "k3-estimated" if preset == "kimi-k3" else preset
+        name = K3_PRESET if preset == "kimi-k3" else preset
         for label, fmt in (("fp8", FP8), ("4-bit experts", FP4_EXPERTS)):
             s = Serving(name, weights=fmt, context=context, **hw)
             b = best_batch(s, MIN_TOKENS_PER_USER)
@@ -190,6 +191,44 @@ def validate_vllm_k3(spec: Speculation | None = Speculation()) -> list[dict]:
                      "prefill share of the measured time": m.ttft_s / m.latency_s,
                      "model step (ms)": 1e3 * st.step_s, "model bound by": st.bound})
     return rows
+
+
+def vllm_k3_sentence(rows: list[dict], acceptance: float) -> str:
+    """How far above vLLM's K3 figures the bound lands and why, from `validate_vllm_k3`'s rows."""
+    lo, hi = min(r["model / measured"] for r in rows), max(r["model / measured"] for r in rows)
+    one = rows[0]
+    measured_step = 1e3 * acceptance / one["measured tokens/s / user (derived)"]  # ms per verification step
+    share = [100 * r["prefill share of the measured time"] for r in rows]
+    return (f"K3 itself, against vLLM's K3 post: with DSpark drafting {DSPARK_DRAFT_TOKENS} tokens and {acceptance:.1f} "
+            f"kept per step, the bound lands {lo:.2f}x to {hi:.2f}x the measured node throughput, "
+            + ("never below." if lo >= 1 else "BELOW a measurement: the model misses something vLLM does.")
+            + f" Why above: the measured time includes prefill (the first token is {min(share):.0f}-{max(share):.0f}% of "
+            f"each request's latency); at {one['concurrency']} user the measured "
+            f"{one['measured tokens/s / user (derived)']:.0f} tokens/s at {acceptance:.1f} tokens per step means "
+            f"{measured_step:.1f} ms per verification step, {measured_step / one['model step (ms)']:.1f}x the bound's "
+            f"{one['model step (ms)']:.1f} ms: the bound reads HBM at peak with no kernel overhead, and counts no TP8 "
+            f"all-reduce latency ({get_preset(K3_PRESET).n_layers} layers per step) and no launch gaps. The acceptance "
+            f"is an input (the post reports none). Source: {VLLM_K3_SOURCE}.")
+
+
+def price_split_sentence(decode: Step, prefill: Prefill, pool: str) -> tuple[float, dict, str]:
+    """(output / input $ at cost, {model: list-price ratio}, the sentence comparing them) for a decode step and
+    a prefill pool (`pool` names its GPUs)."""
+    ratio = decode.usd_per_m_output_tokens / prefill.usd_per_m_input_tokens
+    listed = {p.name: p.output_per_m / p.input_per_m for k, p in PRICES.items() if k != "small-worker"}
+    k3 = PRICES["kimi-k3"]
+    sticker = listed[k3.name]
+    text = (f"Prefill runs on its own pool ({pool}, chunks of {prefill.chunk_tokens:,} tokens per GPU): "
+            f"{prefill.compute_s * 1e6:.1f} µs of compute, {prefill.wire_s * 1e6:.1f} µs on the wire (DeepEP's normal "
+            f"kernels) and {prefill.hbm_s * 1e6:.2f} µs of weight reads per token, so it is {prefill.bound}-bound at "
+            f"${prefill.usd_per_m_input_tokens:.3f} per M input tokens. Decode at batch {decode.batch_per_gpu:g} costs "
+            f"${decode.usd_per_m_output_tokens:.3f} per M output: an output token costs {ratio:.1f}x an input token at "
+            f"cost, against {sticker:.1f}x on K3's sticker (${k3.input_per_m:.0f} / ${k3.output_per_m:.0f}) and "
+            + ", ".join(f"{v:.1f}x for {n}" for n, v in listed.items() if n != k3.name)
+            + f". The sticker charges output {'more' if sticker > ratio else 'less'} steeply than serving physics "
+            "does here. List prices: " + "; ".join(f"{p.name}: {p.source}" for k, p in PRICES.items()
+                                                    if k != "small-worker") + ".")
+    return ratio, listed, text
 
 
 # ------------------------------------------------------------------------------------------ cost page

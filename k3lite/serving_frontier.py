@@ -185,12 +185,11 @@ def _drive(w: FrontierPoint, r: FrontierPoint) -> str:
     parts.append(f"each GPU makes {speed:.2f}x the tokens/s ({w.tokens_per_s_per_gpu:,.0f} vs "
                  f"{r.tokens_per_s_per_gpu:,.0f}) at batch {w.batch_per_gpu} vs {r.batch_per_gpu}")
     main = "throughput per GPU" if abs(speed - 1) >= abs(price - 1) else "the GPU-hour price"
-    why = {"HBM": "HBM reads (weights and cache at the HBM bandwidth)", "compute": "compute (tensor-core peak)",
-           "wire": "dispatch + combine on the wire"}
+    why = {"HBM": "reading weights and cache from HBM", "compute": "at the tensor-core peak"}
 
     def where(p: FrontierPoint) -> str:
         if p.bound == "wire":
-            return "the NIC (EP spans NVLink domains)" if p.crosses_nic else "NVLink"
+            return "dispatch + combine on the NIC, as EP spans NVLink domains" if p.crosses_nic else "on NVLink"
         return why[p.bound]
 
     return (f"{'; '.join(parts)}. The larger factor is {main}: the winner's step is {w.bound}-bound "

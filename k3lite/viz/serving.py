@@ -136,3 +136,13 @@ def frontier_figure(points: Sequence, envelope: Sequence, by_gpu: Mapping[str, S
     fig.update_layout(height=460, xaxis=log_axis("tokens/s per user (interactivity)"),
                       yaxis=log_axis("$ per M output tokens"), **_LAYOUT)
     return fit_titles(fig, "Speed vs price: every GPU, format and EP size (lower right is better)")
+
+
+def price_ratio_figure(labels: Sequence[str], ratios: Sequence[float]) -> go.Figure:
+    """$ per M output / $ per M input: the first bar derived from serving physics, the rest list prices."""
+    colours = [CONCEPT["hybrid"]] + [CONCEPT["published"]] * (len(ratios) - 1)
+    fig = go.Figure(go.Bar(x=[wrap(label, 18) for label in labels], y=list(ratios), marker_color=colours,
+                           text=[f"{r:.1f}x" for r in ratios], textposition="outside"))
+    fig.update_layout(height=320, yaxis_title="output price / input price", showlegend=False, margin=_LAYOUT["margin"])
+    fig.update_xaxes(automargin=True, tickangle=0)
+    return fit_titles(fig, "How many input tokens one output token costs")
