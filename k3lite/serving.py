@@ -35,7 +35,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import runpy
 import sys
+from pathlib import Path
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -476,9 +478,18 @@ def report(s: Serving, batch: int | None = None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["frontier"]:  # python -m k3lite.serving frontier ...: the envelope over GPUs (serving_frontier)
-        from k3lite.serving_frontier import main as frontier_main
-        return frontier_main(argv[1:])
+    if argv[:1] == ["frontier"]:  # python -m k3lite.serving frontier ...: the envelope over GPUs
+        # k3lite.serving_frontier builds on this module; running it by name (as `python -m` would) keeps the
+        # import graph one-way. Its `main` reads sys.argv, so hand it the arguments after "frontier".
+        saved = sys.argv
+        sys.argv = ["python -m k3lite.serving frontier", *argv[1:]]
+        try:
+            runpy.run_path(str(Path(__file__).with_name("serving_frontier.py")), run_name="__main__")
+        except SystemExit as e:
+            return int(e.code or 0)
+        finally:
+            sys.argv = saved
+        return 0
     ap = argparse.ArgumentParser(prog="python -m k3lite.serving", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default=K3_PRESET, help=f"one of {sorted(PRESETS)}")
     ap.add_argument("--gpu", default="B300", help=f"one of {list(GPUS)}")

@@ -264,3 +264,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{p.tokens_per_s_per_gpu:9,.0f} tok/s/GPU  {p.label} ({p.bound})")
     print(v.sentence)
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
