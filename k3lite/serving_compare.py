@@ -20,13 +20,13 @@ from typing import NamedTuple
 
 from k3lite import memory
 from k3lite.config import K3Config, get_preset
-from k3lite.cost import PRICES, ModelPrice
+from k3lite.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker
 from k3lite.hardware import get_gpu
 from k3lite.serving import (
     DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Prefill, Serving, Speculation, Step, best_batch, decode_step,
     prefill_usd_per_m_input,
 )
-from k3lite.serving_frontier import FRONTIER_FORMATS
+from k3lite.serving_frontier import FRONTIER_FORMATS, cheapest_at, frontier
 
 FP8 = {"routed_experts": "fp8", "attention": "fp8", "shared": "fp8", "embeddings": "fp8"}
 FP4_EXPERTS = {**FP8, "routed_experts": "nvfp4"}
@@ -240,3 +240,48 @@ def physics_price(s: Serving | None = None) -> ModelPrice:
     return ModelPrice(f"{s.name} (serving physics)", prefill_usd_per_m_input(s), st.usd_per_m_output_tokens, 0.75,
                       f"k3lite.serving on {s.n_gpus} x {s.gpu} at ${s.price:.2f}/GPU-hour, context {s.context:,}: "
                       "a roofline bound (cost floor), not a list price")
+
+
+# ------------------------------------------------------------------------------------------ frontier -> cost page
+FAST_TOKENS_PER_USER = 100.0  # "fast-and-pricey": OUR assumption of a fast provider's speed (5x DeepSeek's average)
+PREFILL_POOL_GPUS = 32  # DeepSeek's prefill unit (day-6 overview: EP32 over 4 nodes); the frontier's decode is wider
+
+
+def frontier_prices(preset: str = K3_PRESET, context: int = 32768,
+                    speeds=(MIN_TOKENS_PER_USER, FAST_TOKENS_PER_USER)) -> dict[float, ModelPrice]:
+    """{speed: ModelPrice} for the frontier's cheapest setup at each speed (tokens/s per user): output $ from that
+    decode point, input $ from a prefill pool of PREFILL_POOL_GPUS of the same GPU and formats (`prefill_step`)."""
+    fr = frontier(preset, context)
+    out = {}
+    for speed in speeds:
+        w = cheapest_at(fr.setups, speed)
+        if w is None:
+            raise ValueError(f"no setup serves {preset} at >= {speed:.0f} tokens/s per user at {context:,} tokens")
+        pool = Serving(preset, w.gpu, PREFILL_POOL_GPUS, PREFILL_POOL_GPUS, 1, FRONTIER_FORMATS[w.formats], context,
+                       usd_per_gpu_hour=w.usd_per_gpu_hour)
+        out[speed] = ModelPrice(f"{fr.preset} at {speed:.0f}+ tok/s (serving cost)", prefill_usd_per_m_input(pool),
+                                w.usd_per_m_output_tokens, 0.75,
+                                f"the frontier's cheapest setup at >= {speed:.0f} tokens/s per user: {w.label}, "
+                                f"{w.tokens_per_s_per_user:.0f} tok/s per user; prefill on {PREFILL_POOL_GPUS} "
+                                f"{w.gpu}; context {context:,}; a cost floor, no margin; 75% cache discount assumed")
+    return out
+
+
+def task_vs_token_ranking(slow: ModelPrice, fast: ModelPrice, worker: ModelPrice, profile: TaskProfile,
+                          planner_share: float, planner_success: float, worker_success: float) -> tuple[float, float, str]:
+    """(fast / slow per output token, fast / slow per completed planner/worker task, the sentence): does ranking
+    the two serving points by $ per task differ from ranking them by $ per token?"""
+    per_token = fast.output_per_m / slow.output_per_m
+    tasks = [analyze(planner_worker(m, worker, profile, planner_share, planner_success, worker_success))
+             for m in (slow, fast)]
+    per_task = tasks[1].per_completed_task / tasks[0].per_completed_task
+    same = (per_token > 1) == (per_task > 1)
+    planner_out = [t.output_cost for t in tasks]
+    return per_token, per_task, (
+        f"Priced at the frontier, the fast point costs {per_token:.2f}x the slow one per output token and "
+        f"{per_task:.2f}x per completed planner/worker task (${tasks[1].per_completed_task:.4f} vs "
+        f"${tasks[0].per_completed_task:.4f}): {'the same ranking' if same else 'the ranking flips'}"
+        + (f", but the gap shrinks from {per_token:.2f}x to {per_task:.2f}x: input tokens (priced by the prefill "
+           f"pools, ${slow.input_per_m:.3f} vs ${fast.input_per_m:.3f} per M) and the worker's turns do not speed up "
+           f"with interactivity (all output tokens are ${planner_out[0]:.4f} vs ${planner_out[1]:.4f} of each task)"
+           if same and abs(per_task - 1) < abs(per_token - 1) else "") + ".")
