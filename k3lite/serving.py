@@ -22,10 +22,15 @@ One decode step (every sequence emits one token):
     step time   max(HBM, compute) + wire (no overlap) or max(HBM, compute, wire) (full overlap: DeepSeek and
                 SGLang overlap two micro-batches)
     tokens/s per GPU = B / step; per user = 1 / step; $ per M output tokens = $/GPU-hour / 3600 / (tokens/s) x 1e6
-Prefill (compute-bound estimate): FLOPs per input token = 2 x active + attention over the N/2 average
-earlier tokens, at peak: $ per M input tokens from the same $/GPU-hour.
+Speculative decoding (`Speculation`): the step verifies d + 1 tokens of each sequence (compute, wire and the
+expert hits see B (d + 1) tokens; the cache is read once), a drafter adds its time (an MTP layer: one layer of the
+model per drafted token; a draft model: its bf16 weights once per step, its FLOPs per drafted token), and each
+sequence keeps `acceptance` tokens: tokens/s per user = acceptance / step.
+Prefill (`prefill_step`), a pool of its own as DeepSeek and SGLang deploy it: per input token, compute = 2 x active
++ attention over the N/2 average earlier tokens at peak, wire = DeepEP normal-kernel bytes, HBM = this GPU's weights
+once per chunk; the max of them (overlap): $ per M input tokens from the same $/GPU-hour.
 Not modelled (each makes real systems slower than this bound): kernel efficiency, expert load imbalance,
-launch latency, activation memory, speculative decoding (MTP would make real systems *faster* per step).
+launch and collective latency, activation memory.
 
 CLI: python -m k3lite.serving --preset k3-estimated --gpu B300 --gpus 64 --ep 64 --weights fp4 --context 32768 --json
      python -m k3lite.serving frontier --preset k3-estimated --context 32768 [--gpus B300 GB300] --json

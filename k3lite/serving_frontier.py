@@ -56,6 +56,7 @@ class FrontierPoint(NamedTuple):
     crosses_nic: bool  # EP spans more than one NVLink domain: part of the wire is the NIC
     hbm_used_bytes: float  # weights + the batch's cache on one GPU
     hbm_bytes: float
+    max_batch_per_gpu: int  # the most sequences that fit next to the weights
 
     @property
     def label(self) -> str:
@@ -82,7 +83,8 @@ class Setup(NamedTuple):
         return FrontierPoint(self.gpu, self.ep, self.formats, batch, st.tokens_per_s_per_user, st.tokens_per_s_per_gpu,
                              st.usd_per_m_output_tokens, t.usd_per_gpu_hour, st.bound, st.hbm_s, st.compute_s,
                              st.wire_s, st.draft_s, st.step_s, self.crosses_nic,
-                             t.weight_bytes_per_gpu + batch * t.cache_bytes_per_sequence, self.hbm_bytes)
+                             t.weight_bytes_per_gpu + batch * t.cache_bytes_per_sequence, self.hbm_bytes,
+                             t.max_batch_per_gpu)
 
     def fastest_batch(self, speed: float) -> int | None:
         """The largest batch that keeps every user at >= speed tokens/s (the cheapest such point: per-user speed
@@ -166,6 +168,12 @@ def cheapest_at(setups, speed: float) -> FrontierPoint | None:
     return min(best, key=lambda p: p.usd_per_m_output_tokens) if best else None
 
 
+def per_gpu_at(fr: Frontier, speed: float) -> dict[str, FrontierPoint]:
+    """Each GPU's cheapest point at >= speed tokens/s per user (GPUs that cannot reach it are left out)."""
+    best = {g: cheapest_at([u for u in fr.setups if u.gpu == g], speed) for g in fr.by_gpu}
+    return {g: p for g, p in best.items() if p is not None}
+
+
 class Verdict(NamedTuple):
     speed: float  # tokens/s per user asked for
     winner: FrontierPoint | None
@@ -194,8 +202,9 @@ def _drive(w: FrontierPoint, r: FrontierPoint) -> str:
 
     return (f"{'; '.join(parts)}. The larger factor is {main}: the winner's step is {w.bound}-bound "
             f"({1e3 * w.step_s:.1f} ms, {where(w)}), the {r.gpu}'s {r.bound}-bound ({1e3 * r.step_s:.1f} ms, "
-            f"{where(r)}); the winner fits {w.batch_per_gpu} sequences per GPU in {w.hbm_bytes / 1e9:.0f} GB, "
-            f"the {r.gpu} {r.batch_per_gpu} in {r.hbm_bytes / 1e9:.0f} GB")
+            f"{where(r)}); at this speed the winner runs {w.batch_per_gpu} of the {w.max_batch_per_gpu} sequences that fit "
+            f"in its {w.hbm_bytes / 1e9:.0f} GB, the {r.gpu} {r.batch_per_gpu} of {r.max_batch_per_gpu} in "
+            f"{r.hbm_bytes / 1e9:.0f} GB")
 
 
 def verdict(fr: Frontier, speed: float = INTERACTIVE_TOKENS_PER_USER) -> Verdict:
@@ -216,10 +225,16 @@ def verdict(fr: Frontier, speed: float = INTERACTIVE_TOKENS_PER_USER) -> Verdict
         return Verdict(speed, w, None, float("nan"), head + " No other GPU reaches that speed.")
     ratio = r.usd_per_m_output_tokens / w.usd_per_m_output_tokens
     assumed = [g for g in (w.gpu, r.gpu) if fr.prices[g][1].startswith("assumed")]
+    at = per_gpu_at(fr, speed)
+    dear = max(at.values(), key=lambda p: p.usd_per_m_output_tokens)
+    tied = [g for g, p in at.items() if p.usd_per_m_output_tokens >= 0.995 * dear.usd_per_m_output_tokens]
+    dearest = (f" The dearest GPU at this speed is the {' and the '.join(tied)}: ${dear.usd_per_m_output_tokens:.3f} "
+               f"({dear.usd_per_m_output_tokens / w.usd_per_m_output_tokens:.1f}x the winner, {dear.label})."
+               if dear.gpu not in (w.gpu, r.gpu) else "")
     caveat = (f" The {' and '.join(assumed)} GPU-hour price{'s are' if len(assumed) > 1 else ' is'} assumed, not "
               f"cited: the ranking moves with {'them' if len(assumed) > 1 else 'it'}." if assumed else "")
     return Verdict(speed, w, r, ratio, head + f" The next GPU, {r.label}, costs ${r.usd_per_m_output_tokens:.3f} "
-                   f"({ratio:.2f}x). Why: " + _drive(w, r) + "." + caveat)
+                   f"({ratio:.2f}x). Why: " + _drive(w, r) + "." + dearest + caveat)
 
 
 # ------------------------------------------------------------------------------------------ CLI

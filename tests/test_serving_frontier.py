@@ -7,7 +7,9 @@ import pytest
 from k3lite.hardware import GPUS
 from k3lite.serving import K3_PRESET, USD_PER_GPU_HOUR, main, step_at
 from k3lite.serving_compare import PUBLISHED, validate
-from k3lite.serving_frontier import FRONTIER_FORMATS, cheapest_at, frontier, lower_envelope, resolve_gpu, verdict
+from k3lite.serving_frontier import (
+    FRONTIER_FORMATS, cheapest_at, frontier, lower_envelope, per_gpu_at, resolve_gpu, verdict,
+)
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +80,10 @@ def test_verdict_sentence_is_built_from_the_points(k3):
         assert text in v.sentence, text
     assumed = [g for g in (v.winner.gpu, v.runner_up.gpu) if USD_PER_GPU_HOUR[g][1].startswith("assumed")]
     assert ("assumed, not cited" in v.sentence) == bool(assumed)
+    at = per_gpu_at(k3, 50.0)
+    dear = max(at.values(), key=lambda p: p.usd_per_m_output_tokens)
+    assert min(at.values(), key=lambda p: p.usd_per_m_output_tokens) == v.winner
+    assert f"The dearest GPU at this speed is the {dear.gpu}" in v.sentence  # (the H100 and H800 tie at K3's size)
     slow = verdict(k3, 10_000.0)
     assert slow.winner is None and "No setup reaches" in slow.sentence
 

@@ -12,7 +12,7 @@ from k3lite.serving import (
 from k3lite.serving_compare import (
     gpus_for_weights, price_split_sentence, side_by_side, validate, validate_vllm_k3, vllm_k3_sentence, waterfall,
 )
-from k3lite.serving_frontier import INTERACTIVE_TOKENS_PER_USER, cheapest_at, frontier, verdict
+from k3lite.serving_frontier import INTERACTIVE_TOKENS_PER_USER, frontier, per_gpu_at, verdict
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.serving import (
     capacity_figure, frontier_figure, gpus_for_weights_figure, pareto_figure, placement_figure, price_ratio_figure,
@@ -108,14 +108,14 @@ with user_errors():
 fig_col.plotly_chart(shared_figure(frontier_figure, fr.points, fr.envelope, fr.by_gpu, float(ss.sv_speed),
                                    verdict_.winner), width="stretch")
 ctl_col.caption("Each setup: one replica on EP GPUs (data-parallel attention), every batch that fits; formats: fp8, "
-                "MXFP4 experts + bf16 (K3's release), NVFP4 experts + fp8. Prices: " + "; ".join(
-                    f"{g} {USD_PER_GPU_HOUR[g][1].split(' (')[0].split(':')[0]}" for g in GPUS) + ".")
+                "MXFP4 experts + bf16 (K3's release), NVFP4 experts + fp8. Prices (sources on hover): " + ", ".join(
+                    f"{g} {'assumed' if fr.prices[g][1].startswith('assumed') else 'cited'}" for g in GPUS) + ".")
 st.markdown(dollars(verdict_.sentence))
 with st.expander("each GPU at this speed"):
     st.dataframe([{"GPU": g, "setup": p.label, "$ / M output": round(p.usd_per_m_output_tokens, 3),
                    "tok/s / user": round(p.tokens_per_s_per_user, 1), "tok/s / GPU": round(p.tokens_per_s_per_gpu),
                    "bound by": p.bound, "$ / GPU-hour": fr.prices[g][0]}
-                  for g in fr.by_gpu if (p := cheapest_at([u for u in fr.setups if u.gpu == g], ss.sv_speed))],
+                  for g, p in per_gpu_at(fr, float(ss.sv_speed)).items()],
                  hide_index=True, width="stretch")
 
 st.subheader("1. Placement: weights per GPU and what is left for the cache")
