@@ -211,6 +211,26 @@ def vllm_k3_sentence(rows: list[dict], acceptance: float) -> str:
             f"is an input (the post reports none). Source: {VLLM_K3_SOURCE}.")
 
 
+def speculation_sentence(s: Serving, batch: float) -> str:
+    """What speculation does to one deployment at one batch, against the same step without it."""
+    if s.spec is None:
+        raise ValueError("speculation_sentence needs a Serving with spec set")
+    plain, spec = decode_step(s.with_(spec=None), batch), decode_step(s, batch)
+    sp = s.spec
+    return (f"Speculation ({sp.draft_tokens} drafted, {sp.acceptance:.1f} kept per step, "
+            f"{'the MTP layer' if sp.drafter == 'mtp' else 'a separate draft model'}): tokens/s per user "
+            f"{plain.tokens_per_s_per_user:.0f} -> {spec.tokens_per_s_per_user:.0f} "
+            f"({spec.tokens_per_s_per_user / plain.tokens_per_s_per_user:.2f}x), $ per M output "
+            f"{plain.usd_per_m_output_tokens:.3f} -> {spec.usd_per_m_output_tokens:.3f}. The verification step reads "
+            f"{spec.hbm_bytes / plain.hbm_bytes:.2f}x the HBM bytes ("
+            + (f"{sp.draft_tokens + 1} tokens per sequence reach more experts" if spec.hbm_bytes > 1.01 * plain.hbm_bytes
+               else "at this batch every hosted expert is read either way")
+            + f") and computes {spec.compute_s / plain.compute_s:.0f}x; the drafter adds {1e3 * spec.draft_s:.2f} ms. "
+            + ("Speculation pays here." if spec.usd_per_m_output_tokens < plain.usd_per_m_output_tokens else
+               "Speculation does not pay here: at this batch the step is already "
+               f"{plain.bound}-bound on work that grows with every verified token."))
+
+
 def price_split_sentence(decode: Step, prefill: Prefill, pool: str) -> tuple[float, dict, str]:
     """(output / input $ at cost, {model: list-price ratio}, the sentence comparing them) for a decode step and
     a prefill pool (`pool` names its GPUs)."""

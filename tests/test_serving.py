@@ -274,3 +274,16 @@ def test_bound_stands_above_vllms_k3_figures(spec):
         assert 1.0 <= r["model / measured"] < 10, r
         assert r["model tokens/s / user"] >= r["measured tokens/s / user (derived)"], r
     assert rows[0]["measured tokens/s / user (derived)"] == pytest.approx(1000 / (5.30 - 0.3763))
+
+
+def test_speculation_sentence_is_the_two_steps():
+    from k3lite.serving import Speculation
+    from k3lite.serving_compare import speculation_sentence
+    s = Serving("deepseek-v3", "H800", 16, 16, 1, FP8, 4096, spec=Speculation(1, 1.85, "mtp"))
+    plain, spec = decode_step(s.with_(spec=None), 32), decode_step(s, 32)
+    text = speculation_sentence(s, 32)
+    assert f"{plain.tokens_per_s_per_user:.0f} -> {spec.tokens_per_s_per_user:.0f}" in text
+    assert f"{plain.usd_per_m_output_tokens:.3f} -> {spec.usd_per_m_output_tokens:.3f}" in text
+    assert "the MTP layer" in text and spec.tokens_per_s_per_user > plain.tokens_per_s_per_user  # 1.85 kept pays
+    with pytest.raises(ValueError, match="spec set"):
+        speculation_sentence(s.with_(spec=None), 32)

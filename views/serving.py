@@ -10,7 +10,7 @@ from k3lite.serving import (
     Serving, Speculation, capacity, check_fits, decode_step, has_mtp, pareto, prefill_step,
 )
 from k3lite.serving_compare import (
-    gpus_for_weights, price_split_sentence, side_by_side, validate, validate_vllm_k3, vllm_k3_sentence, waterfall,
+    gpus_for_weights, price_split_sentence, side_by_side, speculation_sentence, validate, validate_vllm_k3, vllm_k3_sentence, waterfall,
 )
 from k3lite.serving_frontier import INTERACTIVE_TOKENS_PER_USER, frontier, per_gpu_at, verdict
 from k3lite.viz.memo import shared_figure
@@ -166,8 +166,7 @@ explain(dollars(f"At batch {batch} the step is {step.bound}-bound ({step.hbm_s *
         f"{curve[0].batch_per_gpu} to {curve[-1].batch_per_gpu} raises tokens/s per GPU "
         f"{curve[-1].tokens_per_s_per_gpu / curve[0].tokens_per_s_per_gpu:.0f}x and lowers each user's speed from "
         f"{curve[0].tokens_per_s_per_user:.0f} to {curve[-1].tokens_per_s_per_user:.0f} tokens/s: the trade every "
-        f"serving benchmark plots." + (f" The drafter adds {step.draft_s * 1e3:.2f} ms per step and each sequence "
-        f"keeps {step.tokens_per_step:.1f} tokens of it." if spec else "")
+        f"serving benchmark plots. " + (speculation_sentence(s, batch) if spec else "")
         + f" Price: ${s.price:.2f} per GPU-hour ({price_src})."))
 
 st.subheader("3b. Prefill and decode as separate pools")
