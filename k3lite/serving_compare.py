@@ -227,8 +227,9 @@ def speculation_sentence(s: Serving, batch: float) -> str:
                else "at this batch every hosted expert is read either way")
             + f") and computes {spec.compute_s / plain.compute_s:.0f}x; the drafter adds {1e3 * spec.draft_s:.2f} ms. "
             + ("Speculation pays here." if spec.usd_per_m_output_tokens < plain.usd_per_m_output_tokens else
-               "Speculation does not pay here: at this batch the step is already "
-               f"{plain.bound}-bound on work that grows with every verified token."))
+               f"Speculation does not pay here: verifying {sp.draft_tokens + 1} tokens per sequence makes the step "
+               f"{spec.bound}-bound, {1e3 * spec.step_s:.1f} ms instead of {1e3 * plain.step_s:.1f} ms, for "
+               f"{sp.acceptance:.1f} tokens kept."))
 
 
 def price_split_sentence(decode: Step, prefill: Prefill, pool: str) -> tuple[float, dict, str]:
