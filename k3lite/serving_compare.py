@@ -201,7 +201,9 @@ def vllm_k3_sentence(rows: list[dict], acceptance: float) -> str:
     share = [100 * r["prefill share of the measured time"] for r in rows]
     return (f"K3 itself, against vLLM's K3 post: with DSpark drafting {DSPARK_DRAFT_TOKENS} tokens and {acceptance:.1f} "
             f"kept per step, the bound lands {lo:.2f}x to {hi:.2f}x the measured node throughput, "
-            + ("never below." if lo >= 1 else "BELOW a measurement: the model misses something vLLM does.")
+            + ("never below" if lo >= 1 else "BELOW a measurement: this acceptance is lower than vLLM's drafter achieved")
+            + f" (the bound holds at one user for any acceptance above "
+            f"{one['measured tokens/s / user (derived)'] * one['model step (ms)'] / 1e3:.2f} tokens per step)."
             + f" Why above: the measured time includes prefill (the first token is {min(share):.0f}-{max(share):.0f}% of "
             f"each request's latency); at {one['concurrency']} user the measured "
             f"{one['measured tokens/s / user (derived)']:.0f} tokens/s at {acceptance:.1f} tokens per step means "

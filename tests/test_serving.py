@@ -287,3 +287,16 @@ def test_speculation_sentence_is_the_two_steps():
     assert "the MTP layer" in text and spec.tokens_per_s_per_user > plain.tokens_per_s_per_user  # 1.85 kept pays
     with pytest.raises(ValueError, match="spec set"):
         speculation_sentence(s.with_(spec=None), 32)
+
+
+def test_vllm_sentence_reports_the_computed_ratios_and_the_acceptance_floor():
+    from k3lite.serving import Speculation
+    from k3lite.serving_compare import validate_vllm_k3, vllm_k3_sentence
+    rows = validate_vllm_k3(Speculation())
+    text = vllm_k3_sentence(rows, Speculation().acceptance)
+    lo, hi = min(r["model / measured"] for r in rows), max(r["model / measured"] for r in rows)
+    assert f"{lo:.2f}x to {hi:.2f}x" in text and "never below" in text
+    floor = rows[0]["measured tokens/s / user (derived)"] * rows[0]["model step (ms)"] / 1e3
+    assert f"above {floor:.2f} tokens per step" in text
+    low = validate_vllm_k3(Speculation(acceptance=1.0))  # nothing kept: 9 verified tokens per step for one
+    assert min(r["model / measured"] for r in low) < 1 and "BELOW" in vllm_k3_sentence(low, 1.0)
