@@ -6,7 +6,8 @@ from k3lite.hardware import GPUS
 from k3lite.params import count_params
 from k3lite.params import fmt as fmt_params
 from k3lite.serving import (
-    DSPARK_DRAFT_TOKENS, FORMAT_ALIASES, K3_PRESET, MIN_TOKENS_PER_USER, MTP_LAYERS, SPEC_SOURCE, USD_PER_GPU_HOUR,
+    DSPARK_DRAFT_TOKENS, FORMAT_ALIASES, K3_PRESET, MIN_TOKENS_PER_USER, MTP_LAYERS, PREFILL_CHUNK_TOKENS, SPEC_SOURCE,
+    USD_PER_GPU_HOUR,
     Serving, Speculation, capacity, check_fits, decode_step, has_mtp, pareto, prefill_step,
 )
 from k3lite.serving_compare import (
@@ -171,12 +172,15 @@ explain(dollars(f"At batch {batch} the step is {step.bound}-bound ({step.hbm_s *
 
 st.subheader("3b. Prefill and decode as separate pools")
 url_state("sv_pre_ep", 32, lo=1, hi=1024)
+url_state("sv_pre_chunk", PREFILL_CHUNK_TOKENS, lo=256, hi=1_000_000)
 pre_fig, pre_ctl = st.columns([3, 1])
 pre_ctl.number_input("prefill pool: GPUs = EP", 1, 1024, key="sv_pre_ep",
                      help="DeepSeek's inference overview (day 6): prefill units of 32 GPUs (EP32), decode of 144 (EP144)")
-push_url("sv_pre_ep")
+pre_ctl.number_input("prefill batch (tokens per GPU per forward)", 256, 1_000_000, step=1024, key="sv_pre_chunk",
+                     help="default: vLLM's max_num_batched_tokens for the high-memory tier (K3 post, PR #51726)")
+push_url("sv_pre_ep", "sv_pre_chunk")
 with user_errors():
-    pre = prefill_step(s.with_(n_gpus=int(ss.sv_pre_ep), ep=int(ss.sv_pre_ep), tp=1, spec=None))
+    pre = prefill_step(s.with_(n_gpus=int(ss.sv_pre_ep), ep=int(ss.sv_pre_ep), tp=1, spec=None), int(ss.sv_pre_chunk))
 ratio, listed, split_text = price_split_sentence(step, pre, f"{ss.sv_pre_ep} x {s.gpu}, EP {ss.sv_pre_ep}")
 pre_fig.plotly_chart(shared_figure(price_ratio_figure, ["this deployment, at cost"] + [f"{n} list price" for n in listed],
                                    [ratio, *listed.values()]), width="stretch")
