@@ -168,14 +168,17 @@ VLLM_K3: tuple[VllmK3, ...] = (VllmK3(1, 183.3, 5.30, 0.3763), VllmK3(4, 416.7, 
                                VllmK3(16, 725.0, 22.17, 1.1210))
 
 
-def vllm_k3_serving(spec: Speculation | None = Speculation()) -> Serving:
+DSPARK = Speculation()  # the post's drafter: 8 tokens, the cited acceptance (k3lite.serving's defaults)
+
+
+def vllm_k3_serving(spec: Speculation | None = DSPARK) -> Serving:
     """The post's deployment in this model: 8 B300, TP8 (experts split 8 ways, as EP 8 holds the same bytes per
     GPU), the release's formats, the average context over the 1,000 output tokens."""
     return Serving(K3_PRESET, "B300", 8, 8, 8, FRONTIER_FORMATS[K3_RELEASE_FORMAT],
                    VLLM_K3_INPUT + VLLM_K3_OUTPUT // 2, spec=spec)
 
 
-def validate_vllm_k3(spec: Speculation | None = Speculation()) -> list[dict]:
+def validate_vllm_k3(spec: Speculation | None = DSPARK) -> list[dict]:
     """The bound against each published concurrency: the node's output tokens/s (batch per GPU = concurrency / 8:
     TP8 spreads each sequence over the 8 GPUs) and each user's decode speed, derived from the post's latency and
     TTFT as output tokens / (latency - TTFT)."""

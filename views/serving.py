@@ -7,11 +7,11 @@ from k3lite.params import count_params
 from k3lite.params import fmt as fmt_params
 from k3lite.serving import (
     DSPARK_DRAFT_TOKENS, FORMAT_ALIASES, K3_PRESET, MIN_TOKENS_PER_USER, MTP_LAYERS, PREFILL_CHUNK_TOKENS, SPEC_SOURCE,
-    USD_PER_GPU_HOUR,
-    Serving, Speculation, capacity, check_fits, decode_step, has_mtp, pareto, prefill_step,
+    USD_PER_GPU_HOUR, Serving, Speculation, capacity, check_fits, decode_step, has_mtp, pareto, prefill_step,
 )
 from k3lite.serving_compare import (
-    gpus_for_weights, price_split_sentence, side_by_side, speculation_sentence, validate, validate_vllm_k3, vllm_k3_sentence, waterfall,
+    gpus_for_weights, price_split_sentence, side_by_side, speculation_sentence, validate, validate_vllm_k3,
+    vllm_k3_sentence, waterfall,
 )
 from k3lite.serving_frontier import INTERACTIVE_TOKENS_PER_USER, frontier, per_gpu_at, verdict
 from k3lite.viz.memo import shared_figure
