@@ -72,8 +72,8 @@ K3_PRESET = "k3-estimated"  # the one name of the K3 preset in this module (page
 MTP_LAYERS: dict[str, tuple[int, str]] = {
     "deepseek-v3": (1, ("DeepSeek-V3 report (arXiv 2412.19437 §2.2): one MTP module (the 14B of the 685B checkpoint "
                         "not counted in 671B); §5.4.3: the second token is accepted 85-90% of the time, 1.8x TPS")),
-    "kimi-k2": (0, ("Kimi K2 config.json: num_nextn_predict_layers 0 (no MTP weights released); servers draft with "
-                    "a separate model")),
+    "kimi-k2": (0, ("no MTP weights released with Kimi K2 (its config.json's num_nextn_predict_layers is 0 as we "
+                    "read it; not verified against a stored copy here); servers draft with a separate model")),
     K3_PRESET: (0, ("Kimi K3 release: no MTP layer (issue #29's reading of the release); vLLM serves it with a "
                     "separate DSpark draft model (vLLM blog, 2026-09-13)")),
     "kimi-linear-48b-a3b": (0, "none released with the Kimi Linear checkpoint (not verified)"),
