@@ -167,3 +167,22 @@ def test_cost_page_prices_the_split_at_a_frontier_point():
     alone = analyze(single_model(fast, TaskProfile())).per_completed_task  # the page's defaults are TaskProfile's
     assert {m.label: m.value for m in at.metric}["K3 alone"] == f"${alone:.3f} / task"
     assert any("Priced at the frontier" in c.value for c in at.caption)
+
+
+def test_serving_page_opens_on_the_frontier_and_its_prices_are_inputs():
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+    from k3lite.serving_frontier import INTERACTIVE_TOKENS_PER_USER
+    at = AppTest.from_file(str(ROOT / "views" / "serving.py"), default_timeout=180)
+    at.run()
+    assert not at.exception and not at.error
+    fr = frontier(K3_PRESET, 32768)
+    expected = verdict(fr, INTERACTIVE_TOKENS_PER_USER).sentence.replace("$", "\\$")
+    assert any(m.value == expected for m in at.markdown)
+    winner = verdict(fr, INTERACTIVE_TOKENS_PER_USER).winner.gpu
+    at.number_input(key=f"sv_usd_{winner}").set_value(40.0).run()  # make the winner dear: another GPU must win
+    assert not at.exception
+    dear = verdict(frontier(K3_PRESET, 32768, prices={winner: 40.0}), INTERACTIVE_TOKENS_PER_USER)
+    assert dear.winner.gpu != winner
+    assert any(m.value == dear.sentence.replace("$", "\\$") for m in at.markdown)
