@@ -1,7 +1,8 @@
 """The speed-price frontier: every GPU, format and EP size at once, the way the market sees a model.
 
 For one model and context, each setup (GPU x weight formats x EP size, one replica on EP GPUs with data-parallel
-attention, as DeepSeek and SGLang decode) gives a curve over batch size: tokens/s per user against $ per M output
+attention, as DeepSeek and SGLang decode; with and without speculative decoding when a drafter is given) gives a
+curve over batch size: tokens/s per user against $ per M output
 tokens (k3lite.serving's decode-step model, nothing new). The *lower envelope* of all the curves is the cheapest
 setup at each interactivity: read left to right, slow-and-cheap to fast-and-pricey. Per GPU, the same envelope over
 that GPU's setups is its row of the frontier.
@@ -57,10 +58,12 @@ class FrontierPoint(NamedTuple):
     hbm_used_bytes: float  # weights + the batch's cache on one GPU
     hbm_bytes: float
     max_batch_per_gpu: int  # the most sequences that fit next to the weights
+    speculative: bool = False  # drafted and verified (k3lite.serving.Speculation)
 
     @property
     def label(self) -> str:
-        return f"{self.gpu}, EP {self.ep}, {self.formats}, batch {self.batch_per_gpu}"
+        return (f"{self.gpu}, EP {self.ep}, {self.formats}, batch {self.batch_per_gpu}"
+                + (", speculative" if self.speculative else ""))
 
     def row(self) -> dict:
         """Plain JSON values (the CLI prints these)."""
@@ -84,7 +87,7 @@ class Setup(NamedTuple):
                              st.usd_per_m_output_tokens, t.usd_per_gpu_hour, st.bound, st.hbm_s, st.compute_s,
                              st.wire_s, st.draft_s, st.step_s, self.crosses_nic,
                              t.weight_bytes_per_gpu + batch * t.cache_bytes_per_sequence, self.hbm_bytes,
-                             t.max_batch_per_gpu)
+                             t.max_batch_per_gpu, t.spec is not None)
 
     def fastest_batch(self, speed: float) -> int | None:
         """The largest batch that keeps every user at >= speed tokens/s (the cheapest such point: per-user speed
@@ -147,10 +150,11 @@ def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=N
                     skipped.append(f"{gpu_name}, EP {ep}, {fmt}: EP wider than one {gpu.nvlink_domain}-GPU NVLink "
                                    "domain must fill whole domains")
                     continue
-                try:
-                    s = Serving(cfg, gpu_name, ep, ep, 1, FRONTIER_FORMATS[fmt], context, overlap,
-                                prices[gpu_name][0], spec=spec)
-                    setups.append(Setup(gpu_name, ep, fmt, step_terms(s), ep > gpu.nvlink_domain, gpu.hbm_bytes))
+                try:  # with speculation on, each setup is tried with and without it: a provider may choose
+                    for sp in (None, spec) if spec is not None else (None,):
+                        s = Serving(cfg, gpu_name, ep, ep, 1, FRONTIER_FORMATS[fmt], context, overlap,
+                                    prices[gpu_name][0], spec=sp)
+                        setups.append(Setup(gpu_name, ep, fmt, step_terms(s), ep > gpu.nvlink_domain, gpu.hbm_bytes))
                 except ValueError as e:
                     skipped.append(f"{gpu_name}, EP {ep}, {fmt}: {e}")
     if not setups:

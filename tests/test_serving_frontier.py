@@ -186,3 +186,15 @@ def test_serving_page_opens_on_the_frontier_and_its_prices_are_inputs():
     dear = verdict(frontier(K3_PRESET, 32768, prices={winner: 40.0}), INTERACTIVE_TOKENS_PER_USER)
     assert dear.winner.gpu != winner
     assert any(m.value == dear.sentence.replace("$", "\\$") for m in at.markdown)
+
+
+def test_speculation_extends_the_frontier_it_never_shrinks_it(k3):
+    from k3lite.serving import Speculation
+    spec = frontier(K3_PRESET, 32768, spec=Speculation())
+    assert len(spec.setups) == 2 * len(k3.setups)  # each setup with and without the drafter
+    assert any(p.speculative for p in spec.envelope) and any(not p.speculative for p in spec.envelope)
+    for p in k3.envelope:  # every plain envelope point is matched or beaten
+        assert any(q.tokens_per_s_per_user >= p.tokens_per_s_per_user
+                   and q.usd_per_m_output_tokens <= p.usd_per_m_output_tokens for q in spec.envelope), p.label
+    # the draft's tokens reach speeds no plain setup can: at K3's 3.3 kept per step, well past the plain maximum
+    assert max(p.tokens_per_s_per_user for p in spec.points) > 2 * max(p.tokens_per_s_per_user for p in k3.points)
