@@ -204,3 +204,99 @@ def test_cost_page_can_use_the_physics_price():
     assert not at.exception, [e.message for e in at.exception]
     price = physics_price()
     assert any(price.name in str(c.value) and f"{price.output_per_m:.3f}" in str(c.value) for c in at.caption)
+
+
+# ------------------------------------------------------------------------------------------ issue 29
+def test_speculation_by_hand():
+    """A verification step runs draft + 1 tokens of each sequence (compute, wire and expert hits scale with them,
+    the cache is read once); the drafter adds its own time; each sequence emits `acceptance` tokens."""
+    from k3lite.serving import Speculation
+    base = Serving("kimi-k2", "H200", 16, 16, 1, FP8, 8192)
+    sp = Speculation(draft_tokens=3, acceptance=2.5, drafter="draft-model", draft_params=1e9)
+    b, gpu, cfg = 8, get_gpu("H200"), get_preset("kimi-k2")
+    plain, spec = decode_step(base, b), decode_step(base.with_(spec=sp), b)
+    w_all, w_act = memory.weight_bytes(cfg, FP8), memory.weight_bytes(cfg, FP8, active=True)
+    hit = 1 - (1 - 8 / 384) ** (b * 4 * 16)  # 4 tokens per sequence now reach the experts
+    hbm = (sum(v for c, v in w_act.items() if c != "routed_experts") + w_all["routed_experts"] / 16 * hit
+           + b * placement(base).cache_bytes_per_sequence)
+    assert spec.hbm_bytes == pytest.approx(hbm)
+    assert spec.compute_s == pytest.approx(4 * plain.compute_s) and spec.wire_s == pytest.approx(4 * plain.wire_s)
+    draft = max(2e9 / gpu.hbm_bw, b * 3 * 2e9 / gpu.bf16_flops)
+    assert spec.draft_s == pytest.approx(draft)
+    assert spec.step_s == pytest.approx(max(hbm / gpu.hbm_bw, spec.compute_s, spec.wire_s) + draft)
+    assert spec.tokens_per_s_per_user == pytest.approx(2.5 / spec.step_s)
+    assert spec.tokens_per_s_per_gpu == pytest.approx(b * 2.5 / spec.step_s)
+    # nothing accepted and a free drafter: verifying more tokens can only cost time
+    nothing = decode_step(base.with_(spec=Speculation(3, 1.0, "draft-model", 0.0)), b)
+    assert nothing.tokens_per_s_per_user <= plain.tokens_per_s_per_user
+
+
+def test_mtp_only_where_a_model_ships_one():
+    from k3lite.config import PRESETS
+    from k3lite.serving import K3_PRESET, MTP_LAYERS, Speculation, has_mtp
+    assert set(PRESETS) <= set(MTP_LAYERS)  # every preset says whether it ships an MTP layer
+    assert has_mtp("deepseek-v3") and not has_mtp(K3_PRESET) and not has_mtp("kimi-k2")
+    with pytest.raises(ValueError, match="ships no MTP layer"):
+        Serving(K3_PRESET, spec=Speculation(drafter="mtp"))
+    s = Serving("deepseek-v3", "H800", 16, 16, 1, FP8, 4096)
+    mtp = decode_step(s.with_(spec=Speculation(1, 1.85, "mtp")), 32)
+    assert mtp.draft_s == pytest.approx(decode_step(s, 32).step_s / 61)  # one more layer of the model per draft
+    with pytest.raises(ValueError, match="acceptance"):
+        Speculation(draft_tokens=2, acceptance=3.5)
+
+
+def test_prefill_pool_by_hand():
+    """Prefill: compute at peak, DeepEP normal-kernel wire, this GPU's weights once per chunk; the max of them."""
+    from k3lite.serving import prefill_step
+    s = Serving("kimi-k2", "B300", 32, 32, 1, FP8, 8192, usd_per_gpu_hour=3.6)
+    cfg, gpu = s.cfg, get_gpu("B300")
+    pre = prefill_step(s, 4096)
+    intra, inter = wire_bytes_per_token(cfg, s.with_(scheme="normal"))
+    assert pre.wire_s == pytest.approx(60 * (intra / gpu.nvlink_bw + inter / gpu.nic_bw))  # 60 MoE layers
+    assert pre.hbm_s == pytest.approx(placement(s).weight_bytes_per_gpu / 4096 / gpu.hbm_bw)
+    assert pre.s_per_token == max(pre.compute_s, pre.wire_s, pre.hbm_s)
+    assert pre.usd_per_m_input_tokens == pytest.approx(0.001 * pre.s_per_token * 1e6)
+    assert prefill_usd_per_m_input(s) == pre.usd_per_m_input_tokens  # one function behind both names
+    # the low-latency kernels would send one message per (token, expert): normal ones send fewer bytes
+    assert wire_bytes_per_token(cfg, s)[1] > inter
+    with pytest.raises(ValueError, match="chunk_tokens"):
+        prefill_step(s, 0)
+
+
+@pytest.mark.parametrize("spec", ["default", None])
+def test_bound_stands_above_vllms_k3_figures(spec):
+    """vLLM's K3 post, one B300 node TP8: the bound is never below a measurement, with or without speculation."""
+    from k3lite.serving import Speculation
+    from k3lite.serving_compare import VLLM_K3, validate_vllm_k3
+    rows = validate_vllm_k3(Speculation() if spec == "default" else None)
+    assert [r["concurrency"] for r in rows] == [m.concurrency for m in VLLM_K3] == [1, 4, 16]
+    for r in rows:
+        assert 1.0 <= r["model / measured"] < 10, r
+        assert r["model tokens/s / user"] >= r["measured tokens/s / user (derived)"], r
+    assert rows[0]["measured tokens/s / user (derived)"] == pytest.approx(1000 / (5.30 - 0.3763))
+
+
+def test_speculation_sentence_is_the_two_steps():
+    from k3lite.serving import Speculation
+    from k3lite.serving_compare import speculation_sentence
+    s = Serving("deepseek-v3", "H800", 16, 16, 1, FP8, 4096, spec=Speculation(1, 1.85, "mtp"))
+    plain, spec = decode_step(s.with_(spec=None), 32), decode_step(s, 32)
+    text = speculation_sentence(s, 32)
+    assert f"{plain.tokens_per_s_per_user:.0f} -> {spec.tokens_per_s_per_user:.0f}" in text
+    assert f"{plain.usd_per_m_output_tokens:.3f} -> {spec.usd_per_m_output_tokens:.3f}" in text
+    assert "the MTP layer" in text and spec.tokens_per_s_per_user > plain.tokens_per_s_per_user  # 1.85 kept pays
+    with pytest.raises(ValueError, match="spec set"):
+        speculation_sentence(s.with_(spec=None), 32)
+
+
+def test_vllm_sentence_reports_the_computed_ratios_and_the_acceptance_floor():
+    from k3lite.serving import Speculation
+    from k3lite.serving_compare import validate_vllm_k3, vllm_k3_sentence
+    rows = validate_vllm_k3(Speculation())
+    text = vllm_k3_sentence(rows, Speculation().acceptance)
+    lo, hi = min(r["model / measured"] for r in rows), max(r["model / measured"] for r in rows)
+    assert f"{lo:.2f}x to {hi:.2f}x" in text and "never below" in text
+    floor = rows[0]["measured tokens/s / user (derived)"] * rows[0]["model step (ms)"] / 1e3
+    assert f"above {floor:.2f} tokens per step" in text
+    low = validate_vllm_k3(Speculation(acceptance=1.0))  # nothing kept: 9 verified tokens per step for one
+    assert min(r["model / measured"] for r in low) < 1 and "BELOW" in vllm_k3_sentence(low, 1.0)

@@ -6,7 +6,8 @@ from k3lite.cost import (
     PRICES, ModelPrice, TaskProfile, analyze, break_even_success, planner_worker, savings_curve, simulate, single_model,
     split_what_ifs,
 )
-from k3lite.serving_compare import physics_price
+from k3lite.serving import MIN_TOKENS_PER_USER
+from k3lite.serving_compare import FAST_TOKENS_PER_USER, frontier_prices, physics_price, task_vs_token_ranking
 from k3lite.viz.cost import cost_bars_figure, distribution_figure, savings_figure
 from k3lite.viz.memo import shared_figure
 from views.common import explain, push_url, url_state, user_errors
@@ -15,6 +16,11 @@ from views.common import explain, push_url, url_state, user_errors
 @st.cache_data(show_spinner="Pricing K3 from serving physics…", max_entries=1)
 def physics_price_cached():
     return physics_price()
+
+
+@st.cache_data(show_spinner="Pricing K3 at two points of the speed-price frontier…", max_entries=1)
+def frontier_prices_cached():
+    return frontier_prices()
 
 
 st.title("Cost per task, not per token")
@@ -95,17 +101,25 @@ url_state("cost_share", 7.5, lo=0.5, hi=100.0)
 url_state("cost_worker_success", 80, lo=1, hi=100)
 url_state("cost_worker_in", 0.10, lo=0.0, hi=20.0)
 url_state("cost_worker_out", 0.40, lo=0.0, hi=100.0)
+PLANNER_AT = {"list": "list price ($3 / $15)", "slow": f"serving cost, slow-and-cheap ({MIN_TOKENS_PER_USER:.0f}+ tok/s)",
+              "fast": f"serving cost, fast-and-pricey ({FAST_TOKENS_PER_USER:.0f}+ tok/s)"}
+url_state("cost_planner_at", "list", choices=list(PLANNER_AT))
+st.selectbox("price K3 (the planner) at", list(PLANNER_AT), format_func=PLANNER_AT.get, key="cost_planner_at",
+             help="a point of the Serving page's speed-price frontier: the cheapest setup at that speed per user")
 p1, p2, p3, p4 = st.columns(4)
 p1.slider("planner share of turns (%)", 0.5, 100.0, step=0.5, key="cost_share")
 p2.slider("worker success per attempt (%)", 1, 100, key="cost_worker_success")
 p3.number_input("worker $ / M input", 0.0, 20.0, step=0.05, key="cost_worker_in")
 p4.number_input("worker $ / M output", 0.0, 100.0, step=0.1, key="cost_worker_out")
-push_url("cost_share", "cost_worker_success", "cost_worker_in", "cost_worker_out")
+push_url("cost_share", "cost_worker_success", "cost_worker_in", "cost_worker_out", "cost_planner_at")
 with user_errors():
     worker = ModelPrice("small worker", float(st.session_state.cost_worker_in),
                         float(st.session_state.cost_worker_out), PRICES["small-worker"].cache_discount)
-    alone = single_model(PRICES["kimi-k3"], profile)
-    split = planner_worker(PRICES["kimi-k3"], worker, profile, st.session_state.cost_share / 100, 0.98,
+    at_frontier = frontier_prices_cached()  # {speed: ModelPrice}, slow first
+    slow, fast = at_frontier[MIN_TOKENS_PER_USER], at_frontier[FAST_TOKENS_PER_USER]
+    planner = {"list": PRICES["kimi-k3"], "slow": slow, "fast": fast}[st.session_state.cost_planner_at]
+    alone = single_model(planner, profile)
+    split = planner_worker(planner, worker, profile, st.session_state.cost_share / 100, 0.98,
                            st.session_state.cost_worker_success / 100)
     a_alone, a_split = analyze(alone), analyze(split)
 factor = a_alone.per_completed_task / a_split.per_completed_task
@@ -114,19 +128,27 @@ q1.metric("K3 alone", f"${a_alone.per_completed_task:.3f} / task")
 q2.metric("K3 plans + worker", f"${a_split.per_completed_task:.3f} / task")
 q3.metric("split is cheaper by", f"{factor:.1f}x")
 ws = np.linspace(0.05, 1.0, 96)
-curve = savings_curve(PRICES["kimi-k3"], worker, profile, ws, st.session_state.cost_share / 100, 0.98)
+curve = savings_curve(planner, worker, profile, ws, st.session_state.cost_share / 100, 0.98)
 st.plotly_chart(shared_figure(savings_figure, ws, curve, (st.session_state.cost_worker_success / 100, factor)), width="stretch")
-_, what_ifs = split_what_ifs(PRICES["kimi-k3"], worker, profile, st.session_state.cost_share / 100, 0.98,
+_, what_ifs = split_what_ifs(planner, worker, profile, st.session_state.cost_share / 100, 0.98,
                              st.session_state.cost_worker_success / 100)
 band = "inside" if 9 <= factor <= 10 else "outside"
-explain(
-    "Assumptions: the planner (K3, $3 / $15) succeeds 98% of the time on its part; an attempt succeeds only if "
-    "planner and worker both do and is retried whole. The default worker price ($0.10 / $0.40 per M) is our "
-    f"assumption, not a listed price. What to notice: at these settings the split is {factor:.1f}x cheaper, {band} "
-    "the seed's ~9-10x band. " + "; ".join(
+if factor >= 1:
+    notice = (f"at these settings the split is {factor:.1f}x cheaper, {band} the seed's ~9-10x band. " + "; ".join(
         f"with the {w.change} it is {w.factor:.1f}x cheaper ({100 * w.kept:.0f}% of the dollar saving per task "
-        "remains)" for w in what_ifs) + ". Computed from the same model as the metrics above."
-)
+        "remains)" for w in what_ifs))
+else:  # K3 at serving cost can undercut the worker's list price: then there is no saving to erode
+    notice = (f"at these settings the split costs {1 / factor:.1f}x MORE than {planner.name} alone: the planner's "
+              f"${planner.input_per_m:.3g} / ${planner.output_per_m:.3g} per M undercuts the worker's "
+              f"${worker.input_per_m:.3g} / ${worker.output_per_m:.3g} where most tokens are (input)")
+explain((  # $ escaped: two in one caption would render as LaTeX
+    f"Assumptions: the planner ({planner.name}, ${planner.input_per_m:.3g} / ${planner.output_per_m:.3g}) succeeds 98% "
+    "of the time on its part; an attempt succeeds only if planner and worker both do and is retried whole. The "
+    "default worker price ($0.10 / $0.40 per M) is our assumption, not a listed price. What to notice: " + notice
+    + ". Computed from the same model as the metrics above.").replace("$", "\\$"))
+_, _, ranking = task_vs_token_ranking(slow, fast, worker, profile, st.session_state.cost_share / 100, 0.98,
+                                      st.session_state.cost_worker_success / 100)
+explain((ranking + f" Slow point: {slow.source}. Fast point: {fast.source}.").replace("$", "\\$"))
 
 
 @st.cache_data(max_entries=64)

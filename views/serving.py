@@ -6,19 +6,23 @@ from k3lite.hardware import GPUS
 from k3lite.params import count_params
 from k3lite.params import fmt as fmt_params
 from k3lite.serving import (
-    FORMAT_ALIASES, MIN_TOKENS_PER_USER, USD_PER_GPU_HOUR, Serving, capacity, check_fits, decode_step, pareto,
-    prefill_usd_per_m_input,
+    DSPARK_DRAFT_TOKENS, FORMAT_ALIASES, K3_PRESET, MIN_TOKENS_PER_USER, MTP_LAYERS, PREFILL_CHUNK_TOKENS, SPEC_SOURCE,
+    USD_PER_GPU_HOUR, Serving, Speculation, capacity, check_fits, decode_step, has_mtp, pareto, prefill_step,
 )
-from k3lite.serving_compare import gpus_for_weights, side_by_side, validate, waterfall
+from k3lite.serving_compare import (
+    gpus_for_weights, price_split_sentence, side_by_side, speculation_sentence, validate, validate_vllm_k3,
+    vllm_k3_sentence, waterfall,
+)
+from k3lite.serving_frontier import INTERACTIVE_TOKENS_PER_USER, frontier, per_gpu_at, verdict
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.serving import (
-    capacity_figure, gpus_for_weights_figure, pareto_figure, placement_figure, step_figure, validation_figure,
-    waterfall_figure,
+    capacity_figure, frontier_figure, gpus_for_weights_figure, pareto_figure, placement_figure, price_ratio_figure,
+    step_figure, validation_figure, waterfall_figure,
 )
 from k3lite.viz.style import fmt_bytes
 from views.common import explain, push_url, url_state, user_errors
 
-PRESETS = ["k3-estimated", "kimi-k2", "deepseek-v3", "kimi-linear-48b-a3b"]
+PRESETS = [K3_PRESET, "kimi-k2", "deepseek-v3", "kimi-linear-48b-a3b"]
 FORMATS = [f for f in FORMAT_ALIASES if f != "fp4"]
 def dollars(text: str) -> str:
     """Escape $ for Markdown (two dollar signs in one caption would otherwise render as LaTeX)."""
@@ -36,7 +40,7 @@ st.markdown(
     "an **upper bound** on throughput (a floor on cost), checked against published measurements below."
 )
 
-url_state("sv_preset", "k3-estimated", choices=PRESETS)
+url_state("sv_preset", K3_PRESET, choices=PRESETS)
 url_state("sv_gpu", "GB300 NVL72", choices=list(GPUS))
 url_state("sv_gpus", 64, lo=1, hi=1024)
 url_state("sv_ep", 64, lo=1, hi=1024)
@@ -47,6 +51,9 @@ url_state("sv_context", 32768, choices=CONTEXTS)
 url_state("sv_batch", 0, lo=0, hi=100_000)
 url_state("sv_overlap", True)
 url_state("sv_price", 0.0, lo=0.0, hi=999.0)
+url_state("sv_spec", False)
+url_state("sv_draft", DSPARK_DRAFT_TOKENS, lo=1, hi=32)
+url_state("sv_accept", Speculation().acceptance, lo=1.0, hi=33.0)
 c1, c2, c3, c4 = st.columns(4)
 c1.selectbox("model", PRESETS, key="sv_preset")
 c1.selectbox("GPU", list(GPUS), key="sv_gpu")
@@ -59,18 +66,58 @@ c3.select_slider("context per sequence (tokens)", CONTEXTS, key="sv_context")
 c4.number_input("batch per GPU (0 = the most that fit)", 0, 100_000, key="sv_batch")
 c4.toggle("overlap communication with compute", key="sv_overlap")
 c4.number_input("$ per GPU-hour (0 = default)", 0.0, 999.0, step=0.1, key="sv_price")
+c4.toggle("speculative decoding", key="sv_spec", help="MTP layer where the model ships one, else a draft model")
+if st.session_state.sv_spec:
+    c4.number_input("draft tokens per step", 1, 32, key="sv_draft")
+    c4.number_input("acceptance (tokens per step)", 1.0, 33.0, step=0.1, key="sv_accept")
 push_url("sv_preset", "sv_gpu", "sv_gpus", "sv_ep", "sv_tp", "sv_experts", "sv_rest", "sv_context", "sv_batch",
-         "sv_overlap", "sv_price")
+         "sv_overlap", "sv_price", "sv_spec", "sv_draft", "sv_accept")
 ss = st.session_state
 rest = ss.sv_rest
 with user_errors():
+    spec = Speculation(int(ss.sv_draft), float(ss.sv_accept), "mtp" if has_mtp(ss.sv_preset) else "draft-model") \
+        if ss.sv_spec else None
     s = Serving(ss.sv_preset, ss.sv_gpu, int(ss.sv_gpus), int(ss.sv_ep), int(ss.sv_tp),
                 {"routed_experts": ss.sv_experts, "attention": rest, "shared": rest, "embeddings": rest},
-                int(ss.sv_context), bool(ss.sv_overlap), float(ss.sv_price) or None)
+                int(ss.sv_context), bool(ss.sv_overlap), float(ss.sv_price) or None, spec=spec)
     place = check_fits(s, int(ss.sv_batch) or None)  # refuses what does not fit before anything else runs
     batch = int(ss.sv_batch) or place.max_batch_per_gpu
     step = decode_step(s, batch)
 price_src = USD_PER_GPU_HOUR[s.gpu][1] if not ss.sv_price else "your number"
+if spec is not None:
+    st.caption(f"Speculation: {s.name} ships {MTP_LAYERS[s.name][0]} MTP layer(s) ({MTP_LAYERS[s.name][1]}), so the "
+               f"drafter is {'its MTP layer' if spec.drafter == 'mtp' else 'a separate model'}. Defaults: {SPEC_SOURCE}.")
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def frontier_cached(preset: str, context: int, prices: tuple, spec_: Speculation | None):
+    return frontier(preset, context, prices=dict(prices), spec=spec_)
+
+
+st.subheader("The market's view: speed vs price on every GPU")
+fig_col, ctl_col = st.columns([3, 1])
+url_state("sv_speed", INTERACTIVE_TOKENS_PER_USER, lo=1.0, hi=1000.0)
+ctl_col.number_input("interactive speed (tokens/s per user)", 1.0, 1000.0, step=5.0, key="sv_speed",
+                     help="our assumption of a typical interactive speed: 2.5x DeepSeek's 20-22 tokens/s average")
+push_url("sv_speed")
+with ctl_col.expander("GPU-hour prices ($)"):
+    prices = {g: st.number_input(g, 0.1, 999.0, USD_PER_GPU_HOUR[g][0], 0.1, key=f"sv_usd_{g}",
+                                 help=USD_PER_GPU_HOUR[g][1]) for g in GPUS}
+with user_errors():
+    fr = frontier_cached(s.name, s.context, tuple(sorted(prices.items())), spec)
+    verdict_ = verdict(fr, float(ss.sv_speed))
+fig_col.plotly_chart(shared_figure(frontier_figure, fr.points, fr.envelope, fr.by_gpu, float(ss.sv_speed),
+                                   verdict_.winner), width="stretch")
+ctl_col.caption("Each setup: one replica on EP GPUs (data-parallel attention), every batch that fits; formats: fp8, "
+                "MXFP4 experts + bf16 (K3's release), NVFP4 experts + fp8. Prices (sources on hover): " + ", ".join(
+                    f"{g} {'assumed' if fr.prices[g][1].startswith('assumed') else 'cited'}" for g in GPUS) + ".")
+st.markdown(dollars(verdict_.sentence))
+with st.expander("each GPU at this speed"):
+    st.dataframe([{"GPU": g, "setup": p.label, "$ / M output": round(p.usd_per_m_output_tokens, 3),
+                   "tok/s / user": round(p.tokens_per_s_per_user, 1), "tok/s / GPU": round(p.tokens_per_s_per_gpu),
+                   "bound by": p.bound, "$ / GPU-hour": fr.prices[g][0]}
+                  for g, p in per_gpu_at(fr, float(ss.sv_speed)).items()],
+                 hide_index=True, width="stretch")
 
 st.subheader("1. Placement: weights per GPU and what is left for the cache")
 m1, m2, m3, m4 = st.columns(4)
@@ -87,11 +134,11 @@ st.caption(f"{s.gpu}: {gpu.source}." + (f" Not verified: {gpu.unverified}." if g
 
 st.markdown("**The seed's claim**: K3 'even at reduced precision spreads its weights across roughly six GPUs in an "
             "NVIDIA DGX B300 just for the weights'.")
-six = gpus_for_weights("k3-estimated", "B300")
+six = gpus_for_weights(K3_PRESET, "B300")
 st.plotly_chart(shared_figure(gpus_for_weights_figure, [r.fmt for r in six], [r.gpus for r in six], 6, "B300"), width="stretch")
 true_for = [r.fmt for r in six if r.whole_gpus == 6]
 n_fp8 = next(r.whole_gpus for r in six if r.fmt == "fp8")
-explain(f"Computed: the {fmt_params(count_params(get_preset('k3-estimated')).total)} weights need {', '.join(f'{r.gpus:.1f} ({r.fmt})' for r in six)} B300s' worth of "
+explain(f"Computed: the {fmt_params(count_params(get_preset(K3_PRESET)).total)} weights need {', '.join(f'{r.gpus:.1f} ({r.fmt})' for r in six)} B300s' worth of "
         f"288 GB. 'Roughly six' is true for {', '.join(true_for) or 'no format'}: 4-bit weights with their scales. "
         f"At fp8 it takes {n_fp8} GPUs, {'more than' if n_fp8 > 8 else 'within'} one 8-GPU DGX B300.")
 
@@ -120,8 +167,26 @@ explain(dollars(f"At batch {batch} the step is {step.bound}-bound ({step.hbm_s *
         f"{curve[0].batch_per_gpu} to {curve[-1].batch_per_gpu} raises tokens/s per GPU "
         f"{curve[-1].tokens_per_s_per_gpu / curve[0].tokens_per_s_per_gpu:.0f}x and lowers each user's speed from "
         f"{curve[0].tokens_per_s_per_user:.0f} to {curve[-1].tokens_per_s_per_user:.0f} tokens/s: the trade every "
-        f"serving benchmark plots. Prefill (compute-bound estimate at peak FLOPs): "
-        f"${prefill_usd_per_m_input(s):.3f} per M input tokens. Price: ${s.price:.2f} per GPU-hour ({price_src})."))
+        f"serving benchmark plots. " + (speculation_sentence(s, batch) if spec else "")
+        + f" Price: ${s.price:.2f} per GPU-hour ({price_src})."))
+
+st.subheader("3b. Prefill and decode as separate pools")
+url_state("sv_pre_ep", 32, lo=1, hi=1024)
+url_state("sv_pre_chunk", PREFILL_CHUNK_TOKENS, lo=256, hi=1_000_000)
+pre_fig, pre_ctl = st.columns([3, 1])
+pre_ctl.number_input("prefill pool: GPUs = EP", 1, 1024, key="sv_pre_ep",
+                     help="DeepSeek's inference overview (day 6): prefill units of 32 GPUs (EP32), decode of 144 (EP144)")
+pre_ctl.number_input("prefill batch (tokens per GPU per forward)", 256, 1_000_000, step=1024, key="sv_pre_chunk",
+                     help="default: vLLM's max_num_batched_tokens for the high-memory tier (K3 post, PR #51726)")
+push_url("sv_pre_ep", "sv_pre_chunk")
+with user_errors():
+    pre = prefill_step(s.with_(n_gpus=int(ss.sv_pre_ep), ep=int(ss.sv_pre_ep), tp=1, spec=None), int(ss.sv_pre_chunk))
+ratio, listed, split_text = price_split_sentence(step, pre, f"{ss.sv_pre_ep} x {s.gpu}, EP {ss.sv_pre_ep}")
+pre_fig.plotly_chart(shared_figure(price_ratio_figure, ["this deployment, at cost"] + [f"{n} list price" for n in listed],
+                                   [ratio, *listed.values()]), width="stretch")
+pre_ctl.metric("$ per M input (prefill)", f"${pre.usd_per_m_input_tokens:.3f}", help=f"{pre.bound}-bound")
+pre_ctl.metric("$ per M output (decode)", f"${step.usd_per_m_output_tokens:.3f}", help=f"{step.bound}-bound")
+explain(dollars(split_text))
 
 
 @st.cache_data(show_spinner="Evaluating the waterfall, the side-by-side and the published checks…", max_entries=8)
@@ -153,17 +218,34 @@ explain(dollars(f"Side by side on the same hardware and context: the cheapest is
                    "Bound by: " + ", ".join(f"{r['model']} {r['weights']}: {r['bound by']}" for r in rows) + ".")))
 
 st.subheader("5. Checked against published serving figures")
-st.plotly_chart(shared_figure(validation_figure, [c["short"] for c in checks], [c["measured tokens/s / GPU"] for c in checks],
-                              [c["model tokens/s / GPU"] for c in checks]), width="stretch")
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def vllm_checks(acceptance: float):
+    return validate_vllm_k3(Speculation(DSPARK_DRAFT_TOKENS, acceptance))
+
+
+# the post's draft length, the page's acceptance (the default where it exceeds what 8 drafts allow)
+k3_acceptance = float(ss.sv_accept) if ss.sv_accept <= DSPARK_DRAFT_TOKENS + 1 else Speculation().acceptance
+with user_errors():
+    k3_rows = vllm_checks(k3_acceptance)
+labels = [c["short"] for c in checks] + [f"vLLM K3, 8 B300 TP8, {r['concurrency']} user(s)" for r in k3_rows]
+st.plotly_chart(shared_figure(validation_figure, labels,
+                              [c["measured tokens/s / GPU"] for c in checks] + [r["measured tokens/s (node)"] / 8 for r in k3_rows],
+                              [c["model tokens/s / GPU"] for c in checks] + [r["model tokens/s (node)"] / 8 for r in k3_rows]),
+                width="stretch")
 st.dataframe([{k: (round(v, 2) if isinstance(v, float) else v) for k, v in c.items() if k != "short"} for c in checks],
              hide_index=True, width="stretch")
 lo, hi = min(c["model / measured"] for c in checks), max(c["model / measured"] for c in checks)
-verdict = ("never below, as an upper bound must" if lo >= 1 else
-           f"BELOW a measurement for {', '.join(c['deployment'] for c in checks if c['model / measured'] < 1)}: "
-           "the model misses something those systems do")
+standing = ("never below, as an upper bound must" if lo >= 1 else
+            f"BELOW a measurement for {', '.join(c['deployment'] for c in checks if c['model / measured'] < 1)}: "
+            "the model misses something those systems do")
 explain(f"The model lands {lo:.2f}x to {hi:.2f}x the measured tokens/s (with overlap, at each publication's "
-        f"batch and context): {verdict}. What it leaves out: kernel efficiency below "
+        f"batch and context): {standing}. What it leaves out: kernel efficiency below "
         "peak, expert load imbalance (EPLB gave SGLang 2.54x in decode), launch and synchronisation "
         "latency and activation memory (the wire bytes are DeepEP low-latency's, one message per token and "
         "selected expert, from `k3lite.interconnect`). DeepSeek's own figure "
         "also includes speculative multi-token prediction, which the model does not credit.")
+st.dataframe([{k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()} for r in k3_rows],
+             hide_index=True, width="stretch")
+explain(dollars(vllm_k3_sentence(k3_rows, k3_acceptance)))

@@ -5,7 +5,12 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from k3lite.viz.style import CONCEPT, HIGHLIGHT_LINE, HIGHLIGHT_MARKER, LINK, NEUTRAL, bytes_axis, fit_titles, log_axis, wrap
+from k3lite.hardware import GPUS
+
+from k3lite.viz.style import (
+    CONCEPT, HIGHLIGHT_LINE, HIGHLIGHT_MARKER, LINK, NEUTRAL, bytes_axis, fit_titles, log_axis, series_color, translucent,
+    wrap,
+)
 
 COMPONENT_COLOUR = {"routed_experts": CONCEPT["routed"], "attention": CONCEPT["attn"], "shared": CONCEPT["shared"],
                     "embeddings": CONCEPT["embedding"], "other": CONCEPT["router"]}
@@ -100,3 +105,44 @@ def validation_figure(labels: Sequence[str], measured: Sequence[float], model: S
     fig.update_layout(barmode="group", height=360, yaxis_title="tokens/s per GPU", **_LAYOUT)
     fig.update_xaxes(automargin=True, tickangle=0)
     return fit_titles(fig, "Decode tokens/s per GPU: published vs model")
+
+
+def frontier_figure(points: Sequence, envelope: Sequence, by_gpu: Mapping[str, Sequence], speed: float,
+                    chosen=None) -> go.Figure:
+    """The speed-price frontier (k3lite.serving_frontier): every setup's points faint, each GPU's envelope as its
+    line, the overall envelope as a wide grey band under them, a vertical line at the speed asked about and a ring
+    on the cheapest point at that speed. x: tokens/s per user, y: $ per M output tokens, both log."""
+    fig = go.Figure()
+    hover = ("%{customdata[0]}<br>%{x:.1f} tok/s/user, $%{y:.3f}/M output, %{customdata[1]:,.0f} tok/s/GPU, "
+             "%{customdata[2]}-bound<extra></extra>")
+
+    def data(ps):
+        return dict(x=[p.tokens_per_s_per_user for p in ps], y=[p.usd_per_m_output_tokens for p in ps],
+                    customdata=[[p.label, p.tokens_per_s_per_gpu, p.bound] for p in ps], hovertemplate=hover)
+
+    fig.add_scatter(**data(envelope), mode="lines", name="cheapest of all", line=dict(color=NEUTRAL, width=10),
+                    opacity=0.35)
+    for gpu, own in by_gpu.items():
+        colour = series_color(list(GPUS).index(gpu))  # a GPU keeps its colour whichever GPUs are drawn
+        fig.add_scatter(**data([p for p in points if p.gpu == gpu]), mode="markers", name=f"{gpu}: every setup",
+                        legendgroup=gpu, showlegend=False, marker=dict(color=translucent(colour, 0.25), size=4))
+        fig.add_scatter(**data(own), mode="lines+markers", name=gpu, legendgroup=gpu,
+                        line=dict(color=colour, width=2), marker=dict(color=colour, size=5))
+    fig.add_vline(x=speed, line=dict(color=NEUTRAL, dash="dot"), annotation_text=f"{speed:.0f} tok/s/user")
+    if chosen is not None:
+        fig.add_scatter(x=[chosen.tokens_per_s_per_user], y=[chosen.usd_per_m_output_tokens], mode="markers",
+                        name="cheapest at that speed", marker=HIGHLIGHT_MARKER,
+                        customdata=[[chosen.label, chosen.tokens_per_s_per_gpu, chosen.bound]], hovertemplate=hover)
+    fig.update_layout(height=460, xaxis=log_axis("tokens/s per user (interactivity)"),
+                      yaxis=log_axis("$ per M output tokens"), **_LAYOUT)
+    return fit_titles(fig, "Speed vs price: every GPU, format and EP size (lower right is better)")
+
+
+def price_ratio_figure(labels: Sequence[str], ratios: Sequence[float]) -> go.Figure:
+    """$ per M output / $ per M input: the first bar derived from serving physics, the rest list prices."""
+    colours = [CONCEPT["hybrid"]] + [CONCEPT["published"]] * (len(ratios) - 1)
+    fig = go.Figure(go.Bar(x=[wrap(label, 18) for label in labels], y=list(ratios), marker_color=colours,
+                           text=[f"{r:.1f}x" for r in ratios], textposition="outside"))
+    fig.update_layout(height=320, yaxis_title="output price / input price", showlegend=False, margin=_LAYOUT["margin"])
+    fig.update_xaxes(automargin=True, tickangle=0)
+    return fit_titles(fig, "How many input tokens one output token costs")

@@ -1,0 +1,200 @@
+"""The speed-price frontier (k3lite/serving_frontier.py): the envelope per GPU, HBM fits, the published checks
+reproduced from the frontier's own points, the verdict against a brute-force search, the CLI."""
+import json
+
+import pytest
+
+from k3lite.hardware import GPUS
+from k3lite.serving import K3_PRESET, USD_PER_GPU_HOUR, main, step_at
+from k3lite.serving_compare import PUBLISHED, validate
+from k3lite.serving_frontier import (
+    FRONTIER_FORMATS, cheapest_at, frontier, lower_envelope, per_gpu_at, resolve_gpu, verdict,
+)
+
+
+@pytest.fixture(scope="module")
+def k3():
+    return frontier(K3_PRESET, 32768)
+
+
+def test_every_gpu_row_is_a_monotone_envelope_that_no_point_beats(k3):
+    assert set(k3.by_gpu) == set(GPUS)  # K3 fits somewhere on every GPU of the table (4-bit experts, wide EP)
+    for gpu, env in k3.by_gpu.items():
+        speeds = [p.tokens_per_s_per_user for p in env]
+        prices = [p.usd_per_m_output_tokens for p in env]
+        assert speeds == sorted(speeds) and len(set(speeds)) == len(speeds), gpu
+        assert all(a < b for a, b in zip(prices, prices[1:])), gpu  # faster costs strictly more along the row
+        for p in (q for q in k3.points if q.gpu == gpu):  # every point is on the row or beaten by a row point
+            assert any(e.tokens_per_s_per_user >= p.tokens_per_s_per_user
+                       and e.usd_per_m_output_tokens <= p.usd_per_m_output_tokens for e in env), p.label
+
+
+def test_overall_envelope_is_the_envelope_of_the_rows(k3):
+    rows = [p for env in k3.by_gpu.values() for p in env]
+    assert lower_envelope(rows) == list(k3.envelope)
+
+
+def test_every_point_fits_in_hbm(k3):
+    assert k3.points
+    for p in k3.points:
+        assert p.hbm_used_bytes <= p.hbm_bytes, p.label
+    for u in k3.setups:
+        assert u.terms.weight_bytes_per_gpu + u.terms.max_batch_per_gpu * u.terms.cache_bytes_per_sequence <= u.hbm_bytes
+    # what does not fit is named, not dropped silently: K3 at fp8 on 8 H100s is 2.8 TB on 640 GB
+    assert any(s.startswith("H100 SXM, EP 8, fp8") and "does not fit" in s for s in k3.skipped)
+
+
+def test_deepseek_and_k2_points_reproduce_the_published_checks():
+    """The frontier's own setup at each publication's GPU, EP and batch gives the validation's number."""
+    rows = {r["deployment"]: r for r in validate()}
+    for p in PUBLISHED:
+        s = p.serving
+        assert s.weights == FRONTIER_FORMATS["fp8"]  # the publications' format is one the frontier tries
+        fr = frontier(s.name, s.context, [s.gpu], ["fp8"], eps=(s.ep,))
+        (setup,) = fr.setups
+        point = setup.point(p.batch_per_gpu)
+        assert point.tokens_per_s_per_gpu == pytest.approx(rows[p.label]["model tokens/s / GPU"], rel=1e-12)
+        assert point.tokens_per_s_per_gpu >= p.measured_tokens_per_s_per_gpu  # a bound never below a measurement
+
+
+@pytest.mark.parametrize("speed", [20.0, 50.0, 90.0])
+def test_cheapest_at_matches_a_brute_force_search(k3, speed):
+    best = None
+    for u in k3.setups:
+        for b in range(1, u.terms.max_batch_per_gpu + 1):
+            st = step_at(u.terms, b)
+            if st.tokens_per_s_per_user >= speed and (best is None or st.usd_per_m_output_tokens < best[0]):
+                best = (st.usd_per_m_output_tokens, u.gpu, b)
+    w = cheapest_at(k3.setups, speed)
+    # the price, not the batch: a wire-bound step makes $ flat over a range of batches (tokens/s per GPU = 1 / wire)
+    assert w.usd_per_m_output_tokens == pytest.approx(best[0], rel=1e-9) and w.gpu == best[1]
+    assert w.tokens_per_s_per_user >= speed
+
+
+def test_verdict_sentence_is_built_from_the_points(k3):
+    v = verdict(k3, 50.0)
+    assert v.winner.tokens_per_s_per_user >= 50 and v.runner_up.gpu != v.winner.gpu
+    assert v.ratio == pytest.approx(v.runner_up.usd_per_m_output_tokens / v.winner.usd_per_m_output_tokens)
+    assert v.ratio >= 1
+    for text in (v.winner.label, v.runner_up.label, f"${v.winner.usd_per_m_output_tokens:.3f}", f"({v.ratio:.2f}x)"):
+        assert text in v.sentence, text
+    assumed = [g for g in (v.winner.gpu, v.runner_up.gpu) if USD_PER_GPU_HOUR[g][1].startswith("assumed")]
+    assert ("assumed, not cited" in v.sentence) == bool(assumed)
+    at = per_gpu_at(k3, 50.0)
+    dear = max(at.values(), key=lambda p: p.usd_per_m_output_tokens)
+    assert min(at.values(), key=lambda p: p.usd_per_m_output_tokens) == v.winner
+    assert f"The dearest GPU at this speed is the {dear.gpu}" in v.sentence  # (the H100 and H800 tie at K3's size)
+    slow = verdict(k3, 10_000.0)
+    assert slow.winner is None and "No setup reaches" in slow.sentence
+
+
+def test_prices_are_inputs(k3):
+    gpu = "B200"
+    dear = frontier(K3_PRESET, 32768, [gpu], prices={gpu: 2 * USD_PER_GPU_HOUR[gpu][0]})
+    base = {(p.ep, p.formats, p.batch_per_gpu): p.usd_per_m_output_tokens for p in k3.points if p.gpu == gpu}
+    for p in dear.points:
+        assert p.usd_per_m_output_tokens == pytest.approx(2 * base[(p.ep, p.formats, p.batch_per_gpu)])
+    assert dear.prices[gpu][1] == "your number"
+    with pytest.raises(ValueError, match="per GPU-hour"):
+        frontier(K3_PRESET, 32768, [gpu], prices={gpu: 0.0})
+
+
+def test_bad_inputs_name_the_constraint():
+    with pytest.raises(ValueError, match="preset must be one of"):
+        frontier("gpt-9")
+    with pytest.raises(ValueError, match="GPU must be one of"):
+        frontier(K3_PRESET, 32768, ["TPU"])
+    with pytest.raises(ValueError, match="formats must be among"):
+        frontier(K3_PRESET, 32768, formats=["fp3"])
+    with pytest.raises(ValueError, match="no setup fits"):
+        frontier(K3_PRESET, 32768, ["H100 SXM"], ["fp8"], eps=(8,))
+    assert resolve_gpu("gb300") == "GB300 NVL72" and resolve_gpu("H100") == "H100 SXM"
+    with pytest.raises(ValueError, match="unique prefix"):
+        resolve_gpu("B")  # B200 or B300
+
+
+def test_cli_prints_the_envelope(capsys):
+    rc = main(["frontier", "--preset", "deepseek-v3", "--context", "4096", "--gpus", "H800", "b300", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert set(out["by_gpu"]) == {"H800", "B300"} and out["inputs"]["preset"] == "deepseek-v3"
+    speeds = [p["tokens_per_s_per_user"] for p in out["envelope"]]
+    assert speeds == sorted(speeds) and len(speeds) >= 2
+    fr = frontier("deepseek-v3", 4096, ["H800", "B300"])
+    assert [p["label"] for p in out["envelope"]] == [p.label for p in fr.envelope]
+    assert main(["frontier", "--gpus", "TPU"]) == 2
+    assert "GPU must be one of" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------ into the cost page
+def test_frontier_prices_are_frontier_points_with_a_prefill_pool(k3):
+    from k3lite.serving import MIN_TOKENS_PER_USER, Serving, prefill_usd_per_m_input
+    from k3lite.serving_compare import FAST_TOKENS_PER_USER, PREFILL_POOL_GPUS, frontier_prices
+    prices = frontier_prices(K3_PRESET, 32768)
+    for speed, price in prices.items():
+        w = cheapest_at(k3.setups, speed)
+        assert price.output_per_m == pytest.approx(w.usd_per_m_output_tokens)
+        pool = Serving(K3_PRESET, w.gpu, PREFILL_POOL_GPUS, PREFILL_POOL_GPUS, 1, FRONTIER_FORMATS[w.formats], 32768)
+        assert price.input_per_m == pytest.approx(prefill_usd_per_m_input(pool))
+        assert w.label in price.source
+    assert prices[FAST_TOKENS_PER_USER].output_per_m > prices[MIN_TOKENS_PER_USER].output_per_m  # fast is pricier
+
+
+def test_task_vs_token_ranking_can_flip():
+    from k3lite.cost import ModelPrice, TaskProfile, analyze, planner_worker
+    from k3lite.serving_compare import task_vs_token_ranking
+    profile, worker = TaskProfile(), ModelPrice("w", 0.1, 0.4)
+    slow, fast = ModelPrice("slow", 1.0, 1.0), ModelPrice("fast", 0.1, 2.0)  # fast: dearer output, cheaper input
+    per_token, per_task, text = task_vs_token_ranking(slow, fast, worker, profile, 0.5, 0.98, 0.8)
+    tasks = [analyze(planner_worker(m, worker, profile, 0.5, 0.98, 0.8)).per_completed_task for m in (slow, fast)]
+    assert per_token == 2.0 and per_task == pytest.approx(tasks[1] / tasks[0])
+    assert per_task < 1 and "the ranking flips" in text  # input dominates: the dearer-per-token point is cheaper per task
+    _, per_task_same, same = task_vs_token_ranking(slow, ModelPrice("fast", 1.0, 2.0), worker, profile, 0.5, 0.98, 0.8)
+    assert per_task_same > 1 and "the same ranking" in same and "gap shrinks" in same
+
+
+def test_cost_page_prices_the_split_at_a_frontier_point():
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+    from k3lite.cost import TaskProfile, analyze, single_model
+    from k3lite.serving_compare import FAST_TOKENS_PER_USER, frontier_prices
+    at = AppTest.from_file(str(ROOT / "views" / "cost_per_task.py"), default_timeout=180)
+    at.query_params["cost_planner_at"] = "fast"
+    at.run()
+    assert not at.exception and not at.error
+    fast = frontier_prices()[FAST_TOKENS_PER_USER]
+    alone = analyze(single_model(fast, TaskProfile())).per_completed_task  # the page's defaults are TaskProfile's
+    assert {m.label: m.value for m in at.metric}["K3 alone"] == f"${alone:.3f} / task"
+    assert any("Priced at the frontier" in c.value for c in at.caption)
+
+
+def test_serving_page_opens_on_the_frontier_and_its_prices_are_inputs():
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+    from k3lite.serving_frontier import INTERACTIVE_TOKENS_PER_USER
+    at = AppTest.from_file(str(ROOT / "views" / "serving.py"), default_timeout=180)
+    at.run()
+    assert not at.exception and not at.error
+    fr = frontier(K3_PRESET, 32768)
+    expected = verdict(fr, INTERACTIVE_TOKENS_PER_USER).sentence.replace("$", "\\$")
+    assert any(m.value == expected for m in at.markdown)
+    winner = verdict(fr, INTERACTIVE_TOKENS_PER_USER).winner.gpu
+    at.number_input(key=f"sv_usd_{winner}").set_value(40.0).run()  # make the winner dear: another GPU must win
+    assert not at.exception
+    dear = verdict(frontier(K3_PRESET, 32768, prices={winner: 40.0}), INTERACTIVE_TOKENS_PER_USER)
+    assert dear.winner.gpu != winner
+    assert any(m.value == dear.sentence.replace("$", "\\$") for m in at.markdown)
+
+
+def test_speculation_extends_the_frontier_it_never_shrinks_it(k3):
+    from k3lite.serving import Speculation
+    spec = frontier(K3_PRESET, 32768, spec=Speculation())
+    assert len(spec.setups) == 2 * len(k3.setups)  # each setup with and without the drafter
+    assert any(p.speculative for p in spec.envelope) and any(not p.speculative for p in spec.envelope)
+    for p in k3.envelope:  # every plain envelope point is matched or beaten
+        assert any(q.tokens_per_s_per_user >= p.tokens_per_s_per_user
+                   and q.usd_per_m_output_tokens <= p.usd_per_m_output_tokens for q in spec.envelope), p.label
+    # the draft's tokens reach speeds no plain setup can: at K3's 3.3 kept per step, well past the plain maximum
+    assert max(p.tokens_per_s_per_user for p in spec.points) > 2 * max(p.tokens_per_s_per_user for p in k3.points)
