@@ -12,6 +12,7 @@ Three nets, each able to fail on its own:
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
 
@@ -85,6 +86,22 @@ def _colours(obj, path=""):
             yield from _colours(v, f"{path}[{i}]")
 
 
+def log_shape_problems(spec: dict) -> list[str]:
+    """Vertical lines on a log x axis placed outside the data by more than a decade: plotly reads a shape's x there
+    as log10, so `add_vline(x=50)` lands at 10^50 (style.log_vline passes log10)."""
+    layout, problems = spec.get("layout", {}), []
+    for shape in layout.get("shapes", []):
+        axis = layout.get(str(shape.get("xref", "x")).replace("x", "xaxis", 1).split(" ")[0], {})
+        if axis.get("type") != "log" or shape.get("x0") is None:
+            continue
+        xs = [x for t in spec.get("data", []) if t.get("xaxis", "x") == shape.get("xref", "x")
+              for x in (t.get("x") or []) if isinstance(x, (int, float)) and x > 0]
+        if xs and not math.log10(min(xs)) - 1 <= float(shape["x0"]) <= math.log10(max(xs)) + 1:
+            problems.append(f"a line at x={shape['x0']} on a log axis lies at 10^{shape['x0']}, outside the data "
+                            "(use style.log_vline)")
+    return problems
+
+
 def figure_problems(spec: dict) -> list[str]:
     """What in one figure's Plotly JSON breaks the style rules (empty = fine)."""
     problems = []
@@ -106,6 +123,7 @@ def figure_problems(spec: dict) -> list[str]:
         if re.fullmatch(r"[xy]axis\d*", k) and axis.get("type") == "log" and axis.get("dtick") not in (1, "1") \
                 and not axis.get("tickvals"):  # explicit ticks (e.g. the lengths actually run) are fine too
             problems.append(f"{k} is a log axis not built by style.log_axis (labels once per decade)")
+    problems += log_shape_problems(spec)
     unit = UNIT.search(json.dumps({"layout": layout, "data": [{k: v for k, v in t.items() if k in (
         "name", "hovertemplate", "text", "texttemplate")} for t in spec.get("data", [])]}))
     if unit:
@@ -119,6 +137,10 @@ def test_figure_check_catches_a_stray_colour_and_a_binary_unit():
     fig.add_scatter(x=[1], y=[2], mode="lines")
     problems = " | ".join(figure_problems(json.loads(fig.to_json())))
     assert "#e45756" in problems and "KiB" in problems and "log axis" in problems and "default" in problems
+    line = go.Figure(go.Scatter(x=[10, 100], y=[1, 2], mode="lines", line_color=style.color("kda")))
+    line.update_layout(xaxis=style.log_axis("tok/s"))
+    assert not figure_problems(json.loads(style.log_vline(go.Figure(line), 50).to_json()))
+    assert "use style.log_vline" in " ".join(figure_problems(json.loads(line.add_vline(x=50).to_json())))
     good = go.Figure(go.Bar(x=[1], y=[1], marker_color=style.color("kda")))
     good.update_layout(yaxis=style.log_axis("bytes"))
     assert figure_problems(json.loads(good.to_json())) == []

@@ -5,7 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from k3lite.cost import CostBreakdown, CostSamples
-from k3lite.viz.style import CONCEPT, COST, HIGHLIGHT_MARKER, NEUTRAL, SERIES, log_axis, model_color
+from k3lite.viz.style import CONCEPT, COST, HIGHLIGHT_MARKER, NEUTRAL, SERIES, log_axis, log_vline, model_color
 
 
 def cost_bars_figure(rows: list[CostBreakdown]) -> go.Figure:
@@ -37,7 +37,7 @@ def distribution_figure(samples: list[CostSamples]) -> go.Figure:
         c = model_color(s.name, fallback=i)
         fig.add_scatter(x=np.sqrt(edges[:-1] * edges[1:]), y=counts / len(s.cost), mode="lines", line_shape="hvh",
                         name=s.name, line=dict(color=c), fill="tozeroy", opacity=0.6)
-        fig.add_vline(x=s.per_completed_task, line=dict(color=c, dash="dash"))
+        log_vline(fig, s.per_completed_task, line=dict(color=c, dash="dash"))
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=30, b=10), xaxis=log_axis("$ per task (log)"),
                       yaxis_title="fraction of tasks", legend=dict(orientation="h", y=-0.2))
     return fig

@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 from k3lite.config import get_preset, routed_fraction
 from k3lite.moe import LatentCost
 from k3lite.viz.style import (BALANCING, CONCEPT, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE, byte_unit,
-                              fit_titles, log_axis, wrap)
+                              fit_titles, log_axis, log_vline, wrap)
 
 METHOD_LABELS = {"none": "none (raw top-k)", "aux_loss": "aux loss (Switch)", "bias": "bias (DeepSeek-V3)",
                  "quantile": "quantile (QB)"}
@@ -147,7 +147,7 @@ def violation_vs_updates(curves: dict[str, Sequence[float]], counts: Sequence[in
                         line=dict(width=3, color=BALANCING.get(m), dash="dot" if m == "none" else "solid"),
                         hovertemplate="%{x} updates: max-violation %{y:.2f}<extra>" + labels.get(m, m) + "</extra>")
     if budget is not None:
-        fig.add_vline(x=budget, line_dash="dash", line_color=HIGHLIGHT_LINE["color"],
+        log_vline(fig, budget, line_dash="dash", line_color=HIGHLIGHT_LINE["color"],
                       annotation_text=f"{budget} updates: bars above", annotation_position="top")
     axis = log_axis("balancing updates (batches seen)")
     axis.update(tickvals=list(counts), ticktext=[str(n) for n in counts])

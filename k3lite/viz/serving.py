@@ -1,17 +1,14 @@
 """Figures for the serving page (no Streamlit): take k3lite.serving / serving_compare results, return figures."""
 from __future__ import annotations
 
-import math
-
 from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
 from k3lite.hardware import GPUS
-
 from k3lite.viz.style import (
-    CONCEPT, HIGHLIGHT_LINE, HIGHLIGHT_MARKER, LINK, NEUTRAL, bytes_axis, fit_titles, log_axis, series_color, translucent,
-    wrap,
+    CONCEPT, HIGHLIGHT_LINE, HIGHLIGHT_MARKER, LINK, NEUTRAL, bytes_axis, fit_titles, log_axis, log_vline, series_color,
+    translucent, wrap,
 )
 
 COMPONENT_COLOUR = {"routed_experts": CONCEPT["routed"], "attention": CONCEPT["attn"], "shared": CONCEPT["shared"],
@@ -130,9 +127,7 @@ def frontier_figure(points: Sequence, envelope: Sequence, by_gpu: Mapping[str, S
                         legendgroup=gpu, showlegend=False, marker=dict(color=translucent(colour, 0.25), size=4))
         fig.add_scatter(**data(own), mode="lines+markers", name=gpu, legendgroup=gpu,
                         line=dict(color=colour, width=2), marker=dict(color=colour, size=5))
-    # shapes and annotations on a log axis take log10 of the value (a plain x=50 put the line at 1e50 and stretched
-    # the axis to 1e56)
-    fig.add_vline(x=math.log10(speed), line=dict(color=NEUTRAL, dash="dot"), annotation_text=f"{speed:.0f} tok/s/user")
+    log_vline(fig, speed, line=dict(color=NEUTRAL, dash="dot"), annotation_text=f"{speed:.0f} tok/s/user")
     if chosen is not None:
         fig.add_scatter(x=[chosen.tokens_per_s_per_user], y=[chosen.usd_per_m_output_tokens], mode="markers",
                         name="cheapest at that speed", marker=HIGHLIGHT_MARKER,

@@ -181,6 +181,14 @@ def log_axis(title: str) -> dict:
     return dict(title=title, type="log", dtick=1, minor=dict(showgrid=True), exponentformat="SI")
 
 
+def log_vline(fig, x: float, **kwargs):
+    """A vertical line at data value `x` on a log x axis. Plotly places shapes and annotations on a log axis at
+    log10 of their coordinate, so `add_vline(x=50)` lands at 10^50 (and stretches the axis there). Returns `fig`."""
+    if not x > 0:
+        raise ValueError(f"a line on a log axis needs x > 0, got {x}")
+    return fig.add_vline(x=math.log10(x), **kwargs)
+
+
 def bytes_log_axis(quantity: str) -> dict:
     """A log axis of raw byte counts labelled once per decade in decimal units: 1kB, 10kB, ..., 1GB."""
     return {**log_axis(f"{quantity} (bytes, log)"), "ticksuffix": "B"}
