@@ -87,18 +87,29 @@ def _colours(obj, path=""):
 
 
 def log_shape_problems(spec: dict) -> list[str]:
-    """Vertical lines on a log x axis placed outside the data by more than a decade: plotly reads a shape's x there
-    as log10, so `add_vline(x=50)` lands at 10^50 (style.log_vline passes log10)."""
+    """Lines and labels on a log x axis placed far outside the data. Plotly reads a shape's x there as a data value
+    but an annotation's x as log10, so `add_vline(x=50, annotation_text=...)` put the label at 10^50 and stretched
+    the axis (style.log_vline places each in its own convention)."""
     layout, problems = spec.get("layout", {}), []
+
+    def data_x(ref):
+        return [x for t in spec.get("data", []) if t.get("xaxis", "x") == ref
+                for x in (t.get("x") or []) if isinstance(x, (int, float)) and x > 0]
+
+    def log_axis_of(ref):
+        return layout.get(str(ref).replace("x", "xaxis", 1), {}).get("type") == "log"
+
     for shape in layout.get("shapes", []):
-        axis = layout.get(str(shape.get("xref", "x")).replace("x", "xaxis", 1).split(" ")[0], {})
-        if axis.get("type") != "log" or shape.get("x0") is None:
-            continue
-        xs = [x for t in spec.get("data", []) if t.get("xaxis", "x") == shape.get("xref", "x")
-              for x in (t.get("x") or []) if isinstance(x, (int, float)) and x > 0]
-        if xs and not math.log10(min(xs)) - 1 <= float(shape["x0"]) <= math.log10(max(xs)) + 1:
-            problems.append(f"a line at x={shape['x0']} on a log axis lies at 10^{shape['x0']}, outside the data "
-                            "(use style.log_vline)")
+        ref, x0 = shape.get("xref", "x"), shape.get("x0")
+        xs = data_x(ref)
+        if log_axis_of(ref) and xs and isinstance(x0, (int, float)) and not min(xs) / 10 <= x0 <= max(xs) * 10:
+            problems.append(f"a line at x={x0} on a log axis lies outside the data (use style.log_vline)")
+    for note in layout.get("annotations", []):
+        ref, x = note.get("xref", "x"), note.get("x")
+        xs = data_x(ref)
+        if log_axis_of(ref) and xs and isinstance(x, (int, float)) \
+                and not math.log10(min(xs)) - 1 <= x <= math.log10(max(xs)) + 1:
+            problems.append(f"a label at x={x} on a log axis lies at 10^{x}, outside the data (use style.log_vline)")
     return problems
 
 
@@ -140,7 +151,9 @@ def test_figure_check_catches_a_stray_colour_and_a_binary_unit():
     line = go.Figure(go.Scatter(x=[10, 100], y=[1, 2], mode="lines", line_color=style.color("kda")))
     line.update_layout(xaxis=style.log_axis("tok/s"))
     assert not figure_problems(json.loads(style.log_vline(go.Figure(line), 50).to_json()))
-    assert "use style.log_vline" in " ".join(figure_problems(json.loads(line.add_vline(x=50).to_json())))
+    assert not figure_problems(json.loads(style.log_vline(go.Figure(line), 50, annotation_text="50").to_json()))
+    bad = line.add_vline(x=50, annotation_text="50")  # plotly: the line at 50, its label at 10^50
+    assert "use style.log_vline" in " ".join(figure_problems(json.loads(bad.to_json())))
     good = go.Figure(go.Bar(x=[1], y=[1], marker_color=style.color("kda")))
     good.update_layout(yaxis=style.log_axis("bytes"))
     assert figure_problems(json.loads(good.to_json())) == []

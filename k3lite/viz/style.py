@@ -181,12 +181,18 @@ def log_axis(title: str) -> dict:
     return dict(title=title, type="log", dtick=1, minor=dict(showgrid=True), exponentformat="SI")
 
 
-def log_vline(fig, x: float, **kwargs):
-    """A vertical line at data value `x` on a log x axis. Plotly places shapes and annotations on a log axis at
-    log10 of their coordinate, so `add_vline(x=50)` lands at 10^50 (and stretches the axis there). Returns `fig`."""
+def log_vline(fig, x: float, annotation_text: str | None = None, **kwargs):
+    """A vertical line at data value `x` on a log x axis, with an optional label at its top. Plotly places a shape
+    on a log axis at its data value but an annotation at log10 of its coordinate, and `add_vline` gives both the
+    same x: a label of x=50 landed at 10^50 and stretched the axis there. Returns `fig`."""
     if not x > 0:
         raise ValueError(f"a line on a log axis needs x > 0, got {x}")
-    return fig.add_vline(x=math.log10(x), **kwargs)
+    kwargs.pop("annotation_position", None)  # the label always sits at the top of the line
+    fig.add_vline(x=x, **kwargs)
+    if annotation_text:
+        fig.add_annotation(x=math.log10(x), xref="x", y=1, yref="y domain", text=annotation_text, showarrow=False,
+                           xanchor="left", yanchor="bottom")
+    return fig
 
 
 def bytes_log_axis(quantity: str) -> dict:
