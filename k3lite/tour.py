@@ -15,7 +15,7 @@ from k3lite.attnres import attnres_cost
 from k3lite.config import get_preset
 from k3lite.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker, single_model
 from k3lite.interconnect import REFERENCE
-from k3lite.hybrid import REPORTED, decode_cost, kv_reduction
+from k3lite.hybrid import REPORTED, batch_limited_speedup, decode_cost, kv_reduction
 from k3lite.moe import latent_cost_per_token
 from k3lite.precomputed import moe_default_cfg, moe_default_demo
 from k3lite.params import count_params
@@ -142,19 +142,26 @@ def decay() -> Reveal:
 
 
 def hybrid() -> Reveal:
-    """3:1 hybrid page: KV cache reduction and decode speedup at 1M context, Kimi Linear 48B, batch 1, H100."""
+    """3:1 hybrid page: KV cache reduction and decode speedup at 1M context, Kimi Linear 48B, H100, at batch 1 and
+    at the batch the HBM allows (the report's two figures)."""
     red = 100 * kv_reduction(3, ONE_M)
     speed = decode_cost(0, ONE_M).tpot_s / decode_cost(3, ONE_M).tpot_s
-    reported = REPORTED["tpot_speedup_1m"][0]
+    filled = batch_limited_speedup(3, ONE_M)
+    rep1, rep_full = REPORTED["tpot_speedup_1m_batch1"][0], REPORTED["tpot_speedup_1m"][0]
+
+    def versus(ours: float, theirs: float) -> str:
+        return "above" if ours > 1.05 * theirs else "below" if ours < 0.95 * theirs else "close to"
+
     return Reveal(red, f"{red:.1f} % smaller",
                   f"Only the global layers keep a per-token cache, so the cache shrinks to the share of MLA layers: "
-                  f"{red:.1f}% smaller (reported: up to 75%). Decoding is another matter: at batch 1 every step also "
-                  f"reads all active weights, so the bytes model gives {speed:.2f}x faster against the reported "
-                  f"{reported}x ({'far below' if speed < 0.8 * reported else 'close to'} it); the hybrid page shows "
-                  "which assumptions move it.",
+                  f"{red:.1f}% smaller (reported: up to 75%). Decoding is another matter, and the report gives two "
+                  f"figures. At batch 1 every step also reads all active weights: the bytes model gives {speed:.2f}x, "
+                  f"{versus(speed, rep1)} the reported {rep1}x at batch 1. Its {rep_full}x is a theoretical figure "
+                  f"for the larger batch the smaller cache lets a GPU hold; modelled that way ours is {filled:.2f}x, "
+                  f"{versus(filled, rep_full)} it. The hybrid page shows the batches and what limits them.",
                   {"KV cache reduction at 1M (3:1)": f"{red:.1f} %",
-                   "decode speedup at 1M, batch 1 (ours)": f"{speed:.2f}x",
-                   "decode speedup reported": f"{reported}x"})
+                   "decode speedup at 1M, batch 1: ours vs reported": f"{speed:.2f}x vs {rep1}x",
+                   "at the batch HBM allows: ours vs reported (theoretical)": f"{filled:.2f}x vs {rep_full}x"})
 
 
 def residuals() -> Reveal:
