@@ -142,7 +142,7 @@ sequence of each pattern; bytes split evenly over them), all-MLA fits batch {ful
 own {one.cache_bytes / 1e9:.1f} GB cache each step, so even with the weights fully shared the time per token cannot
 fall below that read ({mix_b.cache_floor_s * 1e3:.2f} ms): {full_b.per_token_s / mix_b.cache_floor_s:.1f}x at most
 against all-MLA's {full_b.per_token_s * 1e3:.2f} ms. The
-report does not give the GPU, batches or kernels behind 6.3x, so we cannot say which of them closes the rest. At the
+report does not give the GPU, batches or kernels behind {rep_full}x, so we cannot say which of them closes the rest. At the
 page's batch {batch} (same batch for both) ours is {by_ratio[3]:.2f}x: a larger batch shares the weight reads, but for
 a MoE model less than in proportion: the weights read per sequence fall from {one.weight_bytes / 1e9:.1f} GB at batch
 1 to {wide.weight_bytes / wide.batch / 1e9:.2f} GB at batch {wide.batch}, not {one.weight_bytes / wide.batch / 1e9:.2f}
