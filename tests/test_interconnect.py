@@ -151,6 +151,27 @@ def test_link_copies_agree_with_count_copies_and_the_hand_rule(scheme):
         assert (mats[f"combine_{side}"] == mats[f"dispatch_{side}"].T).all()
 
 
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_masked_slots_send_nothing_and_bad_ids_are_refused(scheme):
+    """Issue 28 item B: DeepEP marks a masked top-k slot with -1; numpy read it as the last expert, so a token with
+    a masked slot was counted as also going to the last GPU."""
+    place = expert_to_gpu(16, 4)  # 4 experts per GPU, 2 domains of 2
+    src = np.array([0, 0, 3])
+    masked = np.array([[1, -1], [-1, -1], [13, -1]])
+    kept = [[1], [], [13]]  # the same routing written without the masked slots
+    intra, inter = count_copies(masked, src, place, 2, scheme)
+    by_hand = np.array([_copies_by_hand(t, s, place, 2, scheme) for t, s in zip(kept, src)])
+    assert (intra == by_hand[:, 0]).all() and (inter == by_hand[:, 1]).all()
+    assert intra.sum() == inter.sum() == 0  # expert 1 and 13 sit on each token's own GPU; -1 goes nowhere
+    mats = link_copies(masked, src, place, 2, scheme)
+    assert all(m.sum() == 0 for m in mats.values())
+    for bad in (16, -2):
+        with pytest.raises(ValueError, match=r"\[0, 16\) or -1"):
+            count_copies(np.array([[0, bad]]), np.array([0]), place, 2, scheme)
+        with pytest.raises(ValueError, match=r"\[0, 16\) or -1"):
+            link_copies(np.array([[0, bad]]), np.array([0]), place, 2, scheme)
+
+
 def test_closed_form_matches_issue_formula():
     # E[distinct] = G (1 - C(E - E/G, k) / C(E, k)): DeepSeek-V3 on one 8-GPU node, all schemes reduce to NVLink
     c = expected_copies(256, 8, 8, 8)

@@ -161,24 +161,47 @@ def expected_copies(n_experts: int, top_k: int, ep_size: int, gpus_per_domain: i
 
 
 # ------------------------------------------------------------------------------------------ exact counts
+def _destinations(topk_idx: np.ndarray, expert_gpu: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(dest (N, k) GPU of each slot, -1 where masked; valid (N, k); G). A slot of -1 is DeepEP's "no expert"
+    (a dropped or masked top-k entry): it sends nothing. Any other id outside [0, E) is an error, not numpy's
+    negative indexing (which would read -1 as the last expert)."""
+    topk_idx, expert_gpu = np.asarray(topk_idx), np.asarray(expert_gpu)
+    if topk_idx.ndim != 2:
+        raise ValueError(f"topk_idx must be (N, k), got shape {topk_idx.shape}")
+    n_experts = expert_gpu.shape[0]
+    bad = (topk_idx < -1) | (topk_idx >= n_experts)
+    if bad.any():
+        raise ValueError(f"topk_idx must be expert ids in [0, {n_experts}) or -1 for a masked slot; got "
+                         f"{int(topk_idx[bad][0])}")
+    valid = topk_idx >= 0
+    dest = np.where(valid, expert_gpu[np.where(valid, topk_idx, 0)], -1)
+    return dest, valid, int(expert_gpu.max()) + 1
+
+
+def _hit_gpus(dest: np.ndarray, valid: np.ndarray, n_gpus: int) -> np.ndarray:
+    """(N, G) bool: distinct GPUs holding >= 1 of the token's (unmasked) experts."""
+    hit = np.zeros((dest.shape[0], n_gpus + 1), dtype=bool)  # last column collects masked slots
+    np.put_along_axis(hit, np.where(valid, dest, n_gpus), True, axis=1)
+    return hit[:, :n_gpus]
+
+
 def link_copies(topk_idx: np.ndarray, src_gpu: np.ndarray, expert_gpu: np.ndarray, gpus_per_domain: int,
                 scheme: str) -> dict[str, np.ndarray]:
     """Copies each GPU sends to each GPU for given routing: {phase: (G, G) int}, diagonal zero (no wire).
 
-    Phases: dispatch_intra, dispatch_inter, combine_intra, combine_inter. topk_idx (N, k) expert ids,
-    src_gpu (N,) the GPU each token lives on, expert_gpu (E,) placement. Row = sender, column = receiver.
+    Phases: dispatch_intra, dispatch_inter, combine_intra, combine_inter. topk_idx (N, k) expert ids (-1 = masked
+    slot, sends nothing), src_gpu (N,) the GPU each token lives on, expert_gpu (E,) placement. Row = sender, column =
+    receiver.
     """
     check_scheme(scheme)
-    topk_idx, src = np.asarray(topk_idx), np.asarray(src_gpu)
-    expert_gpu = np.asarray(expert_gpu)
-    n, G, g = topk_idx.shape[0], int(expert_gpu.max()) + 1, gpus_per_domain
-    dest = expert_gpu[topk_idx]  # (N, k) GPU of each chosen expert
+    src = np.asarray(src_gpu)
+    dest, valid, G = _destinations(topk_idx, expert_gpu)  # (N, k) GPU of each chosen expert
+    n, g = dest.shape[0], gpus_per_domain
     mats = {p: np.zeros((G, G), dtype=np.int64) for p in ("dispatch_intra", "dispatch_inter")}
     if scheme == "low-latency":
-        np.add.at(mats["dispatch_intra"], (np.repeat(src, dest.shape[1]), dest.reshape(-1)), 1)
+        np.add.at(mats["dispatch_intra"], (np.repeat(src, dest.shape[1])[valid.reshape(-1)], dest[valid]), 1)
     else:
-        hit = np.zeros((n, G), dtype=bool)  # (N, G) distinct destination GPUs
-        np.put_along_axis(hit, dest, True, axis=1)
+        hit = _hit_gpus(dest, valid, G)  # (N, G) distinct destination GPUs
         if scheme == "direct":
             np.add.at(mats["dispatch_intra"], src, hit.astype(np.int64))
         else:  # normal: RDMA to the same local rank of each hit domain, then NVLink from that entry GPU
@@ -199,18 +222,17 @@ def link_copies(topk_idx: np.ndarray, src_gpu: np.ndarray, expert_gpu: np.ndarra
 
 def count_copies(topk_idx: np.ndarray, src_gpu: np.ndarray, expert_gpu: np.ndarray, gpus_per_domain: int,
                  scheme: str = "direct") -> tuple[np.ndarray, np.ndarray]:
-    """Exact dispatch copies per token for given routing: (intra (N,), inter (N,)) int arrays."""
+    """Exact dispatch copies per token for given routing: (intra (N,), inter (N,)) int arrays. A topk_idx of -1
+    (DeepEP's masked slot) sends nothing; other ids outside [0, E) raise ValueError."""
     check_scheme(scheme)
-    topk_idx, src = np.asarray(topk_idx), np.asarray(src_gpu)
-    expert_gpu = np.asarray(expert_gpu)
-    n, G, g = topk_idx.shape[0], int(expert_gpu.max()) + 1, gpus_per_domain
-    dest = expert_gpu[topk_idx]  # (N, k)
+    src = np.asarray(src_gpu)
+    dest, valid, G = _destinations(topk_idx, expert_gpu)  # (N, k)
+    n, g = dest.shape[0], gpus_per_domain
     same_dom = dest // g == (src // g)[:, None]  # (N, k)
     if scheme == "low-latency":
-        remote = dest != src[:, None]
-        return (remote & same_dom).sum(1), (~same_dom).sum(1)
-    hit = np.zeros((n, G), dtype=bool)  # (N, G)
-    np.put_along_axis(hit, dest, True, axis=1)
+        remote = valid & (dest != src[:, None])
+        return (remote & same_dom).sum(1), (valid & ~same_dom).sum(1)
+    hit = _hit_gpus(dest, valid, G)  # (N, G)
     own = np.arange(G)[None, :] // g == (src // g)[:, None]  # (N, G) GPU in the token's domain
     if scheme == "direct":
         hit[np.arange(n), src] = False
