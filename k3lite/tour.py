@@ -1,4 +1,5 @@
-"""The K3 argument in N steps: one claim of the seed article per step, predicted first, then computed.
+"""The K3 argument in N steps: one claim per step (most as the seed article, a third-party blog post, quotes
+them), predicted first, then computed.
 
 Each step asks for a number or a direction, then runs the computation with the function the page that goes
 deeper calls (and that page's default settings), and explains the gap between the guess and the answer.
@@ -10,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
-from k3lite import kda
+from k3lite import kda, sources
 from k3lite.attnres import attnres_cost
 from k3lite.config import get_preset
 from k3lite.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker, single_model
@@ -196,7 +197,8 @@ def cost() -> Reveal:
     return Reveal(factor, f"{factor:.1f}x cheaper",
                   f"K3 alone: ${alone.per_completed_task:.3f} per completed task; K3 planning "
                   f"{100 * COST_PLANNER_SHARE:.1f}% of the turns with a $0.10 / $0.40 worker doing the rest: "
-                  f"${split.per_completed_task:.3f}. The seed reports ~9-10x; the factor rests on the worker being as "
+                  f"${split.per_completed_task:.3f}. Such a split is said to be {sources.SPLIT_CLAIM}; the factor "
+                  "rests on the worker being as "
                   f"reliable as K3 (here {100 * COST_WORKER_SUCCESS:.0f}% vs "
                   f"{100 * COST_PROFILE.success_rate:.0f}%): the "
                   "cost page shows how fast it falls when it is not.",
@@ -251,12 +253,12 @@ STEPS: tuple[Step, ...] = (
          "that cheap.", "K3's 93 layers, d = 7168: full AttnRes vs blocks of 24 sublayers. How many times fewer "
          "bytes does the block version read per token?", "number", "attention_residuals", residuals, "x", 2.0, 1.0,
          1000.0),
-    Step("cost", "Cost per task", "A big planner with a small worker is reported as ~9-10x cheaper for the same "
-         "result.", "K3 plans 7.5% of the turns, a $0.10 / $0.40 worker does the rest, both succeed 80% of the time "
+    Step("cost", "Cost per task", "A big planner with a small worker is said (seed article, directional) to be "
+         "~9-10x cheaper for the same result.", "K3 plans 7.5% of the turns, a $0.10 / $0.40 worker does the rest, both succeed 80% of the time "
          "per attempt. How many times cheaper per completed task than K3 alone?", "number", "cost_per_task", cost,
          "x", 5.0, 0.1, 1000.0),
-    Step("serving", "Serving price", "K3 is listed at $3 / $15 per million input / output tokens; what does serving "
-         "physics say a token costs?", "64 GB300 GPUs serve K3 (4-bit experts, 32K-token contexts, as many users as "
+    Step("serving", "Serving price", "K3 is priced at $3 / $15 per million input / output tokens (as the seed "
+         "article quotes it); what does serving physics say a token costs?", "64 GB300 GPUs serve K3 (4-bit experts, 32K-token contexts, as many users as "
          "fit). What do a million output tokens cost in GPU time, in dollars?", "number", "serving", serving_price,
          "$", 1.0, 0.001, 1000.0),
 )

@@ -2,6 +2,7 @@
 import numpy as np
 import streamlit as st
 
+from k3lite import sources
 from k3lite.cost import (
     PRICES, ModelPrice, TaskProfile, analyze, break_even_success, planner_worker, savings_curve, simulate, single_model,
     split_what_ifs,
@@ -22,9 +23,8 @@ st.markdown(
     "A price list says dollars per million tokens; a user pays per *finished task*. An agentic task is many "
     "turns, each re-sending its growing context; some calls fail and are re-sent; some attempts fail and are "
     "retried from scratch. So the bill per completed task is `$ per attempt / success rate`, and a model that "
-    "is cheaper per token can be dearer per task. The seed article (K3 announcement) reports that a big "
-    "planner with a small worker costs ~9-10x less for the same result; below you can see which assumptions "
-    "give that, and which do not."
+    "is cheaper per token can be dearer per task. A big planner with a small worker is said to be "
+    f"{sources.SPLIT_CLAIM}; below you can see which assumptions give that, and which do not."
 )
 
 url_state("cost_turns", 20, lo=1, hi=200)
@@ -118,12 +118,14 @@ curve = savings_curve(PRICES["kimi-k3"], worker, profile, ws, st.session_state.c
 st.plotly_chart(shared_figure(savings_figure, ws, curve, (st.session_state.cost_worker_success / 100, factor)), width="stretch")
 _, what_ifs = split_what_ifs(PRICES["kimi-k3"], worker, profile, st.session_state.cost_share / 100, 0.98,
                              st.session_state.cost_worker_success / 100)
-band = "inside" if 9 <= factor <= 10 else "outside"
+band = "inside" if sources.SPLIT_BAND[0] <= factor <= sources.SPLIT_BAND[1] else "outside"
 explain(
-    "Assumptions: the planner (K3, $3 / $15) succeeds 98% of the time on its part; an attempt succeeds only if "
+    f"Assumptions: the planner (K3, ${PRICES['kimi-k3'].input_per_m:g} / ${PRICES['kimi-k3'].output_per_m:g}, "
+    f"{sources.K3_PRICE_SOURCE}) succeeds 98% of the time on its part; an attempt succeeds only if "
     "planner and worker both do and is retried whole. The default worker price ($0.10 / $0.40 per M) is our "
     f"assumption, not a listed price. What to notice: at these settings the split is {factor:.1f}x cheaper, {band} "
-    "the seed's ~9-10x band. " + "; ".join(
+    f"the seed article's ~{sources.SPLIT_BAND[0]:g}-{sources.SPLIT_BAND[1]:g}x band (directional, by its own account). "
+    + "; ".join(
         f"with the {w.change} it is {w.factor:.1f}x cheaper ({100 * w.kept:.0f}% of the dollar saving per task "
         "remains)" for w in what_ifs) + ". Computed from the same model as the metrics above."
 )

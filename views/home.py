@@ -4,6 +4,7 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from k3lite import ledger as byte_ledger
+from k3lite import sources
 from k3lite.anatomy import PART_LABEL, PART_PAGE, anatomy
 from k3lite.config import PRESETS, get_preset, routed_fraction
 from k3lite.params import ACTIVE_RULE, active_with_embedding, count_params, fmt
@@ -17,10 +18,10 @@ from views.registry import PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")
 st.markdown(
-    """
+    f"""
 **Kimi K3** is a 2.8-trillion-parameter model that only *uses* a small slice of itself for each token:
 896 routed experts, of which each token visits 16 (about 1.8%), plus 2 always-on shared experts
-(figures as stated in the K3 announcement, the seed article of this app). Five ideas make that cheap:
+({sources.EXPERT_COUNTS}). Five ideas make that cheap:
 
 1. **Stable LatentMoE** — tokens are squeezed into a smaller *latent* vector before they are sent to
    experts on other GPUs, so less data crosses the wire and each expert does less work.
