@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from k3lite import kda, sources
-from k3lite.attnres import attnres_cost
+from k3lite.attnres import attnres_cost, block_size_words
 from k3lite.config import get_preset
 from k3lite.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker, single_model
 from k3lite.interconnect import REFERENCE
@@ -196,15 +196,15 @@ def hybrid() -> Reveal:
 
 
 def residuals() -> Reveal:
-    """Attention Residuals page: depth-mix reads per token, full vs block (93 layers, d 7168, S = 24)."""
+    """Attention Residuals page: depth-mix reads per token, full vs block (the preset's layers, width and block)."""
     cfg = get_preset("k3-estimated")
     full = attnres_cost(cfg.n_layers, cfg.d_model, "full")
     block = attnres_cost(cfg.n_layers, cfg.d_model, "block", cfg.attn_res_block_size)
     factor = full.read_bytes / block.read_bytes
     return Reveal(factor, f"{factor:.1f}x fewer reads",
                   f"Full AttnRes: sublayer l reads all l earlier outputs, {fmt_bytes(full.read_bytes)} per token over "
-                  f"{full.n_sublayers} sublayers. Blocks of {block.block_size} sublayers: each reads the embedding, "
-                  "the "
+                  f"{full.n_sublayers} sublayers. Blocks of {block_size_words(block.block_size)}, the unit K3's "
+                  "released config states them in: each reads the embedding, the "
                   f"completed block sums and one partial sum, {fmt_bytes(block.read_bytes)}; a token keeps "
                   f"{block.live_sources} vectors instead of {full.live_sources}.",
                   {"full AttnRes reads per token": fmt_bytes(full.read_bytes),
@@ -264,6 +264,8 @@ def serving_price() -> Reveal:
                    "output price as the seed article quotes it": f"${listed:.2f} per M"})
 
 
+_K3 = get_preset("k3-estimated")  # the questions quote its numbers, so they follow the preset
+
 STEPS: tuple[Step, ...] = (
     Step("sparsity", "Sparsity", "K3 has 2.8 trillion parameters but each token uses only a small slice of them.",
          "What percentage of K3's parameters does one token multiply with?", "number", "home", sparsity, "%",
@@ -283,8 +285,9 @@ STEPS: tuple[Step, ...] = (
          "the cache.", "Kimi Linear 48B at a 1M-token context: how much smaller is the KV cache with 3:1 than with "
          "every layer MLA (in %)?", "number", "hybrid_attention", hybrid, "%", 50.0, 0.0, 100.0),
     Step("residuals", "Block residuals", "Attention Residuals let each layer attend over earlier layers; blocks keep "
-         "that cheap.", "K3's 93 layers, d = 7168: full AttnRes vs blocks of 24 sublayers. How many times fewer "
-         "bytes does the block version read per token?", "number", "attention_residuals", residuals, "x", 2.0, 1.0,
+         "that cheap.", f"K3's {_K3.n_layers} layers, d = {_K3.d_model}: full AttnRes vs blocks of "
+         f"{block_size_words(_K3.attn_res_block_size)}. How many times fewer bytes does the block version read per "
+         "token?", "number", "attention_residuals", residuals, "x", 2.0, 1.0,
          1000.0),
     Step("cost", "Cost per task", "A big planner with a small worker is said (seed article, directional) to be "
          "~9-10x cheaper for the same result.", "K3 plans 7.5% of the turns, a $0.10 / $0.40 worker does the rest, both succeed 80% of the time "
