@@ -88,7 +88,9 @@ T = len(res["labels"])
 st.caption(
     f"Layer: `KimiDeltaAttention` of the `lite` preset (d = {LITE.d_model}, {H} heads × K = V = {LITE.kda.head_dim}), "
     f"**freshly initialised with seed {SEED}, not trained** (the trained model comes with the forward-pass page), "
-    "fed fixed random byte embeddings of the prompt. Its gates are what initialisation gives (dt ∈ [0.001, 0.1], "
+    + (f"fed fixed random byte embeddings of the prompt ({T} bytes). " if st.session_state.kda_source == "prompt" else
+       f"fed {T} Gaussian random vectors (seed {SEED}) instead of a prompt. ")
+    + "Its gates are what initialisation gives (dt ∈ [0.001, 0.1], "
     "A ∈ [1, 16] per head, as in Mamba-2 / Gated DeltaNet), so the *pattern* is arbitrary; the mechanism is real."
 )
 
