@@ -352,3 +352,24 @@ def test_page_measure_button_runs_the_real_gloo_layer():
     text = at.code[0].value
     assert "same routing: True" in text and "MATCH" in text
     assert any("equal to the byte" in c.value and "off" in c.value for c in at.caption)
+
+
+def test_interconnect_page_says_what_cancels_in_k3_vs_k2():
+    """Issue 28 item 13: "K3 moves 1.00x K2's bytes ... because its latent is half of d_model": at 1.00x nothing
+    was saved; top-16 vs top-8 cancels the halved latent. The sentence now says which side wins, from the numbers."""
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+    for scheme in ("low-latency", "normal"):
+        at = AppTest.from_file(str(ROOT / "views" / "interconnect.py"), default_timeout=300)
+        at.query_params["ic_scheme"] = scheme
+        at.run()
+        assert not at.exception, [e.message for e in at.exception]
+        text = next(c.value for c in at.caption if "What to notice: on 8 x 8" in c.value)
+        rows = {r.name: r for r in compare_presets(("kimi-k2", "k3-estimated"), "multi-node-8x8", 64, "fp8", "bf16",
+                                                   0, scheme)}
+        moved = rows["k3-estimated"].per_layer.total / rows["kimi-k2"].per_layer.total
+        assert f"moves {moved:.2f}x K2's bytes per layer" in text
+        assert "because its latent is half" not in text
+        want = "cancels the narrower record: nothing is saved" if abs(moved - 1) < 0.05 else "outweighs"
+        assert want in text, (scheme, moved)
