@@ -174,3 +174,16 @@ def test_hybrid_page_compares_each_speedup_with_its_own_reported_figure():
     text = _page_text(at)
     assert "theoretical" in text and "measured end-to-end" not in text
     assert f"all-MLA fits batch {batch_limited(0, ONE_M).batch} and 3:1 batch {batch_limited(3, ONE_M).batch}" in text
+
+
+def test_hybrid_page_labels_each_weight_figure_with_its_model():
+    """Issue 28 item 16: at 1:1, batch 64 the text said "85.0 GB" and then "85.1 GB of weights", two different
+    models, unlabelled. Each weight figure now names its pattern (and batch)."""
+    at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=120)
+    at.query_params.update({"hy_ratio": "1", "hy_batch": "64"})
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    text = _page_text(at)
+    mine, three = decode_cost(1, ONE_M, batch=64), decode_cost(3, ONE_M, batch=1)
+    assert f"{mine.weight_bytes / 1e9:.1f} GB of bf16 weights for the 1:1 model" in text
+    assert f"{three.weight_bytes / 1e9:.1f} GB of weights the 3:1 model reads every step at batch size 1" in text

@@ -121,8 +121,8 @@ token; a KDA layer keeps a {cfg3.kda.n_heads} × {cfg3.kda.head_dim} × {cfg3.kd
 whatever the context. One decode step of batch {batch} reads the
 non-routed weights plus, in each of the {n_moe} MoE layers, the distinct experts the {batch} sequence{'s' if batch > 1 else ''} touch{'' if batch > 1 else 'es'}:
 E(1 − (1 − k/E)^B) = {at_1m.experts_touched:.1f} of {n_exp} (k = {k} at batch 1), i.e.
-{at_1m.weight_bytes / 1e9:.1f} GB of bf16 weights, plus every sequence's cache; time = max(bytes / HBM
-bandwidth, FLOPs / peak FLOPs) on one {hw} ({gpu.source}). At 1M tokens the step is
+{at_1m.weight_bytes / 1e9:.1f} GB of bf16 weights for the {ratio}:1 model, plus every sequence's cache;
+time = max(bytes / HBM bandwidth, FLOPs / peak FLOPs) on one {hw} ({gpu.source}). At 1M tokens the step is
 {'memory' if at_1m.memory_bound else 'compute'}-bound.
 
 **The KV reduction matches**: with {three_1m.n_mla} of {three_1m.n_mla + three_1m.n_kda} layers global, the 3:1
@@ -131,21 +131,20 @@ cache is {100 * kv_reduction(3, ONE_M):.1f}% smaller than all-MLA (its {three_1m
 
 **Two speedups, two batches.** The report gives both: with batch size 1 (its Fig. 7b) the 3:1 model decodes
 {rep1}x faster than all-MLA at 1M; ours is {batch1[3]:.2f}x (all-MLA {one_full.tpot_s * 1e3:.2f} ms, the report's
-{REPORTED['mla_tpot_1m_ms'][0]} ms, vs {one.tpot_s * 1e3:.2f} ms per token on one {hw}). For 3:1 no bandwidth model with one sequence can exceed
-{three_1m.n_mla + three_1m.n_kda} / {three_1m.n_mla} = {bytes_ceiling(3):.2f}x (dotted line): the
-{one.weight_bytes / 1e9:.1f} GB of weights read every step pull it below. Its headline {rep_full}x is, in its own
-words, *theoretical*: the cache the hybrid does not keep leaves HBM for more sequences, and the step time is shared
+{REPORTED['mla_tpot_1m_ms'][0]} ms, vs {one.tpot_s * 1e3:.2f} ms per token on one {hw}). For 3:1 no bandwidth
+model with one sequence can exceed {three_1m.n_mla + three_1m.n_kda} / {three_1m.n_mla} = {bytes_ceiling(3):.2f}x
+(dotted line): the {one.weight_bytes / 1e9:.1f} GB of weights the 3:1 model reads every step at batch size 1 pull it
+below. Its headline {rep_full}x is, in its own words, *theoretical*: the cache the hybrid does not keep leaves HBM for more sequences, and the step time is shared
 by them. Ours, modelled the same way: on {full_b.n_gpus} × {hw} (the fewest that hold the weights and one 1M-token
 sequence of each pattern; bytes split evenly over them), all-MLA fits batch {full_b.batch} and 3:1 batch
 {mix_b.batch}, so the time per output token is {full_b.per_token_s * 1e3:.2f} ms vs {mix_b.per_token_s * 1e3:.2f} ms:
 {filled[3]:.2f}x. Ours stays below the reported {rep_full}x because every sequence of a bigger batch still reads its
-own {one.cache_bytes / 1e9:.1f} GB cache each step, so even with the weights fully shared the time per token cannot
+own {one.cache_bytes / 1e9:.1f} GB (3:1) cache each step, so even with the weights fully shared the time per token cannot
 fall below that read ({mix_b.cache_floor_s * 1e3:.2f} ms): {full_b.per_token_s / mix_b.cache_floor_s:.1f}x at most
-against all-MLA's {full_b.per_token_s * 1e3:.2f} ms. The
-report does not give the GPU, batches or kernels behind {rep_full}x, so we cannot say which of them closes the rest. At the
-page's batch {batch} (same batch for both) ours is {by_ratio[3]:.2f}x: a larger batch shares the weight reads, but for
-a MoE model less than in proportion: the weights read per sequence fall from {one.weight_bytes / 1e9:.1f} GB at batch
-1 to {wide.weight_bytes / wide.batch / 1e9:.2f} GB at batch {wide.batch}, not {one.weight_bytes / wide.batch / 1e9:.2f}
+against all-MLA's {full_b.per_token_s * 1e3:.2f} ms. The report does not give the GPU, batches or kernels behind
+{rep_full}x, so we cannot say which of them closes the rest. At the page's batch {batch} (same batch for both) ours is
+{by_ratio[3]:.2f}x: a larger batch shares the weight reads, but for a MoE model less than in proportion: the 3:1
+model's weights read per sequence fall from {one.weight_bytes / 1e9:.1f} GB at batch 1 to {wide.weight_bytes / wide.batch / 1e9:.2f} GB at batch {wide.batch}, not {one.weight_bytes / wide.batch / 1e9:.2f}
 GB, because more sequences touch more distinct experts. Lowering the MLA kernel efficiency (full attention over 1M
 tokens rarely runs at the bandwidth peak) raises both of ours.
 """
