@@ -167,6 +167,17 @@ class AttnResCost:
     flops: int  # ~ 4 d per source per mix (norm, dot, scale-add); standard: one add of d per sublayer
 
 
+def block_size_words(block_size: int) -> str:
+    """A block size (in sublayers, as the model counts it) in the unit K3's released config uses, layers:
+    24 -> "12 layers (24 sublayers)"; an odd size has no whole-layer form: 5 -> "5 sublayers"."""
+    if block_size < 1:
+        raise ValueError(f"block_size must be >= 1 sublayer, got {block_size}")
+    if block_size % 2:
+        return f"{block_size} sublayers"
+    layers = block_size // 2
+    return f"{layers} layer{'s' if layers > 1 else ''} ({block_size} sublayers)"
+
+
 def _sources_at(mode: str, sublayer: int, block_size: int) -> int:
     """How many sources sublayer `sublayer` (0-based; n_sublayers = the final mix) reads."""
     if mode == "standard":

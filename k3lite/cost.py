@@ -15,7 +15,8 @@ So a model that is cheaper per token but needs more turns or succeeds less often
 
 A planner/worker split runs a few planning turns on a big model and the rest on a small worker; an
 attempt succeeds only if both parts do (p = p_planner * p_worker) and is retried whole. The seed article
-(K3 announcement) reports such a split as ~9-10x cheaper for the same result; `planner_worker` lets you see
+(a third-party blog post) credits such a split with ~9-10x savings from "reported experiments" and calls the figure
+directional (`k3lite.sources`); `planner_worker` lets you see
 which assumptions give that and which do not. `simulate` draws the whole distribution (Monte-Carlo, seeded).
 """
 from __future__ import annotations
@@ -25,6 +26,8 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
+
+from k3lite.sources import K3_PRICE
 
 
 def _check(cond: bool, msg: str) -> None:
@@ -62,8 +65,7 @@ class ModelPrice:
 
 PRICES: dict[str, ModelPrice] = {
     "kimi-k3": ModelPrice("Kimi K3", 3.00, 15.00, 0.75,
-                          "$3 / $15 per M input / output tokens as listed in the seed article (K3 announcement); "
-                          "its cache discount is not listed there: 75% assumed (K2's listed ratio)"),
+                          f"{K3_PRICE}; its cache discount is not given there: 75% assumed (K2's listed ratio)"),
     "kimi-k2": ModelPrice("Kimi K2", 0.60, 2.50, 0.75,
                           "Moonshot AI platform price list at the K2 launch (July 2025): $0.60 input (cache miss), "
                           "$0.15 (cache hit), $2.50 output per M tokens"),

@@ -291,18 +291,25 @@ def long_check(runs: list[dict], long_runs: list[dict], task: str = "mqar") -> t
                      **dict(zip(("long_mean", "long_std"), mean_std(longs))),
                      "short_mean": statistics.fmean(shorts) if len(shorts) == len(longs) else None,
                      "steps": [lr["steps_done"] for lr, _ in found[mixer]],
-                     "still_rising": sum(still_rising(lr) for lr, _ in found[mixer])})
+                     "still_rising": sum(still_rising(lr) for lr, _ in found[mixer]),
+                     "at_cap": sum(lr.get("stop_reason") == "max_steps" for lr, _ in found[mixer])})
     if not rows:
         return rows, ""
     done = sum(r["n"] for r in rows)
     changes = "; ".join(f"{short_name(r['mixer'])} {100 * r['short_mean']:.0f}% → {100 * r['long_mean']:.0f}% "
                         f"({seeds_phrase([r['n']])})" for r in rows if r["short_mean"] is not None)
     rising = [f"{short_name(r['mixer'])} ({r['still_rising']} of {r['n']})" for r in rows if r["still_rising"]]
+    # a rerun the longer cap stopped that was not still gaining levelled off *at* its cap, not before it
+    flat_at_cap = [f"{short_name(r['mixer'])} ({r['at_cap'] - r['still_rising']} of {r['n']})" for r in rows
+                   if r["at_cap"] > r["still_rising"]]
     return rows, (f"{done} of the {len(capped)} runs the {MAX_STEPS}-step cap stopped at T = {T} have a "
                   f"{LONG_STEPS}-step rerun{' so far' if done < len(capped) else ''}. Mean over the rerun seeds, "
                   f"{MAX_STEPS} → {LONG_STEPS} steps: {changes}"
-                  + (f"; still gaining at the longer cap: {', '.join(rising)}." if rising else
-                     "; every rerun levelled off or was solved before its cap."))
+                  + (f"; still gaining at the longer cap: {', '.join(rising)}" if rising else "")
+                  + (f"; ran all {LONG_STEPS} steps, gaining less than {MIN_GAIN:.0%} accuracy in its last "
+                     f"{PATIENCE}: {', '.join(flat_at_cap)}" if flat_at_cap else "")
+                  + ("; every rerun levelled off or was solved before its cap." if not rising and not flat_at_cap
+                     else "."))
 
 
 def lr_check_jobs(runs: list[dict], long_runs: list[dict]) -> list[Job]:

@@ -18,7 +18,11 @@ One decode step serves a batch of B sequences at context T; the ledger is what O
                    Attention Residuals page's function; standard residual: one running sum per sublayer).
 
 Toggles turn one K3 idea off at a time (a counterfactual K3, not a published model):
-    latent off     experts work on d_model and d_model travels (LatentMoE off; same E, k, expert FFN)
+    latent off     the same-sized classic MoE the serving waterfall starts from (`serving_compare.classic_variant`):
+                   experts work on d_model and d_model travels, with E/c experts and top-k/c at the same expert
+                   FFN (c = d_model / latent), so the same expert parameters and FLOPs per token. (Only dropping
+                   the latent, same E and k, would double every expert: a 5.5T-parameter, 142B-active model whose
+                   "saving" is mostly reading bigger weights, not wire.)
     all-MLA        every layer global (no KDA), so every layer keeps a KV cache that grows with T
     full AttnRes   every sublayer reads every earlier output instead of block sums
     no balancing   the step waits for the busiest GPU, whose links carry (1 + overload) x the mean: the NVLink
@@ -35,6 +39,7 @@ from k3lite import memory
 from k3lite.attnres import attnres_cost
 from k3lite.config import K3Config, get_preset
 from k3lite.interconnect import Deployment, get_topology, wire_bytes_per_token
+from k3lite.serving_compare import classic_variant
 
 MODELS: dict[str, str] = {"deepseek-v3": "DeepSeek-V3", "kimi-k2": "Kimi K2", "k3-estimated": "K3 (estimated)"}
 SEGMENTS: tuple[tuple[str, str], ...] = (  # (field = style.LINK key, label)
@@ -107,7 +112,7 @@ class Ledger(NamedTuple):
 def variant(cfg: K3Config, toggles: Toggles) -> K3Config:
     """`cfg` with the switched-off ideas removed (a toggle that does not apply to `cfg` changes nothing)."""
     if not toggles.latent and cfg.moe.latent_dim:
-        cfg = cfg.with_(moe={"latent_dim": 0, "latent_norm": False})
+        cfg = classic_variant(cfg).with_(name=cfg.name)
     if not toggles.hybrid and cfg.kda is not None and "kda" in cfg.layer_types():
         cfg = cfg.with_(kda_ratio=(0, 1))
     if not toggles.block_attnres and cfg.attn_res == "block":
@@ -147,5 +152,21 @@ def comparison(context: int, deploy: Deploy = Deploy(), counterfactuals: bool = 
 
 def savings(context: int, deploy: Deploy = Deploy()) -> dict[str, float]:
     """What each K3 idea saves per decoded token: bytes(K3 with the idea off) - bytes(K3), by toggle."""
-    k3 = ledger("k3-estimated", context, deploy=deploy).total
-    return {key: ledger("k3-estimated", context, t, deploy).total - k3 for key, t in ONE_OFF.items()}
+    return {key: sum(parts.values()) for key, parts in saving_parts(context, deploy).items()}
+
+
+def saving_parts(context: int, deploy: Deploy = Deploy()) -> dict[str, dict[str, float]]:
+    """The same, by segment: {toggle: {segment: bytes(K3 with the idea off) - bytes(K3)}} (negative = K3 moves more)."""
+    k3 = ledger("k3-estimated", context, deploy=deploy).parts()
+    return {key: {seg: v - k3[seg] for seg, v in ledger("k3-estimated", context, t, deploy).parts().items()}
+            for key, t in ONE_OFF.items()}
+
+
+def saving_words(idea: str, parts: dict[str, float], fmt) -> tuple[str, str, str]:
+    """(verb, amount, why) for a card: "saves"/"costs", the net bytes formatted by `fmt`, and the segments that
+    moved, largest first ("HBM: weights (shared by the batch) +82.4 MB, NVLink ... -0.7 MB", K3's side)."""
+    net = sum(parts.values())
+    label = dict(SEGMENTS)
+    moved = sorted(((seg, -v) for seg, v in parts.items() if abs(v) > 0), key=lambda sv: -abs(sv[1]))
+    why = ", ".join(f"{label[seg]} {'+' if d > 0 else '−'}{fmt(abs(d))}" for seg, d in moved) or "nothing moves"
+    return ("saves" if net >= 0 else "costs"), fmt(abs(net)), f"K3 with {idea} vs without, per token: {why}"

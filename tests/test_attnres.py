@@ -167,3 +167,24 @@ def test_inference_buffer_path_matches_the_stacked_path(mode, block):
         assert p.sources == b.sources
         torch.testing.assert_close(b.h, p.h, **TOL)
         torch.testing.assert_close(b.weights, p.weights, **TOL)
+
+
+def test_block_size_is_stated_in_the_releases_unit():
+    """Issue 28 item 6: "blocks of 24 sublayers" was presented as K3's; its released config states 12 *layers*
+    (the same boundary). Pages and the tour say it in layers, with sublayers in brackets."""
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+    from k3lite.attnres import block_size_words
+    from k3lite.config import get_preset
+    from k3lite.tour import STEPS
+    assert block_size_words(24) == "12 layers (24 sublayers)" and block_size_words(2) == "1 layer (2 sublayers)"
+    assert block_size_words(5) == "5 sublayers"
+    with pytest.raises(ValueError, match="block_size"):
+        block_size_words(0)
+    words = block_size_words(get_preset("k3-estimated").attn_res_block_size)
+    step = next(s for s in STEPS if s.key == "residuals")
+    assert f"blocks of {words}" in step.question and f"Blocks of {words}" in step.compute().explanation
+    at = AppTest.from_file(str(ROOT / "views" / "attention_residuals.py"), default_timeout=180).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert f"blocks of {words} read" in " ".join(m.value for m in at.markdown)

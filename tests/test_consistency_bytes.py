@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from conftest import ROOT
 from k3lite.config import get_preset
 from k3lite.interconnect import REFERENCE, wire_bytes_per_token
+from views.common import interconnect_query
 
 LITE = get_preset("lite")
 
@@ -21,9 +22,7 @@ def _metric(at, label):
 @pytest.fixture(scope="module")
 def interconnect_page():
     at = AppTest.from_file(str(ROOT / "views" / "interconnect.py"), default_timeout=180)
-    at.query_params.update(ic_preset="lite", ic_topology="dgx-b300", ic_ep=str(REFERENCE.ep_size),
-                           ic_scheme=REFERENCE.scheme, ic_node_limit="0", ic_dispatch=REFERENCE.dispatch,
-                           ic_combine=REFERENCE.combine)
+    at.query_params.update(interconnect_query(REFERENCE, "lite"))  # the settings the forward-pass page links with
     at.run()
     assert not at.exception and not at.error
     return at
@@ -48,3 +47,14 @@ def test_forward_pass_page_and_interconnect_page_show_the_same_bytes_per_forward
     n_moe = sum(t == "moe" for t in LITE.ffn_types())
     assert shown == _metric(interconnect_page, "per forward pass")
     assert shown == f"{n_moe * wire_bytes_per_token(LITE).total:,.0f} B"
+
+
+def test_forward_pass_links_to_the_interconnect_page_with_its_settings():
+    """Issue 28 item 12: the help said "the Interconnect page shows the same number for the lite preset", but
+    choosing lite there with its default topology errors until the user also picks DGX-B300 / EP 8. The page now
+    links with the settings; on its own (no navigation) it names them."""
+    at = AppTest.from_file(str(ROOT / "views" / "forward_pass.py"), default_timeout=600).run()
+    assert not at.exception and not at.error
+    query = interconnect_query(REFERENCE, "lite")
+    assert query["ic_topology"] == "dgx-b300" and query["ic_ep"] == str(REFERENCE.ep_size)
+    assert any(str(query) in c.value for c in at.caption)

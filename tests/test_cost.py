@@ -152,3 +152,21 @@ def test_split_what_ifs_are_computed_not_asserted():
     assert half.kept == pytest.approx((alone - 2 * split) / (alone - split))
     assert round(half.factor, 1) == 4.7 and round(100 * half.kept) == 88
     assert share.factor < half.factor and 0 < share.kept < half.kept
+
+
+def test_seed_claims_are_attributed_to_what_states_them():
+    """Issue 28 item 2: pages called the seed article "the K3 announcement" and said it reports the 9-10x and the
+    $3 / $15; it is a third-party blog post that credits the 9-10x to "reported experiments" and calls such figures
+    directional. One wording (k3lite.sources) for every page; no page calls it the announcement."""
+    from conftest import ROOT
+    from k3lite import sources
+    for path in list((ROOT / "views").glob("*.py")) + list((ROOT / "k3lite").rglob("*.py")):
+        if path.name in ("sources.py", "config.py"):  # sources says what it is not; config is another task's
+            continue
+        assert "K3 announcement" not in path.read_text(), path
+    assert "reported experiments" in sources.SPLIT_CLAIM and "directional" in sources.SPLIT_CLAIM
+    assert PRICES["kimi-k3"].source.startswith(sources.K3_PRICE)
+    at = _page().run()
+    assert not at.exception, [e.message for e in at.exception]
+    text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert sources.SPLIT_CLAIM in text and sources.K3_PRICE_SOURCE in text

@@ -5,8 +5,9 @@ from streamlit.testing.v1 import AppTest
 from conftest import ROOT
 from k3lite import memory
 from k3lite.config import get_preset
+from k3lite.hardware import get_gpu
 from k3lite.hybrid import (
-    active_params, bytes_ceiling, cache_passes_weights, decode_cost, efficiency_to_match, hybrid_config,
+    REPORTED, active_params, batch_limited, batch_limited_speedup, bytes_ceiling, cache_passes_weights, decode_cost, efficiency_to_match, hybrid_config,
     kv_reduction, max_context_on_one_gpu, speedup_vs_full_mla,
 )
 from k3lite.params import count_params
@@ -137,3 +138,52 @@ def test_hybrid_page_text_follows_batch_and_ratio():
     assert f"its 20 fixed KDA states add {three.kda_state_bytes / 1e6:.0f} MB" in text
     assert f"~{cache_passes_weights(0, 16):,} tokens for all-MLA" in text
     assert any("Does not fit one H100 SXM" in w.value for w in at.warning)
+
+
+def test_speedup_modelled_both_ways_the_report_gives_it():
+    """Issue 28 item 1: the page set our batch-1 2.61x against the report's 6.3x, called that a measured number and
+    blamed baseline costs. The report (arXiv 2510.26692 §6.3) gives 2.3x at batch 1 and calls 6.3x a *theoretical*
+    speedup from the larger batches the small cache allows. Both are modelled, each against its own figure."""
+    assert REPORTED["tpot_speedup_1m_batch1"][0] == 2.3 and "theoretical" in REPORTED["tpot_speedup_1m"][1]
+    # our all-MLA roofline at 1M on one H100 is the report's Fig. 1b time
+    assert decode_cost(0, ONE_M).tpot_s * 1e3 == pytest.approx(REPORTED["mla_tpot_1m_ms"][0], rel=0.01)
+    full, mix = batch_limited(0, ONE_M), batch_limited(3, ONE_M)
+    assert full.n_gpus == mix.n_gpus == 2  # 98 GB of weights + a 32.6 GB sequence do not fit one 80 GB H100
+    room = 2 * get_gpu("H100 SXM").hbm_bytes
+    for r, b in ((0, full), (3, mix)):  # the largest batch that fits, not one more
+        assert decode_cost(r, ONE_M, b.batch).hbm_needed_bytes <= room < decode_cost(r, ONE_M, b.batch + 1).hbm_needed_bytes
+        assert b.per_token_s == pytest.approx(decode_cost(r, ONE_M, b.batch).tpot_s / 2 / b.batch)
+    assert (full.batch, mix.batch) == (1, 7)
+    s = batch_limited_speedup(3, ONE_M)
+    assert s == pytest.approx(full.per_token_s / mix.per_token_s)
+    # the freed HBM helps (more than batch 1), but each sequence's own cache read still bounds it
+    assert speedup_vs_full_mla(3, ONE_M) < s < full.per_token_s / mix.cache_floor_s
+    with pytest.raises(ValueError, match="n_gpus"):
+        batch_limited(0, ONE_M, n_gpus=1)
+
+
+def test_hybrid_page_compares_each_speedup_with_its_own_reported_figure():
+    """Issue 28 item 1, on the page: two metrics, each ours vs the matching reported figure; no 'measured' 6.3x."""
+    at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=120).run()
+    assert not at.exception, [e.message for e in at.exception]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["decode speedup at 1M, batch 1: ours vs reported (3:1)"] == \
+        f"{speedup_vs_full_mla(3, ONE_M):.2f}x vs 2.3x"
+    assert metrics["speedup at 1M, each at the batch its HBM allows: ours vs reported (3:1)"] == \
+        f"{batch_limited_speedup(3, ONE_M):.2f}x vs 6.3x"
+    text = _page_text(at)
+    assert "theoretical" in text and "measured end-to-end" not in text
+    assert f"all-MLA fits batch {batch_limited(0, ONE_M).batch} and 3:1 batch {batch_limited(3, ONE_M).batch}" in text
+
+
+def test_hybrid_page_labels_each_weight_figure_with_its_model():
+    """Issue 28 item 16: at 1:1, batch 64 the text said "85.0 GB" and then "85.1 GB of weights", two different
+    models, unlabelled. Each weight figure now names its pattern (and batch)."""
+    at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=120)
+    at.query_params.update({"hy_ratio": "1", "hy_batch": "64"})
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    text = _page_text(at)
+    mine, three = decode_cost(1, ONE_M, batch=64), decode_cost(3, ONE_M, batch=1)
+    assert f"{mine.weight_bytes / 1e9:.1f} GB of bf16 weights for the 1:1 model" in text
+    assert f"{three.weight_bytes / 1e9:.1f} GB of weights the 3:1 model reads every step at batch size 1" in text

@@ -397,3 +397,27 @@ def test_lab_page_shows_the_shipped_sweep_with_computed_sentences():
     shown = text + "\n".join(c.value for c in at.caption)
     import re
     assert not re.search(r"\{[a-z_]+[\[(.]", shown), "an f-string placeholder reached the page unformatted"
+
+
+def test_long_check_does_not_say_levelled_off_before_its_cap_for_a_run_that_hit_it(small_protocol, monkeypatch):
+    """Issue 28 item 8: "every rerun levelled off or was solved before its cap" while DeltaNet seed 2 ran all
+    1,500 steps. A rerun the longer cap stopped (not still gaining) is now named as having run all its steps."""
+    monkeypatch.setattr(sweep, "LONG_STEPS", 40)
+    runs = [_record("mqar", m, 16, lr, 0, a) for m, lr, a in
+            [("linear", 1e-3, 0.2), ("linear", 1e-2, 0.9), ("kda", 1e-3, 0.95), ("kda", 1e-2, 0.5)]]
+    runs += [{**_record("mqar", "kda", 32, 1e-3, s, acc, reason="max_steps"), "steps_done": 30}
+             for s, acc in ((0, 0.40), (1, 0.50))]
+    long_runs = []
+    for seed, reason in ((0, "plateau"), (1, "max_steps")):
+        rec = {**_record("mqar", "kda", 32, 1e-3, seed, 0.8, reason=reason), "steps_done": 40 if seed else 35,
+               "evals": {"step": [10, 20, 30, 40], "acc": [0.7, 0.8, 0.8, 0.8], "loss": [1.0] * 4}}
+        rec["job"]["steps"] = 40
+        long_runs.append(rec)
+    assert not any(sweep.still_rising(r) for r in long_runs)
+    rows, sentence = sweep.long_check(runs, long_runs)
+    assert rows[0]["at_cap"] == 1
+    assert "levelled off or was solved before its cap" not in sentence
+    assert sentence.endswith(f"; ran all 40 steps, gaining less than {sweep.MIN_GAIN:.0%} accuracy in its last "
+                             f"{sweep.PATIENCE}: KDA (1 of 2).")
+    rows, sentence = sweep.long_check(runs, [long_runs[0]])
+    assert sentence.endswith("; every rerun levelled off or was solved before its cap.")

@@ -12,7 +12,7 @@ from k3lite.config import get_preset
 from k3lite.memory import decode_weight_bytes, sequence_cache_bytes, weight_bytes
 from k3lite.interconnect import Deployment, analytic_traffic, get_topology
 from k3lite.viz.ledger import ledger_figure
-from k3lite.viz.style import COUNTERFACTUAL_PATTERN
+from k3lite.viz.style import COUNTERFACTUAL_PATTERN, fmt_bytes
 
 CTX = 131_072
 DEP = L.Deploy()
@@ -45,13 +45,55 @@ def test_batch_of_one_reads_exactly_the_active_weights():
     assert (bigger.nvlink, bigger.hbm_cache) == (row.nvlink, row.hbm_cache)  # per token, not shared
 
 
-def test_latent_off_sends_d_model_instead_of_the_latent():
+def test_latent_off_is_the_same_sized_classic_moe():
+    """Issue 28 item 3: "latent off" kept 896 experts top-16 and doubled each one (5.49T parameters, 142B active),
+    so 29.05 GB of its 29.1 GB "saving" was reading bigger weights. The counterfactual is the serving waterfall's
+    classic design: same parameters and active compute, no latent."""
+    from k3lite.params import count_params
+    from k3lite.serving_compare import classic_variant
     cfg = get_preset("k3-estimated")
+    plain = L.variant(cfg, L.ONE_OFF["latent"])
+    assert plain.moe == classic_variant(cfg).moe and not plain.moe.latent_dim
+    ours, theirs = count_params(cfg), count_params(plain)
+    assert theirs.total == pytest.approx(ours.total, rel=0.01)  # like for like: same size ...
+    assert theirs.active == pytest.approx(ours.active, rel=0.06)  # ... and active compute (K3 adds the projections)
     k3, no_latent = L.ledger("k3-estimated", CTX), L.ledger("k3-estimated", CTX, L.ONE_OFF["latent"])
-    meta = _wire(cfg).per_layer.metadata * _wire(cfg).n_moe_layers  # expert ids + gate weights: unchanged
-    ratio = (no_latent.nvlink + no_latent.nic - meta) / (k3.nvlink + k3.nic - meta)
-    assert ratio == pytest.approx(cfg.d_model / cfg.moe.latent_dim)
-    assert no_latent.hbm_weights > k3.hbm_weights and no_latent.hbm_cache == k3.hbm_cache
+    assert no_latent.nvlink + no_latent.nic == pytest.approx(_wire(plain).per_forward)  # the interconnect function
+    assert no_latent.nvlink + no_latent.nic > k3.nvlink + k3.nic  # the latent does save wire ...
+    parts = L.saving_parts(CTX)["latent"]
+    assert parts["hbm_weights"] < 0 and abs(parts["hbm_weights"]) < 1e9  # ... and the weight term is no longer GBs
+    assert no_latent.hbm_cache == k3.hbm_cache
+
+
+def test_saving_words_say_costs_when_k3_moves_more():
+    """Issue 28 item 10: at batch 1 / 4K the hybrid card showed "saves -8.82 GB" with no word why."""
+    parts = L.saving_parts(4096, L.Deploy(batch=1))["hybrid"]
+    verb, amount, why = L.saving_words("KDA hybrid", parts, lambda b: f"{b / 1e9:.2f} GB")
+    assert verb == "costs" and amount == f"{-sum(parts.values()) / 1e9:.2f} GB" and not amount.startswith("-")
+    assert why.startswith("K3 with KDA hybrid vs without") and "HBM: weights (shared by the batch) +" in why
+    verb, _, _ = L.saving_words("KDA hybrid", L.saving_parts(CTX)["hybrid"], str)
+    assert verb == "saves"
+
+
+def test_home_ledger_caption_computes_the_hbm_to_wire_factor_and_names_the_bars():
+    """Issue 28 items 3, 9, 10 on the page: the factor is computed (not "about a thousand"), the counterfactual
+    bar says what it is, and a card that costs bytes says so and why."""
+    at = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=300)
+    at.query_params.update({"ledger_context": "4096", "ledger_batch": "1"})
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    text = " ".join(c.value for c in at.caption)
+    assert "factor of a thousand" not in text
+    rows = [L.ledger(p, 4096, deploy=L.Deploy(batch=1)) for p in L.MODELS] + \
+        [L.ledger("k3-estimated", 4096, L.ONE_OFF["latent"], L.Deploy(batch=1))]
+    f = [(r.hbm_weights + r.hbm_cache + r.attnres) / (r.nvlink + r.nic) for r in rows]
+    assert f"{min(f):,.0f}–{max(f):,.0f}x the wire bytes" in text
+    plain = L.variant(get_preset("k3-estimated"), L.ONE_OFF["latent"])
+    assert f"{plain.moe.n_routed_experts} experts, top-{plain.moe.top_k}, working in d_model {plain.d_model}" in text
+    labels = {m.label: m.value for m in at.metric}
+    hybrid = L.saving_parts(4096, L.Deploy(batch=1))["hybrid"]
+    assert labels["KDA hybrid costs, per token"] == fmt_bytes(-sum(hybrid.values()))
+    assert "KDA layers carry more weights than the MLA layers they replace" in text
 
 
 def test_all_mla_grows_the_cache_and_only_the_cache_term():

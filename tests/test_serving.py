@@ -188,6 +188,23 @@ def test_waterfall_changes_one_thing_per_step():
     assert physics_price().output_per_m == pytest.approx(steps[-1].usd_per_m)
 
 
+def test_waterfall_caption_names_the_largest_step_either_way():
+    """Issue 28 item 7: "the biggest step is" picked the largest saving; at 4K that named '+ 4-bit experts'
+    (-0.013 $/M) while '+ 3:1 KDA:MLA' moved the cost +0.037 $/M."""
+    at = AppTest.from_file(str(ROOT / "views" / "serving.py"), default_timeout=180)
+    at.query_params["sv_context"] = "4096"
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    text = next(c.value for c in at.caption if "The biggest step is" in c.value).replace("\\$", "$")
+    steps = waterfall(context=4096)
+    deltas = [(b.usd_per_m - a.usd_per_m, b.label) for a, b in zip(steps, steps[1:])]
+    d, label = max(deltas, key=lambda x: abs(x[0]))
+    assert f"The biggest step is '{label}' ({d:+.3f} $/M)" in text
+    for d, label in deltas:
+        if d > 0:
+            assert f"'{label}' ({d:+.3f} $/M)" in text  # every step that raises the cost is named
+
+
 def test_serving_page_refuses_with_an_error_not_a_traceback():
     at = AppTest.from_file(str(ROOT / "views" / "serving.py"), default_timeout=180)
     at.query_params.update({"sv_preset": "k3-estimated", "sv_gpu": "H100 SXM", "sv_gpus": "8", "sv_ep": "8",

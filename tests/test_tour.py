@@ -68,6 +68,17 @@ def test_revealed_numbers_are_what_the_deeper_pages_show_at_their_defaults():
                                                            "max-violation")), abs=0.006)
 
 
+def test_hybrid_step_sets_each_speedup_against_its_own_reported_figure():
+    """Issue 28 item 1: step 5 compared our batch-1 speedup with the report's theoretical 6.3x ("far below")."""
+    from k3lite.hybrid import batch_limited_speedup, speedup_vs_full_mla
+    r = BY_KEY["hybrid"].compute()
+    one, filled = speedup_vs_full_mla(3, 1 << 20), batch_limited_speedup(3, 1 << 20)
+    assert r.details["decode speedup at 1M, batch 1: ours vs reported"] == f"{one:.2f}x vs 2.3x"
+    assert r.details["at the batch HBM allows: ours vs reported (theoretical)"] == f"{filled:.2f}x vs 6.3x"
+    assert f"{one:.2f}x, above the reported 2.3x at batch 1" in r.explanation
+    assert "theoretical" in r.explanation
+
+
 def test_latent_and_decay_answers_follow_their_numbers():
     lat = BY_KEY["latent"].compute()
     assert BY_KEY["latent"].choices[int(lat.answer)] == "they halve"  # wire bytes are linear in the latent
@@ -111,3 +122,51 @@ def test_the_tour_runs_end_to_end():
     assert at.success and "All steps revealed" in at.success[0].value
     assert at.query_params["tour_revealed"] in (",".join(map(str, range(1, len(STEPS) + 1))),
                                                 [",".join(map(str, range(1, len(STEPS) + 1)))])
+
+
+def test_balancing_step_describes_token_choice_not_expert_choice():
+    """Issue 28 item 4: step 3 described quantile balancing as "each expert takes the tokens that rank in its top
+    N·k/E", which is expert choice, the scheme the MoE page contrasts with it."""
+    text = BY_KEY["balancing"].compute().explanation
+    assert "each expert takes" not in text
+    assert "each token takes its top-k" in text and "per-expert cut" in text
+
+
+def test_decay_step_says_how_the_probe_is_built():
+    """Issue 28 item 5: step 4 said only KDA recalls the fact without saying the probe puts the fact in channels
+    KDA never decays; with random keys neither does."""
+    from k3lite import kda
+    r = BY_KEY["decay"].compute()
+    assert "never-decaying channels" in r.explanation and "'aligned' keys" in r.explanation
+    rand = kda.recall_probe(64, fast_decay=0.9, keys="random")
+    k, g = (float(rand.scores[m][0]) for m in ("KDA", "Gated DeltaNet"))
+    verdict = {(True, False): "only KDA", (False, True): "only Gated DeltaNet", (True, True): "both",
+               (False, False): "neither"}[(k > 0.5, g > 0.5)]
+    assert f"with random keys (the page's other option) KDA {k:.2f} and Gated DeltaNet {g:.2f}: {verdict} keeps it" \
+        in r.explanation
+    assert "63 pairs are written after a fact" in BY_KEY["decay"].question
+
+
+def test_sparsity_step_reconciles_the_seeds_expert_fraction():
+    """Issue 28 item 14: step 1 answers 3.54% of parameters and told a student who answered the seed's 1.8%
+    (16 of 896 experts) only that they were 2.0x too low."""
+    from k3lite.config import get_preset
+    from k3lite.params import count_params
+    cfg = get_preset("k3-estimated")
+    r = BY_KEY["sparsity"].compute()
+    experts = 100 * cfg.moe.top_k / cfg.moe.n_routed_experts
+    assert f"{cfg.moe.top_k} of {cfg.moe.n_routed_experts} routed experts ({experts:.2f}%)" in r.explanation
+    rep = count_params(cfg)
+    routed_active = 100 * rep.active_by_component["routed_experts"] / rep.total
+    assert f"{routed_active:.2f}% of the whole" in r.explanation
+    assert f"adds {r.answer - routed_active:.2f}%" in r.explanation
+
+
+def test_serving_step_says_the_gpu_hour_price_is_assumed():
+    """Issue 28 item 15: "$0.318 per M ... the listed price is 47x it" rests on an assumed $/GPU-hour; say so."""
+    from k3lite.serving import USD_PER_GPU_HOUR
+    from k3lite.tour import SERVING
+    r = BY_KEY["serving"].compute()
+    rate, source = USD_PER_GPU_HOUR[SERVING.gpu]
+    assert source.startswith("assumed") and f"${rate:.2f} per GPU-hour ({source})" in r.explanation
+    assert "at that assumed rate" in r.explanation

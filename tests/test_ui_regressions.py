@@ -47,3 +47,20 @@ def test_every_page_links_to_the_byte_ledger():
         assert not at.exception, [e.message for e in at.exception]
         links = [link.proto.label for link in at.sidebar.get("page_link")]
         assert any("ledger" in label for label in links), links
+
+
+def test_kda_page_caption_names_the_input_it_was_fed():
+    """Issue 28 item 11: the caption said "byte embeddings of the prompt" when the input was "random"."""
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+    at = AppTest.from_file(str(ROOT / "views" / "kda.py"), default_timeout=180)
+    at.query_params["kda_source"] = "random"
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    layer = next(c.value for c in at.caption if c.value.startswith("Layer:"))
+    assert "Gaussian random vectors" in layer and "byte embeddings" not in layer
+    at.query_params["kda_source"] = "prompt"
+    at = AppTest.from_file(str(ROOT / "views" / "kda.py"), default_timeout=180).run()
+    layer = next(c.value for c in at.caption if c.value.startswith("Layer:"))
+    assert "byte embeddings of the prompt" in layer

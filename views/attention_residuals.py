@@ -2,7 +2,7 @@
 import streamlit as st
 import torch
 
-from k3lite.attnres import attnres_cost
+from k3lite.attnres import attnres_cost, block_size_words
 from k3lite.checkpoint import load_lite_model, with_config
 from k3lite.config import get_preset
 from k3lite.budget import check_budget
@@ -88,10 +88,12 @@ st.subheader("What block grouping saves as models grow")
 K3, KIMI_LINEAR = get_preset("k3-estimated"), get_preset("kimi-linear-48b-a3b")
 WIDTHS = sorted({KIMI_LINEAR.d_model, 4096, K3.d_model})
 url_state("ar_d", K3.d_model, choices=WIDTHS)
-url_state("ar_S", 24, lo=1, hi=64)
+url_state("ar_S", K3.attn_res_block_size, lo=1, hi=64)
 d1, d2 = st.columns(2)
 d1.select_slider("d_model", WIDTHS, key="ar_d", help=f"{KIMI_LINEAR.d_model} = Kimi Linear 48B, {K3.d_model} = K2 / K3")
-d2.slider("block size S for the model (sublayers)", 1, 64, key="ar_S")
+d2.slider("block size S for the model (sublayers)", 1, 64, key="ar_S",
+          help=f"K3's released config states its block size in layers; ours counts sublayers (2 per layer): "
+               f"{block_size_words(K3.attn_res_block_size)}")
 push_url("ar_d", "ar_S")
 d, S = st.session_state.ar_d, st.session_state.ar_S
 layers = list(range(4, 201, 4))
@@ -107,8 +109,8 @@ bw = gpu.hbm_bw  # bytes/s
 st.markdown(
     f"At **{K3.n_layers} layers** (the K3 estimate; {2 * K3.n_layers} sublayers + the final mix), d_model {d}, bf16: full AttnRes reads "
     f"{k3_full.read_bytes / 1e6:.1f} MB per token across all mixes and keeps {k3_full.live_sources} vectors "
-    f"({k3_full.live_bytes / 1e6:.2f} MB) per token alive; block S = {S} reads {k3_block.read_bytes / 1e6:.1f} MB "
-    f"and keeps {k3_block.live_sources} ({k3_block.live_bytes / 1e6:.3f} MB): "
+    f"({k3_full.live_bytes / 1e6:.2f} MB) per token alive; blocks of {block_size_words(S)} read "
+    f"{k3_block.read_bytes / 1e6:.1f} MB and keep {k3_block.live_sources} ({k3_block.live_bytes / 1e6:.3f} MB): "
     f"{k3_full.read_bytes / k3_block.read_bytes:.1f}x fewer reads, {k3_full.live_bytes / k3_block.live_bytes:.1f}x "
     f"less memory. At {bw / 1e12:.2f} TB/s ({gpu.name} HBM, NVIDIA datasheet; `k3lite/hardware.py`) those reads "
     f"cost {k3_block.read_bytes / bw * 1e6:.2f} µs per token "

@@ -81,3 +81,13 @@ def push_url(*keys: str) -> None:
             if isinstance(value, (list, tuple)):
                 value = ",".join(str(v) for v in value)
             st.query_params[key] = str(value)
+
+
+def interconnect_query(deployment, preset: str) -> dict[str, str]:
+    """The Interconnect page's URL settings (its ic_* keys) that show `deployment` for `preset`, so a link from
+    another page opens it on the same number instead of its own defaults."""
+    from k3lite.interconnect import TOPOLOGIES
+    topology = next(k for k, t in TOPOLOGIES.items() if t == deployment.topology)
+    return {"ic_preset": preset, "ic_topology": topology, "ic_ep": str(deployment.ep_size),
+            "ic_scheme": deployment.scheme, "ic_node_limit": str(deployment.node_limit),
+            "ic_dispatch": deployment.dispatch, "ic_combine": deployment.combine}

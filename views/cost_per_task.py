@@ -2,6 +2,7 @@
 import numpy as np
 import streamlit as st
 
+from k3lite import sources
 from k3lite.cost import (
     PRICES, ModelPrice, TaskProfile, analyze, break_even_success, planner_worker, savings_curve, simulate, single_model,
     split_what_ifs,
@@ -28,9 +29,8 @@ st.markdown(
     "A price list says dollars per million tokens; a user pays per *finished task*. An agentic task is many "
     "turns, each re-sending its growing context; some calls fail and are re-sent; some attempts fail and are "
     "retried from scratch. So the bill per completed task is `$ per attempt / success rate`, and a model that "
-    "is cheaper per token can be dearer per task. The seed article (K3 announcement) reports that a big "
-    "planner with a small worker costs ~9-10x less for the same result; below you can see which assumptions "
-    "give that, and which do not."
+    "is cheaper per token can be dearer per task. A big planner with a small worker is said to be "
+    f"{sources.SPLIT_CLAIM}; below you can see which assumptions give that, and which do not."
 )
 
 url_state("cost_turns", 20, lo=1, hi=200)
@@ -132,9 +132,10 @@ curve = savings_curve(planner, worker, profile, ws, st.session_state.cost_share 
 st.plotly_chart(shared_figure(savings_figure, ws, curve, (st.session_state.cost_worker_success / 100, factor)), width="stretch")
 _, what_ifs = split_what_ifs(planner, worker, profile, st.session_state.cost_share / 100, 0.98,
                              st.session_state.cost_worker_success / 100)
-band = "inside" if 9 <= factor <= 10 else "outside"
+band = "inside" if sources.SPLIT_BAND[0] <= factor <= sources.SPLIT_BAND[1] else "outside"
 if factor >= 1:
-    notice = (f"at these settings the split is {factor:.1f}x cheaper, {band} the seed's ~9-10x band. " + "; ".join(
+    notice = (f"at these settings the split is {factor:.1f}x cheaper, {band} the seed article's "
+              f"~{sources.SPLIT_BAND[0]:g}-{sources.SPLIT_BAND[1]:g}x band (directional, by its own account). " + "; ".join(
         f"with the {w.change} it is {w.factor:.1f}x cheaper ({100 * w.kept:.0f}% of the dollar saving per task "
         "remains)" for w in what_ifs))
 else:  # K3 at serving cost can undercut the worker's list price: then there is no saving to erode
@@ -142,7 +143,8 @@ else:  # K3 at serving cost can undercut the worker's list price: then there is 
               f"${planner.input_per_m:.3g} / ${planner.output_per_m:.3g} per M undercuts the worker's "
               f"${worker.input_per_m:.3g} / ${worker.output_per_m:.3g} where most tokens are (input)")
 explain((  # $ escaped: two in one caption would render as LaTeX
-    f"Assumptions: the planner ({planner.name}, ${planner.input_per_m:.3g} / ${planner.output_per_m:.3g}) succeeds 98% "
+    f"Assumptions: the planner ({planner.name}, ${planner.input_per_m:.3g} / ${planner.output_per_m:.3g}"
+    + (f", {sources.K3_PRICE_SOURCE}" if planner is PRICES["kimi-k3"] else "") + ") succeeds 98% "
     "of the time on its part; an attempt succeeds only if planner and worker both do and is retried whole. The "
     "default worker price ($0.10 / $0.40 per M) is our assumption, not a listed price. What to notice: " + notice
     + ". Computed from the same model as the metrics above.").replace("$", "\\$"))

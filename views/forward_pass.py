@@ -1,5 +1,6 @@
 """Step through a real forward pass of the trained lite model, stage by stage, and generate from it."""
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 import torch
 
 from k3lite.anatomy import anatomy
@@ -9,7 +10,8 @@ from k3lite.tokenizer import decode, encode, token_label
 from k3lite.viz.archmap import architecture_map, stage_index
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.model import WHAT, stage_figure, stages
-from views.common import explain, push_url, url_state, user_errors
+from views.common import explain, interconnect_query, push_url, url_state, user_errors
+from views.registry import by_url_path
 
 MAX_CHARS, MAX_BYTES = 200, 400  # bounded so every stage's picture stays readable and fast
 
@@ -121,8 +123,14 @@ m1.metric("tokens", f"{len(trace.tokens)} bytes")
 m2.metric("interconnect bytes per token so far", f"{so_far:,.0f} B",
           help=f"dispatch + combine of every MoE layer up to here, {wire.total:,.0f} B per MoE layer: expected "
                f"copies x record bytes on {REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token; "
-               "the Interconnect page shows the same number for the lite preset)")
+               "the link below opens the Interconnect page on the same setting, where it shows the same number)")
 m3.metric("next byte (greedy)", f"{token_label(top[0][0])}  ({100 * top[1][0]:.1f}%)")
+ic_spec, ic_query = by_url_path("interconnect"), interconnect_query(REFERENCE, "lite")
+ic_label = f"{wire.total:,.0f} B per MoE layer on the Interconnect page: lite preset, {REFERENCE.describe()}"
+try:
+    st.page_link(ic_spec.file, label=ic_label, icon=ic_spec.icon, query_params=ic_query)
+except StreamlitAPIException:  # this file run on its own (AppTest of one page): no navigation to link into
+    st.caption(f"{ic_label} (`{ic_spec.file}`, settings {ic_query})")
 
 if stage.kind == "next":
     st.table({"next byte": [token_label(i) for i in top[0]], "id": top[0],

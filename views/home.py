@@ -4,6 +4,7 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from k3lite import ledger as byte_ledger
+from k3lite import sources
 from k3lite.anatomy import PART_LABEL, PART_PAGE, anatomy
 from k3lite.config import PRESETS, get_preset, routed_fraction
 from k3lite.params import ACTIVE_RULE, active_with_embedding, count_params, fmt
@@ -12,15 +13,15 @@ from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.params import ACTIVE_CONVENTION, PUBLISHED, breakdown_figure
 from k3lite.viz.style import fmt_bytes
-from views.common import push_url, url_state, user_errors
+from views.common import explain, push_url, url_state, user_errors
 from views.registry import PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")
 st.markdown(
-    """
+    f"""
 **Kimi K3** is a 2.8-trillion-parameter model that only *uses* a small slice of itself for each token:
 896 routed experts, of which each token visits 16 (about 1.8%), plus 2 always-on shared experts
-(figures as stated in the K3 announcement, the seed article of this app). Five ideas make that cheap:
+({sources.EXPERT_COUNTS}). Five ideas make that cheap:
 
 1. **Stable LatentMoE** — tokens are squeezed into a smaller *latent* vector before they are sent to
    experts on other GPUs, so less data crosses the wire and each expert does less work.
@@ -197,19 +198,54 @@ with user_errors():
     rows += [byte_ledger.ledger("k3-estimated", context, t, deploy) for t in extra]
     saved = byte_ledger.savings(context, deploy)
 st.plotly_chart(shared_figure(ledger_figure, rows), width="stretch")
-s1, s2, s3, s4 = st.columns(4)
-for col, (key, label) in zip((s1, s2, s3, s4), (("latent", "latent saves per token"),
-                                                 ("hybrid", "KDA hybrid saves per token"),
-                                                 ("block_attnres", "block AttnRes saves per token"),
-                                                 ("balancing", "balancing saves, busiest GPU"))):
-    col.metric(label, fmt_bytes(saved[key]), help="bytes per decoded token of K3 with this idea off, "
-                                                               "minus K3 as designed, all segments together")
+parts_by_idea = byte_ledger.saving_parts(context, deploy)
+costs = []
+for col, (key, idea, suffix) in zip(st.columns(4), (("latent", "latent experts", "per token"),
+                                                    ("hybrid", "KDA hybrid", "per token"),
+                                                    ("block_attnres", "block AttnRes", "per token"),
+                                                    ("balancing", "balancing", "busiest GPU"))):
+    verb, amount, why = byte_ledger.saving_words(idea, parts_by_idea[key], fmt_bytes)
+    col.metric(f"{idea} {verb}, {suffix}", amount, help=f"bytes per decoded token of K3 with this idea off, minus K3 "
+                                                        f"as designed, all segments together. {why}")
+    if verb == "costs":
+        costs.append(why)
+
+
+@st.cache_data(show_spinner="Counting the counterfactual's parameters on the meta device…", max_entries=4)
+def classic_counts():
+    k3 = get_preset("k3-estimated")
+    classic = byte_ledger.variant(k3, byte_ledger.ONE_OFF["latent"])
+    return k3, classic, count_params(k3), count_params(classic)
+
+
+k3_cfg, classic_cfg, k3_count, classic_count = classic_counts()
+wire_vs_hbm = [(r.hbm_weights + r.hbm_cache + r.attnres) / (r.nvlink + r.nic) for r in rows if r.nvlink + r.nic > 0]
 st.caption(
     f"Deployment: {deploy.topology} rack, experts over {deploy.ep_size} GPUs, {deploy.dispatch.upper()} dispatch / "
     f"{deploy.combine.upper()} combine (the interconnect page's defaults); {byte_ledger.WEIGHT_PRECISION.upper()} "
-    "weights; uniform routing. K3 is our estimate (home's table). "
-    "HBM and interconnect bytes are drawn on separate axes: they differ by about a factor of a thousand."
+    "weights; uniform routing. The bars: DeepSeek-V3 and Kimi K2 from their published configs; K3 is our estimate "
+    "(home's table); **K3 without latent** is the same-sized classic MoE the serving page's waterfall starts from: "
+    f"{classic_cfg.moe.n_routed_experts} experts, top-{classic_cfg.moe.top_k}, working in d_model "
+    f"{classic_cfg.d_model} ({fmt(classic_count.total)} parameters, {fmt(classic_count.active)} active, against "
+    f"K3's {k3_cfg.moe.n_routed_experts} experts, top-{k3_cfg.moe.top_k}, in a {k3_cfg.moe.latent_dim} latent: "
+    f"{fmt(k3_count.total)} / {fmt(k3_count.active)}). Other hatched bars switch one idea off. "
+    + (f"HBM and interconnect bytes are drawn on separate axes: here HBM bytes are "
+       f"{min(wire_vs_hbm):,.0f}–{max(wire_vs_hbm):,.0f}x the wire bytes." if wire_vs_hbm else "")
 )
+if costs:
+    lat, hyb = parts_by_idea["latent"], parts_by_idea["hybrid"]
+    reasons = []
+    if "latent" in " ".join(costs) and lat["hbm_weights"] < 0:
+        reasons.append("the latent's projections (d_model → latent → d_model in every MoE layer) are weights every "
+                       "step reads, more than the wire it saves; the serving page's waterfall prices the same step "
+                       "in $/M")
+    if "KDA" in " ".join(costs):
+        if hyb["hbm_weights"] < 0:
+            reasons.append("KDA layers carry more weights than the MLA layers they replace")
+        if hyb["hbm_cache"] < 0:
+            reasons.append(f"at {context:,} tokens their fixed state is larger than the MLA cache it replaces")
+    explain("Where an idea *costs* bytes at this context and batch: " + "; ".join(costs) + "."
+            + (" Why: " + "; ".join(reasons) + "." if reasons else ""))
 
 st.subheader("What is live and what is shipped")
 st.markdown("Everything not listed here is computed on this server when you open or change a page.\n"

@@ -4,8 +4,8 @@ import streamlit as st
 from k3lite import memory
 from k3lite.hardware import get_gpu
 from k3lite.hybrid import (
-    HYBRID_GPUS, REPORTED, bytes_ceiling, cache_passes_weights, decode_cost, hybrid_config, kv_reduction,
-    max_context_on_one_gpu,
+    HYBRID_GPUS, REPORTED, batch_limited, batch_limited_speedup, bytes_ceiling, cache_passes_weights, decode_cost,
+    gpus_for_one_sequence, hybrid_config, kv_reduction, max_context_on_one_gpu,
 )
 from k3lite.viz.hybrid import (
     cache_vs_context_figure, layer_pattern_figure, speedup_by_ratio_figure, tpot_vs_context_figure,
@@ -45,12 +45,15 @@ def curves(ratio: int, batch: int, hw: str, eff: float):
     kw = dict(batch=batch, hardware=hw, attention_efficiency=eff)
     rows = {r: [decode_cost(r, n, **kw) for n in CONTEXTS] for r in sorted({0, ratio})}
     by_ratio = [decode_cost(0, ONE_M, **kw).tpot_s / decode_cost(r, ONE_M, **kw).tpot_s for r in range(8)]
-    return rows, by_ratio
+    one = dict(hardware=hw, attention_efficiency=eff)
+    batch1 = [decode_cost(0, ONE_M, **one).tpot_s / decode_cost(r, ONE_M, **one).tpot_s for r in range(8)]
+    filled = [batch_limited_speedup(r, ONE_M, **one) for r in range(8)]
+    return rows, by_ratio, batch1, filled
 
 
 with user_errors():
     cfg = hybrid_config(ratio)
-    rows, by_ratio = curves(ratio, batch, hw, eff)
+    rows, by_ratio, batch1, filled = curves(ratio, batch, hw, eff)
 
 types = cfg.layer_types()
 st.plotly_chart(shared_figure(layer_pattern_figure, types, f"{ratio}:1 → {types.count('kda')} KDA + {types.count('mla')} MLA layers"),
@@ -67,13 +70,20 @@ ours_kv = kv_reduction(ratio, ONE_M)
 at_1m, full_1m, three_1m = rows[ratio][-1], rows[0][-1], decode_cost(3, ONE_M, batch=batch, hardware=hw,
                                                                       attention_efficiency=eff)
 gpu = get_gpu(hw)
-m1, m2, m3 = st.columns(3)
+rep1, rep_full = REPORTED["tpot_speedup_1m_batch1"][0], REPORTED["tpot_speedup_1m"][0]
+full_b, mix_b = (batch_limited(r, ONE_M, hw, eff, gpus_for_one_sequence(3, ONE_M, hw)) for r in (0, 3))
+m1, m2, m3, m4 = st.columns(4)
 m1.metric(f"KV cache per sequence at 1M, ours ({ratio}:1)", f"{at_1m.cache_bytes / 1e9:.2f} GB",
           f"-{100 * ours_kv:.1f}% vs all-MLA", delta_color="inverse")
 m2.metric("KV reduction at 1M: ours vs reported (3:1)", f"{100 * kv_reduction(3, ONE_M):.1f}% vs 75%")
-m3.metric("decode speedup at 1M: ours vs reported (3:1)", f"{by_ratio[3]:.2f}x vs {REPORTED['tpot_speedup_1m'][0]}x")
-st.plotly_chart(shared_figure(speedup_by_ratio_figure, list(range(8)), by_ratio, [bytes_ceiling(r) for r in range(8)],
-                              REPORTED["tpot_speedup_1m"][0]), width="stretch")
+m3.metric("decode speedup at 1M, batch 1: ours vs reported (3:1)", f"{batch1[3]:.2f}x vs {rep1}x",
+          help=REPORTED["tpot_speedup_1m_batch1"][1])
+m4.metric("speedup at 1M, each at the batch its HBM allows: ours vs reported (3:1)", f"{filled[3]:.2f}x vs {rep_full}x",
+          help=f"Ours: all-MLA batch {full_b.batch} vs 3:1 batch {mix_b.batch} on {full_b.n_gpus} × {hw}. "
+               f"Reported: {REPORTED['tpot_speedup_1m'][1]}")
+st.plotly_chart(shared_figure(speedup_by_ratio_figure, list(range(8)),
+                              {"batch 1": batch1, "batch the HBM allows": filled}, [bytes_ceiling(r) for r in range(8)],
+                              {"batch 1": rep1, "theoretical, larger batches": rep_full}), width="stretch")
 
 # capacity: the model has to fit before its time means anything
 fit_ctx = max_context_on_one_gpu(ratio, batch, hw)
@@ -92,16 +102,17 @@ else:
     st.info(f"Capacity: batch {batch} at 1M context fits one {hw} ({hbm}) for both patterns "
             f"({at_1m.hbm_needed_bytes / 1e9:.0f} GB and {full_1m.hbm_needed_bytes / 1e9:.0f} GB).")
 
-st.subheader("How we compute it, and why our speedup differs from the reported one")
+st.subheader("How we compute it, and how it compares with the reported figures")
 cfg3 = hybrid_config(3)
 n_moe, n_exp, k = cfg3.ffn_types().count("moe"), cfg3.moe.n_routed_experts, cfg3.moe.top_k
 one = decode_cost(3, ONE_M, batch=1, hardware=hw, attention_efficiency=eff)
+one_full = decode_cost(0, ONE_M, batch=1, hardware=hw, attention_efficiency=eff)
 other_ratio = (f"; at {ratio}:1, {at_1m.n_kda} states add {at_1m.kda_state_bytes / 1e6:.0f} MB"
                if ratio not in (0, 3) else "")
 wide = three_1m if batch > 1 else decode_cost(3, ONE_M, batch=16, hardware=hw, attention_efficiency=eff)
 st.markdown(
     f"""
-**Reported**: {REPORTED['kv_reduction'][1]}; {REPORTED['tpot_speedup_1m'][1]}.
+**Reported**: {REPORTED['kv_reduction'][1]}; {REPORTED['tpot_speedup_1m_batch1'][1]}; {REPORTED['tpot_speedup_1m'][1]}.
 
 **Ours** (`k3lite/hybrid.py` on `k3lite/memory.py`, the same byte functions as the KDA and serving pages):
 an MLA layer caches (kv_lora {cfg3.mla.kv_lora_rank} + rope key {cfg3.mla.qk_rope_head_dim}) bf16 numbers per
@@ -110,26 +121,32 @@ token; a KDA layer keeps a {cfg3.kda.n_heads} × {cfg3.kda.head_dim} × {cfg3.kd
 whatever the context. One decode step of batch {batch} reads the
 non-routed weights plus, in each of the {n_moe} MoE layers, the distinct experts the {batch} sequence{'s' if batch > 1 else ''} touch{'' if batch > 1 else 'es'}:
 E(1 − (1 − k/E)^B) = {at_1m.experts_touched:.1f} of {n_exp} (k = {k} at batch 1), i.e.
-{at_1m.weight_bytes / 1e9:.1f} GB of bf16 weights, plus every sequence's cache; time = max(bytes / HBM
-bandwidth, FLOPs / peak FLOPs) on one {hw} ({gpu.source}). At 1M tokens the step is
+{at_1m.weight_bytes / 1e9:.1f} GB of bf16 weights for the {ratio}:1 model, plus every sequence's cache;
+time = max(bytes / HBM bandwidth, FLOPs / peak FLOPs) on one {hw} ({gpu.source}). At 1M tokens the step is
 {'memory' if at_1m.memory_bound else 'compute'}-bound.
 
 **The KV reduction matches**: with {three_1m.n_mla} of {three_1m.n_mla + three_1m.n_kda} layers global, the 3:1
 cache is {100 * kv_reduction(3, ONE_M):.1f}% smaller than all-MLA (its {three_1m.n_kda} fixed KDA states add
 {three_1m.kda_state_bytes / 1e6:.0f} MB per sequence{other_ratio}).
 
-**The speedup does not, and cannot from bytes alone**: for 3:1 no bandwidth model can exceed
-{three_1m.n_mla + three_1m.n_kda} / {three_1m.n_mla} = {bytes_ceiling(3):.2f}x (dotted line), and at batch {batch}
-the {three_1m.weight_bytes / 1e9:.1f} GB of weights read every step pull ours down to {by_ratio[3]:.2f}x.
-A larger batch shares those reads among more sequences, but for a MoE model less than in proportion: the
-weights read per sequence fall from {one.weight_bytes / 1e9:.1f} GB at batch 1 to
-{wide.weight_bytes / wide.batch / 1e9:.2f} GB at batch {wide.batch}, not {one.weight_bytes / wide.batch / 1e9:.2f} GB,
-because more sequences touch more distinct experts. Lowering the MLA kernel efficiency (full attention over 1M
-tokens rarely runs at the bandwidth peak) also moves ours toward the ceiling. The reported 6.3x is a measured
-end-to-end number on the authors' kernels and serving setup; it exceeds what the bytes of this layer pattern
-allow, so it must include costs of the full-attention baseline we do not model (kernel efficiency at 1M
-context, memory pressure from a {full_1m.cache_bytes / 1e9:.0f} GB-per-sequence cache, and system effects).
-Treat our number as the bandwidth floor of the benefit, theirs as one measurement.
+**Two speedups, two batches.** The report gives both: with batch size 1 (its Fig. 7b) the 3:1 model decodes
+{rep1}x faster than all-MLA at 1M; ours is {batch1[3]:.2f}x (all-MLA {one_full.tpot_s * 1e3:.2f} ms, the report's
+{REPORTED['mla_tpot_1m_ms'][0]} ms, vs {one.tpot_s * 1e3:.2f} ms per token on one {hw}). For 3:1 no bandwidth
+model with one sequence can exceed {three_1m.n_mla + three_1m.n_kda} / {three_1m.n_mla} = {bytes_ceiling(3):.2f}x
+(dotted line): the {one.weight_bytes / 1e9:.1f} GB of weights the 3:1 model reads every step at batch size 1 pull it
+below. Its headline {rep_full}x is, in its own words, *theoretical*: the cache the hybrid does not keep leaves HBM for more sequences, and the step time is shared
+by them. Ours, modelled the same way: on {full_b.n_gpus} × {hw} (the fewest that hold the weights and one 1M-token
+sequence of each pattern; bytes split evenly over them), all-MLA fits batch {full_b.batch} and 3:1 batch
+{mix_b.batch}, so the time per output token is {full_b.per_token_s * 1e3:.2f} ms vs {mix_b.per_token_s * 1e3:.2f} ms:
+{filled[3]:.2f}x. Ours stays below the reported {rep_full}x because every sequence of a bigger batch still reads its
+own {one.cache_bytes / 1e9:.1f} GB (3:1) cache each step, so even with the weights fully shared the time per token cannot
+fall below that read ({mix_b.cache_floor_s * 1e3:.2f} ms): {full_b.per_token_s / mix_b.cache_floor_s:.1f}x at most
+against all-MLA's {full_b.per_token_s * 1e3:.2f} ms. The report does not give the GPU, batches or kernels behind
+{rep_full}x, so we cannot say which of them closes the rest. At the page's batch {batch} (same batch for both) ours is
+{by_ratio[3]:.2f}x: a larger batch shares the weight reads, but for a MoE model less than in proportion: the 3:1
+model's weights read per sequence fall from {one.weight_bytes / 1e9:.1f} GB at batch 1 to {wide.weight_bytes / wide.batch / 1e9:.2f} GB at batch {wide.batch}, not {one.weight_bytes / wide.batch / 1e9:.2f}
+GB, because more sequences touch more distinct experts. Lowering the MLA kernel efficiency (full attention over 1M
+tokens rarely runs at the bandwidth peak) raises both of ours.
 """
 )
 cross_full, cross_ratio = cache_passes_weights(0, batch), cache_passes_weights(ratio, batch)

@@ -138,13 +138,22 @@ st.dataframe([{"topology": n, **r} for n, rows in tables.items() for r in traffi
              width="stretch")  # full width: the headers were cut
 one_node = {r.name: r for r in compare_presets(BIG, "dgx-b300", 8, dep.dispatch, dep.combine, 0, SCHEME)}
 k2, k3 = (({r.name: r for r in tables["multi-node-8x8"]})[n] for n in ("kimi-k2", "k3-estimated"))
+k3_cfg, k2_cfg = get_preset("k3-estimated"), get_preset("kimi-k2")
+copies, record = k3.copies.total / k2.copies.total, k3.per_layer.dispatch_record / k2.per_layer.dispatch_record
+moved = k3.per_layer.total / k2.per_layer.total
+verdict = ("the wider routing cancels the narrower record: nothing is saved against K2" if abs(moved - 1) < 0.05 else
+           "the wider routing outweighs the narrower record" if moved > 1 else
+           "the narrower record outweighs the wider routing")
 explain(
     "Each model with its own published config (DeepSeek-V3: arXiv 2412.19437 config.json; Kimi K2: Kimi-K2-Instruct "
-    "config.json) or, for K3, the estimated preset (896 experts top-16 from the seed article; hidden 7168, latent "
-    f"3584, 93 layers from unofficial config copies). What to notice: on 8 x 8 GPUs K3 reaches "
+    f"config.json) or, for K3, the estimated preset ({k3_cfg.moe.n_routed_experts} experts top-{k3_cfg.moe.top_k}, "
+    f"hidden {k3_cfg.d_model}, latent {k3_cfg.moe.latent_dim}, {k3_cfg.n_layers} layers; `k3lite/config.py` says "
+    f"which of these are stated and which estimated). What to notice: on 8 x 8 GPUs K3 reaches "
     f"{k3.copies.gpus_hit / k2.copies.gpus_hit:.2f}x as many GPUs per token as K2 ({k3.copies.gpus_hit:.1f} vs "
-    f"{k2.copies.gpus_hit:.1f}) and moves {k3.per_layer.total / k2.per_layer.total:.2f}x K2's bytes per layer, because "
-    f"its latent is half of d_model; on one 8-GPU node the GPU ratio is "
+    f"{k2.copies.gpus_hit:.1f}) and sends {copies:.2f}x K2's copies, each {record:.2f}x as large (its "
+    f"{k3_cfg.moe.latent_dim}-wide latent against K2's d_model {k2_cfg.d_model}, plus routing metadata for "
+    f"top-{k3_cfg.moe.top_k} instead of top-{k2_cfg.moe.top_k}), so it moves {moved:.2f}x K2's bytes per layer: "
+    f"{verdict}. On one 8-GPU node the GPU ratio is "
     f"{one_node['k3-estimated'].copies.gpus_hit / one_node['kimi-k2'].copies.gpus_hit:.2f}x and the bytes "
     f"{one_node['k3-estimated'].per_layer.total / one_node['kimi-k2'].per_layer.total:.2f}x. On 8 x 8 the NIC carries "
     f"{100 * k3.per_layer.inter / k3.per_layer.total:.0f}% of K3's bytes and "

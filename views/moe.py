@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from k3lite import sources
 from k3lite.checkpoint import checkpoint_meta, load_lite_model
 from k3lite.config import BALANCING_METHODS, MoEConfig, get_preset
 from k3lite.guards import heavy_work
@@ -31,9 +32,9 @@ MOE_LAYERS = [i for i, kind in enumerate(LITE.ffn_types()) if kind == "moe"]
 
 st.title("Stable LatentMoE & routing")
 st.markdown(
-    """
+    f"""
 K3 has **896 routed experts** and sends each token to **16** of them, plus **2 shared experts** every token
-uses (as stated in the K3 announcement, the seed article). Three problems come with that many experts:
+uses ({sources.EXPERT_COUNTS}). Three problems come with that many experts:
 the router must not pile tokens onto a few favourites (**balancing**), its choices should not flip at the
 slightest nudge (**stability**: every flip reroutes a token to another GPU), and each routed copy is a message
 on the interconnect (**bytes on the wire**). *LatentMoE* shrinks the message: the token is projected from

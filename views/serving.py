@@ -198,13 +198,21 @@ with user_errors():
     steps, rows, checks = comparisons(s.context)
 
 st.subheader("4. What each choice buys")
-biggest_delta, biggest = min(((b.usd_per_m - a.usd_per_m, b) for a, b in zip(steps, steps[1:])), key=lambda d: d[0])
+deltas = [(b.usd_per_m - a.usd_per_m, b) for a, b in zip(steps, steps[1:])]
+biggest_delta, biggest = max(deltas, key=lambda d: abs(d[0]))  # the largest step either way
+saving_delta, saving = min(deltas, key=lambda d: d[0])
+raises = [f"'{w.label}' ({d:+.3f} $/M)" for d, w in deltas if d > 0 and w is not biggest]
 st.plotly_chart(shared_figure(waterfall_figure, [w.label for w in steps], [w.usd_per_m for w in steps]), width="stretch")
 hw0 = steps[0].serving
 explain(dollars(f"Same hardware for every bar ({hw0.n_gpus} x {hw0.gpu}, EP {hw0.ep}, context {s.context:,}), each at "
         f"the largest batch per GPU that fits and keeps every user at >= {MIN_TOKENS_PER_USER:.0f} tokens/s. "
         + "; ".join(f"{w.label}: ${w.usd_per_m:.3f} (batch {w.batch})" for w in steps)
-        + f". The biggest step is '{biggest.label}' ({biggest_delta:+.3f} $/M); overall K3's choices take the cost to "
+        + f". The biggest step is '{biggest.label}' ({biggest_delta:+.3f} $/M)"
+        + (f"; the biggest saving is '{saving.label}' ({saving_delta:+.3f} $/M)" if saving is not biggest and saving_delta < 0
+           else "")
+        + (f"; {' and '.join(raises)} raise{'s' if len(raises) == 1 else ''} the cost"
+           f"{' too' if biggest_delta > 0 else ''}" if raises else "")
+        + f"; overall K3's choices take the cost to "
         f"{steps[-1].usd_per_m / steps[0].usd_per_m:.2f}x the classic design's."))
 st.dataframe([{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in rows],
              hide_index=True, width="stretch")

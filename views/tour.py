@@ -16,7 +16,8 @@ def md(text: str) -> str:
 
 st.title(f"The K3 argument in {N} steps")
 st.markdown(
-    "The K3 announcement makes a handful of quantitative claims. For each one: **predict** first (a number or a "
+    "The K3 design comes with a handful of quantitative claims (most as quoted in the seed article, a third-party "
+    "blog post; each step says where its number comes from). For each one: **predict** first (a number or a "
     "direction), then **reveal** what the computation gives, using the same functions and default settings as the "
     "page that goes deeper. Your step and your answers stay in the link, so a teacher can share step 4."
 )

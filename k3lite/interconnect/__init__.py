@@ -15,8 +15,8 @@ it cheaply; import the measured run from `k3lite.interconnect.measured`.
 """
 from k3lite.interconnect.analytic import (
     CopyCounts, TokenTraffic, WireBytes, analytic_traffic, cli_rows, compare_presets, count_copies, deployment_bytes,
-    expected_copies, layer_bytes, link_copies, link_seconds, node_limit_sweep, sample_uniform_routing, traffic_table,
-    wire_bytes_per_token,
+    expected_copies, group_limited_hits, layer_bytes, link_copies, link_seconds, node_limit_sweep,
+    sample_uniform_routing, traffic_table, wire_bytes_per_token,
 )
 from k3lite.interconnect.deployment import (
     REFERENCE, SCHEME_LABELS, SCHEMES, TOPOLOGIES, WIRE_FORMATS, Deployment, Topology, WireFormat, check_scheme,
@@ -27,6 +27,6 @@ __all__ = [
     "REFERENCE", "SCHEME_LABELS", "SCHEMES", "TOPOLOGIES", "WIRE_FORMATS", "CopyCounts", "Deployment", "TokenTraffic",
     "Topology", "WireBytes", "WireFormat", "analytic_traffic", "check_scheme", "cli_rows", "compare_presets",
     "count_copies", "deployment_bytes", "expected_copies", "expert_to_gpu", "experts_per_gpu", "get_topology",
-    "layer_bytes", "link_copies", "link_seconds", "node_limit_sweep", "record_bytes", "sample_uniform_routing",
-    "traffic_table", "wire_bytes_per_token", "wire_format",
+    "group_limited_hits", "layer_bytes", "link_copies", "link_seconds", "node_limit_sweep", "record_bytes",
+    "sample_uniform_routing", "traffic_table", "wire_bytes_per_token", "wire_format",
 ]

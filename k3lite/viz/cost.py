@@ -48,7 +48,7 @@ def savings_figure(worker_success: np.ndarray, factor: np.ndarray, current: tupl
     """Savings factor of the planner/worker split vs the big model alone, as the worker's success varies."""
     fig = go.Figure()
     fig.add_hrect(y0=band[0], y1=band[1], fillcolor=CONCEPT["published"], opacity=0.12, line_width=0,
-                  annotation_text="~9-10x (seed article)", annotation_position="top left")
+                  annotation_text=f"~{band[0]:g}-{band[1]:g}x (seed article, directional)", annotation_position="top left")
     fig.add_hline(y=1, line=dict(color=NEUTRAL, dash="dot"))
     fig.add_scatter(x=worker_success * 100, y=factor, mode="lines", name="split savings", line=dict(color=SERIES[0]))
     if current is not None:

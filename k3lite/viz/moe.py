@@ -23,11 +23,11 @@ ACTIVATION_COUNTS = (  # (model, top-k, routed experts, where the counts come fr
 )
 ACTIVATION_PRESETS = (  # (model, preset in k3lite/config.py, where its counts come from)
     ("Kimi K2", "kimi-k2", "its config.json"),
-    ("Kimi K3", "k3-estimated", "counts as stated in the K3 announcement"),
+    ("Kimi K3", "k3-estimated", "counts as K3's config.json states them"),
 )
 ACTIVATION_QUOTED = (  # (model, ratio as quoted, note): counts not checked against a primary source
-    ("MiniMax M3", 0.031, "as quoted in the seed article (K3 announcement)"),
-    ("Inkling", 0.031, "as quoted in the seed article (K3 announcement)"),
+    ("MiniMax M3", 0.031, "as quoted in the seed article (a third-party blog post)"),
+    ("Inkling", 0.031, "as quoted in the seed article (a third-party blog post)"),
 )
 
 

@@ -11,7 +11,7 @@ PUBLISHED = {
     "deepseek-v3": (671e9, 37e9, "DeepSeek-V3 technical report, arXiv 2412.19437 (MTP module excluded)"),
     "kimi-k2": (1.04e12, 32e9, "Kimi K2 report, arXiv 2507.20534"),
     "kimi-linear-48b-a3b": (48e9, 3e9, "Kimi Linear tech report, arXiv 2510.26692"),
-    "k3-estimated": (2.8e12, None, "K3 announcement (the seed article); active not stated"),
+    "k3-estimated": (2.8e12, None, "as quoted in the seed article (a third-party blog post); active not stated"),
 }
 # Where a source says how it counted "active", compare like for like: (stated active, includes the input
 # embedding?, source). Elsewhere the convention is not stated and we compare our own (embedding left out).
