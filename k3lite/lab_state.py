@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers == 1:
         work(results, claims)
         return 0
-    import multiprocessing as mp
+    import multiprocessing as mp  # only the multi-worker driver needs it
 
     procs = [mp.Process(target=work, args=(results, claims)) for _ in range(args.workers)]
     for proc in procs:

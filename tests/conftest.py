@@ -1,4 +1,4 @@
-import re
+import inspect
 import threading
 from contextlib import contextmanager
 import sys
@@ -18,6 +18,57 @@ from views.registry import PAGES  # noqa: E402  (the one page list app.py naviga
 # every page app.py's st.navigation lists, as "views/x.py", in navigation order
 APP_PAGE_PATHS = [p.file for p in PAGES]
 PAGE_FILES = sorted(p.name for p in (ROOT / "views").glob("*.py") if p.name not in ("common.py", "registry.py", "__init__.py"))
+
+
+# ------------------------------------------------------------------------------------------- the lanes
+# Markers split the suite into a fast lane (unit + kernel-vs-reference: `python -m pytest -m "not slow"`) and the
+# rest. Set here from what a test does, so a new test lands in the right lane without remembering a decorator:
+#   page     renders a page (Streamlit's AppTest, or a test helper that does)
+#   browser  drives Chromium against a live server
+#   load     starts servers / many sessions, or times the app (the load and app benches' own tests)
+#   slow     any of the three
+BROWSER_MODULES = {"test_browser", "test_browser_legibility", "test_browser_tour"}
+LOAD_MODULES = {"test_load", "test_bench_app", "test_concurrency"}
+PAGE_SIGNS = ("AppTest", "page_figures(", "render_page(", "run_page(")
+
+
+def _lane(item) -> str | None:
+    module = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
+    if module in BROWSER_MODULES or {"browser", "server", "landed"} & set(getattr(item, "fixturenames", ())):
+        return "browser"
+    if module in LOAD_MODULES:
+        return "load"
+    try:
+        source = inspect.getsource(item.function)
+    except (OSError, TypeError, AttributeError):
+        return None
+    return "page" if any(sign in source for sign in PAGE_SIGNS + _page_helpers(item.module)) else None
+
+
+def _page_helpers(module) -> tuple[str, ...]:
+    """'name(' for each helper function or fixture of a test module that renders a page (its source uses AppTest),
+    so a test calling it is a page test too."""
+    if module is None:
+        return ()
+    found = []
+    for name, obj in vars(module).items():
+        fn = getattr(obj, "__wrapped__", obj)
+        if name.startswith("test_") or not inspect.isfunction(fn) or fn.__module__ != module.__name__:
+            continue
+        try:
+            if "AppTest" in inspect.getsource(fn):
+                found += [f"{name}(", f"{name},", f"{name})"]  # called, or requested as a fixture
+        except (OSError, TypeError):
+            continue
+    return tuple(found)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        lane = _lane(item)
+        if lane:
+            item.add_marker(getattr(pytest.mark, lane))
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -86,7 +86,7 @@ def push_url(*keys: str) -> None:
 def interconnect_query(deployment, preset: str) -> dict[str, str]:
     """The Interconnect page's URL settings (its ic_* keys) that show `deployment` for `preset`, so a link from
     another page opens it on the same number instead of its own defaults."""
-    from k3lite.interconnect import TOPOLOGIES
+    from k3lite.interconnect import TOPOLOGIES  # here, not at the top: only the pages that link there pay the import
     topology = next(k for k, t in TOPOLOGIES.items() if t == deployment.topology)
     return {"ic_preset": preset, "ic_topology": topology, "ic_ep": str(deployment.ep_size),
             "ic_scheme": deployment.scheme, "ic_node_limit": str(deployment.node_limit),
