@@ -164,3 +164,12 @@ def test_controls_take_the_neutral_theme_colour():
     """Sliders were red on every page (Streamlit's default primary colour), the hue of half the concepts."""
     theme = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text()).get("theme", {})
     assert theme.get("primaryColor", "").upper() == style.CONTROL.upper()
+
+
+def test_fmt_seconds_picks_the_unit():
+    from k3lite.viz.style import fmt_seconds
+
+    assert fmt_seconds(2.5e-6) == "2.50 µs" and fmt_seconds(4.1e-10) == "0.410 ns"
+    assert fmt_seconds(0.0123) == "12.3 ms" and fmt_seconds(3.0) == "3.00 s" and fmt_seconds(0) == "0 ns"
+    with pytest.raises(ValueError, match="finite"):
+        fmt_seconds(float("nan"))

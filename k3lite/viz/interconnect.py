@@ -93,9 +93,9 @@ def node_limit_figure(sweep: dict[str, list[tuple[int, float]]], current: int = 
                         hovertemplate=f"{scheme}, M = %{{x}}: %{{y:.2f}}<extra></extra>")
     if current:
         fig.add_vline(x=current, line=HIGHLIGHT_LINE, annotation_text=f"your M = {current}")
-    n = max((len(p) for p in sweep.values()), default=1)
+    limits = sorted({m for pts in sweep.values() for m, _ in pts})  # infeasible limits are left out of the sweep
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25),
                       xaxis=dict(title=wrap("node limit M (domains a token may use; the last point = no limit)", 40),
-                                 tickmode="array", tickvals=list(range(1, n + 1))),
+                                 tickmode="array", tickvals=limits),
                       yaxis=dict(title=title, rangemode="tozero"))
     return fig

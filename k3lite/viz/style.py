@@ -1,9 +1,9 @@
 """The app's one visual language: a fixed colour per concept, one byte formatter, one way to draw log axes.
 
 Every figure builder takes its colours and units from here, so KDA is the same colour on every page and a
-byte count reads the same everywhere. Colours come from the Okabe-Ito palette (distinguishable with the
-common colour-vision deficiencies) plus greys; "your setting" is drawn as an outline (`HIGHLIGHT_LINE`), never
-as one more hue.
+byte count reads the same everywhere (`fmt_bytes`; durations: `fmt_seconds`). Colours come from the Okabe-Ito
+palette (distinguishable with the common colour-vision deficiencies) plus greys; "your setting" is drawn as an
+outline (`HIGHLIGHT_LINE`), never as one more hue.
 
 Bytes are decimal (SI) everywhere: 1 kB = 1000 B, 1 MB = 10^6 B, 1 GB = 10^9 B, as in network and HBM
 datasheets (GB/s, TB/s) and DeepEP's README. One formatter (`fmt_bytes`), one axis title helper (`bytes_axis`).
@@ -129,6 +129,19 @@ def fmt_bytes(n: float, digits: int = 3) -> str:
     if name == "B":
         return f"{v:.0f} B"
     decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(v)))) if v else 0)
+    return f"{v:.{decimals}f} {name}"
+
+
+_TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+
+
+def fmt_seconds(t: float, digits: int = 3) -> str:
+    """A duration with `digits` significant digits in s, ms, µs or ns: 2.5e-6 -> '2.50 µs', 4.1e-10 -> '0.410 ns'."""
+    if not math.isfinite(t) or t < 0:
+        raise ValueError(f"a duration must be finite and >= 0, got {t}")
+    name, size = next(((n, s) for n, s in _TIME_UNITS if t >= s), _TIME_UNITS[-1])
+    v = t / size
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(v)))) if v else 0
     return f"{v:.{decimals}f} {name}"
 
 
