@@ -152,3 +152,18 @@ def test_split_what_ifs_are_computed_not_asserted():
     assert half.kept == pytest.approx((alone - 2 * split) / (alone - split))
     assert round(half.factor, 1) == 4.7 and round(100 * half.kept) == 88
     assert share.factor < half.factor and 0 < share.kept < half.kept
+
+
+def test_page_draws_the_two_strategies_in_distinct_colours():
+    """Issue 26: "K3 alone" and "K3 plans + worker" both mapped to K3's colour (model_color), one orange twice."""
+    import json
+
+    at = _page().run()
+    figs = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+    dist = next(f for f in figs if f["layout"].get("yaxis", {}).get("title", {}).get("text") == "fraction of tasks")
+    lines = [t for t in dist["data"] if t.get("fill") == "tozeroy"]
+    assert len(lines) == 2
+    colours = [t["line"]["color"] for t in lines]
+    assert len(set(colours)) == 2, colours
+    dashed = [s["line"]["color"] for s in dist["layout"].get("shapes", [])]
+    assert sorted(dashed) == sorted(colours), "each dashed mean line takes its strategy's colour"
