@@ -172,3 +172,14 @@ def max_context_on_one_gpu(kda_per_mla: int, batch: int = 1, hardware: str = "H1
     per_token = memory.sequence_cache_bytes(cfg, 1).mla
     room = free / batch - per_seq_fixed
     return max(0, int(room // per_token)) if room > 0 else 0
+
+
+def first_gpu_that_fits(context: int, batch: int = 1, ratios: tuple[int, ...] = (0, 3),
+                        base: str = "kimi-linear-48b-a3b") -> str:
+    """The first GPU of HYBRID_GPUS on which every pattern in `ratios` (default: all-MLA and 3:1) fits at `context`
+    and `batch`: the hybrid page opens on it, so its default scenario is one GPU can actually hold (it opened on
+    an 80 GB H100, which the 98 GB of bf16 weights alone overflow)."""
+    for gpu in HYBRID_GPUS:
+        if all(decode_cost(r, context, batch=batch, hardware=gpu, base=base).fits for r in ratios):
+            return gpu
+    raise ValueError(f"no GPU in {list(HYBRID_GPUS)} holds batch {batch} at {context:,} tokens for ratios {ratios}")

@@ -128,7 +128,7 @@ def test_hybrid_page_text_follows_batch_and_ratio():
     """Issue 18 item 8: the 'at batch 1' paragraph said batch 1 at any batch; at ratio 7 the 3:1 sentence quoted
     ratio 7's state size; the 'what to notice' crossover is the computed one."""
     at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=120)
-    at.query_params.update({"hy_batch": "16", "hy_ratio": "7"})
+    at.query_params.update({"hy_batch": "16", "hy_ratio": "7", "hy_hw": "H100 SXM"})
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     text = _page_text(at)
@@ -137,3 +137,15 @@ def test_hybrid_page_text_follows_batch_and_ratio():
     assert f"its 20 fixed KDA states add {three.kda_state_bytes / 1e6:.0f} MB" in text
     assert f"~{cache_passes_weights(0, 16):,} tokens for all-MLA" in text
     assert any("Does not fit one H100 SXM" in w.value for w in at.warning)
+
+
+def test_hybrid_page_opens_on_a_scenario_that_fits():
+    """Issue 26: the page opened on "Does not fit one H100 SXM" (98 GB of bf16 weights on an 80 GB GPU): the
+    default scenario was impossible. It now opens on the first GPU that holds both patterns at 1M."""
+    at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=120).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.warning, [w.value for w in at.warning]
+    hw = at.selectbox(key="hy_hw").value
+    assert all(decode_cost(r, ONE_M, batch=1, hardware=hw).fits for r in (0, 3))
+    assert any(f"fits one {hw}" in i.value for i in at.info)
+    assert not decode_cost(3, ONE_M, batch=1, hardware="H100 SXM").fits  # what it opened on before
