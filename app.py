@@ -1,11 +1,16 @@
 """k3lite: the Kimi K3 design as a textbook that runs. Entry point: `streamlit run app.py`."""
+from pathlib import Path
+
 import streamlit as st
 
 from k3lite.guards import bounded_threads
 from views.registry import PAGES
 
 bounded_threads()  # process-wide torch thread cap, once for every page: one session cannot take every core
-st.set_page_config(page_title="k3lite — the Kimi K3 design, live", page_icon=":material/memory:", layout="wide")
+# the favicon is a file this server serves: a ":material/..." page icon makes the browser fetch an SVG from
+# fonts.gstatic.com (Streamlit's frontend builds that URL), which fails offline and leaks every visit
+FAVICON = Path(__file__).resolve().parent / "assets" / "favicon.png"
+st.set_page_config(page_title="k3lite — the Kimi K3 design, live", page_icon=str(FAVICON), layout="wide")
 
 sections: dict[str, list] = {}
 for spec in PAGES:

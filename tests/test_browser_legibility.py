@@ -153,3 +153,25 @@ def test_home_url_opens_home_without_page_not_found(app_server, browser):
         assert page.get_by_test_id("stMain").locator("h1").count() >= 1
     finally:
         context.close()
+
+
+def test_pages_fetch_nothing_from_another_host(app_server, browser):
+    """Issue 26: the favicon came from fonts.gstatic.com (Streamlit builds that URL for a ":material/" page icon)
+    and failed offline. Every request a page makes must go to this server (or be a data:/blob: URL)."""
+    from urllib.parse import urlparse
+
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    outside = []
+    page.on("request", lambda r: outside.append(r.url) if urlparse(r.url).scheme in ("http", "https", "ws", "wss")
+            and urlparse(r.url).hostname not in ("127.0.0.1", "localhost") else None)
+    try:
+        for route in (ROUTES[0], "moe", "interconnect"):
+            page.goto(f"{app_server['url']}/{url_of(route)}", timeout=LOAD_TIMEOUT_MS)
+            wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS * 3)
+            page.wait_for_timeout(1000)
+        icons = page.evaluate("() => [...document.querySelectorAll('link[rel~=icon]')].map(l => l.href)")
+    finally:
+        context.close()
+    assert not outside, outside
+    assert icons and all(urlparse(h).hostname in ("127.0.0.1", "localhost") or h.startswith("data:") for h in icons), icons
