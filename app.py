@@ -4,6 +4,7 @@ from pathlib import Path
 import streamlit as st
 
 from k3lite.guards import bounded_threads
+from k3lite.viz.style import APP_CSS
 from views.registry import PAGES
 
 bounded_threads()  # process-wide torch thread cap, once for every page: one session cannot take every core
@@ -11,6 +12,7 @@ bounded_threads()  # process-wide torch thread cap, once for every page: one ses
 # fonts.gstatic.com (Streamlit's frontend builds that URL), which fails offline and leaks every visit
 FAVICON = Path(__file__).resolve().parent / "assets" / "favicon.png"
 st.set_page_config(page_title="k3lite — the Kimi K3 design, live", page_icon=str(FAVICON), layout="wide")
+st.html(APP_CSS)  # every page: no Plotly toolbar on phones, a cue on tables wider than their box (k3lite.viz.style)
 
 sections: dict[str, list] = {}
 for spec in PAGES:

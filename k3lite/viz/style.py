@@ -185,6 +185,42 @@ def fit_titles(fig, title: str = "", width: int = 40, min_top: int = 20):
     return fig
 
 
+# ------------------------------------------------------------------------------------------- phones
+# CSS app.py injects once for every page (st.html), public selectors only (data-testid, plotly's classes):
+#  - below NARROW_PX the Plotly toolbar covered titles and legends on almost every chart, and touch has no hover
+#    to reveal it only when wanted: there it is hidden (pinch-zoom and the full-screen button remain);
+#  - a table wider than its box was clipped at the right edge with no cue (phones and many desktops draw
+#    scrollbars only while scrolling): a shadow at the right edge while columns remain to the right, driven by
+#    the table's own horizontal scroll (a CSS scroll timeline: no timeline, i.e. nothing to scroll, no shadow).
+#  - labels Streamlit cuts with "…" in a narrow column (metric and widget labels, page links) wrap instead.
+NARROW_PX = 640
+TABLE_CUE = "k3-more-right"  # the animation name the browser test looks for
+APP_CSS = f"""<style>
+@media (max-width: {NARROW_PX}px) {{ .js-plotly-plot .modebar-container {{ display: none !important; }} }}
+[data-testid="stDataFrame"] {{ timeline-scope: --k3-table-x; position: relative; }}
+[data-testid="stDataFrame"] .dvn-scroller {{ scroll-timeline: --k3-table-x x; }}
+[data-testid="stDataFrame"]::after {{
+  content: ""; position: absolute; top: 0; right: 0; bottom: 0; width: 32px; pointer-events: none; z-index: 2;
+  background: linear-gradient(to right, rgba(51, 51, 51, 0), rgba(51, 51, 51, 0.28)); opacity: 0;
+  animation: {TABLE_CUE} linear both; animation-timeline: --k3-table-x;
+}}
+[data-testid="stMetricLabel"] *, [data-testid="stWidgetLabel"] *, [data-testid="stPageLink-NavLink"] *,
+[data-testid="stCheckbox"] label * {{ white-space: normal !important; text-overflow: clip !important;
+  overflow: visible !important; height: auto !important; }}
+@keyframes {TABLE_CUE} {{ 0% {{ opacity: 1; }} 92% {{ opacity: 1; }} 100% {{ opacity: 0; }} }}
+</style>"""
+
+
+def legend_below(fig):
+    """Lay the legend out horizontally under the plot, left-aligned, in the figure's bottom margin (yref
+    "container": Plotly grows the margin to hold it, so it never sits on the x-axis title or the ticks, which a
+    legend at a negative paper y did). At 390 px a legend beside or above the plot took most of the width or ran
+    into the title. `k3lite.viz.memo.shared_figure` applies it to every figure it builds. Returns `fig`."""
+    if fig.layout.showlegend is not False:
+        fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", y=0, yanchor="bottom", yref="container"))
+    return fig
+
+
 # byte units a figure must not show: binary units (one formatter, decimal) and the upper-case "KB" spelling
 FORBIDDEN_UNITS = ("KiB", "MiB", "GiB", "TiB", "KB")
 
