@@ -27,6 +27,8 @@ for spec in PAGES:
                              visibility="hidden"))
     else:
         pages.append(st.Page(spec.file, title=spec.title, icon=spec.icon, url_path=spec.url_path))
+    if spec.url_path == "glossary":
+        glossary = pages[-1]
 
 current = st.navigation(sections)
 with st.sidebar:
@@ -37,5 +39,7 @@ with st.sidebar:
     )
     # the byte story in one picture, reachable from every page (it lives on the home page)
     st.page_link(home, label="Bytes per decoded token: the ledger (on Home)", icon=":material/stacked_bar_chart:")
+    # every abbreviation spelled out, reachable from every page and readable on touch (no hover needed)
+    st.page_link(glossary, label="Glossary: MLA, EP, HBM, TPOT, ... spelled out", icon=":material/menu_book:")
 
 current.run()

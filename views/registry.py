@@ -42,6 +42,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("views/cost_per_task.py", "Cost per task", "Cost per task", ":material/payments:", "cost_per_task",
              "The whole model"),
     PageSpec("views/lab.py", "The lab: recall tasks", "The lab", ":material/science:", "lab", "The whole model"),
+    PageSpec("views/glossary.py", "Glossary", "Glossary", ":material/menu_book:", "glossary", "Reference"),
 )
 
 PAGE_FILES: tuple[str, ...] = tuple(p.file for p in PAGES)
