@@ -53,7 +53,8 @@ MEASURE_JS = """
     const out = {index: i, title: String(title).slice(0, 80), width: box.w, height: box.h, overflow: [], overlaps: []};
     if (box.w < 1 || box.h < 1) return out;
     for (const t of el.querySelectorAll('svg text')) {
-      if (!label(t) || t.closest('.hoverlayer') || t.closest('.legend .scrollbox')) continue;
+      // legend entries count too (issue 26: a scheme's name ran off a phone's screen); hover labels do not
+      if (!label(t) || t.closest('.hoverlayer')) continue;
       const b = r(t);
       if (b.w < 1 || b.h < 1) continue;
       if (b.l < box.l - tol || b.r > box.r + tol || b.t < box.t - tol || b.b > box.b + tol)
@@ -65,8 +66,13 @@ MEASURE_JS = """
       for (let b = a + 1; b < titles.length; b++)
         if (meet(r(titles[a]), r(titles[b]))) out.overlaps.push(`'${label(titles[a])}' / '${label(titles[b])}'`);
     const legend = el.querySelector('.legend');
-    for (const bar of el.querySelectorAll('.colorbar'))
+    const ticks = [...el.querySelectorAll('.xtick text, .ytick text')].filter(t => !t.closest('.colorbar') && label(t));
+    for (const bar of el.querySelectorAll('.colorbar')) {
       if (legend && meet(r(legend), r(bar))) out.overlaps.push('legend / colourbar');
+      // a colour scale between two panels sat on the second panel's axis labels (KDA (b) at 390 px)
+      const hit = ticks.find(t => meet(r(t), r(bar)));
+      if (hit) out.overlaps.push(`colourbar / axis label '${label(hit)}'`);
+    }
     // the legend sits under the plot area (k3lite.viz.style.legend_below), never on it or beside it
     const plotArea = [...el.querySelectorAll('.nsewdrag')].map(r);
     if (legend && plotArea.length && r(legend).h > 0) {
@@ -150,8 +156,9 @@ def test_figures_are_legible_at_both_widths(app_server, browser, name, route, qu
             whole = page.evaluate(PAGE_JS, [TOLERANCE_PX, TABLE_CUE])
             _screenshot(page, OUT / f"{name}-{width}.png")
             (OUT / f"{name}-{width}.json").write_text(json.dumps({"figures": measured, **whole}, indent=1))
-            # lab: its figures come after a run; tour: text and numbers until a step is revealed; glossary: text
-            assert measured or route in ("lab", "tour", "glossary"), f"{name}: no figure rendered at {width} px"
+            # lab: its figures come after a run; tour: text and numbers until a step is revealed; glossary, article: text
+            assert measured or route in ("lab", "tour", "glossary", "article"), \
+                f"{name}: no figure rendered at {width} px"
             found[width] = problems(measured) + page_problems(whole, measured, width)
     finally:
         context.close()

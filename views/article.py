@@ -44,9 +44,8 @@ st.markdown(md(f"**Six B300s** — the article: K3 at reduced precision spreads 
 for i, step in enumerate(STEPS, start=1):
     r = computed(i - 1)
     st.markdown(md(f"**{step.title}** — the article: {step.claim} The app: **{r.answer_text}** "
-                   f"({step.question}) [{by_url_path(step.page).short}]({step.page}) · "
-                   f"[tour step {i}](tour?tour_step={i})"))
+                   f"[{by_url_path(step.page).short}]({step.page}) · [tour step {i}](tour?tour_step={i})"))
     with st.expander(f"Why {r.answer_text}, from the numbers"):
-        st.markdown(md(r.explanation))
+        st.markdown(md(f"*The question:* {step.question}\n\n{r.explanation}"))
         if r.details:
             st.caption(md(" · ".join(f"{k}: {v}" for k, v in r.details.items())))
