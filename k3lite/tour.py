@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from k3lite import kda
+from k3lite.article import sparsity_shares
 from k3lite.attnres import attnres_cost
 from k3lite.config import get_preset
 from k3lite.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker, single_model
@@ -78,13 +79,17 @@ def sparsity() -> Reveal:
     """Home page: total vs active parameters of the K3 estimate (count_params on the meta device)."""
     cfg = get_preset("k3-estimated")
     rep = count_params(cfg)
+    shares = sparsity_shares("k3-estimated")  # the article's 1.8% (experts) beside this answer (parameters)
     pct = 100 * rep.activation_ratio
     routed = rep.by_component["routed_experts"] / rep.total
     return Reveal(pct, f"{pct:.2f} %",
                   f"Of {rep.total / 1e12:.2f}T parameters a token multiplies with {rep.active / 1e9:.0f}B. The routed "
                   f"experts are {100 * routed:.1f}% of all parameters and a token visits {cfg.moe.top_k} of "
                   f"{cfg.moe.n_routed_experts} of them; the rest "
-                  "of the active share is attention, shared experts, router and head, which every token uses.",
+                  "of the active share is attention, shared experts, router and head, which every token uses. "
+                  f"If you answered the article's {100 * shares.expert_share:.1f}%: that counts experts "
+                  f"({cfg.moe.top_k} of {cfg.moe.n_routed_experts}), this counts parameters; the always-on "
+                  f"{shares.always_on / 1e9:.0f}B make the difference (the article page sets the two side by side).",
                   {"total parameters": f"{rep.total / 1e12:.2f} T", "active per token": f"{rep.active / 1e9:.1f} B"})
 
 

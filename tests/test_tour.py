@@ -111,3 +111,14 @@ def test_the_tour_runs_end_to_end():
     assert at.success and "All steps revealed" in at.success[0].value
     assert at.query_params["tour_revealed"] in (",".join(map(str, range(1, len(STEPS) + 1))),
                                                 [",".join(map(str, range(1, len(STEPS) + 1)))])
+
+
+def test_sparsity_step_reconciles_the_articles_share():
+    """Issue 26: a student who answered the article's 1.8% was told they were 2.0x too low with no word why; the
+    reveal now says 1.8% counts experts and this counts parameters, with the always-on parameters between them."""
+    from k3lite.article import sparsity_shares
+
+    s = sparsity_shares()
+    text = BY_KEY["sparsity"].compute().explanation
+    assert f"article's {100 * s.expert_share:.1f}%: that counts experts" in text
+    assert f"{s.always_on / 1e9:.0f}B" in text
