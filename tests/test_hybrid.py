@@ -149,3 +149,15 @@ def test_hybrid_page_opens_on_a_scenario_that_fits():
     assert all(decode_cost(r, ONE_M, batch=1, hardware=hw).fits for r in (0, 3))
     assert any(f"fits one {hw}" in i.value for i in at.info)
     assert not decode_cost(3, ONE_M, batch=1, hardware="H100 SXM").fits  # what it opened on before
+
+
+def test_layer_strip_names_kinds_in_the_legend_not_in_tiny_cells():
+    """Issue 26 (390 px): "KDA"/"MLA" in 27 cells and a tick per layer were shrunk to unreadable and overprinted."""
+    from k3lite.viz.hybrid import layer_pattern_figure
+
+    types = hybrid_config(3).layer_types()
+    fig = layer_pattern_figure(types, "3:1")
+    assert not any(t.text for t in fig.data), "no text inside the cells"
+    assert {t.name.split()[0] for t in fig.data} == {"KDA", "MLA"}
+    assert sum(len(t.x) for t in fig.data) == len(types)
+    assert list(fig.layout.xaxis.tickvals) == [i for i, t in enumerate(types) if t == "mla"]
