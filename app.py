@@ -1,11 +1,18 @@
 """k3lite: the Kimi K3 design as a textbook that runs. Entry point: `streamlit run app.py`."""
+from pathlib import Path
+
 import streamlit as st
 
 from k3lite.guards import bounded_threads
+from k3lite.viz.style import APP_CSS
 from views.registry import PAGES
 
 bounded_threads()  # process-wide torch thread cap, once for every page: one session cannot take every core
-st.set_page_config(page_title="k3lite — the Kimi K3 design, live", page_icon=":material/memory:", layout="wide")
+# the favicon is a file this server serves: a ":material/..." page icon makes the browser fetch an SVG from
+# fonts.gstatic.com (Streamlit's frontend builds that URL), which fails offline and leaks every visit
+FAVICON = Path(__file__).resolve().parent / "assets" / "favicon.png"
+st.set_page_config(page_title="k3lite — the Kimi K3 design, live", page_icon=str(FAVICON), layout="wide")
+st.html(APP_CSS)  # every page: no Plotly toolbar on phones, a cue on tables wider than their box (k3lite.viz.style)
 
 sections: dict[str, list] = {}
 for spec in PAGES:
@@ -20,6 +27,8 @@ for spec in PAGES:
                              visibility="hidden"))
     else:
         pages.append(st.Page(spec.file, title=spec.title, icon=spec.icon, url_path=spec.url_path))
+    if spec.url_path == "glossary":
+        glossary = pages[-1]
 
 current = st.navigation(sections)
 with st.sidebar:
@@ -30,5 +39,7 @@ with st.sidebar:
     )
     # the byte story in one picture, reachable from every page (it lives on the home page)
     st.page_link(home, label="Bytes per decoded token: the ledger (on Home)", icon=":material/stacked_bar_chart:")
+    # every abbreviation spelled out, reachable from every page and readable on touch (no hover needed)
+    st.page_link(glossary, label="Glossary: MLA, EP, HBM, TPOT, ... spelled out", icon=":material/menu_book:")
 
 current.run()

@@ -230,3 +230,12 @@ def batch_limited_speedup(kda_per_mla: int, context: int, hardware: str = "H100 
     full = batch_limited(0, context, hardware, attention_efficiency, n, base)
     mix = batch_limited(kda_per_mla, context, hardware, attention_efficiency, n, base)
     return full.per_token_s / mix.per_token_s
+def first_gpu_that_fits(context: int, batch: int = 1, ratios: tuple[int, ...] = (0, 3),
+                        base: str = "kimi-linear-48b-a3b") -> str:
+    """The first GPU of HYBRID_GPUS on which every pattern in `ratios` (default: all-MLA and 3:1) fits at `context`
+    and `batch`: the hybrid page opens on it, so its default scenario is one GPU can actually hold (it opened on
+    an 80 GB H100, which the 98 GB of bf16 weights alone overflow)."""
+    for gpu in HYBRID_GPUS:
+        if all(decode_cost(r, context, batch=batch, hardware=gpu, base=base).fits for r in ratios):
+            return gpu
+    raise ValueError(f"no GPU in {list(HYBRID_GPUS)} holds batch {batch} at {context:,} tokens for ratios {ratios}")

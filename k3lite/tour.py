@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from k3lite import kda, sources
+from k3lite.article import sparsity_shares
 from k3lite.attnres import attnres_cost, block_size_words
 from k3lite.config import get_preset
 from k3lite.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker, single_model
@@ -80,6 +81,7 @@ def sparsity() -> Reveal:
     the seed's expert fraction (top-k / E, a different ratio)."""
     cfg = get_preset("k3-estimated")
     rep = count_params(cfg)
+    shares = sparsity_shares("k3-estimated")  # the article's 1.8% (experts) beside this answer (parameters)
     pct = 100 * rep.activation_ratio
     routed = rep.by_component["routed_experts"] / rep.total
     routed_active = 100 * rep.active_by_component["routed_experts"] / rep.total
@@ -95,7 +97,10 @@ def sparsity() -> Reveal:
                   f"routed experts ({experts:.2f}%). Counted in parameters, the experts a token visits are "
                   f"{routed_active:.2f}% of the whole and everything every token uses adds {pct - routed_active:.2f}%, "
                   f"{attention:.2f}% of it attention"
-                  + (f", whose dimensions are partly our estimate ({guesses})" if guesses else "") + ".",
+                  + (f", whose dimensions are partly our estimate ({guesses})" if guesses else "") + ". "
+                  f"If you answered the article's {100 * shares.expert_share:.1f}%: that counts experts, this counts "
+                  f"parameters; the always-on {shares.always_on / 1e9:.0f}B make the difference (the article page "
+                  "sets the two side by side).",
                   {"total parameters": f"{rep.total / 1e12:.2f} T", "active per token": f"{rep.active / 1e9:.1f} B",
                    "experts per token (top-k / E)": f"{experts:.2f} %"})
 

@@ -4,7 +4,10 @@ For every Plotly figure on a page, from the rendered SVG (getBoundingClientRect,
   - no text (title, axis title, tick label, legend entry, annotation, subplot title) extends past its figure,
     where the SVG clips it ("...this view reuses its", "…dding");
   - no two titles (figure title, subplot titles, axis titles) overlap ("max-violatima:2.55-flips");
-  - the legend does not sit on a colourbar ("β head 0 … ‖S‖ head 3" over the a_t scale).
+  - the legend does not sit on a colourbar ("β head 0 … ‖S‖ head 3" over the a_t scale), and sits under the plot
+    area (issue 26: beside or above it, it took 80% of a phone's width or met the title);
+  - at 390 px the Plotly toolbar is hidden (it covered titles and legends);
+and for the page: every table fits its box or shows the right-edge cue, and no text is cut with "…".
 Full-page screenshots of both widths go to test-output/legibility/<view>-<width>.png, with the measurements
 next to them as JSON. Also here, because it needs the real router: opening /home shows the home page, not a
 "Page not found" toast.
@@ -20,6 +23,8 @@ import pytest
 from test_browser import (  # noqa: F401  (browser is a fixture; pytestmark skips without Chromium)
     LOAD_TIMEOUT_MS, ROOT, ROUTES, browser, pytestmark, streamlit_server, url_of, wait_idle,
 )
+
+from k3lite.viz.style import TABLE_CUE  # noqa: E402
 
 OUT = ROOT / "test-output" / "legibility"
 WIDTHS = (1400, 390)
@@ -48,7 +53,8 @@ MEASURE_JS = """
     const out = {index: i, title: String(title).slice(0, 80), width: box.w, height: box.h, overflow: [], overlaps: []};
     if (box.w < 1 || box.h < 1) return out;
     for (const t of el.querySelectorAll('svg text')) {
-      if (!label(t) || t.closest('.hoverlayer') || t.closest('.legend .scrollbox')) continue;
+      // legend entries count too (issue 26: a scheme's name ran off a phone's screen); hover labels do not
+      if (!label(t) || t.closest('.hoverlayer')) continue;
       const b = r(t);
       if (b.w < 1 || b.h < 1) continue;
       if (b.l < box.l - tol || b.r > box.r + tol || b.t < box.t - tol || b.b > box.b + tol)
@@ -60,10 +66,43 @@ MEASURE_JS = """
       for (let b = a + 1; b < titles.length; b++)
         if (meet(r(titles[a]), r(titles[b]))) out.overlaps.push(`'${label(titles[a])}' / '${label(titles[b])}'`);
     const legend = el.querySelector('.legend');
-    for (const bar of el.querySelectorAll('.colorbar'))
+    const ticks = [...el.querySelectorAll('.xtick text, .ytick text')].filter(t => !t.closest('.colorbar') && label(t));
+    for (const bar of el.querySelectorAll('.colorbar')) {
       if (legend && meet(r(legend), r(bar))) out.overlaps.push('legend / colourbar');
+      // a colour scale between two panels sat on the second panel's axis labels (KDA (b) at 390 px)
+      const hit = ticks.find(t => meet(r(t), r(bar)));
+      if (hit) out.overlaps.push(`colourbar / axis label '${label(hit)}'`);
+    }
+    // the legend sits under the plot area (k3lite.viz.style.legend_below), never on it or beside it
+    const plotArea = [...el.querySelectorAll('.nsewdrag')].map(r);
+    if (legend && plotArea.length && r(legend).h > 0) {
+      const bottom = Math.max(...plotArea.map(p => p.b));
+      if (r(legend).t < bottom - tol) out.overlaps.push(`legend not under the plot (top ${Math.round(r(legend).t - box.t)} < ${Math.round(bottom - box.t)} px)`);
+    }
+    // at phone widths the Plotly toolbar is hidden (it covered titles and legends)
+    const bar = el.querySelector('.modebar-container');
+    out.toolbar = bar ? getComputedStyle(bar).display !== 'none' && r(bar).w > 0 : false;
     return out;
   });
+}
+"""
+
+# tables: each visible st.dataframe either fits its box or shows the right-edge cue (style.APP_CSS), and no visible
+# text in the page is cut with an ellipsis (metric and widget labels, page links)
+PAGE_JS = """
+([tol, cue]) => {
+  const main = document.querySelector('[data-testid="stMain"]') || document.body;
+  const shown = (el) => !el.closest('[data-stale="true"]') && !el.closest('details:not([open])');
+  const tables = [...main.querySelectorAll('[data-testid="stDataFrame"]')].filter(shown).map((el, i) => {
+    const s = el.querySelector('.dvn-scroller');
+    const over = s ? s.scrollWidth - s.clientWidth : 0;
+    const after = getComputedStyle(el, '::after');
+    return {index: i, over, cue: after.animationName.includes(cue) && after.content !== 'none' && after.opacity === '1'};
+  });
+  const cut = [...main.querySelectorAll('*')].filter(e => shown(e) && e.clientWidth > 0
+      && getComputedStyle(e).textOverflow === 'ellipsis' && e.scrollWidth > e.clientWidth + tol)
+    .map(e => (e.textContent || '').trim().slice(0, 60));
+  return {tables, cut};
 }
 """
 
@@ -91,6 +130,17 @@ def problems(measured: list[dict]) -> list[str]:
             for m in measured for kind in ("overflow", "overlaps") for what in m[kind]]
 
 
+def page_problems(whole: dict, measured: list[dict], width: int) -> list[str]:
+    """Tables clipped without the cue, text cut with an ellipsis, and (at phone width) a visible Plotly toolbar."""
+    out = [f"table {t['index']}: {t['over']} px clipped at the right with no cue" for t in whole["tables"]
+           if t["over"] > TOLERANCE_PX and not t["cue"]]
+    out += [f"text cut with an ellipsis: {c!r}" for c in whole["cut"]]
+    if width < 640:
+        out += [f"figure {m['index']} ({m['title']!r}): the Plotly toolbar shows at {width} px" for m in measured
+                if m.get("toolbar")]
+    return out
+
+
 @pytest.mark.parametrize("name, route, query", VIEWS, ids=[v[0] for v in VIEWS])
 def test_figures_are_legible_at_both_widths(app_server, browser, name, route, query):
     context = browser.new_context(viewport={"width": WIDTHS[0], "height": 1000})
@@ -103,11 +153,13 @@ def test_figures_are_legible_at_both_widths(app_server, browser, name, route, qu
             page.set_viewport_size({"width": width, "height": 1000})
             page.wait_for_timeout(1500)  # Streamlit re-flows columns, plotly re-lays out its figures
             measured = page.evaluate(MEASURE_JS, TOLERANCE_PX)
+            whole = page.evaluate(PAGE_JS, [TOLERANCE_PX, TABLE_CUE])
             _screenshot(page, OUT / f"{name}-{width}.png")
-            (OUT / f"{name}-{width}.json").write_text(json.dumps(measured, indent=1))
-            # lab: its figures come after a run; tour: text and numbers until a step is revealed
-            assert measured or route in ("lab", "tour"), f"{name}: no figure rendered at {width} px"
-            found[width] = problems(measured)
+            (OUT / f"{name}-{width}.json").write_text(json.dumps({"figures": measured, **whole}, indent=1))
+            # lab: its figures come after a run; tour: text and numbers until a step is revealed; glossary, article: text
+            assert measured or route in ("lab", "tour", "glossary", "article"), \
+                f"{name}: no figure rendered at {width} px"
+            found[width] = problems(measured) + page_problems(whole, measured, width)
     finally:
         context.close()
     bad = {w: p for w, p in found.items() if p}
@@ -121,7 +173,9 @@ def test_the_measurement_catches_a_cut_title_and_colliding_subplot_titles(browse
         "fig = make_subplots(rows=1, cols=4, subplot_titles=['max-violation 2.55 flips 3%'] * 4)\n"
         "for c in range(1, 5):\n    fig.add_bar(x=[1], y=[1], row=1, col=c)\n"
         "fig.update_layout(title='a title that is much too long to fit a phone-width figure, so it is cut', width=380)\n"
-        "st.plotly_chart(fig)\n")
+        "st.plotly_chart(fig)\n"
+        "st.dataframe({f'a long column name {i}': [1.0] for i in range(12)})\n"
+        "st.metric('a metric label much longer than its column ' * 4, 1)\n")
     with streamlit_server("bad.py", tmp_path, tmp_path / "server.log") as srv:
         context = browser.new_context(viewport={"width": 390, "height": 900})
         page = context.new_page()
@@ -129,11 +183,18 @@ def test_the_measurement_catches_a_cut_title_and_colliding_subplot_titles(browse
             page.goto(srv["url"] + "/", timeout=LOAD_TIMEOUT_MS)
             wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS)
             page.wait_for_timeout(1000)
-            found = " | ".join(problems(page.evaluate(MEASURE_JS, TOLERANCE_PX)))
+            measured = page.evaluate(MEASURE_JS, TOLERANCE_PX)
+            whole = page.evaluate(PAGE_JS, [TOLERANCE_PX, TABLE_CUE])
+            found = " | ".join(problems(measured) + page_problems(whole, measured, 390))
         finally:
             context.close()
     assert "overflow: a title that is much too long" in found, found
     assert "overlaps: 'max-violation" in found, found
+    # without the app's CSS and legend placement (a bare page): each new check fires
+    assert "legend not under the plot" in found, found
+    assert "clipped at the right with no cue" in found, found
+    assert "the Plotly toolbar shows at 390 px" in found, found
+    assert "text cut with an ellipsis: 'a metric label" in found, found
 
 
 def test_home_url_opens_home_without_page_not_found(app_server, browser):
@@ -153,3 +214,25 @@ def test_home_url_opens_home_without_page_not_found(app_server, browser):
         assert page.get_by_test_id("stMain").locator("h1").count() >= 1
     finally:
         context.close()
+
+
+def test_pages_fetch_nothing_from_another_host(app_server, browser):
+    """Issue 26: the favicon came from fonts.gstatic.com (Streamlit builds that URL for a ":material/" page icon)
+    and failed offline. Every request a page makes must go to this server (or be a data:/blob: URL)."""
+    from urllib.parse import urlparse
+
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    outside = []
+    page.on("request", lambda r: outside.append(r.url) if urlparse(r.url).scheme in ("http", "https", "ws", "wss")
+            and urlparse(r.url).hostname not in ("127.0.0.1", "localhost") else None)
+    try:
+        for route in (ROUTES[0], "moe", "interconnect"):
+            page.goto(f"{app_server['url']}/{url_of(route)}", timeout=LOAD_TIMEOUT_MS)
+            wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS * 3)
+            page.wait_for_timeout(1000)
+        icons = page.evaluate("() => [...document.querySelectorAll('link[rel~=icon]')].map(l => l.href)")
+    finally:
+        context.close()
+    assert not outside, outside
+    assert icons and all(urlparse(h).hostname in ("127.0.0.1", "localhost") or h.startswith("data:") for h in icons), icons

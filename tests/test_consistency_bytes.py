@@ -11,6 +11,7 @@ from conftest import ROOT
 from k3lite.config import get_preset
 from k3lite.interconnect import REFERENCE, wire_bytes_per_token
 from views.common import interconnect_query
+from k3lite.viz.style import fmt_bytes
 
 LITE = get_preset("lite")
 
@@ -35,7 +36,7 @@ def test_moe_page_and_interconnect_page_show_the_same_bytes_per_layer(interconne
     assert not at.exception and not at.error
     shown = _metric(at, "bytes on the wire per token")
     assert shown == _metric(interconnect_page, "bytes / token / MoE layer")
-    assert shown == f"{wire_bytes_per_token(LITE).total:,.0f} B"  # and it is the function's number
+    assert shown == fmt_bytes(wire_bytes_per_token(LITE).total)  # and it is the function's number
 
 
 def test_forward_pass_page_and_interconnect_page_show_the_same_bytes_per_forward(interconnect_page):
@@ -46,7 +47,7 @@ def test_forward_pass_page_and_interconnect_page_show_the_same_bytes_per_forward
     shown = _metric(at, "interconnect bytes per token so far")
     n_moe = sum(t == "moe" for t in LITE.ffn_types())
     assert shown == _metric(interconnect_page, "per forward pass")
-    assert shown == f"{n_moe * wire_bytes_per_token(LITE).total:,.0f} B"
+    assert shown == fmt_bytes(n_moe * wire_bytes_per_token(LITE).total)
 
 
 def test_forward_pass_links_to_the_interconnect_page_with_its_settings():

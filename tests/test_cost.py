@@ -170,3 +170,16 @@ def test_seed_claims_are_attributed_to_what_states_them():
     assert not at.exception, [e.message for e in at.exception]
     text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
     assert sources.SPLIT_CLAIM in text and sources.K3_PRICE_SOURCE in text
+def test_page_draws_the_two_strategies_in_distinct_colours():
+    """Issue 26: "K3 alone" and "K3 plans + worker" both mapped to K3's colour (model_color), one orange twice."""
+    import json
+
+    at = _page().run()
+    figs = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+    dist = next(f for f in figs if f["layout"].get("yaxis", {}).get("title", {}).get("text") == "fraction of tasks")
+    lines = [t for t in dist["data"] if t.get("fill") == "tozeroy"]
+    assert len(lines) == 2
+    colours = [t["line"]["color"] for t in lines]
+    assert len(set(colours)) == 2, colours
+    dashed = [s["line"]["color"] for s in dist["layout"].get("shapes", [])]
+    assert sorted(dashed) == sorted(colours), "each dashed mean line takes its strategy's colour"

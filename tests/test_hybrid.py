@@ -129,7 +129,7 @@ def test_hybrid_page_text_follows_batch_and_ratio():
     """Issue 18 item 8: the 'at batch 1' paragraph said batch 1 at any batch; at ratio 7 the 3:1 sentence quoted
     ratio 7's state size; the 'what to notice' crossover is the computed one."""
     at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=120)
-    at.query_params.update({"hy_batch": "16", "hy_ratio": "7"})
+    at.query_params.update({"hy_batch": "16", "hy_ratio": "7", "hy_hw": "H100 SXM"})
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     text = _page_text(at)
@@ -187,3 +187,25 @@ def test_hybrid_page_labels_each_weight_figure_with_its_model():
     mine, three = decode_cost(1, ONE_M, batch=64), decode_cost(3, ONE_M, batch=1)
     assert f"{mine.weight_bytes / 1e9:.1f} GB of bf16 weights for the 1:1 model" in text
     assert f"{three.weight_bytes / 1e9:.1f} GB of weights the 3:1 model reads every step at batch size 1" in text
+def test_hybrid_page_opens_on_a_scenario_that_fits():
+    """Issue 26: the page opened on "Does not fit one H100 SXM" (98 GB of bf16 weights on an 80 GB GPU): the
+    default scenario was impossible. It now opens on the first GPU that holds both patterns at 1M."""
+    at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=120).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.warning, [w.value for w in at.warning]
+    hw = at.selectbox(key="hy_hw").value
+    assert all(decode_cost(r, ONE_M, batch=1, hardware=hw).fits for r in (0, 3))
+    assert any(f"fits one {hw}" in i.value for i in at.info)
+    assert not decode_cost(3, ONE_M, batch=1, hardware="H100 SXM").fits  # what it opened on before
+
+
+def test_layer_strip_names_kinds_in_the_legend_not_in_tiny_cells():
+    """Issue 26 (390 px): "KDA"/"MLA" in 27 cells and a tick per layer were shrunk to unreadable and overprinted."""
+    from k3lite.viz.hybrid import layer_pattern_figure
+
+    types = hybrid_config(3).layer_types()
+    fig = layer_pattern_figure(types, "3:1")
+    assert not any(t.text for t in fig.data), "no text inside the cells"
+    assert {t.name.split()[0] for t in fig.data} == {"KDA", "MLA"}
+    assert sum(len(t.x) for t in fig.data) == len(types)
+    assert list(fig.layout.xaxis.tickvals) == [i for i, t in enumerate(types) if t == "mla"]

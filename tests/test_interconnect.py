@@ -11,9 +11,11 @@ import torch
 import torch.nn.functional as F
 
 from k3lite.config import get_preset
+from k3lite.viz.style import fmt_bytes, fmt_seconds
 from k3lite.interconnect import (
-    REFERENCE, SCHEMES, Deployment, analytic_traffic, compare_presets, count_copies, expected_copies, expert_to_gpu,
-    get_topology, group_limited_hits, link_copies, node_limit_sweep, record_bytes, sample_uniform_routing, wire_bytes_per_token, wire_format,
+    REFERENCE, SCHEMES, Deployment, analytic_traffic, compare_presets, count_copies, even_expert_counts,
+    expected_copies, expert_to_gpu, get_topology, group_limited_hits, link_copies, node_limit_sweep, record_bytes,
+    sample_uniform_routing, snap_experts, wire_bytes_per_token, wire_format,
 )
 
 
@@ -348,7 +350,13 @@ def test_page_reacts_to_controls_and_its_sentences_follow_the_numbers():
     assert not at.exception and not at.error
     per_layer = _metric(at, "bytes / token / MoE layer")
     b = wire_bytes_per_token(get_preset("k3-estimated"), "multi-node-8x8", 64, "normal")
-    assert per_layer == f"{b.total:,.0f} B"  # defaults: K3 on 8 x 8, DeepEP normal, no node limit
+    assert per_layer == fmt_bytes(b.total)  # defaults: K3 on 8 x 8, DeepEP normal, no node limit
+    # the app's units (issue 26: raw "1,234,567 B" and "ns" here, MB and µs everywhere else)
+    t = analytic_traffic(get_preset("k3-estimated"), Deployment(get_topology("multi-node-8x8"), 64, "fp8", "bf16",
+                                                                 0, "normal"))
+    assert _metric(at, "time on the wire") == fmt_seconds(t.wire_s_forward)
+    topo = get_topology("multi-node-8x8")
+    assert _metric(at, "NIC bytes / layer") == f"{fmt_bytes(b.inter)}, {fmt_seconds(b.inter / topo.inter_bw)}"
     text = " ".join(c.value for c in at.caption)
     k2, k3 = (wire_bytes_per_token(get_preset(n), "multi-node-8x8", 64, "normal") for n in ("kimi-k2", "k3-estimated"))
     assert f"{k3.copies.gpus_hit / k2.copies.gpus_hit:.2f}x as many GPUs" in text
@@ -357,8 +365,55 @@ def test_page_reacts_to_controls_and_its_sentences_follow_the_numbers():
     assert _metric(at, "bytes / token / MoE layer") != per_layer
     at.select_slider(key="ic_latent").set_value("1/4").run()
     assert not at.exception
-    at.slider(key="ic_experts").set_value(40).run()  # fewer experts than the 64 GPUs
-    assert any("at least one expert per GPU" in e.value for e in at.error)
+    at.slider(key="ic_top_k").set_value(32).run()
+    at.slider(key="ic_node_limit").set_value(1).run()  # one node of 8 GPUs x 14 experts: 112 >= 32, routable
+    assert not at.exception and not at.error
+    at.select_slider(key="ic_experts").set_value(64).run()  # 8 experts per node < top-32 with M = 1
+    assert any("must be <= experts on node_limit=1" in e.value for e in at.error)
+    # the rest of the page still renders: the comparison and DeepEP sections do not depend on the setting
+    assert any("DeepEP" in h.value for h in at.subheader) and len(at.dataframe) >= 2
+
+
+def test_expert_counts_shard_evenly():
+    assert even_expert_counts(64)[:3] == [64, 128, 192] and 896 in even_expert_counts(64)
+    assert even_expert_counts(8) == list(range(8, 1025, 8))
+    assert all(e % 48 == 0 and e % 8 == 0 for e in even_expert_counts(48))
+    assert snap_experts(888, 64) == 896 and snap_experts(896, 48) == 912 and snap_experts(32, 64) == 64
+    with pytest.raises(ValueError, match="multiple of"):
+        even_expert_counts(64, lo=8, hi=60)
+
+
+def test_node_limit_sweep_leaves_out_limits_that_cannot_route():
+    cfg = get_preset("k3-estimated").with_(moe={"n_routed_experts": 64, "n_groups": 1, "topk_groups": 1})
+    sweep = node_limit_sweep(cfg, "multi-node-8x8", 64)  # 8 experts per node, top-16: M = 1 cannot route
+    assert [m for m, _ in sweep["normal"]] == list(range(2, 9))
+
+
+def test_every_expert_slider_position_keeps_the_page():
+    """Issue 26: with EP 64, moving E one notch from 896 (to 888) raised "needs n_experts divisible by ep_size"
+    in the node-limit sweep although the node limit was off, and st.stop() removed the rest of the page (7 of 8
+    slider positions). The slider now offers multiples of the EP size only; an old link or an EP change snaps E
+    with a note, and every offered position renders the whole page."""
+    at = _page().run()
+    options = [int(o) for o in at.select_slider(key="ic_experts").options]
+    assert options == even_expert_counts(64)
+    for e in (options[0], 832, 960, options[-1]):
+        at.select_slider(key="ic_experts").set_value(e).run()
+        assert not at.exception and not at.error, (e, [x.value for x in at.error])
+        assert any("DeepEP" in h.value for h in at.subheader), f"E = {e}: the page stopped early"
+    at.select_slider(key="ic_ep").set_value(48).run()  # 1024 is no multiple of 48: snapped, with a note
+    assert not at.exception and not at.error
+    assert at.select_slider(key="ic_experts").value == snap_experts(options[-1], 48)
+    assert any("does not split evenly over EP 48" in i.value for i in at.info)
+
+
+def test_an_old_link_with_an_uneven_expert_count_snaps():
+    at = _page()
+    at.query_params.update(ic_experts="888", ic_ep="64")
+    at.run()
+    assert not at.exception and not at.error
+    assert at.select_slider(key="ic_experts").value == 896
+    assert any("E = 888 does not split evenly" in i.value for i in at.info)
 
 
 def test_page_measure_button_runs_the_real_gloo_layer():

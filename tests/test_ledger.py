@@ -154,7 +154,36 @@ def test_home_draws_the_ledger_for_three_models_with_each_toggle():
         at.checkbox(key=key).uncheck().run()
         assert not at.exception, [e.message for e in at.exception]
         assert any(words in r for r in rows_drawn()), (key, rows_drawn())
+        assert at.query_params[key] == "False", "the toggle is not in the share URL"
         at.checkbox(key=key).check().run()
+
+
+def test_home_ledger_latent_toggle_changes_the_figure_and_the_url():
+    """Issue 26: unticking "latent experts" changed nothing (K3 without latent was always drawn), the toggles were
+    not in the share URL, and the overload input stayed active although only balancing-off counts it."""
+    at = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=300).run()
+
+    def ledger_bars():
+        figs = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+        ledger = next(f for f in figs if any(t.get("name", "").startswith("NVLink") for t in f["data"]))
+        return next(t for t in ledger["data"] if t["type"] == "bar")["y"]
+
+    before = ledger_bars()
+    assert "K3 without<br>latent" in before
+    at.checkbox(key="ledger_latent").check().run()  # every idea on: that is the K3 bar itself
+    assert not at.exception, [e.message for e in at.exception]
+    after = ledger_bars()
+    assert after != before and len(after) == len(before) - 1 and not any("without" in r for r in after), after
+    assert at.query_params["ledger_latent"] == "True"
+    overload = at.number_input(key="ledger_overload")
+    assert overload.disabled, "the overload input is live although balancing is on (it does not count)"
+    at.checkbox(key="ledger_balancing").uncheck().run()
+    assert not at.number_input(key="ledger_overload").disabled
+    # a shared link reopens the same toggles
+    link = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=300)
+    link.query_params.update(ledger_latent="true", ledger_hybrid="false")
+    link.run()
+    assert not link.exception and link.checkbox(key="ledger_latent").value and not link.checkbox(key="ledger_hybrid").value
 
 
 def test_interconnect_comparison_shows_k3_without_latent_beside_k3():

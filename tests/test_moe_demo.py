@@ -219,3 +219,22 @@ def test_a_fit_shares_the_weights_only_the_aux_loss_moves():
     base = fit.routers["none"].weight
     assert fit.routers["bias"].weight is base and fit.routers["quantile"].weight is base
     assert not torch.equal(fit.routers["aux_loss"].weight, base)
+
+
+def test_updates_figure_is_a_real_log_axis_with_its_label_off_the_legend():
+    """Issue 26, MoE (b): the budget line's annotation took x = 32 in data units, which a log axis reads as 10^32,
+    so 1-64 updates sat in 5% of the width with overprinted ticks; the label also sat on the legend."""
+    import math
+
+    from k3lite.viz.moe import violation_vs_updates
+
+    counts = (1, 2, 4, 8, 16, 32, 64)
+    curves = {"none": [2.9] * 7, "quantile": [0.6, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]}
+    fig = violation_vs_updates(curves, counts, budget=32)
+    assert fig.layout.xaxis.type == "log"
+    lo, hi = math.log10(min(counts)), math.log10(max(counts))
+    for a in fig.layout.annotations:  # every label on the log axis lies inside the data's decades
+        if a.xref == "x":
+            assert lo - 0.1 <= a.x <= hi + 0.1, f"annotation {a.text!r} at log10 x = {a.x}: stretches the axis"
+    assert fig.layout.xaxis.range[0] <= lo and fig.layout.xaxis.range[1] >= hi
+    assert fig.layout.legend.y < 0, "the legend must sit under the plot, away from the budget label above it"

@@ -112,3 +112,31 @@ def test_nothing_unpickles():
     assert not offenders, offenders
     src = (ROOT / "k3lite" / "checkpoint.py").read_text()
     assert "safetensors" in src
+
+
+
+def test_the_favicon_is_a_file_this_server_serves(monkeypatch):
+    """Issue 26: page_icon=":material/memory:" makes Streamlit's frontend fetch the icon from fonts.gstatic.com
+    (it fails offline). The page icon must be an image file shipped in the repository, not a ":material/" or
+    emoji shortcode, nor a URL. (tests/test_browser_legibility.py also checks that loading a page requests
+    nothing from another host.)"""
+    import streamlit as st
+    from PIL import Image
+    from streamlit.testing.v1 import AppTest
+
+    captured = {}
+    real = st.set_page_config
+
+    def spy(*args, **kwargs):
+        captured.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(st, "set_page_config", spy)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300).run()
+    assert not at.exception, [e.message for e in at.exception]
+    icon = captured.get("page_icon")
+    assert isinstance(icon, str) and not icon.startswith((":", "http")), f"page_icon {icon!r} is fetched from a CDN"
+    path = Path(icon).resolve()
+    assert path.is_file() and ROOT in path.parents, f"{icon} is not a file in the repository"
+    with Image.open(path) as im:
+        assert im.size[0] >= 32 and im.size[0] == im.size[1]

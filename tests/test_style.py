@@ -199,3 +199,42 @@ def test_controls_take_the_neutral_theme_colour():
     """Sliders were red on every page (Streamlit's default primary colour), the hue of half the concepts."""
     theme = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text()).get("theme", {})
     assert theme.get("primaryColor", "").upper() == style.CONTROL.upper()
+
+
+def test_fmt_seconds_picks_the_unit():
+    from k3lite.viz.style import fmt_seconds
+
+    assert fmt_seconds(2.5e-6) == "2.50 µs" and fmt_seconds(4.1e-10) == "0.410 ns"
+    assert fmt_seconds(0.0123) == "12.3 ms" and fmt_seconds(3.0) == "3.00 s" and fmt_seconds(0) == "0 ns"
+    with pytest.raises(ValueError, match="finite"):
+        fmt_seconds(float("nan"))
+
+
+def test_shared_figures_put_the_legend_under_the_plot():
+    """Issue 26 (phones): legends beside or above the plot took most of a 390 px screen or met the title; every
+    figure built through shared_figure gets the one placement (style.legend_below), in the bottom margin."""
+    from k3lite.viz.memo import FigureMemo
+
+    memo = FigureMemo()
+    fig = memo(_two_series_figure)
+    legend = fig.layout.legend
+    assert (legend.orientation, legend.yref, legend.y, legend.yanchor, legend.x) == ("h", "container", 0, "bottom", 0)
+    assert memo(_two_series_figure) is fig  # cached with the placement already applied
+
+
+def _two_series_figure():
+    fig = go.Figure()
+    fig.add_scatter(x=[1, 2], y=[1, 2], name="a")
+    fig.add_scatter(x=[1, 2], y=[2, 1], name="b")
+    fig.update_layout(legend=dict(x=1.02, y=1))  # beside the plot, as plotly places it by default
+    return fig
+
+
+def test_app_injects_the_shared_css_on_every_page():
+    """The toolbar rule, the table cue and the label wrapping live in style.APP_CSS; app.py injects it before
+    any page runs, so every page gets them."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300).run()
+    assert not at.exception, [e.message for e in at.exception]
+    bodies = [e.proto.body for e in at.get("html")]
+    assert style.APP_CSS in bodies, bodies
+    assert ".modebar-container" in style.APP_CSS and style.TABLE_CUE in style.APP_CSS

@@ -170,3 +170,12 @@ def test_serving_step_says_the_gpu_hour_price_is_assumed():
     rate, source = USD_PER_GPU_HOUR[SERVING.gpu]
     assert source.startswith("assumed") and f"${rate:.2f} per GPU-hour ({source})" in r.explanation
     assert "at that assumed rate" in r.explanation
+def test_sparsity_step_reconciles_the_articles_share():
+    """Issue 26: a student who answered the article's 1.8% was told they were 2.0x too low with no word why; the
+    reveal now says 1.8% counts experts and this counts parameters, with the always-on parameters between them."""
+    from k3lite.article import sparsity_shares
+
+    s = sparsity_shares()
+    text = BY_KEY["sparsity"].compute().explanation
+    assert f"article's {100 * s.expert_share:.1f}%: that counts experts" in text
+    assert f"{s.always_on / 1e9:.0f}B" in text

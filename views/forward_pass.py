@@ -10,6 +10,7 @@ from k3lite.tokenizer import decode, encode, token_label
 from k3lite.viz.archmap import architecture_map, stage_index
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.model import WHAT, stage_figure, stages
+from k3lite.viz.style import fmt_bytes
 from views.common import explain, interconnect_query, push_url, url_state, user_errors
 from views.registry import by_url_path
 
@@ -120,7 +121,7 @@ else:  # a layer's MoE bytes count from its dispatch on
     so_far = cum[done - 1] if done > 0 else 0.0
 m1, m2, m3 = st.columns(3)
 m1.metric("tokens", f"{len(trace.tokens)} bytes")
-m2.metric("interconnect bytes per token so far", f"{so_far:,.0f} B",
+m2.metric("interconnect bytes per token so far", fmt_bytes(so_far),
           help=f"dispatch + combine of every MoE layer up to here, {wire.total:,.0f} B per MoE layer: expected "
                f"copies x record bytes on {REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token; "
                "the link below opens the Interconnect page on the same setting, where it shows the same number)")

@@ -5,7 +5,7 @@ from k3lite import memory
 from k3lite.hardware import get_gpu
 from k3lite.hybrid import (
     HYBRID_GPUS, REPORTED, batch_limited, batch_limited_speedup, bytes_ceiling, cache_passes_weights, decode_cost,
-    gpus_for_one_sequence, hybrid_config, kv_reduction, max_context_on_one_gpu,
+    first_gpu_that_fits, gpus_for_one_sequence, hybrid_config, kv_reduction, max_context_on_one_gpu,
 )
 from k3lite.viz.hybrid import (
     cache_vs_context_figure, layer_pattern_figure, speedup_by_ratio_figure, tpot_vs_context_figure,
@@ -28,7 +28,7 @@ st.markdown(
 
 url_state("hy_ratio", 3, lo=0, hi=7)
 url_state("hy_batch", 1, lo=1, hi=256)
-url_state("hy_hw", "H100 SXM", choices=list(HYBRID_GPUS))
+url_state("hy_hw", first_gpu_that_fits(ONE_M), choices=list(HYBRID_GPUS))  # a default that fits
 url_state("hy_eff", 1.0, lo=0.05, hi=1.0)
 c1, c2, c3, c4 = st.columns(4)
 c1.slider("KDA : MLA ratio (KDA layers per MLA layer)", 0, 7, key="hy_ratio", format="%d:1")

@@ -5,8 +5,8 @@ from k3lite.config import get_preset
 from k3lite.guards import heavy_work
 from k3lite.ledger import ONE_OFF, variant
 from k3lite.interconnect import (
-    SCHEME_LABELS, SCHEMES, TOPOLOGIES, WIRE_FORMATS, Deployment, analytic_traffic, compare_presets, node_limit_sweep,
-    traffic_table,
+    SCHEME_LABELS, SCHEMES, TOPOLOGIES, WIRE_FORMATS, Deployment, analytic_traffic, compare_presets,
+    even_expert_counts, node_limit_sweep, snap_experts, traffic_table,
 )
 from k3lite.interconnect.deepep import SOURCE as DEEPEP_SOURCE
 from k3lite.interconnect.deepep import RDMA_PEAK, comparison_table
@@ -14,6 +14,7 @@ from k3lite.interconnect.measured import MeasureSpec
 from k3lite.interconnect.run import format_result, measure
 from k3lite.viz.interconnect import compare_figure, measured_figure, node_limit_figure, traffic_figure
 from k3lite.viz.memo import shared_figure
+from k3lite.viz.style import fmt_bytes, fmt_seconds
 from views.common import explain, push_url, url_state, user_errors
 
 PRESETS = ("k3-estimated", "kimi-k2", "deepseek-v3", "lite")
@@ -53,10 +54,26 @@ url_state("ic_ep", 64, choices=list(EP_CHOICES))
 url_state("ic_node_limit", 0, lo=0, hi=8)
 url_state("ic_scheme", "normal", choices=list(SCHEMES))
 
+# E must shard evenly over the EP size (node-limited routing needs it, and so do real deployments): the E slider
+# offers only those values, and a value that no longer fits (EP or preset changed, an old link) snaps with a note.
+# The EP size is read first, since the E slider's options depend on it.
+topo = TOPOLOGIES[st.session_state.ic_topology]
+ep_options = [e for e in EP_CHOICES if e <= topo.n_gpus]
+if st.session_state.ic_ep not in ep_options:
+    st.session_state.ic_ep = ep_options[-1]
+e_options = even_expert_counts(st.session_state.ic_ep)
+snapped = None
+if st.session_state.ic_experts not in e_options:
+    snapped = st.session_state.ic_experts
+    st.session_state.ic_experts = snap_experts(snapped, st.session_state.ic_ep)
+
 c1, c2, c3 = st.columns(3)
 with c1:
     st.selectbox("model preset (resets experts, top-k, latent)", PRESETS, key="ic_preset", on_change=_load_preset)
-    st.slider("routed experts E", 8, 1024, step=8, key="ic_experts")
+    st.select_slider("routed experts E (multiples of the EP size)", e_options, key="ic_experts")
+    if snapped is not None:
+        st.info(f"E = {snapped} does not split evenly over EP {st.session_state.ic_ep} GPUs: using "
+                f"E = {st.session_state.ic_experts}, the nearest multiple of {e_options[0]}.")
     st.slider("top-k (experts per token)", 1, 32, key="ic_top_k")
 with c2:
     st.select_slider("latent ratio (latent_dim / d_model)", list(LATENT), key="ic_latent")
@@ -65,18 +82,18 @@ with c2:
     st.radio("combine precision", ["fp8", "bf16"], key="ic_combine", horizontal=True)
 with c3:
     st.selectbox("topology", list(TOPOLOGIES), key="ic_topology", format_func=lambda k: TOPOLOGIES[k].name)
-    topo = TOPOLOGIES[st.session_state.ic_topology]
-    ep_options = [e for e in EP_CHOICES if e <= topo.n_gpus]
-    if st.session_state.ic_ep not in ep_options:
-        st.session_state.ic_ep = ep_options[-1]
     st.select_slider("EP size (GPUs the experts are spread over)", ep_options, key="ic_ep")
     st.slider("node limit M (domains per token, 0 = none)", 0, 8, key="ic_node_limit")
 st.radio("dispatch scheme", SCHEMES, key="ic_scheme", horizontal=True, format_func=SCHEME_LABELS.get)
 push_url("ic_preset", "ic_experts", "ic_top_k", "ic_latent", "ic_dispatch", "ic_combine", "ic_topology", "ic_ep",
          "ic_node_limit", "ic_scheme")
 SCHEME, M = st.session_state.ic_scheme, st.session_state.ic_node_limit
+DISPATCH, COMBINE = st.session_state.ic_dispatch, st.session_state.ic_combine
 
-with user_errors():
+# a setting the model cannot route (e.g. top-k above the experts a node limit leaves) stops this section only:
+# the comparison, DeepEP and measurement sections below do not depend on it
+t = None
+try:
     ratio = LATENT[st.session_state.ic_latent]
     latent = round(base.d_model * ratio) if ratio < 1 else 0
     cfg = base.with_(name=f"{base.name} (your settings)", moe={
@@ -84,59 +101,66 @@ with user_errors():
         "latent_dim": latent, "n_groups": 1, "topk_groups": 1})
     dep = Deployment(topo, st.session_state.ic_ep, st.session_state.ic_dispatch, st.session_state.ic_combine, M, SCHEME)
     t = analytic_traffic(cfg, dep)
-b = t.per_layer
-
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("bytes / token / MoE layer", f"{b.total:,.0f} B")
-m2.metric(f"per forward pass ({t.n_moe_layers} MoE layers)", f"{t.per_forward:,.0f} B")
-m3.metric("copies per token: NVLink + NIC", f"{t.copies.intra:.2f} + {t.copies.inter:.2f}")
-m4.metric("time on the wire / token / forward", f"{t.wire_s_forward * 1e6:,.2f} µs")
-l1, l2 = st.columns(2)
-l1.metric("NVLink bytes / layer, time", f"{b.intra:,.0f} B, {b.intra / topo.intra_bw * 1e9:,.2f} ns")
-l2.metric("NIC bytes / layer, time", f"{b.inter:,.0f} B, {b.inter / topo.inter_bw * 1e9:,.2f} ns")
-st.plotly_chart(shared_figure(traffic_figure, t), width="stretch")
-explain(
-    f"Computed, not measured: expected copies under uniform routing ({SCHEME_LABELS[SCHEME]}; formulas in "
-    f"k3lite/interconnect/analytic.py) x the bytes of one record: {b.dispatch_record} B out ({t.dim_on_wire} elements "
-    f"in {dep.dispatch} + routing metadata), {b.combine_record} B back ({dep.combine}); {b.metadata:,.0f} B of the "
-    f"{b.total:,.0f} B are metadata and padding. Time = intra bytes / {topo.intra_bw / 1e9:.0f} GB/s + inter bytes / "
-    f"{topo.inter_bw / 1e9:.0f} GB/s per GPU per direction (not overlapped). Bandwidths: {topo.source}."
-)
+except ValueError as e:
+    st.error(f"⚠️ {e}")
+if t is not None:
+    b = t.per_layer
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("bytes / token / MoE layer", fmt_bytes(b.total))
+    m2.metric(f"per forward pass ({t.n_moe_layers} MoE layers)", fmt_bytes(t.per_forward))
+    m3.metric("copies per token: NVLink + NIC", f"{t.copies.intra:.2f} + {t.copies.inter:.2f}")
+    m4.metric("time on the wire / token / forward", fmt_seconds(t.wire_s_forward))
+    l1, l2 = st.columns(2)
+    l1.metric("NVLink bytes / layer, time", f"{fmt_bytes(b.intra)}, {fmt_seconds(b.intra / topo.intra_bw)}")
+    l2.metric("NIC bytes / layer, time", f"{fmt_bytes(b.inter)}, {fmt_seconds(b.inter / topo.inter_bw)}")
+    st.plotly_chart(shared_figure(traffic_figure, t), width="stretch")
+    explain(
+        f"Computed, not measured: expected copies under uniform routing ({SCHEME_LABELS[SCHEME]}; formulas in "
+        f"k3lite/interconnect/analytic.py) x the bytes of one record: {b.dispatch_record} B out ({t.dim_on_wire} "
+        f"elements in {dep.dispatch} + routing metadata), {b.combine_record} B back ({dep.combine}); "
+        f"{fmt_bytes(b.metadata)} of the {fmt_bytes(b.total)} are metadata and padding. Time = intra bytes / "
+        f"{topo.intra_bw / 1e9:.0f} GB/s + inter bytes / {topo.inter_bw / 1e9:.0f} GB/s per GPU per direction (not "
+        f"overlapped). Bandwidths: {topo.source}."
+    )
 
 st.subheader("Node-limited routing: NIC bytes vs node limit M, three schemes")
-with user_errors():
-    sweep = node_limit_sweep(cfg, st.session_state.ic_topology, dep.ep_size, dep.dispatch, dep.combine)
-if dep.n_domains < 2:
+if t is None:
+    st.info("Pick a setting the model can route (above) to see the node-limit sweep.")
+elif dep.n_domains < 2:
     st.info(f"EP {dep.ep_size} on {topo.name} is one NVLink domain: nothing crosses a NIC, so the node limit has "
             "nothing to cut. Pick the 8 x 8 topology to see it.")
 else:
+    sweep = node_limit_sweep(cfg, st.session_state.ic_topology, dep.ep_size, dep.dispatch, dep.combine)
     st.plotly_chart(shared_figure(node_limit_figure, sweep, M), width="stretch")
-    at = min(4, dep.n_domains - 1)
-    cut = {s: 1 - dict(pts)[at] / pts[-1][1] for s, pts in sweep.items()}
-    explain(
-        f"Limiting each token to M = {at} of {dep.n_domains} domains cuts the NIC bytes by {100 * cut['direct']:.0f}% "
-        f"with direct copies, {100 * cut['normal']:.0f}% with DeepEP's normal kernels (one RDMA copy per node: at "
-        f"most M) and {100 * cut['low-latency']:.0f}% with low-latency messages (one per expert, wherever it is). "
-        f"At M = {at} the normal kernels send {dict(sweep['direct'])[at] / dict(sweep['normal'])[at]:.2f}x fewer NIC "
-        "bytes than direct copies: the node limit is a lever only for the hierarchical kernels."
-    )
+    limits = [m for m, _ in sweep["direct"]]
+    at = max((m for m in limits if m <= min(4, dep.n_domains - 1)), default=None)
+    if at is not None:
+        cut = {s: 1 - dict(pts)[at] / pts[-1][1] for s, pts in sweep.items()}
+        explain(
+            f"Limiting each token to M = {at} of {dep.n_domains} domains cuts the NIC bytes by "
+            f"{100 * cut['direct']:.0f}% with direct copies, {100 * cut['normal']:.0f}% with DeepEP's normal kernels "
+            f"(one RDMA copy per node: at most M) and {100 * cut['low-latency']:.0f}% with low-latency messages (one "
+            f"per expert, wherever it is). At M = {at} the normal kernels send "
+            f"{dict(sweep['direct'])[at] / dict(sweep['normal'])[at]:.2f}x fewer NIC bytes than direct copies: the "
+            "node limit is a lever only for the hierarchical kernels."
+        )
 
 st.subheader("DeepSeek-V3 vs Kimi K2 vs K3 (estimated): 8 nodes x 8 GPUs and one NVL72 rack, EP 64")
 with user_errors():
-    tables = {name: compare_presets(BIG, name, 64, dep.dispatch, dep.combine, M if name == "multi-node-8x8" else 0,
+    tables = {name: compare_presets(BIG, name, 64, DISPATCH, COMBINE, M if name == "multi-node-8x8" else 0,
                                     SCHEME) for name in ("multi-node-8x8", "nvl72")}
     # the counterfactual beside the comparison: K3 moves the most bytes, but without its latent it would move
     # more (same deployment; the ledger's definition of "K3 without latent", k3lite/ledger.py)
     k3_plain = variant(get_preset("k3-estimated"), ONE_OFF["latent"]).with_(name="K3 without latent")
     for name, rows in tables.items():
-        rows.append(analytic_traffic(k3_plain, Deployment(TOPOLOGIES[name], 64, dep.dispatch, dep.combine,
+        rows.append(analytic_traffic(k3_plain, Deployment(TOPOLOGIES[name], 64, DISPATCH, COMBINE,
                                                           M if name == "multi-node-8x8" else 0, SCHEME)))
 for col, (name, rows) in zip(st.columns(2), tables.items()):
     col.caption(TOPOLOGIES[name].name)
     col.plotly_chart(shared_figure(compare_figure, rows), width="stretch", key=f"ic_cmp_{name}")
 st.dataframe([{"topology": n, **r} for n, rows in tables.items() for r in traffic_table(rows)], hide_index=True,
              width="stretch")  # full width: the headers were cut
-one_node = {r.name: r for r in compare_presets(BIG, "dgx-b300", 8, dep.dispatch, dep.combine, 0, SCHEME)}
+one_node = {r.name: r for r in compare_presets(BIG, "dgx-b300", 8, DISPATCH, COMBINE, 0, SCHEME)}
 k2, k3 = (({r.name: r for r in tables["multi-node-8x8"]})[n] for n in ("kimi-k2", "k3-estimated"))
 k3_cfg, k2_cfg = get_preset("k3-estimated"), get_preset("kimi-k2")
 copies, record = k3.copies.total / k2.copies.total, k3.per_layer.dispatch_record / k2.per_layer.dispatch_record

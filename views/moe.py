@@ -21,6 +21,7 @@ from k3lite.precomputed import BALANCE_ARGS, MOE_LAYER, MOE_PROMPT, moe_default_
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_tradeoff, load_bars, load_histogram,
                             routing_heatmap, violation_curves, violation_vs_updates)
+from k3lite.viz.style import fmt_bytes
 from views.common import explain, push_url, url_state, user_errors
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
@@ -201,7 +202,7 @@ m1.metric(f"max-violation, {result.eval_tokens:,} held-out bytes", f"{result.eva
 m2.metric("load CV on the prompt", f"{stats.cv:.2f}", help="std/mean of tokens per expert")
 with user_errors():
     wire = deployment_bytes(cfg, REFERENCE, d_model=D)  # the one wire-bytes function (k3lite.interconnect)
-m3.metric("bytes on the wire per token", f"{wire.total:,.0f} B",
+m3.metric("bytes on the wire per token", fmt_bytes(wire.total),
           help=f"dispatch {wire.dispatch:,.0f} B + combine {wire.combine:,.0f} B per MoE layer, expected under uniform "
                f"routing on {REFERENCE.describe()}: {wire.copies.total:.2f} copies x ({wire.dispatch_record} + "
                f"{wire.combine_record}) B records of the {stats.dispatch_dim}-dim latent. The Interconnect page "

@@ -25,6 +25,8 @@ class PageSpec(NamedTuple):
 PAGES: tuple[PageSpec, ...] = (
     PageSpec("views/home.py", "Home: the K3 design", "Home", ":material/home:", "home", "Overview", default=True),
     PageSpec("views/tour.py", "The K3 argument, step by step", "Guided tour", ":material/quiz:", "tour", "Overview"),
+    PageSpec("views/article.py", "The article beside the app", "The article, claim by claim", ":material/article:",
+             "article", "Overview"),
     PageSpec("views/moe.py", "Stable LatentMoE & routing", "Routing & balancing", ":material/alt_route:", "moe",
              "Mechanisms"),
     PageSpec("views/kda.py", "Kimi Delta Attention", "Kimi Delta Attention", ":material/trending_down:", "kda",
@@ -42,6 +44,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("views/cost_per_task.py", "Cost per task", "Cost per task", ":material/payments:", "cost_per_task",
              "The whole model"),
     PageSpec("views/lab.py", "The lab: recall tasks", "The lab", ":material/science:", "lab", "The whole model"),
+    PageSpec("views/glossary.py", "Glossary", "Glossary", ":material/menu_book:", "glossary", "Reference"),
 )
 
 PAGE_FILES: tuple[str, ...] = tuple(p.file for p in PAGES)

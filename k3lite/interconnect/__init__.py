@@ -20,13 +20,13 @@ from k3lite.interconnect.analytic import (
 )
 from k3lite.interconnect.deployment import (
     REFERENCE, SCHEME_LABELS, SCHEMES, TOPOLOGIES, WIRE_FORMATS, Deployment, Topology, WireFormat, check_scheme,
-    expert_to_gpu, experts_per_gpu, get_topology, record_bytes, wire_format,
+    even_expert_counts, expert_to_gpu, experts_per_gpu, get_topology, record_bytes, snap_experts, wire_format,
 )
 
 __all__ = [
     "REFERENCE", "SCHEME_LABELS", "SCHEMES", "TOPOLOGIES", "WIRE_FORMATS", "CopyCounts", "Deployment", "TokenTraffic",
     "Topology", "WireBytes", "WireFormat", "analytic_traffic", "check_scheme", "cli_rows", "compare_presets",
-    "count_copies", "deployment_bytes", "expected_copies", "expert_to_gpu", "experts_per_gpu", "get_topology",
-    "group_limited_hits", "layer_bytes", "link_copies", "link_seconds", "node_limit_sweep", "record_bytes",
-    "sample_uniform_routing", "traffic_table", "wire_bytes_per_token", "wire_format",
+    "count_copies", "deployment_bytes", "even_expert_counts", "expected_copies", "expert_to_gpu", "experts_per_gpu",
+    "get_topology", "group_limited_hits", "layer_bytes", "link_copies", "link_seconds", "node_limit_sweep",
+    "record_bytes", "sample_uniform_routing", "snap_experts", "traffic_table", "wire_bytes_per_token", "wire_format",
 ]

@@ -409,11 +409,17 @@ def compare_presets(names: tuple[str, ...] = ("deepseek-v3", "kimi-k2", "k3-esti
 
 def node_limit_sweep(cfg: K3Config, topology: str, ep_size: int, dispatch: str = "fp8",
                      combine: str = "bf16") -> dict[str, list[tuple[int, float]]]:
-    """NIC (inter-domain) bytes per token per layer vs node limit M = 1..D, per scheme: {scheme: [(M, bytes)]}."""
+    """NIC (inter-domain) bytes per token per layer vs node limit M = 1..D, per scheme: {scheme: [(M, bytes)]}.
+
+    A limit M whose domains hold fewer than top_k experts cannot route a token (M x GPUs per domain x experts
+    per GPU < top_k): it is left out rather than failing the sweep (E = 64 on 64 GPUs, top-16: M >= 2)."""
     dep = Deployment(get_topology(topology), ep_size, dispatch, combine)
+    moe = cfg.moe
+    per_domain = dep.gpus_per_domain * (moe.n_routed_experts // ep_size)
+    limits = [m for m in range(1, dep.n_domains + 1) if m == dep.n_domains or m * per_domain >= moe.top_k]
     return {s: [(m, wire_bytes_per_token(cfg, topology, ep_size, s, m if m < dep.n_domains else 0,
                                          dispatch=dispatch, combine=combine).inter)
-                for m in range(1, dep.n_domains + 1)] for s in SCHEMES}
+                for m in limits] for s in SCHEMES}
 
 
 def traffic_table(rows: list[TokenTraffic]) -> list[dict]:

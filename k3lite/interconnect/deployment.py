@@ -193,6 +193,24 @@ def experts_per_gpu(n_experts: int, n_gpus: int) -> list[int]:
     return [base + (j < extra) for j in range(n_gpus)]
 
 
+def even_expert_counts(ep_size: int, lo: int = 8, hi: int = 1024, step: int = 8) -> list[int]:
+    """Expert counts E in [lo, hi] (multiples of `step`) that shard evenly over `ep_size` GPUs: multiples of
+    lcm(step, ep_size). Node-limited routing (and real deployments) need E divisible by the EP size; the
+    interconnect page offers only these, so no slider position is an error."""
+    if ep_size < 1 or step < 1:
+        raise ValueError(f"ep_size and step must be >= 1, got {ep_size}, {step}")
+    unit = math.lcm(step, ep_size)
+    counts = list(range(unit * max(1, -(-lo // unit)), hi + 1, unit))
+    if not counts:
+        raise ValueError(f"no expert count in [{lo}, {hi}] is a multiple of {unit} (EP {ep_size})")
+    return counts
+
+
+def snap_experts(n_experts: int, ep_size: int, lo: int = 8, hi: int = 1024, step: int = 8) -> int:
+    """The nearest of `even_expert_counts(ep_size, ...)` to `n_experts` (the larger one on a tie)."""
+    return min(even_expert_counts(ep_size, lo, hi, step), key=lambda e: (abs(e - n_experts), -e))
+
+
 def expert_to_gpu(n_experts: int, n_gpus: int) -> np.ndarray:
     """(E,) GPU of each expert, contiguous blocks."""
     return np.repeat(np.arange(n_gpus), experts_per_gpu(n_experts, n_gpus))

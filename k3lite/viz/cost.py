@@ -5,7 +5,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from k3lite.cost import CostBreakdown, CostSamples
-from k3lite.viz.style import CONCEPT, COST, HIGHLIGHT_MARKER, NEUTRAL, SERIES, log_axis, log_vline, model_color
+from k3lite.viz.style import (CONCEPT, COST, HIGHLIGHT_MARKER, NEUTRAL, SERIES, log_axis, log_vline, model_color,
+                              series_color)
 
 
 def cost_bars_figure(rows: list[CostBreakdown]) -> go.Figure:
@@ -32,9 +33,11 @@ def distribution_figure(samples: list[CostSamples]) -> go.Figure:
     costs = np.concatenate([s.cost[s.cost > 0] for s in samples]) if samples else np.array([1.0])
     lo, hi = np.log10(costs.min()), np.log10(costs.max()) + 1e-9
     edges = np.logspace(lo, hi, 60)
-    for i, s in enumerate(samples):
+    colours = [model_color(s.name, fallback=i) for i, s in enumerate(samples)]
+    if len(set(colours)) < len(colours):  # two strategies of one model ("K3 alone", "K3 plans"): both were K3's hue
+        colours = [series_color(i) for i in range(len(samples))]
+    for s, c in zip(samples, colours):
         counts, _ = np.histogram(s.cost, bins=edges)
-        c = model_color(s.name, fallback=i)
         fig.add_scatter(x=np.sqrt(edges[:-1] * edges[1:]), y=counts / len(s.cost), mode="lines", line_shape="hvh",
                         name=s.name, line=dict(color=c), fill="tozeroy", opacity=0.6)
         log_vline(fig, s.per_completed_task, line=dict(color=c, dash="dash"))

@@ -9,13 +9,20 @@ KDA_COLOR, MLA_COLOR = CONCEPT["kda"], CONCEPT["mla"]
 
 
 def layer_pattern_figure(layer_types: list[str], title: str = "") -> go.Figure:
-    """One coloured cell per layer: KDA (linear, fixed-size state) or MLA (global, growing cache)."""
-    colors = [KDA_COLOR if t == "kda" else MLA_COLOR for t in layer_types]
-    fig = go.Figure(go.Bar(x=list(range(len(layer_types))), y=[1] * len(layer_types), marker_color=colors,
-                           text=[t.upper() for t in layer_types], textposition="inside", insidetextanchor="middle",
-                           hovertemplate="layer %{x}: %{text}<extra></extra>"))
-    fig.update_layout(height=150, margin=dict(l=10, r=10, t=45, b=30), title=title, showlegend=False,
-                      yaxis=dict(visible=False), xaxis=dict(title="layer", dtick=1), bargap=0.08)
+    """One coloured cell per layer: KDA (linear, fixed-size state) or MLA (global, growing cache).
+
+    The kinds are named in the legend and the axis labels only the MLA layers: "KDA"/"MLA" written inside 27
+    cells and a tick per layer were shrunk to unreadable and overprinted at 390 px."""
+    fig = go.Figure()
+    for kind, colour, name in (("kda", KDA_COLOR, "KDA (fixed-size state)"), ("mla", MLA_COLOR, "MLA (global)")):
+        xs = [i for i, t in enumerate(layer_types) if t == kind]
+        fig.add_bar(x=xs, y=[1] * len(xs), marker_color=colour, name=name,
+                    hovertemplate=f"layer %{{x}}: {kind.upper()}<extra></extra>")
+    mla = [i for i, t in enumerate(layer_types) if t == "mla"]
+    fig.update_layout(height=170, margin=dict(l=10, r=10, t=45, b=30), title=title, showlegend=True,
+                      yaxis=dict(visible=False), bargap=0.08,
+                      xaxis=dict(title="layer (MLA layers numbered)", tickmode="array", tickvals=mla,
+                                 range=[-0.5, len(layer_types) - 0.5]))
     return fig
 
 
@@ -57,9 +64,10 @@ def speedup_by_ratio_figure(ratios: list[int], ours: dict[str, list[float]], cei
     the bandwidth ceiling, and the reported figure for each way, marked at 3:1 (the report's pattern)."""
     labels = [f"{r}:1" for r in ratios]
     fig = go.Figure()
+    # values inside the bars: above them they sat on the ceiling's markers
     for i, (name, ys) in enumerate(ours.items()):
         fig.add_bar(x=labels, y=ys, name=f"ours, {name}", marker_color=CONCEPT["hybrid"] if i == 0 else series_color(i + 1),
-                    text=[f"{v:.2f}x" for v in ys], textposition="outside")
+                    text=[f"{v:.2f}x" for v in ys], textposition="inside", insidetextanchor="end", textangle=0)
     fig.add_scatter(x=labels, y=ceiling, mode="lines+markers", name="bytes-only ceiling at batch 1 (layers / MLA layers)",
                     line=dict(dash="dot", color=NEUTRAL))
     for i, (name, value) in enumerate(reported.items()):

@@ -53,7 +53,9 @@ def state_figure(S: np.ndarray, correction: np.ndarray, v: np.ndarray, t: int, l
     fig = make_subplots(rows=1, cols=2, column_widths=[0.52, 0.48], horizontal_spacing=0.15,
                         subplot_titles=(wrap(f"state S_t after token {t} ({label})", 20),
                                         wrap("what step t writes along k_t", 20)))
-    fig.add_trace(go.Heatmap(z=S, zmin=-lim, zmax=lim, colorscale=DIVERGING_SCALE, colorbar=dict(title="S", x=0.46, xanchor="left", thickness=10, len=0.9),
+    # the colour scale at the right edge: in the gap between the panels it sat on the bars' axis at 390 px
+    fig.add_trace(go.Heatmap(z=S, zmin=-lim, zmax=lim, colorscale=DIVERGING_SCALE,
+                             colorbar=dict(title="S (left)", x=1.0, xanchor="left", thickness=10, len=0.9),
                              hovertemplate="key channel %{y}<br>value dim %{x}<br>S = %{z:.3f}<extra></extra>"), 1, 1)
     dims = list(range(len(v)))
     fig.add_trace(go.Bar(x=dims, y=v, name="v_t (the new value)", marker_color=CONCEPT["baseline"]), 1, 2)

@@ -11,7 +11,8 @@ The key is the builder and a frozen copy of its arguments (`freeze`: numbers and
 arrays and tensors by dtype, shape and bytes, lists, dicts, named tuples and dataclasses field by field), so
 equal inputs share a figure and any changed element builds a new one. A builder that is not a module-level
 function (a lambda, a function defined inside another) or an argument of another kind builds the figure every
-time, uncached. The figure returned is shared: read it (st.plotly_chart only calls
+time, uncached. Either way the figure gets the app's legend placement (`style.legend_below`: horizontal,
+under the plot, for phones). The figure returned is shared: read it (st.plotly_chart only calls
 `to_dict()`), never mutate it. A builder must be a pure function of its arguments.
 """
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
+
+from k3lite.viz.style import legend_below
 
 MAX_FIGURES = 256  # a few MB: the largest figures (heatmaps) hold a few hundred kB of numbers
 
@@ -55,14 +58,16 @@ class FigureMemo:
         key = self.key(builder, args, kwargs)
         if key is None:
             self.uncached += 1
-            return builder(*args, **kwargs)
+            return legend_below(builder(*args, **kwargs))
         with self._lock:
             fig = self._figures.get(key)
             if fig is not None:
                 self._figures.move_to_end(key)
                 self.hits += 1
                 return fig
-        fig = builder(*args, **kwargs)  # outside the lock: two sessions may build the same figure once each
+        # outside the lock: two sessions may build the same figure once each. Every figure gets the app's legend
+        # placement here (under the plot: the one mechanism for phones, k3lite.viz.style.legend_below)
+        fig = legend_below(builder(*args, **kwargs))
         with self._lock:
             self.misses += 1
             self._figures[key] = fig

@@ -1,6 +1,7 @@
 """Figures for MoE routing (no Streamlit): plain functions that take routing data and return plotly figures."""
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -148,11 +149,14 @@ def violation_vs_updates(curves: dict[str, Sequence[float]], counts: Sequence[in
                         hovertemplate="%{x} updates: max-violation %{y:.2f}<extra>" + labels.get(m, m) + "</extra>")
     if budget is not None:
         log_vline(fig, budget, line_dash="dash", line_color=HIGHLIGHT_LINE["color"],
-                      annotation_text=f"{budget} updates: bars above", annotation_position="top")
+                  annotation_text=f"{budget} updates: bars above")
     axis = log_axis("balancing updates (batches seen)")
-    axis.update(tickvals=list(counts), ticktext=[str(n) for n in counts])
-    fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=1.15),
-                      xaxis=axis, yaxis=dict(title="held-out max-violation  max(load)/mean(load) − 1",
+    # decades only when the counts are dense (1, 2, 4, ..., 1024 would overprint at 390 px)
+    ticks = list(counts) if len(counts) <= 8 else [n for n in counts if math.log10(n).is_integer()] or list(counts)
+    axis.update(tickvals=ticks, ticktext=[str(n) for n in ticks],
+                range=[math.log10(min(counts)) - 0.05, math.log10(max(counts)) + 0.05])
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.3),
+                      xaxis=axis, yaxis=dict(title=wrap("held-out max-violation max(load)/mean(load) − 1", 30),
                                              rangemode="tozero"))
     return fig
 

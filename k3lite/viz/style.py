@@ -1,9 +1,9 @@
 """The app's one visual language: a fixed colour per concept, one byte formatter, one way to draw log axes.
 
 Every figure builder takes its colours and units from here, so KDA is the same colour on every page and a
-byte count reads the same everywhere. Colours come from the Okabe-Ito palette (distinguishable with the
-common colour-vision deficiencies) plus greys; "your setting" is drawn as an outline (`HIGHLIGHT_LINE`), never
-as one more hue.
+byte count reads the same everywhere (`fmt_bytes`; durations: `fmt_seconds`). Colours come from the Okabe-Ito
+palette (distinguishable with the common colour-vision deficiencies) plus greys; "your setting" is drawn as an
+outline (`HIGHLIGHT_LINE`), never as one more hue.
 
 Bytes are decimal (SI) everywhere: 1 kB = 1000 B, 1 MB = 10^6 B, 1 GB = 10^9 B, as in network and HBM
 datasheets (GB/s, TB/s) and DeepEP's README. One formatter (`fmt_bytes`), one axis title helper (`bytes_axis`).
@@ -132,6 +132,19 @@ def fmt_bytes(n: float, digits: int = 3) -> str:
     return f"{v:.{decimals}f} {name}"
 
 
+_TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+
+
+def fmt_seconds(t: float, digits: int = 3) -> str:
+    """A duration with `digits` significant digits in s, ms, µs or ns: 2.5e-6 -> '2.50 µs', 4.1e-10 -> '0.410 ns'."""
+    if not math.isfinite(t) or t < 0:
+        raise ValueError(f"a duration must be finite and >= 0, got {t}")
+    name, size = next(((n, s) for n, s in _TIME_UNITS if t >= s), _TIME_UNITS[-1])
+    v = t / size
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(v)))) if v else 0
+    return f"{v:.{decimals}f} {name}"
+
+
 def bytes_axis(quantity: str, n_max: float) -> tuple[str, float]:
     """Axis title and divisor for byte values up to `n_max`: ("dispatch bytes per token (kB)", 1e3)."""
     name, size = byte_unit(n_max)
@@ -169,6 +182,42 @@ def fit_titles(fig, title: str = "", width: int = 40, min_top: int = 20):
                                                      pad=dict(b=under + 24 * max(0, lines - 1))))
     if height:
         fig.update_layout(height=height + top - old_top)
+    return fig
+
+
+# ------------------------------------------------------------------------------------------- phones
+# CSS app.py injects once for every page (st.html), public selectors only (data-testid, plotly's classes):
+#  - below NARROW_PX the Plotly toolbar covered titles and legends on almost every chart, and touch has no hover
+#    to reveal it only when wanted: there it is hidden (pinch-zoom and the full-screen button remain);
+#  - a table wider than its box was clipped at the right edge with no cue (phones and many desktops draw
+#    scrollbars only while scrolling): a shadow at the right edge while columns remain to the right, driven by
+#    the table's own horizontal scroll (a CSS scroll timeline: no timeline, i.e. nothing to scroll, no shadow).
+#  - labels Streamlit cuts with "…" in a narrow column (metric and widget labels, page links) wrap instead.
+NARROW_PX = 640
+TABLE_CUE = "k3-more-right"  # the animation name the browser test looks for
+APP_CSS = f"""<style>
+@media (max-width: {NARROW_PX}px) {{ .js-plotly-plot .modebar-container {{ display: none !important; }} }}
+[data-testid="stDataFrame"] {{ timeline-scope: --k3-table-x; position: relative; }}
+[data-testid="stDataFrame"] .dvn-scroller {{ scroll-timeline: --k3-table-x x; }}
+[data-testid="stDataFrame"]::after {{
+  content: ""; position: absolute; top: 0; right: 0; bottom: 0; width: 32px; pointer-events: none; z-index: 2;
+  background: linear-gradient(to right, rgba(51, 51, 51, 0), rgba(51, 51, 51, 0.28)); opacity: 0;
+  animation: {TABLE_CUE} linear both; animation-timeline: --k3-table-x;
+}}
+[data-testid="stMetricLabel"] *, [data-testid="stWidgetLabel"] *, [data-testid="stPageLink-NavLink"] *,
+[data-testid="stCheckbox"] label * {{ white-space: normal !important; text-overflow: clip !important;
+  overflow: visible !important; height: auto !important; }}
+@keyframes {TABLE_CUE} {{ 0% {{ opacity: 1; }} 92% {{ opacity: 1; }} 100% {{ opacity: 0; }} }}
+</style>"""
+
+
+def legend_below(fig):
+    """Lay the legend out horizontally under the plot, left-aligned, in the figure's bottom margin (yref
+    "container": Plotly grows the margin to hold it, so it never sits on the x-axis title or the ticks, which a
+    legend at a negative paper y did). At 390 px a legend beside or above the plot took most of the width or ran
+    into the title. `k3lite.viz.memo.shared_figure` applies it to every figure it builds. Returns `fig`."""
+    if fig.layout.showlegend is not False:
+        fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", y=0, yanchor="bottom", yref="container"))
     return fig
 
 
