@@ -23,7 +23,7 @@ def shares():
 
 
 st.title("The article beside the app")
-st.caption("Each claim of the K3 announcement (the seed article), what this app computes for it with the pages' own "
+st.caption("Each claim of the seed article (a third-party blog post on K3), what this app computes for it with the pages' own "
            "functions at their defaults, and where to see it live or predict it first in the tour.")
 
 s = shares()
