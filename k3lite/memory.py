@@ -137,6 +137,24 @@ WEIGHT_COMPONENTS: dict[str, tuple[str, ...]] = {
 }
 
 
+# As K3 ships (config.json quantization_config): routed experts MXFP4 (4-bit E2M1 packed two per byte + one uint8
+# E8M0 scale per group of 32: 4.25 bits per weight); self_attn, shared_experts, the dense mlp, lm_head, vision tower
+# and projector are in its `ignore` list, so bf16 (`dtype` bfloat16), and so are the embedding, norms and router.
+RELEASED_K3_FORMATS: dict[str, str] = {"routed_experts": "mxfp4", "attention": "bf16", "shared": "bf16",
+                                       "embeddings": "bf16"}
+
+
+def checkpoint_bytes(cfg: K3Config, formats: dict[str, str] | str = RELEASED_K3_FORMATS,
+                     extra_bf16_params: int = 0) -> float:
+    """Predicted bytes of a checkpoint's tensor data: every parameter at its component's format (`weight_bytes`)
+    plus `extra_bf16_params` k3lite does not build (K3: the vision tower, config.kimi_k3_vision_params()).
+    For kimi-k3 at RELEASED_K3_FORMATS this is the released model.safetensors.index.json total_size to 0.1%
+    (tests/test_params.py)."""
+    if extra_bf16_params < 0:
+        raise ValueError(f"extra_bf16_params must be >= 0, got {extra_bf16_params}")
+    return sum(weight_bytes(cfg, formats).values()) + extra_bf16_params * precision("bf16").bytes_per_param
+
+
 @lru_cache(maxsize=32)
 def _param_report(cfg: K3Config):
     return count_params(cfg)

@@ -27,7 +27,9 @@ earlier tokens, at peak: $ per M input tokens from the same $/GPU-hour.
 Not modelled (each makes real systems slower than this bound): kernel efficiency, expert load imbalance,
 launch latency, activation memory, speculative decoding (MTP would make real systems *faster* per step).
 
-CLI: python -m k3lite.serving --preset k3-estimated --gpu B300 --gpus 64 --ep 64 --weights fp4 --context 32768 --json
+Default weights: as K3 ships them (memory.RELEASED_K3_FORMATS: MXFP4 routed experts, bf16 everything else).
+
+CLI: python -m k3lite.serving --preset kimi-k3 --gpu B300 --gpus 64 --ep 64 --weights bf16 --experts mxfp4 --context 32768 --json
 """
 from __future__ import annotations
 
@@ -74,13 +76,12 @@ def precision_map(weights: str | dict[str, str]) -> dict[str, str]:
 class Serving:
     """One deployment to evaluate (validated; nothing large is built)."""
 
-    preset: str | K3Config = "k3-estimated"  # a preset name, or a config (the waterfall's variants)
+    preset: str | K3Config = "kimi-k3"  # a preset name, or a config (the waterfall's variants)
     gpu: str = "B300"
     n_gpus: int = 64
     ep: int = 64
     tp: int = 1
-    weights: dict = field(default_factory=lambda: {"routed_experts": "nvfp4", "attention": "fp8", "shared": "fp8",
-                                                   "embeddings": "fp8"})
+    weights: dict = field(default_factory=lambda: dict(memory.RELEASED_K3_FORMATS))  # as K3 ships
     context: int = 32768
     overlap: bool = True
     usd_per_gpu_hour: float | None = None  # None = the GPU's default above
@@ -314,13 +315,15 @@ def report(s: Serving, batch: int | None = None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m k3lite.serving", description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", default="k3-estimated", help=f"one of {sorted(PRESETS)}")
+    ap.add_argument("--preset", default="kimi-k3", help=f"one of {sorted(PRESETS)}")
     ap.add_argument("--gpu", default="B300", help=f"one of {list(GPUS)}")
     ap.add_argument("--gpus", type=int, default=64, help="GPUs serving one replica")
     ap.add_argument("--ep", type=int, default=None, help="expert-parallel size (default: --gpus)")
     ap.add_argument("--tp", type=int, default=1, help="tensor-parallel size of attention/dense parts")
-    ap.add_argument("--weights", default="fp8", help=f"storage format of all weights: {list(FORMAT_ALIASES)}")
-    ap.add_argument("--experts", default=None, help="storage format of the routed experts only (overrides --weights)")
+    ap.add_argument("--weights", default="bf16", help=f"storage format of all weights: {list(FORMAT_ALIASES)} "
+                    "(default bf16, as K3 ships everything but its routed experts)")
+    ap.add_argument("--experts", default="mxfp4", help="storage format of the routed experts (default mxfp4, as K3 "
+                    "ships them; 'same' = as --weights)")
     ap.add_argument("--context", type=int, default=32768, help="tokens of context per sequence")
     ap.add_argument("--batch", type=int, default=None, help="sequences per GPU (default: the most that fit)")
     ap.add_argument("--no-overlap", action="store_true", help="communication does not overlap compute")
@@ -330,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         weights = precision_map(a.weights)
-        if a.experts:
+        if a.experts and a.experts != "same":
             weights["routed_experts"] = precision_map({"routed_experts": a.experts})["routed_experts"]
         s = Serving(a.preset, a.gpu, a.gpus, a.ep or a.gpus, a.tp, weights, a.context, not a.no_overlap,
                     a.usd_per_gpu_hour, scheme=a.scheme)

@@ -15,6 +15,7 @@ from k3lite.attnres import attnres_cost
 from k3lite.config import get_preset
 from k3lite.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker, single_model
 from k3lite.interconnect import REFERENCE
+from k3lite.memory import RELEASED_K3_FORMATS
 from k3lite.hybrid import REPORTED, decode_cost, kv_reduction
 from k3lite.moe import latent_cost_per_token
 from k3lite.precomputed import moe_default_cfg, moe_default_demo
@@ -76,7 +77,7 @@ def gap_text(step: Step, guess, reveal: Reveal) -> str:
 # ------------------------------------------------------------------------------------------ the steps
 def sparsity() -> Reveal:
     """Home page: total vs active parameters of the K3 estimate (count_params on the meta device)."""
-    cfg = get_preset("k3-estimated")
+    cfg = get_preset("kimi-k3")
     rep = count_params(cfg)
     pct = 100 * rep.activation_ratio
     routed = rep.by_component["routed_experts"] / rep.total
@@ -90,7 +91,7 @@ def sparsity() -> Reveal:
 
 def latent() -> Reveal:
     """MoE page (d): wire bytes and expert FLOPs per token vs latent ratio at K3 width."""
-    cfg = get_preset("k3-estimated")
+    cfg = get_preset("kimi-k3")
     m = cfg.moe
     half, quarter = (latent_cost_per_token(cfg.d_model, m.expert_ffn_dim, m.top_k, m.n_shared_experts,
                                            m.one_shared_ffn_dim, r, n_experts=m.n_routed_experts)
@@ -159,7 +160,7 @@ def hybrid() -> Reveal:
 
 def residuals() -> Reveal:
     """Attention Residuals page: depth-mix reads per token, full vs block (93 layers, d 7168, S = 24)."""
-    cfg = get_preset("k3-estimated")
+    cfg = get_preset("kimi-k3")
     full = attnres_cost(cfg.n_layers, cfg.d_model, "full")
     block = attnres_cost(cfg.n_layers, cfg.d_model, "block", cfg.attn_res_block_size)
     factor = full.read_bytes / block.read_bytes
@@ -197,9 +198,9 @@ def cost() -> Reveal:
                    "K3 plans + worker": f"${split.per_completed_task:.3f} / task"})
 
 
-# The serving page's defaults (views/serving.py): 64 GB300 NVL72 GPUs, EP 64, NVFP4 experts, fp8 elsewhere, 32K context
-SERVING = Serving("k3-estimated", "GB300 NVL72", 64, 64, 1,
-                  {"routed_experts": "nvfp4", "attention": "fp8", "shared": "fp8", "embeddings": "fp8"}, 32768, True)
+# The serving page's defaults (views/serving.py): 64 GB300 NVL72 GPUs, EP 64, the weights as K3 ships them
+# (MXFP4 routed experts, bf16 elsewhere), 32K context
+SERVING = Serving("kimi-k3", "GB300 NVL72", 64, 64, 1, dict(RELEASED_K3_FORMATS), 32768, True)
 
 
 def serving_price() -> Reveal:
@@ -208,7 +209,7 @@ def serving_price() -> Reveal:
     step = decode_step(SERVING, batch)
     usd = step.usd_per_m_output_tokens
     listed = PRICES["kimi-k3"].output_per_m
-    six = {r.fmt: r for r in gpus_for_weights("k3-estimated", "B300")}
+    six = {r.fmt: r for r in gpus_for_weights("kimi-k3", "B300")}
     return Reveal(usd, f"${usd:.3f} per M output tokens",
                   f"{SERVING.n_gpus} {SERVING.gpu} GPUs at ${SERVING.price:.2f} per GPU-hour, {batch} sequences of "
                   f"{SERVING.context:,} tokens per GPU (all that fit), one decode step {step.step_s * 1e3:.1f} ms "
@@ -216,7 +217,7 @@ def serving_price() -> Reveal:
                   f"{step.tokens_per_s_per_user:.0f} per user. That is a roofline, a floor on cost; the listed price "
                   f"(${listed:.0f} per M output tokens) is {listed / usd:.0f}x it, which pays for real kernel "
                   "efficiency, idle capacity, prefill and margin. The weights alone need "
-                  f"{six['nvfp4'].gpus:.1f} B300s at NVFP4 ({six['fp8'].gpus:.1f} at fp8): the seed's 'roughly six'.",
+                  f"{six['mxfp4'].gpus:.1f} B300s at MXFP4 ({six['fp8'].gpus:.1f} at fp8): the seed's 'roughly six'.",
                   {"tokens/s per GPU": f"{step.tokens_per_s_per_gpu:,.0f}",
                    "tokens/s per user": f"{step.tokens_per_s_per_user:.1f}",
                    "listed output price": f"${listed:.2f} per M"})

@@ -46,8 +46,8 @@ def test_batch_of_one_reads_exactly_the_active_weights():
 
 
 def test_latent_off_sends_d_model_instead_of_the_latent():
-    cfg = get_preset("k3-estimated")
-    k3, no_latent = L.ledger("k3-estimated", CTX), L.ledger("k3-estimated", CTX, L.ONE_OFF["latent"])
+    cfg = get_preset("kimi-k3")
+    k3, no_latent = L.ledger("kimi-k3", CTX), L.ledger("kimi-k3", CTX, L.ONE_OFF["latent"])
     meta = _wire(cfg).per_layer.metadata * _wire(cfg).n_moe_layers  # expert ids + gate weights: unchanged
     ratio = (no_latent.nvlink + no_latent.nic - meta) / (k3.nvlink + k3.nic - meta)
     assert ratio == pytest.approx(cfg.d_model / cfg.moe.latent_dim)
@@ -55,19 +55,19 @@ def test_latent_off_sends_d_model_instead_of_the_latent():
 
 
 def test_all_mla_grows_the_cache_and_only_the_cache_term():
-    k3, all_mla = L.ledger("k3-estimated", CTX), L.ledger("k3-estimated", CTX, L.ONE_OFF["hybrid"])
-    assert all_mla.hbm_cache == sequence_cache_bytes(get_preset("k3-estimated").with_(kda_ratio=(0, 1)), CTX).total
+    k3, all_mla = L.ledger("kimi-k3", CTX), L.ledger("kimi-k3", CTX, L.ONE_OFF["hybrid"])
+    assert all_mla.hbm_cache == sequence_cache_bytes(get_preset("kimi-k3").with_(kda_ratio=(0, 1)), CTX).total
     assert all_mla.hbm_cache > k3.hbm_cache and all_mla.nvlink == k3.nvlink
-    short = L.ledger("k3-estimated", 4096, L.ONE_OFF["hybrid"]).hbm_cache
+    short = L.ledger("kimi-k3", 4096, L.ONE_OFF["hybrid"]).hbm_cache
     assert all_mla.hbm_cache / short == pytest.approx(CTX / 4096)  # all-MLA: linear in context
 
 
 def test_full_attnres_reads_more_and_balancing_scales_only_the_links():
-    k3 = L.ledger("k3-estimated", CTX)
-    full = L.ledger("k3-estimated", CTX, L.ONE_OFF["block_attnres"])
+    k3 = L.ledger("kimi-k3", CTX)
+    full = L.ledger("kimi-k3", CTX, L.ONE_OFF["block_attnres"])
     assert full.attnres > k3.attnres and full.nvlink == k3.nvlink
     dep = L.Deploy(gpu_overload=0.5)
-    hot = L.ledger("k3-estimated", CTX, L.ONE_OFF["balancing"], dep)
+    hot = L.ledger("kimi-k3", CTX, L.ONE_OFF["balancing"], dep)
     assert hot.nvlink == pytest.approx(1.5 * k3.nvlink) and hot.hbm_weights == k3.hbm_weights
     assert L.savings(CTX, dep)["balancing"] == pytest.approx(0.5 * (k3.nvlink + k3.nic))
 
@@ -88,7 +88,7 @@ def test_bad_input_names_the_constraint(bad, match):
 
 
 def test_figure_hatches_the_counterfactuals_only():
-    rows = [L.ledger("kimi-k2", CTX), L.ledger("k3-estimated", CTX), L.ledger("k3-estimated", CTX, L.ONE_OFF["latent"])]
+    rows = [L.ledger("kimi-k2", CTX), L.ledger("kimi-k3", CTX), L.ledger("kimi-k3", CTX, L.ONE_OFF["latent"])]
     fig = json.loads(ledger_figure(rows).to_json())
     bars = [t for t in fig["data"] if t["type"] == "bar"]
     assert {t["name"] for t in bars} == {label for _, label in L.SEGMENTS}
@@ -106,7 +106,7 @@ def test_home_draws_the_ledger_for_three_models_with_each_toggle():
         return next(t for t in ledger["data"] if t["type"] == "bar")["y"]
 
     drawn = rows_drawn()
-    for name in ("DeepSeek-V3", "Kimi K2", "K3 (estimated)", "K3 without<br>latent"):
+    for name in ("DeepSeek-V3", "Kimi K2", "Kimi K3", "Kimi K3 without<br>latent"):
         assert name in drawn, drawn
     for key, words in (("ledger_hybrid", "KDA"), ("ledger_block", "block AttnRes"), ("ledger_balancing", "balancing")):
         at.checkbox(key=key).uncheck().run()
@@ -123,5 +123,5 @@ def test_interconnect_comparison_shows_k3_without_latent_beside_k3():
     compare = next(f for f in figs if "K3 without latent" in (f["data"][0].get("x") or []))  # the first of them
     names = compare["data"][0]["x"]
     totals = [sum(t["y"][i] for t in compare["data"] if t["type"] == "bar") for i in range(len(names))]
-    k3 = totals[names.index(next(n for n in names if n.startswith("k3")))]
+    k3 = totals[names.index("kimi-k3")]
     assert totals[names.index("K3 without latent")] > k3

@@ -360,7 +360,7 @@ def test_latent_cost_halves_with_the_ratio():
 
     full = latent_cost_per_token(7168, 3072, 16, 2, 3072, 1.0, n_experts=896)
     half = latent_cost_per_token(7168, 3072, 16, 2, 3072, 0.5, n_experts=896)
-    k3 = get_preset("k3-estimated")  # 896 experts top-16, d 7168, latent 3584
+    k3 = get_preset("kimi-k3")  # 896 experts top-16, d 7168, latent 3584
     assert half.wire_bytes == wire_bytes_per_token(k3).total  # the one wire-bytes function, reference deployment
     assert full.wire_bytes == wire_bytes_per_token(k3.with_(moe={"latent_dim": 0})).total
     assert 0.5 < half.wire_bytes / full.wire_bytes < 0.51  # payload halves; routing metadata does not

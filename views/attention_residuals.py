@@ -85,7 +85,7 @@ explain(
 )
 
 st.subheader("What block grouping saves as models grow")
-K3, KIMI_LINEAR = get_preset("k3-estimated"), get_preset("kimi-linear-48b-a3b")
+K3, KIMI_LINEAR = get_preset("kimi-k3"), get_preset("kimi-linear-48b-a3b")
 WIDTHS = sorted({KIMI_LINEAR.d_model, 4096, K3.d_model})
 url_state("ar_d", K3.d_model, choices=WIDTHS)
 url_state("ar_S", 24, lo=1, hi=64)

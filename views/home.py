@@ -5,7 +5,7 @@ from streamlit.errors import StreamlitAPIException
 
 from k3lite import ledger as byte_ledger
 from k3lite.anatomy import PART_LABEL, PART_PAGE, anatomy
-from k3lite.config import PRESETS, get_preset, routed_fraction
+from k3lite.config import PRESETS, get_preset, kimi_k3_vision_params, routed_fraction
 from k3lite.params import ACTIVE_RULE, active_with_embedding, count_params, fmt
 from k3lite.viz.archmap import architecture_map
 from k3lite.viz.ledger import ledger_figure
@@ -45,7 +45,7 @@ MAP_CONTEXT = 131072  # tokens of context the cache bytes on the map assume (128
 
 @st.cache_resource(show_spinner="Drawing K3 from its config (parameters counted on the meta device)…")  # read-only
 def k3_map():
-    cfg = get_preset("k3-estimated")
+    cfg = get_preset("kimi-k3")
     an = anatomy(cfg, context=MAP_CONTEXT)
     return architecture_map(cfg, anatomy=an), an.shares()
 
@@ -89,7 +89,7 @@ for i, url in enumerate(dict.fromkeys(PART_PAGE[k] for k in shares)):
         link_cols[i % 4].markdown(f"{parts} → {spec.short} (`{spec.file}`)")
 
 names = list(PRESETS)
-url_state("home_preset", "k3-estimated", choices=names)
+url_state("home_preset", "kimi-k3", choices=names)
 preset = st.selectbox("Configuration", names, key="home_preset",
                       help="Published configs, our K3 estimate, and the tiny `lite` model this app runs.")
 base = get_preset(preset)
@@ -147,15 +147,17 @@ st.dataframe(pd.DataFrame(rows), hide_index=True)
 k2 = cached_count("kimi-k2", *_knobs(get_preset("kimi-k2")))
 k2_stated = PUBLISHED["kimi-k2"][0]
 ds = cached_count("deepseek-v3", *_knobs(get_preset("deepseek-v3")))
+k3_count = cached_count("kimi-k3", *_knobs(get_preset("kimi-k3")))
 st.caption(
     f"Kimi K2: its config.json counts to {fmt(k2.total)} ({k2.total / 1e12:.3f}T); the {fmt(k2_stated)} we quote is "
     f"{100 * (k2_stated / k2.total - 1):.1f}% more, and we do not know why: it is *not* a multi-token-prediction "
     "layer (K2's config.json sets `num_nextn_predict_layers: 0`), and its model card says 1 trillion total "
     "parameters. DeepSeek-V3's active count is compared with its weights README, which says what it counts "
     f"(the report's 37B does not): our count with the embedding in is {fmt(active_with_embedding(ds))}. "
-    "K3: only the totals, expert counts and ratios are published; hidden size, "
-    "layers, expert and latent sizes come from unofficial copies of a K3 text config and are marked "
-    "*secondary/estimated* (see `k3lite/config.py`, `k3_estimated`)."
+    f"Kimi K3: the preset is the released config.json (`k3lite/config.py`, `kimi_k3`); the stated "
+    f"{fmt(PUBLISHED['kimi-k3'][0])} includes the vision tower ({fmt(kimi_k3_vision_params())}, counted from its "
+    f"vision_config), which k3lite does not build: text {fmt(k3_count.total)} + vision "
+    f"{fmt(kimi_k3_vision_params())} = {(k3_count.total + kimi_k3_vision_params()) / 1e12:.4f}T."
 )
 if base.notes:
     st.caption(" · ".join(f"**{k}**: {v}" for k, v in base.notes.items()))
@@ -194,7 +196,7 @@ with user_errors():
     rows = [byte_ledger.ledger(p, context, deploy=deploy) for p in picked]
     # the counterfactual beside any comparison with K3: always K3 without latent, plus the user's choice
     extra = [byte_ledger.ONE_OFF["latent"]] + ([chosen] if chosen not in (byte_ledger.ALL_ON, byte_ledger.ONE_OFF["latent"]) else [])
-    rows += [byte_ledger.ledger("k3-estimated", context, t, deploy) for t in extra]
+    rows += [byte_ledger.ledger("kimi-k3", context, t, deploy) for t in extra]
     saved = byte_ledger.savings(context, deploy)
 st.plotly_chart(shared_figure(ledger_figure, rows), width="stretch")
 s1, s2, s3, s4 = st.columns(4)

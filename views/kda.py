@@ -122,8 +122,8 @@ explain("The state is a K × V matrix whatever the context length. The red bars 
         "Plain linear attention would write all of v_t (grey) every time and the state would only grow.")
 
 st.subheader("(c) Memory for decoding vs context length")
-url_state("kda_preset", "kimi-linear-48b-a3b", choices=["kimi-linear-48b-a3b", "k3-estimated", "lite"])
-st.selectbox("model", ["kimi-linear-48b-a3b", "k3-estimated", "lite"], key="kda_preset")
+url_state("kda_preset", "kimi-linear-48b-a3b", choices=["kimi-linear-48b-a3b", "kimi-k3", "lite"])
+st.selectbox("model", ["kimi-linear-48b-a3b", "kimi-k3", "lite"], key="kda_preset")
 push_url("kda_preset")
 preset = get_preset(st.session_state.kda_preset)
 contexts = np.unique(np.logspace(0, 6, 61).astype(int)).tolist()

@@ -23,7 +23,7 @@ from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_
 from views.common import explain, push_url, url_state, user_errors
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
-K3 = get_preset("k3-estimated")  # hidden size and expert FFN: secondary (unofficial config copies)
+K3 = get_preset("kimi-k3")  # hidden size and expert FFN: secondary (unofficial config copies)
 K3_D, K3_FFN = K3.d_model, K3.moe.expert_ffn_dim  # for (d)
 RATIOS = {"1": 1.0, "1/2": 0.5, "1/4": 0.25, "1/8": 0.125}
 LITE = get_preset("lite")
@@ -67,7 +67,7 @@ c1.slider("routed experts E", 8, 896, key="moe_experts", help="K3: 896")
 c2.slider("top-k (experts per token)", 1, 32, key="moe_top_k", help="K3: 16")
 c3.slider("shared experts (always on, full d)", 0, 4, key="moe_shared", help="K3: 2")
 c4, c5 = st.columns(2)
-c4.select_slider("latent ratio l / d (1 = classic MoE)", list(RATIOS), key="moe_latent", help="K3 (estimated): 1/2")
+c4.select_slider("latent ratio l / d (1 = classic MoE)", list(RATIOS), key="moe_latent", help="Kimi K3: 3584 / 7168 = 1/2 (config.json)")
 c5.selectbox("balancing method", list(BALANCING_METHODS), key="moe_balancing",
              format_func=lambda m: METHOD_LABELS[m])
 c6, c7 = st.columns([4, 1])

@@ -3,6 +3,7 @@ import streamlit as st
 
 from k3lite.config import get_preset
 from k3lite.hardware import GPUS
+from k3lite.memory import RELEASED_K3_FORMATS
 from k3lite.params import count_params
 from k3lite.params import fmt as fmt_params
 from k3lite.serving import (
@@ -18,7 +19,7 @@ from k3lite.viz.serving import (
 from k3lite.viz.style import fmt_bytes
 from views.common import explain, push_url, url_state, user_errors
 
-PRESETS = ["k3-estimated", "kimi-k2", "deepseek-v3", "kimi-linear-48b-a3b"]
+PRESETS = ["kimi-k3", "kimi-k2", "deepseek-v3", "kimi-linear-48b-a3b"]
 FORMATS = [f for f in FORMAT_ALIASES if f != "fp4"]
 def dollars(text: str) -> str:
     """Escape $ for Markdown (two dollar signs in one caption would otherwise render as LaTeX)."""
@@ -36,13 +37,13 @@ st.markdown(
     "an **upper bound** on throughput (a floor on cost), checked against published measurements below."
 )
 
-url_state("sv_preset", "k3-estimated", choices=PRESETS)
+url_state("sv_preset", "kimi-k3", choices=PRESETS)
 url_state("sv_gpu", "GB300 NVL72", choices=list(GPUS))
 url_state("sv_gpus", 64, lo=1, hi=1024)
 url_state("sv_ep", 64, lo=1, hi=1024)
 url_state("sv_tp", 1, lo=1, hi=64)
-url_state("sv_experts", "nvfp4", choices=FORMATS)
-url_state("sv_rest", "fp8", choices=FORMATS)
+url_state("sv_experts", RELEASED_K3_FORMATS["routed_experts"], choices=FORMATS)  # as K3 ships: MXFP4 experts,
+url_state("sv_rest", RELEASED_K3_FORMATS["attention"], choices=FORMATS)  # bf16 everything else (config.json)
 url_state("sv_context", 32768, choices=CONTEXTS)
 url_state("sv_batch", 0, lo=0, hi=100_000)
 url_state("sv_overlap", True)
@@ -87,11 +88,11 @@ st.caption(f"{s.gpu}: {gpu.source}." + (f" Not verified: {gpu.unverified}." if g
 
 st.markdown("**The seed's claim**: K3 'even at reduced precision spreads its weights across roughly six GPUs in an "
             "NVIDIA DGX B300 just for the weights'.")
-six = gpus_for_weights("k3-estimated", "B300")
+six = gpus_for_weights("kimi-k3", "B300")
 st.plotly_chart(shared_figure(gpus_for_weights_figure, [r.fmt for r in six], [r.gpus for r in six], 6, "B300"), width="stretch")
 true_for = [r.fmt for r in six if r.whole_gpus == 6]
 n_fp8 = next(r.whole_gpus for r in six if r.fmt == "fp8")
-explain(f"Computed: the {fmt_params(count_params(get_preset('k3-estimated')).total)} weights need {', '.join(f'{r.gpus:.1f} ({r.fmt})' for r in six)} B300s' worth of "
+explain(f"Computed: the {fmt_params(count_params(get_preset('kimi-k3')).total)} weights need {', '.join(f'{r.gpus:.1f} ({r.fmt})' for r in six)} B300s' worth of "
         f"288 GB. 'Roughly six' is true for {', '.join(true_for) or 'no format'}: 4-bit weights with their scales. "
         f"At fp8 it takes {n_fp8} GPUs, {'more than' if n_fp8 > 8 else 'within'} one 8-GPU DGX B300.")
 

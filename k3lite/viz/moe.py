@@ -23,7 +23,7 @@ ACTIVATION_COUNTS = (  # (model, top-k, routed experts, where the counts come fr
 )
 ACTIVATION_PRESETS = (  # (model, preset in k3lite/config.py, where its counts come from)
     ("Kimi K2", "kimi-k2", "its config.json"),
-    ("Kimi K3", "k3-estimated", "counts as stated in the K3 announcement"),
+    ("Kimi K3", "kimi-k3", "its config.json"),
 )
 ACTIVATION_QUOTED = (  # (model, ratio as quoted, note): counts not checked against a primary source
     ("MiniMax M3", 0.031, "as quoted in the seed article (K3 announcement)"),
