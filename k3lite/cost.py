@@ -61,9 +61,10 @@ class ModelPrice:
 
 
 PRICES: dict[str, ModelPrice] = {
-    "kimi-k3": ModelPrice("Kimi K3", 3.00, 15.00, 0.75,
-                          "$3 / $15 per M input / output tokens as listed in the seed article (K3 announcement); "
-                          "its cache discount is not listed there: 75% assumed (K2's listed ratio)"),
+    "kimi-k3": ModelPrice("Kimi K3", 3.00, 15.00, 1 - 0.30 / 3.00,
+                          "Moonshot AI platform price list for kimi-k3 (platform.kimi.ai/docs/pricing/chat-k3, as "
+                          "quoted in public price tables dated 2026-07-16): $3.00 input (cache miss), $0.30 (cache "
+                          "hit), $15.00 output per M tokens; flat, no context-length tiers"),
     "kimi-k2": ModelPrice("Kimi K2", 0.60, 2.50, 0.75,
                           "Moonshot AI platform price list at the K2 launch (July 2025): $0.60 input (cache miss), "
                           "$0.15 (cache hit), $2.50 output per M tokens"),
