@@ -76,7 +76,7 @@ def gap_text(step: Step, guess, reveal: Reveal) -> str:
 
 # ------------------------------------------------------------------------------------------ the steps
 def sparsity() -> Reveal:
-    """Home page: total vs active parameters of the K3 estimate (count_params on the meta device)."""
+    """Home page: total vs active parameters of K3's released config (count_params on the meta device)."""
     cfg = get_preset("kimi-k3")
     rep = count_params(cfg)
     pct = 100 * rep.activation_ratio
@@ -159,7 +159,7 @@ def hybrid() -> Reveal:
 
 
 def residuals() -> Reveal:
-    """Attention Residuals page: depth-mix reads per token, full vs block (93 layers, d 7168, S = 24)."""
+    """Attention Residuals page: depth-mix reads per token, full vs block (93 layers, d 7168, blocks of 12 layers)."""
     cfg = get_preset("kimi-k3")
     full = attnres_cost(cfg.n_layers, cfg.d_model, "full")
     block = attnres_cost(cfg.n_layers, cfg.d_model, "block", cfg.attn_res_block_size)
@@ -242,7 +242,7 @@ STEPS: tuple[Step, ...] = (
          "the cache.", "Kimi Linear 48B at a 1M-token context: how much smaller is the KV cache with 3:1 than with "
          "every layer MLA (in %)?", "number", "hybrid_attention", hybrid, "%", 50.0, 0.0, 100.0),
     Step("residuals", "Block residuals", "Attention Residuals let each layer attend over earlier layers; blocks keep "
-         "that cheap.", "K3's 93 layers, d = 7168: full AttnRes vs blocks of 24 sublayers. How many times fewer "
+         "that cheap.", "K3's 93 layers, d = 7168: full AttnRes vs blocks of 12 layers (24 sublayers). How many times fewer "
          "bytes does the block version read per token?", "number", "attention_residuals", residuals, "x", 2.0, 1.0,
          1000.0),
     Step("cost", "Cost per task", "A big planner with a small worker is reported as ~9-10x cheaper for the same "

@@ -5,7 +5,7 @@ from streamlit.errors import StreamlitAPIException
 
 from k3lite import ledger as byte_ledger
 from k3lite.anatomy import PART_LABEL, PART_PAGE, anatomy
-from k3lite.config import PRESETS, get_preset, kimi_k3_vision_params, routed_fraction
+from k3lite.config import KIMI_K3_STATED_TOTAL, PRESETS, get_preset, kimi_k3_vision_params, routed_fraction
 from k3lite.params import ACTIVE_RULE, active_with_embedding, count_params, fmt
 from k3lite.viz.archmap import architecture_map
 from k3lite.viz.ledger import ledger_figure
@@ -16,11 +16,13 @@ from views.common import push_url, url_state, user_errors
 from views.registry import PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")
+K3_CFG = get_preset("kimi-k3")
 st.markdown(
-    """
-**Kimi K3** is a 2.8-trillion-parameter model that only *uses* a small slice of itself for each token:
-896 routed experts, of which each token visits 16 (about 1.8%), plus 2 always-on shared experts
-(figures as stated in the K3 announcement, the seed article of this app). Five ideas make that cheap:
+    f"""
+**Kimi K3** is a {KIMI_K3_STATED_TOTAL / 1e12:.2f}-trillion-parameter model that only *uses* a small slice of itself
+for each token: {K3_CFG.moe.n_routed_experts} routed experts, of which each token visits {K3_CFG.moe.top_k} (about
+{100 * routed_fraction(K3_CFG.moe.top_k, K3_CFG.moe.n_routed_experts):.1f}%), plus {K3_CFG.moe.n_shared_experts}
+always-on shared experts (its released config.json and model card). Five ideas make that cheap:
 
 1. **Stable LatentMoE** — tokens are squeezed into a smaller *latent* vector before they are sent to
    experts on other GPUs, so less data crosses the wire and each expert does less work.
@@ -91,7 +93,8 @@ for i, url in enumerate(dict.fromkeys(PART_PAGE[k] for k in shares)):
 names = list(PRESETS)
 url_state("home_preset", "kimi-k3", choices=names)
 preset = st.selectbox("Configuration", names, key="home_preset",
-                      help="Published configs, our K3 estimate, and the tiny `lite` model this app runs.")
+                      help="Published configs (K3's is its released config.json), and the tiny `lite` model this "
+                           "app runs.")
 base = get_preset(preset)
 
 with st.expander("Change the configuration (the count updates live)"):
@@ -209,7 +212,7 @@ for col, (key, label) in zip((s1, s2, s3, s4), (("latent", "latent saves per tok
 st.caption(
     f"Deployment: {deploy.topology} rack, experts over {deploy.ep_size} GPUs, {deploy.dispatch.upper()} dispatch / "
     f"{deploy.combine.upper()} combine (the interconnect page's defaults); {byte_ledger.WEIGHT_PRECISION.upper()} "
-    "weights; uniform routing. K3 is our estimate (home's table). "
+    "weights; uniform routing. K3 is its released config.json (home's table). "
     "HBM and interconnect bytes are drawn on separate axes: they differ by about a factor of a thousand."
 )
 

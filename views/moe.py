@@ -23,7 +23,7 @@ from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_
 from views.common import explain, push_url, url_state, user_errors
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
-K3 = get_preset("kimi-k3")  # hidden size and expert FFN: secondary (unofficial config copies)
+K3 = get_preset("kimi-k3")  # the released config.json
 K3_D, K3_FFN = K3.d_model, K3.moe.expert_ffn_dim  # for (d)
 RATIOS = {"1": 1.0, "1/2": 0.5, "1/4": 0.25, "1/8": 0.125}
 LITE = get_preset("lite")
@@ -33,7 +33,7 @@ st.title("Stable LatentMoE & routing")
 st.markdown(
     """
 K3 has **896 routed experts** and sends each token to **16** of them, plus **2 shared experts** every token
-uses (as stated in the K3 announcement, the seed article). Three problems come with that many experts:
+uses (its released config.json). Three problems come with that many experts:
 the router must not pile tokens onto a few favourites (**balancing**), its choices should not flip at the
 slightest nudge (**stability**: every flip reroutes a token to another GPU), and each routed copy is a message
 on the interconnect (**bytes on the wire**). *LatentMoE* shrinks the message: the token is projected from
@@ -42,10 +42,13 @@ back up (NVIDIA, arXiv 2601.18089).
 
 **Quantile balancing is grading on a curve set by earlier classes.** Routing stays *token choice*: every
 token takes its top-k experts, but of `s − β` rather than of its raw scores `s`, where `β_j` is expert j's cut.
-After each batch the cuts are read off that batch's scores: `β_j` becomes the `(N·k/E + 1)`-th largest of
-expert j's scores, each lowered by its token's own cut `α_i` (the token's `(k+1)`-th largest `s − β`): the
-value that would have given expert j its share `N·k/E` of the batch, with no step size to tune (J. Su,
-kexue.fm/archives/11619).
+After each batch the cuts are read off that batch's scores (Kimi K3 Technical Report, arXiv 2607.24653, §2.3.3
+Eq. 14; first written up by J. Su, kexue.fm/archives/11619): each token routes its top-(k+1) on the biased
+score, and the (k+1)-th is its own cut `α_i`; `β_j` becomes the `(1 − k/E)` quantile of expert j's scores,
+each lowered by its token's cut, `s_:,j − α`: the value that would have given expert j its share `k/E` of the
+batch, with no step size to tune. The cuts are centred (a shift common to all experts changes no choice),
+take effect from the next step, and are frozen at inference. At K3's scale the quantile comes from
+histograms that each GPU fills and one all-reduce adds (`k3lite.moe.quantile_bias_histogram`).
 New tokens are routed with cuts fitted on earlier ones, so their load is close to even, not exactly even.
 *Expert choice* (each expert takes the `N·k/E` tokens that rank highest for it in the batch; Zhou et al.,
 arXiv 2202.09368) would be exactly even, but it needs the whole batch before any token can be routed (no use
@@ -275,7 +278,7 @@ st.subheader("(d) Bytes on the wire and expert FLOPs per token vs latent ratio, 
 with user_errors():
     costs = [latent_cost_per_token(K3_D, K3_FFN, K, SHARED, K3_FFN, r, n_experts=E) for r in RATIOS.values()]
 st.plotly_chart(shared_figure(latent_tradeoff, costs, RATIO), width="stretch")
-explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3 numbers from unofficial config copies), top-{K}, "
+explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3's config.json), top-{K}, "
         f"{SHARED} shared, {E} experts: wire = expected copies x (FP8 dispatch + BF16 combine record) on "
         f"{REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token); "
         "routed FLOPs = 2 x 3 x l x FFN x k. Outlined = your latent ratio. Shared experts never cross the wire.")
