@@ -3,6 +3,7 @@ the lr schedule, helpers."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -61,6 +62,22 @@ def situ_glu_reference(gate: torch.Tensor, up: torch.Tensor, beta: float = 4.0, 
     out = [beta * math.tanh(g / beta) * 0.5 * (1 + math.tanh(g / 2)) * (linear_beta * math.tanh(u / linear_beta))
            for g, u in zip(gate.double().reshape(-1).tolist(), up.double().reshape(-1).tolist())]
     return torch.tensor(out, dtype=torch.float64).view(gate.shape)
+
+
+class GLUCurves(NamedTuple):
+    z: torch.Tensor  # (n,) pre-activation values (gate = up = z)
+    swiglu: torch.Tensor  # (n,) silu(z) * z
+    situ: torch.Tensor  # (n,) situ_glu(z, z)
+    bound: float  # b1 * b2: no SiTU hidden unit can exceed it
+
+
+def glu_curves(lo: float = -60.0, hi: float = 60.0, n: int = 241, beta: float = 4.0,
+               linear_beta: float = 25.0) -> GLUCurves:
+    """SwiGLU vs SiTU-GLU along gate = up = z (the diagonal, where both grow fastest): what the bound changes."""
+    if not (n >= 2 and hi > lo):
+        raise ValueError(f"need n >= 2 points and hi > lo, got n={n}, lo={lo}, hi={hi}")
+    z = torch.linspace(lo, hi, n, dtype=torch.float64)
+    return GLUCurves(z, swiglu_act(z, z), situ_glu(z, z, beta, linear_beta), beta * linear_beta)
 
 
 class GLUActivation:

@@ -3,6 +3,7 @@ against a slow reference written from the released code's equations: SiTU-GLU, t
 aggregated expert output, the router (routed_scaling_factor 1.0, renormalised, no group limit), Eq. 14 quantile
 balancing and its pooled-histogram estimator, and block Attention Residuals applied per layer."""
 import math
+import re
 
 import pytest
 import torch
@@ -40,7 +41,7 @@ def test_situ_glu_computes_in_fp32_and_returns_the_input_dtype():
     assert torch.equal(out, situ_glu_reference(g, u).to(torch.bfloat16))  # fp32 inside, one rounding at the end
 
 
-def test_kimi_k3_uses_situ_everywhere_and_lite_keeps_swiglu():
+def test_kimi_k3_uses_situ_everywhere_and_the_other_presets_keep_swiglu():
     k3 = get_preset("kimi-k3")
     assert (k3.hidden_act, k3.situ_beta, k3.situ_linear_beta) == ("situ", 4.0, 25.0)
     small = k3.with_(vocab_size=64, d_model=32, n_layers=4, max_seq_len=64, dense_ffn_dim=48, attn_res_block_size=2,
@@ -51,8 +52,10 @@ def test_kimi_k3_uses_situ_everywhere_and_lite_keeps_swiglu():
     model = K3Model(small)
     acts = {m.act.name for m in model.modules() if hasattr(m, "act") and isinstance(m.act, GLUActivation)}
     assert acts == {"situ"}  # dense layer 0, shared experts, routed experts
-    assert {m.act.name for m in K3Model(get_preset("lite")).modules() if isinstance(getattr(m, "act", None),
-                                                                                   GLUActivation)} == {"swiglu"}
+    for name in ("kimi-linear-48b-a3b", "kimi-k2", "deepseek-v3"):  # SwiGLU stays where the release uses it
+        assert get_preset(name).hidden_act == "swiglu"
+    plain = K3Model(small.with_(hidden_act="swiglu"))
+    assert {m.act.name for m in plain.modules() if isinstance(getattr(m, "act", None), GLUActivation)} == {"swiglu"}
     with pytest.raises(ValueError, match="hidden_act"):
         small.with_(hidden_act="gelu")
 
@@ -206,3 +209,37 @@ def test_kimi_k3_attn_res_reads_at_most_nine_sources():
     full_blocks = cfg.n_sublayers // cfg.attn_res_block_size
     assert 1 + full_blocks + (1 if cfg.n_sublayers % cfg.attn_res_block_size else 0) == 9
     assert math.ceil(cfg.n_layers / cfg.attn_res_block_layers) == 8  # blocks pushed at layers 0, 12, ..., 84
+
+
+# ------------------------------------------------------------------------------------------ item 5 panels
+def test_glu_curves_show_the_bound():
+    from k3lite.nn import glu_curves
+    c = glu_curves(-60, 60, 241)
+    assert c.bound == 100.0 and float(c.situ.abs().max()) < c.bound < float(c.swiglu.max())
+    with pytest.raises(ValueError, match="hi > lo"):
+        glu_curves(1.0, 0.0)
+
+
+def test_decay_memory_at_k3s_bound():
+    from k3lite.memory import FP32_MIN_NORMAL_LOG, chunk_decay_floor, decay_memory
+    m = decay_memory(K3_DECAY_LOWER_BOUND, [0, 1, 2])
+    assert m.tokens_to_threshold == pytest.approx(math.log(100) / 5)  # 0.92 tokens to 1%
+    assert m.kept_after == pytest.approx([1.0, math.exp(-5), math.exp(-10)])
+    assert chunk_decay_floor(K3_DECAY_LOWER_BOUND, 16) > FP32_MIN_NORMAL_LOG > chunk_decay_floor(K3_DECAY_LOWER_BOUND, 64)
+    with pytest.raises(ValueError, match="log_decay"):
+        decay_memory(0.5, [1])
+
+
+def test_kda_page_states_the_bound_from_its_numbers():
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+    from k3lite.memory import decay_memory
+    at = AppTest.from_file(str(ROOT / "views" / "kda.py"), default_timeout=120).run()
+    assert not at.exception, [e.message for e in at.exception]
+    text = next(c.value for c in at.caption if "gate_lower_bound" in c.value)
+    fast = decay_memory(K3_DECAY_LOWER_BOUND, [1])
+    assert f"survives {fast.tokens_to_threshold:.2f} tokens" in text and "e^-80" in text and "e^-320" in text
+    smallest = float(re.search(r"smallest log-decay on this input is (-?[\d.]+\d)", text).group(1))
+    if get_preset("lite").kda.decay_lower_bound is not None:
+        assert smallest >= K3_DECAY_LOWER_BOUND  # the layer on the page obeys the bound it states

@@ -12,6 +12,7 @@ from k3lite.config import BALANCING_METHODS, MoEConfig, get_preset
 from k3lite.guards import heavy_work
 from k3lite.interconnect import REFERENCE, deployment_bytes
 from k3lite.moe import latent_cost_per_token
+from k3lite.nn import glu_curves
 from k3lite.moe_balance import run_balance, summary_rows, training_claim
 from k3lite.moe_demo import (MAX_PROMPT_BYTES, balance_claim, calibration_stream, check_prompt, fit_balancers,
                              model_moe_inputs, notice_lines, prompt_demo, routing_cfg)
@@ -19,6 +20,7 @@ from k3lite.placement import K3_SCALE_EXPERTS, gpu_view, mean_load_per_expert
 from k3lite.precomputed import BALANCE_ARGS, MOE_LAYER, MOE_PROMPT, moe_default_cfg, shipped
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_tradeoff, load_bars, load_histogram,
+                            situ_vs_swiglu_figure,
                             routing_heatmap, violation_curves, violation_vs_updates)
 from views.common import explain, push_url, url_state, user_errors
 
@@ -285,6 +287,18 @@ explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3's config.json), t
 
 st.subheader("(e) Activation ratio: routed experts a token visits")
 st.dataframe(pd.DataFrame(activation_rows(K, E)), hide_index=True, width="stretch")
+
+st.subheader("(f) The experts' activation: SiTU-GLU vs SwiGLU")
+glu = glu_curves(beta=K3.situ_beta, linear_beta=K3.situ_linear_beta)
+st.plotly_chart(shared_figure(situ_vs_swiglu_figure, glu.z.tolist(), glu.swiglu.tolist(), glu.situ.tolist(), glu.bound),
+                width="stretch")
+at = int(len(glu.z) * 0.75)  # z = 30 on the default range
+explain(f"K3's experts, shared experts and dense layer use SiTU-GLU (report Eq. 12; `hidden_act` situ, b1 = "
+        f"{K3.situ_beta:g}, b2 = {K3.situ_linear_beta:g} in config.json; `k3lite.nn.situ_glu`, in fp32 as the released "
+        f"code). Near zero it is SwiGLU; further out both branches saturate, so a hidden unit never exceeds b1 b2 = "
+        f"{glu.bound:g} (largest on this range: {float(glu.situ.abs().max()):.1f}), where SwiGLU grows like z²: at z = "
+        f"{float(glu.z[at]):g} it gives {float(glu.swiglu[at]):,.0f} against SiTU's {float(glu.situ[at]):.1f}. "
+        f"The lite model here uses {LITE.hidden_act}; `kimi-linear-48b-a3b`, `kimi-k2` and `deepseek-v3` keep SwiGLU.")
 
 notice_b, notice_flips = notice_lines(result, METHOD_LABELS)
 st.markdown(
