@@ -36,7 +36,7 @@ class SparsityShares(NamedTuple):
                 f"{self.param_share / self.expert_share:.1f}x the expert share.")
 
 
-def sparsity_shares(preset: str = "k3-estimated") -> SparsityShares:
+def sparsity_shares(preset: str = "kimi-k3") -> SparsityShares:
     """The two shares of K3 a student can call "the fraction a token uses", from one parameter count."""
     cfg = get_preset(preset)
     rep = count_params(cfg)

@@ -5,7 +5,7 @@ config and raises `ValueError` naming the violated constraint, so a bad slider
 combination in the app becomes a readable message, never a traceback.
 
 Presets (sources in each function's docstring):
-    deepseek-v3, kimi-k2, kimi-linear-48b-a3b, k3-estimated, lite
+    deepseek-v3, kimi-k2, kimi-linear-48b-a3b, kimi-k3, lite
 """
 from __future__ import annotations
 
@@ -16,9 +16,13 @@ MixerType = Literal["kda", "mla"]
 FFNType = Literal["dense", "moe"]
 Balancing = Literal["none", "aux_loss", "bias", "quantile"]
 AttnResMode = Literal["standard", "full", "block"]
+FFNActivation = Literal["swiglu", "situ"]
+LatentNormAt = Literal["dispatch", "combine"]
 
 BALANCING_METHODS: tuple[str, ...] = ("none", "aux_loss", "bias", "quantile")
 ATTN_RES_MODES: tuple[str, ...] = ("standard", "full", "block")
+FFN_ACTIVATIONS: tuple[str, ...] = ("swiglu", "situ")
+LATENT_NORM_AT: tuple[str, ...] = ("dispatch", "combine")
 
 
 def _positive(name: str, value: int) -> None:
@@ -112,11 +116,15 @@ class MoEConfig:
 
     n_routed_experts: int
     top_k: int
-    expert_ffn_dim: int  # SwiGLU hidden size of one routed expert
+    expert_ffn_dim: int  # hidden size of one routed expert's gated FFN (SwiGLU or SiTU-GLU: K3Config.hidden_act)
     n_shared_experts: int = 0
     shared_ffn_dim: int = 0  # hidden size of ONE shared expert; 0 = expert_ffn_dim
     latent_dim: int = 0  # 0 = classic MoE (experts in d_model); >0 = LatentMoE dim
-    latent_norm: bool = False  # RMSNorm on the latent before dispatch
+    latent_norm: bool = False  # an RMSNorm of latent_dim in the LatentMoE path (K3: `latent_moe_use_norm`)
+    # where it sits: "dispatch" = on the latent before dispatch (lite, NVIDIA's LatentMoE reading);
+    # "combine" = on the aggregated expert output before the up-projection, as K3 releases it
+    # (report Eq. 11: y = shared(x) + W_up RMSNorm(sum_j w_j E_j(W_down x)); modeling_kimi_linear.py routed_expert_norm)
+    latent_norm_at: LatentNormAt = "dispatch"
     balancing: Balancing = "quantile"
     score_func: Literal["sigmoid", "softmax"] = "sigmoid"
     route_scale: float = 1.0  # multiplies gate weights after top-k renormalisation (DeepSeek-V3: 2.5)
@@ -139,6 +147,8 @@ class MoEConfig:
             )
         if self.balancing not in BALANCING_METHODS:
             raise ValueError(f"moe.balancing must be one of {BALANCING_METHODS}, got {self.balancing!r}")
+        if self.latent_norm_at not in LATENT_NORM_AT:
+            raise ValueError(f"moe.latent_norm_at must be one of {LATENT_NORM_AT}, got {self.latent_norm_at!r}")
         if self.score_func not in ("sigmoid", "softmax"):
             raise ValueError(f"moe.score_func must be 'sigmoid' or 'softmax', got {self.score_func!r}")
         _positive("moe.n_groups", self.n_groups)
@@ -188,9 +198,16 @@ class K3Config:
     kda_ratio: tuple[int, int] = (3, 1)
     last_layer_global: bool = True
     first_k_dense: int = 1  # the first k layers use a dense FFN instead of MoE
-    dense_ffn_dim: int = 0  # SwiGLU hidden size of the dense FFN layers
+    dense_ffn_dim: int = 0  # hidden size of the dense FFN layers
+    # the gated FFN of every expert, shared expert and dense layer: "swiglu" silu(g) * u, or K3's "situ"
+    # (SiTU-GLU, report Eq. 12: b1 tanh(g / b1) sigmoid(g) * b2 tanh(u / b2), in fp32; k3lite.nn.situ_glu)
+    hidden_act: FFNActivation = "swiglu"
+    situ_beta: float = 4.0  # b1 (`activation_situ_beta`): bounds the gate branch to (-b1, b1)
+    situ_linear_beta: float = 25.0  # b2 (`activation_situ_linear_beta`): bounds the up branch to (-b2, b2)
     attn_res: AttnResMode = "block"
-    attn_res_block_size: int = 4  # sublayers per block in block Attention Residuals
+    # sublayers per block in block Attention Residuals (2 per layer). K3's config states its block in *layers*
+    # (`attn_res_block_size` 12 = 24 sublayers here): `attn_res_block_layers` converts.
+    attn_res_block_size: int = 4
     tie_embeddings: bool = False
     max_seq_len: int = 4096
     norm_eps: float = 1e-6
@@ -231,6 +248,10 @@ class K3Config:
         if self.attn_res not in ATTN_RES_MODES:
             raise ValueError(f"attn_res must be one of {ATTN_RES_MODES}, got {self.attn_res!r}")
         _positive("attn_res_block_size", self.attn_res_block_size)
+        if self.hidden_act not in FFN_ACTIVATIONS:
+            raise ValueError(f"hidden_act must be one of {FFN_ACTIVATIONS}, got {self.hidden_act!r}")
+        if not (self.situ_beta > 0 and self.situ_linear_beta > 0):
+            raise ValueError(f"situ_beta and situ_linear_beta must be > 0, got {self.situ_beta}, {self.situ_linear_beta}")
         if self.attn_res == "block" and self.attn_res_block_size > 2 * self.n_layers:
             raise ValueError(
                 f"attn_res_block_size ({self.attn_res_block_size}) must be <= the number of sublayers "
@@ -253,6 +274,11 @@ class K3Config:
     @property
     def n_sublayers(self) -> int:
         return 2 * self.n_layers
+
+    @property
+    def attn_res_block_layers(self) -> float:
+        """The AttnRes block in layers, as K3's config states it (12): sublayers / 2."""
+        return self.attn_res_block_size / 2
 
     def with_(self, **changes) -> "K3Config":
         """A validated copy with top-level fields changed; nested: with_(moe={'top_k': 4})."""
@@ -361,42 +387,118 @@ def kimi_linear_48b_a3b() -> K3Config:
     )
 
 
-def k3_estimated() -> K3Config:
-    """Kimi K3, *estimated*.
+# The released K3 config this preset follows: moonshotai/Kimi-K3 `config.json` (text_config), read from the verbatim
+# copy in PipeNetwork/kimi-k3-mlx `reference/config.json` (commit fe0738f5d37776d5ab256913a9e5190b71e90f7c, "unmodified
+# files from moonshotai/Kimi-K3"); its `reference/model.safetensors.index.json` gives total_size 1,560,860,324,864 bytes
+# in 497,220 tensors, which public audits quote for Hugging Face revision f831ab66814297da540d832a5235f8e904f29d06.
+KIMI_K3_SOURCE = ("moonshotai/Kimi-K3 config.json + modeling_kimi_linear.py (HF revision f831ab66; read from the "
+                  "verbatim copy in PipeNetwork/kimi-k3-mlx reference/ @ fe0738f5); Kimi K3 Technical Report (arXiv 2607.24653)")
+KIMI_K3_CHECKPOINT_BYTES = 1_560_860_324_864  # model.safetensors.index.json metadata.total_size (tensor data only)
+KIMI_K3_STATED_TOTAL, KIMI_K3_STATED_ACTIVE = 2.78e12, 104e9  # model card / report headline (text + vision tower)
 
-    Stated by the K3 announcement (the seed article): 2.8T total, 896 routed experts, top-16,
-    2 shared experts, 3:1 KDA:MLA hybrid, Stable LatentMoE, block Attention Residuals.
-    Secondary/estimated (unofficial copies of a K3 text config; NOT published by Moonshot):
-    hidden 7168, 93 layers, 96 heads, expert FFN 3072 in latent 3584 (2x compression), latent norm,
-    dense FFN 33792, vocab 163840. Our guesses on top of those: MLA dims of the K2 family
-    (kv_lora 512, qk 128+64, v 128, q_lora 1536, NoPE as in Kimi Linear, sigmoid output gate);
-    KDA with 96 heads x 128 (= d_model / 56, chosen so q/k/v projections match the MLA width of
-    the same family); 1 dense first layer; attention-residual blocks of 24 sublayers (186 sublayers -> 8 blocks,
-    the last one partial).
-    `python -m k3lite.params --preset k3-estimated` shows how close this lands to 2.8T.
+# The released vision tower (config.json vision_config: MoonViT, 27 layers, hidden 1024, qkv 1536, MLP 4096, patch 14,
+# a learned 64 x 64 position grid, no biases, RMSNorm; patchmergerv2 projector: 2 x 2 merge -> 4096 -> 4096 -> 7168).
+# k3lite does not model it; it is one stated constant in the checkpoint bytes and the headline totals.
+def kimi_k3_vision_params() -> int:
+    """Parameters of K3's vision tower + projector, counted from vision_config (the tensor names in the released
+    index: patch_embed.proj / pos_emb, blocks.N.{wqkv, wo, mlp.fc0, mlp.fc1, norm0, norm1}, final_layernorm,
+    mm_projector.{proj.0, proj.1, post_norm}). About 0.447B (PipeNetwork/kimi-k3-mlx's README: 447 M)."""
+    d, qkv, mlp, layers, patch, grid, merged, text = 1024, 1536, 4096, 27, 14, 64, 4 * 1024, 7168
+    block = d * 3 * qkv + qkv * d + 2 * d * mlp + 2 * d  # wqkv, wo, fc0, fc1, two norms
+    tower = 3 * patch * patch * d + grid * grid * d + layers * block + d  # patch conv, position grid, blocks, final norm
+    projector = merged * merged + merged * text + merged  # proj.0, proj.1, post_norm (4096 wide)
+    return tower + projector
+
+# Every key of the released text_config that describes the model, and what k3lite does with it. "not modelled"
+# keys change nothing k3lite computes; none is dropped without a line here. (Generation defaults such as
+# max_length, top_k, temperature, num_beams and the HF bookkeeping keys, e.g. id2label, are not architecture.)
+KIMI_K3_CONFIG_KEYS: dict[str, str] = {
+    "vocab_size 163840": "vocab_size",
+    "hidden_size 7168": "d_model",
+    "num_hidden_layers 93": "n_layers",
+    "linear_attn_config.kda_layers / full_attn_layers (1-based; MLA at 4, 8, ..., 92, 93)":
+        "kda_ratio (3, 1) + last_layer_global: 69 KDA, 24 MLA (test_config checks the lists)",
+    "linear_attn_config.num_heads 96, head_dim 128": "kda.n_heads, kda.head_dim",
+    "linear_attn_config.short_conv_kernel_size 4": "kda.conv_size",
+    "linear_attn_config.use_full_rank_gate true": "kda.output_gate_full_rank (g_proj 7168 -> 12288, no bias)",
+    "linear_attn_config.gate_lower_bound -5.0": "kda.decay_lower_bound (K3_DECAY_LOWER_BOUND)",
+    "num_attention_heads 96, num_key_value_heads 96": "mla.n_heads (MLA has no KV grouping)",
+    "q_lora_rank 1536, kv_lora_rank 512": "mla.q_lora_rank, mla.kv_lora_rank",
+    "qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128": "mla dims",
+    "mla_use_nope true": "mla.use_rope False (the 64 'rope' dims carry no rotation)",
+    "mla_use_output_gate true": "mla.output_gate (sigmoid, g_proj 7168 -> 12288)",
+    "num_experts 896, num_experts_per_token 16": "moe.n_routed_experts, moe.top_k",
+    "moe_intermediate_size 3072": "moe.expert_ffn_dim",
+    "num_shared_experts 2": "moe.n_shared_experts (merged into one FFN of 2 x 3072 on the full width, as the code does)",
+    "routed_expert_hidden_size 3584": "moe.latent_dim",
+    "latent_moe_use_norm true": "moe.latent_norm, at 'combine' (routed_expert_norm on the aggregated output)",
+    "moe_router_activation_func sigmoid": "moe.score_func",
+    "moe_renormalize true": "Router: sigmoid gate weights renormalised over the chosen k",
+    "routed_scaling_factor 1.0": "moe.route_scale",
+    "num_expert_group 1, topk_group 1, use_grouped_topk true": "moe.n_groups 1 (one group: no group/node limit)",
+    "topk_method noaux_tc": "moe.balancing 'quantile' (report Eq. 14; a selection-only bias, e_score_correction_bias)",
+    "first_k_dense_replace 1, intermediate_size 33792": "first_k_dense, dense_ffn_dim",
+    "moe_layer_freq 1": "every layer after the first is MoE (ffn_types)",
+    "hidden_act situ": "hidden_act 'situ' (routed, shared and dense FFNs)",
+    "activation_situ_beta 4.0, activation_situ_linear_beta 25.0": "situ_beta, situ_linear_beta",
+    "attn_res_block_size 12 (layers)": "attn_res 'block', attn_res_block_size 24 sublayers",
+    "rms_norm_eps 1e-05": "norm_eps",
+    "max_position_embeddings 1048576": "max_seq_len",
+    "tie_word_embeddings false": "tie_embeddings",
+    "num_nextn_predict_layers 0": "no MTP module (none is counted)",
+    "quantization_config mxfp4-pack-quantized, group 32, uint8 scales; ignore self_attn, shared_experts, dense mlp, "
+    "lm_head, vision_tower, mm_projector": "k3lite.params.checkpoint_bytes and the serving default (MXFP4 routed experts, bf16 rest)",
+    "dtype bfloat16": "bytes of every non-expert weight in checkpoint_bytes",
+    "vision_config (MoonViT, 27 layers, hidden 1024)": "not modelled: the text model only; its parameters enter the "
+    "checkpoint bytes and headline totals as VISION_TOWER_PARAMS (k3lite.params)",
+    "initializer_range 0.02": "not modelled (k3lite's own init: model._init_weights, std 0.02 too)",
+    "bos/eos/pad_token_id, media_placeholder_token_id": "not modelled (k3lite runs a byte-level toy tokenizer)",
+    "rope settings (none: NoPE)": "rope_theta unused (use_rope False)",
+}
+
+
+def kimi_k3() -> K3Config:
+    """Kimi K3 as released (moonshotai/Kimi-K3 config.json and modeling code; Kimi K3 Technical Report).
+
+    93 layers, hidden 7168, vocab 163840; 69 KDA layers (96 heads x 128, short conv 4, full-rank output gate,
+    decay bounded below by gate_lower_bound -5) and 24 gated MLA layers (NoPE, 96 heads, q_lora 1536,
+    kv_lora 512, qk 128+64, v 128) in a 3:1 pattern with the last layer global; layer 0 dense (FFN 33792),
+    the rest LatentMoE: 896 routed experts top-16 of FFN 3072 in a 3584 latent, an RMSNorm on the aggregated
+    expert output before the up-projection, 2 shared experts of 3072 on the full width; sigmoid router, gate
+    weights renormalised, routed_scaling_factor 1.0, no group limit; SiTU-GLU everywhere (b1 4, b2 25); block
+    Attention Residuals every 12 layers (24 sublayers: 186 sublayers -> 7 full blocks + a partial, at most
+    9 sources); RMSNorm eps 1e-5; MXFP4 routed experts, bf16 rest. Every key used: KIMI_K3_CONFIG_KEYS.
+    What the release does not state and k3lite assumes: nothing in the shapes (the decay's A_log is counted
+    per head as the modeling code allocates it, 96 per layer, where the shipped tensors hold 128 per layer:
+    2,208 parameters in all). `python -m k3lite.params --preset kimi-k3` gives the count.
     """
     return K3Config(
-        name="k3-estimated",
+        name="kimi-k3",
         vocab_size=163840,
         d_model=7168,
         n_layers=93,
         mla=MLAConfig(n_heads=96, q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128,
                       qk_rope_head_dim=64, v_head_dim=128, use_rope=False, output_gate=True),
-        kda=KDAConfig(n_heads=96, head_dim=128, conv_size=4),
+        kda=KDAConfig(n_heads=96, head_dim=128, conv_size=4, decay_lower_bound=K3_DECAY_LOWER_BOUND,
+                      output_gate_full_rank=True, output_gate_bias=False, beta_bias=False),
         moe=MoEConfig(n_routed_experts=896, top_k=16, expert_ffn_dim=3072, n_shared_experts=2,
-                      latent_dim=3584, latent_norm=True, balancing="quantile", route_scale=2.5),
+                      latent_dim=3584, latent_norm=True, latent_norm_at="combine", balancing="quantile",
+                      score_func="sigmoid", route_scale=1.0, n_groups=1, topk_groups=1),
         kda_ratio=(3, 1),
         last_layer_global=True,
         first_k_dense=1,
         dense_ffn_dim=33792,
+        hidden_act="situ",
+        situ_beta=4.0,
+        situ_linear_beta=25.0,
         attn_res="block",
-        attn_res_block_size=24,
+        attn_res_block_size=24,  # config: 12 layers
+        tie_embeddings=False,
         max_seq_len=1048576,
+        norm_eps=1e-5,
         notes={
-            "stated": "2.8T total, 896 experts, top-16, 2 shared, 3:1 KDA:MLA, LatentMoE, block AttnRes (seed article)",
-            "secondary/estimated": "hidden 7168, 93 layers, 96 heads, expert FFN 3072, latent 3584, "
-            "dense FFN 33792, vocab 163840 (unofficial config copies)",
-            "our guesses": "MLA dims (K2 family), KDA 96x128, first_k_dense=1, AttnRes block size 24",
+            "source": KIMI_K3_SOURCE,
+            "config keys": "; ".join(f"{k} -> {v}" for k, v in KIMI_K3_CONFIG_KEYS.items()),
         },
     )
 
@@ -432,7 +534,7 @@ def lite() -> K3Config:
 
 PRESETS = {
     "lite": lite,
-    "k3-estimated": k3_estimated,
+    "kimi-k3": kimi_k3,
     "kimi-linear-48b-a3b": kimi_linear_48b_a3b,
     "kimi-k2": kimi_k2,
     "deepseek-v3": deepseek_v3,

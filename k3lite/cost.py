@@ -64,8 +64,8 @@ class ModelPrice:
 
 
 PRICES: dict[str, ModelPrice] = {
-    "kimi-k3": ModelPrice("Kimi K3", 3.00, 15.00, 0.75,
-                          f"{K3_PRICE}; its cache discount is not given there: 75% assumed (K2's listed ratio)"),
+    "kimi-k3": ModelPrice("Kimi K3", 3.00, 15.00, 1 - 0.30 / 3.00,
+                          f"{K3_PRICE}; flat, no context-length tiers"),
     "kimi-k2": ModelPrice("Kimi K2", 0.60, 2.50, 0.75,
                           "Moonshot AI platform price list at the K2 launch (July 2025): $0.60 input (cache miss), "
                           "$0.15 (cache hit), $2.50 output per M tokens"),

@@ -41,7 +41,7 @@ from k3lite.config import K3Config, get_preset
 from k3lite.interconnect import Deployment, get_topology, wire_bytes_per_token
 from k3lite.serving_compare import classic_variant
 
-MODELS: dict[str, str] = {"deepseek-v3": "DeepSeek-V3", "kimi-k2": "Kimi K2", "k3-estimated": "K3 (estimated)"}
+MODELS: dict[str, str] = {"deepseek-v3": "DeepSeek-V3", "kimi-k2": "Kimi K2", "kimi-k3": "Kimi K3"}
 SEGMENTS: tuple[tuple[str, str], ...] = (  # (field = style.LINK key, label)
     ("nvlink", "NVLink: expert dispatch + combine"),
     ("nic", "NIC: expert dispatch + combine"),
@@ -93,7 +93,7 @@ ONE_OFF: dict[str, Toggles] = {"latent": Toggles(latent=False), "hybrid": Toggle
 
 
 class Ledger(NamedTuple):
-    name: str  # e.g. "K3 (estimated)" or "K3 without latent"
+    name: str  # e.g. "Kimi K3" or "Kimi K3 without latent"
     context: int
     nvlink: float  # bytes per decoded token
     nic: float
@@ -146,7 +146,7 @@ def comparison(context: int, deploy: Deploy = Deploy(), counterfactuals: bool = 
     """DeepSeek-V3, K2 and K3 side by side, then K3 with each idea switched off (the counterfactual bars)."""
     rows = [ledger(p, context, deploy=deploy) for p in MODELS]
     if counterfactuals:
-        rows += [ledger("k3-estimated", context, t, deploy) for t in ONE_OFF.values()]
+        rows += [ledger("kimi-k3", context, t, deploy) for t in ONE_OFF.values()]
     return rows
 
 
@@ -157,8 +157,8 @@ def savings(context: int, deploy: Deploy = Deploy()) -> dict[str, float]:
 
 def saving_parts(context: int, deploy: Deploy = Deploy()) -> dict[str, dict[str, float]]:
     """The same, by segment: {toggle: {segment: bytes(K3 with the idea off) - bytes(K3)}} (negative = K3 moves more)."""
-    k3 = ledger("k3-estimated", context, deploy=deploy).parts()
-    return {key: {seg: v - k3[seg] for seg, v in ledger("k3-estimated", context, t, deploy).parts().items()}
+    k3 = ledger("kimi-k3", context, deploy=deploy).parts()
+    return {key: {seg: v - k3[seg] for seg, v in ledger("kimi-k3", context, t, deploy).parts().items()}
             for key, t in ONE_OFF.items()}
 
 

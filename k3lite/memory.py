@@ -13,8 +13,11 @@ bytes per parameter of the chosen storage format, scales included (`PRECISIONS`)
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import NamedTuple
+
+import torch
 
 from k3lite.config import K3Config, KDAConfig, MLAConfig
 from k3lite.params import count_params
@@ -110,6 +113,37 @@ def break_even_context(cfg: K3Config) -> int:
     return -(-kda_layer_state_bytes(cfg.kda) // per_tok)
 
 
+# ------------------------------------------------------------------------------------- the bounded decay
+FP32_MIN_NORMAL_LOG = math.log(torch.finfo(torch.float32).tiny)  # ln(1.18e-38) = -87.3: below it fp32 loses digits
+
+
+class DecayMemory(NamedTuple):
+    log_decay: float  # g per token (<= 0): the channel keeps e^g of its state each token
+    tokens_to_threshold: float  # tokens until the kept fraction falls to `threshold`: ln(threshold) / g
+    kept_after: list[float]  # e^(g n) for n in the `tokens` asked for
+
+
+def decay_memory(log_decay: float, tokens: list[int], threshold: float = 0.01) -> DecayMemory:
+    """How long one KDA key channel remembers at a constant per-token log-decay g: e^(g n) of a write survives n
+    tokens. K3 bounds g below by -5 (config.json `gate_lower_bound`), so no channel forgets faster than e^-5 =
+    0.0067 per token: even the fastest keeps 1% of a write for ln(100) / 5 = 0.92 tokens."""
+    if log_decay > 0:
+        raise ValueError(f"log_decay must be <= 0 (a decay, not a growth), got {log_decay}")
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold must be in (0, 1), got {threshold}")
+    span = math.inf if log_decay == 0 else math.log(threshold) / log_decay
+    return DecayMemory(log_decay, span, [math.exp(log_decay * n) for n in tokens])
+
+
+def chunk_decay_floor(lower_bound: float, chunk: int) -> float:
+    """The smallest cumulative log-decay a chunk of `chunk` tokens can reach with per-token g >= lower_bound:
+    chunk x lower_bound. Chunk-wise kernels divide by it (k / cumulative decay); below FP32_MIN_NORMAL_LOG that
+    division overflows, which is what fla's bounded "safe gate" is for."""
+    if lower_bound >= 0 or chunk < 1:
+        raise ValueError(f"need lower_bound < 0 and chunk >= 1, got {lower_bound}, {chunk}")
+    return chunk * lower_bound
+
+
 # ------------------------------------------------------------------------------------------------ weights
 class Precision(NamedTuple):
     name: str
@@ -135,6 +169,24 @@ WEIGHT_COMPONENTS: dict[str, tuple[str, ...]] = {
     "embeddings": ("embedding", "lm_head"),
     "other": ("router", "attn_res", "norms"),  # always bf16: small and precision-sensitive
 }
+
+
+# As K3 ships (config.json quantization_config): routed experts MXFP4 (4-bit E2M1 packed two per byte + one uint8
+# E8M0 scale per group of 32: 4.25 bits per weight); self_attn, shared_experts, the dense mlp, lm_head, vision tower
+# and projector are in its `ignore` list, so bf16 (`dtype` bfloat16), and so are the embedding, norms and router.
+RELEASED_K3_FORMATS: dict[str, str] = {"routed_experts": "mxfp4", "attention": "bf16", "shared": "bf16",
+                                       "embeddings": "bf16"}
+
+
+def checkpoint_bytes(cfg: K3Config, formats: dict[str, str] | str = RELEASED_K3_FORMATS,
+                     extra_bf16_params: int = 0) -> float:
+    """Predicted bytes of a checkpoint's tensor data: every parameter at its component's format (`weight_bytes`)
+    plus `extra_bf16_params` k3lite does not build (K3: the vision tower, config.kimi_k3_vision_params()).
+    For kimi-k3 at RELEASED_K3_FORMATS this is the released model.safetensors.index.json total_size to 0.1%
+    (tests/test_params.py)."""
+    if extra_bf16_params < 0:
+        raise ValueError(f"extra_bf16_params must be >= 0, got {extra_bf16_params}")
+    return sum(weight_bytes(cfg, formats).values()) + extra_bf16_params * precision("bf16").bytes_per_param
 
 
 @lru_cache(maxsize=32)

@@ -5,7 +5,8 @@
         h = depth_mix(v_0, earlier outputs)     Attention Residuals (k3lite/attnres.py), or a plain sum
         v = Mixer(RMSNorm(h))                   KimiDeltaAttention (k3lite/kda/layer.py) or GatedMLA (k3lite/mla.py)
         h = depth_mix(...)                      the FFN sublayer's own depth mix
-        v = FFN(RMSNorm(h))                     LatentMoE (k3lite/moe.py), dense SwiGLU in the first k layers
+        v = FFN(RMSNorm(h))                     LatentMoE (k3lite/moe.py), a dense FFN in the first k layers
+                                                (gated: SwiGLU, or K3's SiTU-GLU, cfg.hidden_act)
     logits = LM_head(RMSNorm(depth_mix(...)))                       (B, T, vocab)
 
 Decoding keeps one cache per layer: a KDA layer a fixed-size state + conv tail, an MLA layer the
@@ -26,7 +27,7 @@ from k3lite.config import K3Config
 from k3lite.kda import KimiDeltaAttention
 from k3lite.mla import GatedMLA, apply_rope, rope_cos_sin
 from k3lite.moe import LatentMoE
-from k3lite.nn import RMSNorm, SwiGLU
+from k3lite.nn import GLUActivation, RMSNorm, SwiGLU
 from k3lite.trace import LayerTrace, Trace, detach
 
 RECURRENT_MAX_T = 8  # KDA runs its token-by-token recurrence for inputs this short, chunk-wise above
@@ -65,10 +66,11 @@ class Layer(nn.Module):
         else:
             self.mixer = GatedMLA(d, cfg.mla, cfg.norm_eps, cfg.rope_theta)
         self.ffn_norm = RMSNorm(d, cfg.norm_eps)
+        act = GLUActivation(cfg.hidden_act, cfg.situ_beta, cfg.situ_linear_beta)  # SwiGLU, or K3's SiTU-GLU
         if self.ffn_type == "dense":
-            self.ffn = SwiGLU(d, cfg.dense_ffn_dim)
+            self.ffn = SwiGLU(d, cfg.dense_ffn_dim, act)
         else:
-            self.ffn = LatentMoE(d, cfg.moe, cfg.norm_eps)
+            self.ffn = LatentMoE(d, cfg.moe, cfg.norm_eps, act)
         if cfg.attn_res != "standard":
             self.res_mixer = DepthAttention(d, cfg.norm_eps)  # before the mixer sublayer
             self.res_ffn = DepthAttention(d, cfg.norm_eps)  # before the FFN sublayer
@@ -224,6 +226,51 @@ class K3Model(nn.Module):
                 break
             res = self(torch.tensor([[nxt]]), cache=res.cache, use_cache=True)
         return out
+
+
+def released_attn_res_forward(model: K3Model, tokens: torch.Tensor) -> torch.Tensor:
+    """Logits of `model` with block Attention Residuals applied as K3's released code applies them (per *layer*:
+    `KimiDecoderLayer._forward_attn_residual`, `_apply_attn_res` and `KimiLinearModel.forward` in
+    modeling_kimi_linear.py), written out token by token for the depth mixes; the sublayers are the model's own.
+
+        prefix = layer input; if blocks: h = mix(blocks + [prefix]) else h = prefix      (the attention's query)
+        if layer % block_layers == 0: blocks.append(prefix); prefix = None                (a block boundary)
+        prefix = attn(norm(h)) (+ prefix);  h = mix(blocks + [prefix]);  prefix += ffn(norm(h))
+        logits = head(mix(blocks + [prefix]))                                              (the output mix)
+
+    mix(v) = sum_i softmax_i(rsqrt(mean(v_i^2) + eps) v_i . (norm.weight * proj)) v_i in fp32. A test checks
+    K3Model.forward (ResidualStream, blocks counted in sublayers) gives the same logits."""
+    cfg = model.cfg
+    if cfg.attn_res != "block" or cfg.attn_res_block_size % 2:
+        raise ValueError("the released form needs block AttnRes with a whole number of layers per block")
+    block_layers = cfg.attn_res_block_size // 2
+
+    def mix(sources: list[torch.Tensor], attn: DepthAttention) -> torch.Tensor:  # sources: (B, T, d) each
+        w = attn.key_norm.weight.float() * attn.query.float()  # (d,)
+        out = torch.empty_like(sources[0])
+        for b in range(out.shape[0]):
+            for t in range(out.shape[1]):
+                v = torch.stack([s[b, t].float() for s in sources])  # (N, d)
+                k = v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + attn.key_norm.eps)
+                p = (k @ w).softmax(-1)  # (N,)
+                out[b, t] = (p @ v).to(out.dtype)
+        return out
+
+    hidden = model.embed(tokens)  # (B, T, d)
+    blocks: list[torch.Tensor] = []
+    for i, layer in enumerate(model.layers):
+        prefix = hidden
+        h = mix(blocks + [prefix], layer.res_mixer) if blocks else prefix
+        if i % block_layers == 0:
+            blocks.append(prefix)
+            prefix = None
+        a = layer.mixer(layer.attn_norm(h)).out
+        prefix = a if prefix is None else prefix + a
+        h = mix(blocks + [prefix], layer.res_ffn)
+        f = layer.ffn(layer.ffn_norm(h))
+        prefix = prefix + (f.out if hasattr(f, "out") else f)
+        hidden = prefix
+    return model.head(mix(blocks + [hidden], model.res_final))
 
 
 def _init_weights(module: nn.Module) -> None:

@@ -17,12 +17,17 @@ Sources
               f_i = fraction of the N*k assignments that went to expert i, P_i = mean routing probability.
     bias      DeepSeek-V3 auxiliary-loss-free balancing (Wang et al., arXiv 2408.15664): a per-expert bias b is
               added to the scores for *selection only*; after each step b_i += gamma * sign(mean_load - load_i).
-    quantile  Quantile Balancing (J. Su, "MoE环游记 6", kexue.fm/archives/11619): the dual of the assignment LP
-              "each token gets k experts, each expert gets N*k/E tokens". Route with top-k of s - beta (the
-              previous beta); then alpha_i = (k+1)-th largest of row s_i - beta and beta_j = (N*k/E + 1)-th
-              largest of column s_:,j - alpha. No step size: beta is *read off* the score distribution, like
-              grading on a curve. At batch 1 / decode the running beta is used unchanged.
-  The `Router.bias` buffer holds b (bias method, selection = s + b) or beta (quantile, selection = s - beta).
+    quantile  Quantile Balancing as K3 trains with it (Kimi K3 Technical Report, arXiv 2607.24653, §2.3.3 Eq. 14;
+              first described by J. Su, "MoE环游记 6", kexue.fm/archives/11619): the dual of the assignment LP
+              "each token gets k experts, each expert gets N*k/E tokens". Route top-(k+1) on the biased score
+              s + b (the previous b); the (k+1)-th is the token's cutoff alpha_i; then
+              b^_j = -quantile_{1-k/E}(s_:,j - alpha), b = b^ - mean(b^), used from the next step on and frozen
+              at inference (`quantile_bias`; `quantile_bias_histogram` is the pooled-histogram estimator the
+              report uses at scale; `quantile_beta` is Su's order-statistic reading, the same up to the centring
+              and the interpolation). No step size: b is *read off* the score distribution, like grading on a
+              curve. At batch 1 / decode the running b is used unchanged.
+  The `Router.bias` buffer holds b (bias method, selection = s + b) or beta = -b (quantile, selection = s - beta;
+  the name and sign the shipped checkpoint stores; K3's checkpoint stores b as `e_score_correction_bias`).
 - LatentMoE (NVIDIA, arXiv 2601.18089): experts run in a latent_dim < d_model space; only the latent crosses
   the expert-parallel interconnect. latent_dim = 0 is a classic MoE.
 - Capacity factor with token dropping: Switch Transformer / GShard (first come, first served in token order).
@@ -40,7 +45,7 @@ from torch import nn
 
 from k3lite.config import MoEConfig
 from k3lite.interconnect import REFERENCE, Deployment, deployment_bytes
-from k3lite.nn import RMSNorm, SwiGLU
+from k3lite.nn import GLUActivation, RMSNorm, SwiGLU
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -130,6 +135,100 @@ def quantile_beta(scores: torch.Tensor, k: int, beta: torch.Tensor, n_iters: int
     return beta
 
 
+def _balance_guard(n_tokens: int, k: int, n_experts: int) -> bool:
+    """True when a batch can set the cuts: at least one token's share per expert (N k / E >= 1), k < E."""
+    capacity = n_tokens * k / n_experts
+    return capacity >= 1 and k < n_experts and capacity < n_tokens
+
+
+def quantile_bias(scores: torch.Tensor, k: int, bias: torch.Tensor) -> torch.Tensor:
+    """Kimi K3 report §2.3.3 Eq. 14, one update; returns the new selection bias b (E,) (selection = s + b).
+
+        alpha_i = (k+1)-th largest of s_i,: + b          route top-(k+1) on the biased score: the cutoff
+        b^_j    = -quantile_{1-k/E}( s_:,j - alpha )      the bias that gives expert j a k/E share of the batch
+        b       = b^ - mean_j(b^)                          centred (a shift common to all experts changes no top-k)
+
+    scores (N, E) raw (sigmoid) scores, bias (E,) the previous b. The quantile is torch.quantile's (linear
+    interpolation between order statistics: the report does not say which definition). Returns `bias`
+    unchanged when the batch cannot set a cut (N k / E < 1, e.g. batch 1, or k >= E)."""
+    n_tokens, n_experts = scores.shape
+    if not _balance_guard(n_tokens, k, n_experts):
+        return bias
+    s = scores.detach().float()
+    alpha = torch.topk(s + bias.detach().float(), k + 1, dim=-1).values[:, k]  # (N,) the (k+1)-th biased score
+    b_hat = -torch.quantile(s - alpha[:, None], 1 - k / n_experts, dim=0)  # (E,)
+    return b_hat - b_hat.mean()
+
+
+def quantile_bias_reference(scores: torch.Tensor, k: int, bias: torch.Tensor) -> torch.Tensor:
+    """Eq. 14 written out token by token and expert by expert in Python floats (the slow reference)."""
+    n, e = scores.shape
+    s, b = scores.double().tolist(), bias.double().tolist()
+    alpha = [sorted((s[i][j] + b[j] for j in range(e)), reverse=True)[k] for i in range(n)]
+    level = 1 - k / e
+    b_hat = []
+    for j in range(e):
+        col = sorted(s[i][j] - alpha[i] for i in range(n))
+        pos = level * (n - 1)  # linear interpolation between order statistics (torch.quantile's default)
+        lo = int(math.floor(pos))
+        hi = min(lo + 1, n - 1)
+        b_hat.append(-(col[lo] + (pos - lo) * (col[hi] - col[lo])))
+    mean = sum(b_hat) / e
+    return torch.tensor([v - mean for v in b_hat], dtype=torch.float64)
+
+
+class BiasHistogram(NamedTuple):
+    counts: torch.Tensor  # (E, n_bins) float: how many s_ij - alpha_i fell in each bin (adds across ranks)
+    n_tokens: int
+    lo: float
+    hi: float
+
+
+def cut_histogram(scores: torch.Tensor, k: int, bias: torch.Tensor, n_bins: int = 512, lo: float = -1.0,
+                  hi: float = 1.0) -> BiasHistogram:
+    """One rank's share of the pooled-histogram estimator: its tokens' s_ij - alpha_i (alpha from its own rows,
+    as in `quantile_bias`) counted per expert into `n_bins` equal bins on [lo, hi]; values outside go to the
+    edge bins. Histograms of different ranks (same bins) add: `merge_histograms` is the all-reduce."""
+    if n_bins < 1 or not hi > lo:
+        raise ValueError(f"need n_bins >= 1 and hi > lo, got n_bins={n_bins}, lo={lo}, hi={hi}")
+    s = scores.detach().float()
+    alpha = torch.topk(s + bias.detach().float(), k + 1, dim=-1).values[:, k]  # (N,)
+    v = s - alpha[:, None]  # (N, E)
+    idx = ((v - lo) / (hi - lo) * n_bins).floor().clamp_(0, n_bins - 1).long()  # (N, E)
+    counts = torch.zeros(s.shape[1], n_bins).scatter_add_(1, idx.T.contiguous(), torch.ones(idx.T.shape))
+    return BiasHistogram(counts, s.shape[0], lo, hi)
+
+
+def merge_histograms(parts: list[BiasHistogram]) -> BiasHistogram:
+    """The all-reduce: counts add (same bins required)."""
+    if not parts or any((p.lo, p.hi, p.counts.shape) != (parts[0].lo, parts[0].hi, parts[0].counts.shape) for p in parts):
+        raise ValueError("histograms must be non-empty and share their bins")
+    return BiasHistogram(sum(p.counts for p in parts), sum(p.n_tokens for p in parts), parts[0].lo, parts[0].hi)
+
+
+def quantile_bias_histogram(hist: BiasHistogram, k: int, bias: torch.Tensor) -> torch.Tensor:
+    """Eq. 14 from a pooled histogram: the (1 - k/E) quantile of each expert's s - alpha read off the cumulative
+    counts, linear inside the bin it falls in; then b = b^ - mean(b^). Exact to about one bin width.
+
+    The report says the statistic is gathered as histograms whose counts add under one all-reduce; it does not
+    state the number of bins, their range or spacing, what happens to values outside the range, or how the
+    quantile is read inside a bin. Ours: `n_bins` equal bins on [lo, hi] = [-1, 1] (sigmoid scores minus a
+    cutoff lie in (-1, 1)), clamped edges, linear interpolation inside the bin."""
+    counts, n = hist.counts.double(), hist.n_tokens
+    n_experts, n_bins = counts.shape
+    if not _balance_guard(n, k, n_experts):
+        return bias
+    rank = (1 - k / n_experts) * n  # values below the quantile
+    cum = counts.cumsum(1)  # (E, n_bins)
+    b = (cum < rank).sum(1).clamp(max=n_bins - 1)  # (E,) first bin whose cumulative count reaches `rank`
+    below = torch.where(b > 0, cum.gather(1, (b - 1).clamp(min=0)[:, None])[:, 0], torch.zeros_like(b, dtype=cum.dtype))
+    inside = counts.gather(1, b[:, None])[:, 0].clamp(min=1)
+    frac = ((rank - below) / inside).clamp(0, 1)
+    width = (hist.hi - hist.lo) / n_bins
+    b_hat = -(hist.lo + (b + frac) * width)  # (E,)
+    return (b_hat - b_hat.mean()).float()
+
+
 # ------------------------------------------------------------------------------------------ router
 class Router(nn.Module):
     """Scores for E routed experts from the *full* hidden state (sigmoid by default).
@@ -210,8 +309,8 @@ class Router(nn.Module):
             topk_idx = self.select(scores) if topk_idx is None else topk_idx
             load = torch.bincount(topk_idx.reshape(-1), minlength=cfg.n_routed_experts).float()
             self.bias += cfg.bias_gamma * torch.sign(load.mean() - load)
-        elif cfg.balancing == "quantile":
-            self.bias.copy_(quantile_beta(scores, cfg.top_k, self.bias))
+        elif cfg.balancing == "quantile":  # Eq. 14 on b = -beta
+            self.bias.copy_(-quantile_bias(scores, cfg.top_k, -self.bias))
 
 
 def selection_stability(router: Router, x: torch.Tensor, eps: float = 1e-3, seed: int = 0, *,
@@ -239,10 +338,12 @@ def selection_stability(router: Router, x: torch.Tensor, eps: float = 1e-3, seed
 
 # ------------------------------------------------------------------------------------------ experts
 class RoutedExperts(nn.Module):
-    """E SwiGLU experts with stacked weights: w_gate, w_up [E, dim, ffn]; w_down [E, ffn, dim]."""
+    """E gated-FFN experts with stacked weights: w_gate, w_up [E, dim, ffn]; w_down [E, ffn, dim].
+    `activation`: SwiGLU by default, K3's SiTU-GLU with GLUActivation("situ") (k3lite.nn)."""
 
-    def __init__(self, n_experts: int, dim: int, ffn_dim: int):
+    def __init__(self, n_experts: int, dim: int, ffn_dim: int, activation: GLUActivation | None = None):
         super().__init__()
+        self.act = activation or GLUActivation("swiglu")
         self.w_gate = nn.Parameter(torch.empty(n_experts, dim, ffn_dim))
         self.w_up = nn.Parameter(torch.empty(n_experts, dim, ffn_dim))
         self.w_down = nn.Parameter(torch.empty(n_experts, ffn_dim, dim))
@@ -255,7 +356,7 @@ class RoutedExperts(nn.Module):
 
     def one(self, e: int, x: torch.Tensor) -> torch.Tensor:
         """Expert e on rows x (M, dim) -> (M, dim)."""
-        return (F.silu(x @ self.w_gate[e]) * (x @ self.w_up[e])) @ self.w_down[e]
+        return self.act(x @ self.w_gate[e], x @ self.w_up[e]) @ self.w_down[e]
 
 
 def _check_ids(experts: RoutedExperts, x: torch.Tensor, expert_ids: torch.Tensor) -> None:
@@ -318,7 +419,7 @@ def _grouped_padded(experts: RoutedExperts, xs: torch.Tensor, counts: list[int],
     rank = torch.arange(cap, device=xs.device)  # (cap,)
     src = torch.where(rank < n[:, None], (n.cumsum(0) - n)[:, None] + rank, M).view(-1)  # (E*cap,) row or M (zero)
     X = torch.cat([xs, xs.new_zeros(1, dim)]).index_select(0, src).view(E, cap, dim)  # (E, cap, dim)
-    H = F.silu(torch.bmm(X, experts.w_gate)).mul_(torch.bmm(X, experts.w_up))  # (E, cap, ffn)
+    H = experts.act.inplace(torch.bmm(X, experts.w_gate), torch.bmm(X, experts.w_up))  # (E, cap, ffn)
     ys.index_copy_(0, src, torch.bmm(H, experts.w_down).view(E * cap, dim))  # padding rows all land on row M
 
 
@@ -339,12 +440,12 @@ def _grouped_sorted(experts: RoutedExperts, xs: torch.Tensor, counts: list[int])
     if cap:
         _grouped_padded(experts, xs, counts, cap, ys)
     if any(count > cap for count in counts):
-        w_gate, w_up, w_down = experts.w_gate, experts.w_up, experts.w_down  # one module lookup, not one per expert
+        w_gate, w_up, w_down, act = experts.w_gate, experts.w_up, experts.w_down, experts.act  # one lookup each
         start = 0
         for e, count in enumerate(counts):
             if count > cap:
                 part = xs[start + cap : start + count]  # (m_e - cap, dim) contiguous
-                h = F.silu(torch.mm(part, w_gate[e])).mul_(torch.mm(part, w_up[e]))  # (m_e - cap, ffn)
+                h = act.inplace(torch.mm(part, w_gate[e]), torch.mm(part, w_up[e]))  # (m_e - cap, ffn)
                 torch.mm(h, w_down[e], out=ys[start + cap : start + count])  # (m_e - cap, dim)
             start += count
     return ys[:M]
@@ -438,13 +539,15 @@ def dispatch_combine_naive(experts: RoutedExperts, x: torch.Tensor, topk_idx: to
 class LatentMoE(nn.Module):
     """Route on the full hidden state; dispatch a latent (d_model -> latent_dim) when latent_dim > 0.
 
-    y = up_proj( sum_j w_j * expert_j( latent_norm(down_proj x) ) ) + shared(x)
+    latent_norm_at "dispatch":  y = up_proj( sum_j w_j * expert_j( RMSNorm(down_proj x) ) ) + shared(x)
+    latent_norm_at "combine" (K3, report Eq. 11; `routed_expert_norm` in the released modeling_kimi_linear.py):
+                                y = up_proj( RMSNorm( sum_j w_j * expert_j(down_proj x) ) ) + shared(x)
     With latent_dim = 0 the experts work on x itself (classic DeepSeek-style MoE). Shared experts always see
     the full-d input. forward(x (B, T, d), update_balance, stats) -> MoEOutput(out (B, T, d), aux_loss, stats);
     `stats=False` skips the RoutingStats (~100 small ops a layer that only a Trace or a page reads).
     """
 
-    def __init__(self, d_model: int, cfg: MoEConfig, norm_eps: float = 1e-6):
+    def __init__(self, d_model: int, cfg: MoEConfig, norm_eps: float = 1e-6, activation: GLUActivation | None = None):
         super().__init__()
         self.cfg = cfg
         self.d_model = d_model
@@ -456,10 +559,10 @@ class LatentMoE(nn.Module):
             self.down_proj = nn.Linear(d_model, cfg.latent_dim, bias=False)  # fc1_latent_proj
             self.latent_norm = RMSNorm(cfg.latent_dim, eps=norm_eps) if cfg.latent_norm else None
             self.up_proj = nn.Linear(cfg.latent_dim, d_model, bias=False)  # fc2_latent_proj
-        self.experts = RoutedExperts(cfg.n_routed_experts, expert_dim, cfg.expert_ffn_dim)
+        self.experts = RoutedExperts(cfg.n_routed_experts, expert_dim, cfg.expert_ffn_dim, activation)
         if cfg.n_shared_experts:
-            # always-on shared experts work on the full-d input; merged into one SwiGLU of n x size
-            self.shared = SwiGLU(d_model, cfg.n_shared_experts * cfg.one_shared_ffn_dim)
+            # always-on shared experts work on the full-d input; merged into one gated FFN of n x size (as K3's code)
+            self.shared = SwiGLU(d_model, cfg.n_shared_experts * cfg.one_shared_ffn_dim, activation)
 
     @property
     def dispatch_dim(self) -> int:
@@ -475,17 +578,67 @@ class LatentMoE(nn.Module):
         h = flat
         if cfg.latent_dim:
             h = self.down_proj(flat)  # (N, l)
-            if self.latent_norm is not None:
+            if self.latent_norm is not None and cfg.latent_norm_at == "dispatch":
                 h = self.latent_norm(h)
         capacity = capacity_for(b * t, cfg.top_k, cfg.n_routed_experts, cfg.capacity_factor)
         res = dispatch_combine(self.experts, h, route.topk_idx, route.topk_weight, capacity)  # (N, l)
-        y = self.up_proj(res.out) if cfg.latent_dim else res.out  # (N, d)
+        if cfg.latent_dim:
+            routed = res.out  # (N, l) the aggregated expert output
+            if self.latent_norm is not None and cfg.latent_norm_at == "combine":
+                routed = self.latent_norm(routed)
+            y = self.up_proj(routed)  # (N, d)
+        else:
+            y = res.out  # (N, d)
         if cfg.n_shared_experts:
             y = y + self.shared(flat)
         if not stats:
             return MoEOutput(y.view(b, t, d), route.aux_loss, None)
         return MoEOutput(y.view(b, t, d), route.aux_loss, routing_stats(route, (b, t), cfg.n_routed_experts,
                                                                         res.dropped, self.dispatch_dim))
+
+
+def released_gate_reference(x: torch.Tensor, weight: torch.Tensor, correction_bias: torch.Tensor, top_k: int,
+                            routed_scaling_factor: float = 1.0, renormalize: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """K3's router as its released code computes it (`KimiMoEGate.forward`, modeling_kimi_linear.py, one expert
+    group): fp32 logits, sigmoid scores, top-k of scores + e_score_correction_bias, gate weights from the raw
+    scores, renormalised over the k, times routed_scaling_factor. x (N, d) -> (topk_idx (N, k), weight (N, k)),
+    one token at a time. (k3lite's Router stores beta = -e_score_correction_bias for quantile balancing.)"""
+    idx, wts = [], []
+    for row in x.float():
+        scores = torch.sigmoid(weight.float() @ row)  # (E,)
+        chosen = torch.topk(scores + correction_bias.float(), top_k).indices  # (k,)
+        w = scores[chosen]
+        if top_k > 1 and renormalize:
+            w = w / (w.sum() + 1e-20)
+        idx.append(chosen)
+        wts.append(w * routed_scaling_factor)
+    return torch.stack(idx), torch.stack(wts)
+
+
+def latent_moe_reference(moe: "LatentMoE", x: torch.Tensor) -> torch.Tensor:
+    """A LatentMoE layer token by token, with the bookkeeping of the released `KimiSparseMoeBlock.forward`
+    (report Eq. 11 when latent_norm_at == "combine"): route on the full x, down-project, run each chosen expert,
+    sum with the gate weights, RMSNorm the *sum*, up-project, add the shared experts of the full x.
+    x (B, T, d) -> (B, T, d). No capacity limit (K3 drops no tokens)."""
+    cfg = moe.cfg
+    flat = x.reshape(-1, x.shape[-1])
+    idx, wts = released_gate_reference(flat, moe.router.weight, -moe.router.bias if cfg.balancing == "quantile"
+                                       else moe.router.bias if cfg.balancing == "bias" else torch.zeros_like(moe.router.bias),
+                                       cfg.top_k, cfg.route_scale)
+    rows = []
+    for n, token in enumerate(flat):
+        h = moe.down_proj(token[None]) if cfg.latent_dim else token[None]  # (1, l)
+        if cfg.latent_dim and moe.latent_norm is not None and cfg.latent_norm_at == "dispatch":
+            h = moe.latent_norm(h)
+        y = sum(wts[n, j].to(h.dtype) * moe.experts.one(int(idx[n, j]), h) for j in range(cfg.top_k))  # (1, l)
+        if cfg.latent_dim:
+            if moe.latent_norm is not None and cfg.latent_norm_at == "combine":
+                y = moe.latent_norm(y)
+            y = moe.up_proj(y)
+        if cfg.n_shared_experts:
+            y = y + moe.shared(token[None])
+        rows.append(y[0])
+    return torch.stack(rows).view_as(x)
 
 
 def active_expert_flops_per_token(dim: int, ffn_dim: int, top_k: int) -> int:

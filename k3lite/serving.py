@@ -32,8 +32,10 @@ once per chunk; the max of them (overlap): $ per M input tokens from the same $/
 Not modelled (each makes real systems slower than this bound): kernel efficiency, expert load imbalance,
 launch and collective latency, activation memory.
 
-CLI: python -m k3lite.serving --preset k3-estimated --gpu B300 --gpus 64 --ep 64 --weights fp4 --context 32768 --json
-     python -m k3lite.serving frontier --preset k3-estimated --context 32768 [--gpus B300 GB300] --json
+Default weights: as K3 ships them (memory.RELEASED_K3_FORMATS: MXFP4 routed experts, bf16 everything else).
+
+CLI: python -m k3lite.serving --preset kimi-k3 --gpu B300 --gpus 64 --ep 64 --weights bf16 --experts mxfp4 --context 32768 --json
+     python -m k3lite.serving frontier --preset kimi-k3 --context 32768 [--gpus B300 GB300] --json
 """
 from __future__ import annotations
 
@@ -64,7 +66,7 @@ USD_PER_GPU_HOUR: dict[str, tuple[float, str]] = {
 # 4-bit shorthands of the CLI; "fp4" = NVFP4 (Blackwell's native 4-bit, smallest scale overhead of the FP4 pair)
 FORMAT_ALIASES = {"fp4": "nvfp4", "bf16": "bf16", "fp8": "fp8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "int4": "int4"}
 MIN_TOKENS_PER_USER = 20.0  # DeepSeek's reported average output speed was 20-22 tokens/s (day-6 overview)
-K3_PRESET = "k3-estimated"  # the one name of the K3 preset in this module (pages and CLIs default to it)
+K3_PRESET = "kimi-k3"  # the one name of the K3 preset in this module (pages and CLIs default to it)
 
 
 # ------------------------------------------------------------------------------------------ speculation
@@ -74,8 +76,8 @@ MTP_LAYERS: dict[str, tuple[int, str]] = {
                         "not counted in 671B); §5.4.3: the second token is accepted 85-90% of the time, 1.8x TPS")),
     "kimi-k2": (0, ("no MTP weights released with Kimi K2 (its config.json's num_nextn_predict_layers is 0 as we "
                     "read it; not verified against a stored copy here); servers draft with a separate model")),
-    K3_PRESET: (0, ("Kimi K3 release: no MTP layer (issue #29's reading of the release); vLLM serves it with a "
-                    "separate DSpark draft model (vLLM blog, 2026-09-13)")),
+    K3_PRESET: (0, ("Kimi K3's released config.json (HF revision f831ab66): num_nextn_predict_layers 0, no MTP "
+                    "layer; vLLM serves it with a separate DSpark draft model (vLLM blog, 2026-09-13)")),
     "kimi-linear-48b-a3b": (0, "none released with the Kimi Linear checkpoint (not verified)"),
     "lite": (0, "k3lite's toy model: no MTP layer"),
 }
@@ -147,8 +149,7 @@ class Serving:
     n_gpus: int = 64
     ep: int = 64
     tp: int = 1
-    weights: dict = field(default_factory=lambda: {"routed_experts": "nvfp4", "attention": "fp8", "shared": "fp8",
-                                                   "embeddings": "fp8"})
+    weights: dict = field(default_factory=lambda: dict(memory.RELEASED_K3_FORMATS))  # as K3 ships
     context: int = 32768
     overlap: bool = True
     usd_per_gpu_hour: float | None = None  # None = the GPU's default above
@@ -501,8 +502,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpus", type=int, default=64, help="GPUs serving one replica")
     ap.add_argument("--ep", type=int, default=None, help="expert-parallel size (default: --gpus)")
     ap.add_argument("--tp", type=int, default=1, help="tensor-parallel size of attention/dense parts")
-    ap.add_argument("--weights", default="fp8", help=f"storage format of all weights: {list(FORMAT_ALIASES)}")
-    ap.add_argument("--experts", default=None, help="storage format of the routed experts only (overrides --weights)")
+    ap.add_argument("--weights", default="bf16", help=f"storage format of all weights: {list(FORMAT_ALIASES)} "
+                    "(default bf16, as K3 ships everything but its routed experts)")
+    ap.add_argument("--experts", default="mxfp4", help="storage format of the routed experts (default mxfp4, as K3 "
+                    "ships them; 'same' = as --weights)")
     ap.add_argument("--context", type=int, default=32768, help="tokens of context per sequence")
     ap.add_argument("--batch", type=int, default=None, help="sequences per GPU (default: the most that fit)")
     ap.add_argument("--no-overlap", action="store_true", help="communication does not overlap compute")
@@ -512,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         weights = precision_map(a.weights)
-        if a.experts:
+        if a.experts and a.experts != "same":
             weights["routed_experts"] = precision_map({"routed_experts": a.experts})["routed_experts"]
         s = Serving(a.preset, a.gpu, a.gpus, a.ep or a.gpus, a.tp, weights, a.context, not a.no_overlap,
                     a.usd_per_gpu_hour, scheme=a.scheme)

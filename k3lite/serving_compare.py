@@ -5,10 +5,10 @@ Waterfall, one step per choice on the same hardware, from a K3-sized classic des
     classic     K3's config with the routed experts in d_model: half the experts (448) and half the top-k (8)
                 at the same expert width, so the same expert parameters and FLOPs per token (LatentMoE,
                 arXiv 2601.18089, reinvests the d/l saved bytes in d/l x more experts and top-k); all layers MLA;
-                every weight fp8
+                every weight bf16
     + LatentMoE 896 experts, top-16, in a 3584-wide latent (K3's MoE)
     + 3:1 KDA:MLA (K3's attention)
-    + 4-bit experts (NVFP4 routed experts, the rest fp8)  = K3
+    + 4-bit experts (MXFP4 routed experts, the rest bf16: memory.RELEASED_K3_FORMATS)  = K3 as released
 Each step is evaluated at the largest batch per GPU that fits in HBM and keeps every user at >= 20 tokens/s
 (DeepSeek's reported average output speed), so a design that frees HBM can serve more sequences at once.
 """
@@ -29,7 +29,8 @@ from k3lite.serving import (
 from k3lite.serving_frontier import FRONTIER_FORMATS, cheapest_at, frontier
 
 FP8 = {"routed_experts": "fp8", "attention": "fp8", "shared": "fp8", "embeddings": "fp8"}
-FP4_EXPERTS = {**FP8, "routed_experts": "nvfp4"}
+FP4_EXPERTS = {**FP8, "routed_experts": "mxfp4"}  # K3's expert format (config.json quantization_config), fp8 rest
+BF16 = {**memory.RELEASED_K3_FORMATS, "routed_experts": "bf16"}  # every weight bf16: the waterfall's start
 SUPER_NODE = dict(gpu="GB300 NVL72", n_gpus=64, ep=64)  # the seed's "64-GPU super-node", in one NVLink domain
 
 
@@ -77,8 +78,8 @@ def waterfall(preset: str = K3_PRESET, context: int = 32768, **hardware) -> list
     k3 = get_preset(preset)
     classic = classic_variant(k3).with_(kda_ratio=(0, 1))
     latent = k3.with_(name=f"{k3.name} (all MLA)", kda_ratio=(0, 1))
-    steps = [("classic: full-width MoE, all MLA, fp8", classic, FP8), ("+ LatentMoE", latent, FP8),
-             ("+ 3:1 KDA:MLA", k3, FP8), ("+ 4-bit experts (= K3)", k3, FP4_EXPERTS)]
+    steps = [("classic: full-width MoE, all MLA, bf16", classic, BF16), ("+ LatentMoE", latent, BF16),
+             ("+ 3:1 KDA:MLA", k3, BF16), ("+ MXFP4 experts (= K3 as released)", k3, memory.RELEASED_K3_FORMATS)]
     out = []
     for label, cfg, fmt in steps:
         s = Serving(cfg, weights=fmt, context=context, **hw)
@@ -95,7 +96,7 @@ def side_by_side(presets=("kimi-k3", "kimi-k2", "deepseek-v3"), context: int = 3
     hw = {**SUPER_NODE, **hardware}
     rows = []
     for preset in presets:
-        name = K3_PRESET if preset == "kimi-k3" else preset
+        name = preset
         for label, fmt in (("fp8", FP8), ("4-bit experts", FP4_EXPERTS)):
             s = Serving(name, weights=fmt, context=context, **hw)
             b = best_batch(s, MIN_TOKENS_PER_USER)
@@ -260,10 +261,11 @@ def price_split_sentence(decode: Step, prefill: Prefill, pool: str) -> tuple[flo
 # ------------------------------------------------------------------------------------------ cost page
 def physics_price(s: Serving | None = None) -> ModelPrice:
     """$ per M tokens derived from serving physics (decode at the best batch, compute-bound prefill), as a
-    ModelPrice the cost page can use next to list prices. No prompt-cache discount is derived (75% assumed)."""
-    s = s or Serving(**SUPER_NODE, weights=FP4_EXPERTS)
+    ModelPrice the cost page can use next to list prices. No prompt-cache discount is derived: K3's listed one."""
+    s = s or Serving(**SUPER_NODE)  # the weights as K3 ships them
     st = decode_step(s, best_batch(s, MIN_TOKENS_PER_USER))
-    return ModelPrice(f"{s.name} (serving physics)", prefill_usd_per_m_input(s), st.usd_per_m_output_tokens, 0.75,
+    return ModelPrice(f"{s.name} (serving physics)", prefill_usd_per_m_input(s), st.usd_per_m_output_tokens,
+                      PRICES["kimi-k3"].cache_discount,
                       f"k3lite.serving on {s.n_gpus} x {s.gpu} at ${s.price:.2f}/GPU-hour, context {s.context:,}: "
                       "a roofline bound (cost floor), not a list price")
 
@@ -286,10 +288,11 @@ def frontier_prices(preset: str = K3_PRESET, context: int = 32768,
         pool = Serving(preset, w.gpu, PREFILL_POOL_GPUS, PREFILL_POOL_GPUS, 1, FRONTIER_FORMATS[w.formats], context,
                        usd_per_gpu_hour=w.usd_per_gpu_hour)
         out[speed] = ModelPrice(f"{fr.preset} at {speed:.0f}+ tok/s (serving cost)", prefill_usd_per_m_input(pool),
-                                w.usd_per_m_output_tokens, 0.75,
+                                w.usd_per_m_output_tokens, PRICES["kimi-k3"].cache_discount,
                                 f"the frontier's cheapest setup at >= {speed:.0f} tokens/s per user: {w.label}, "
                                 f"{w.tokens_per_s_per_user:.0f} tok/s per user; prefill on {PREFILL_POOL_GPUS} "
-                                f"{w.gpu}; context {context:,}; a cost floor, no margin; 75% cache discount assumed")
+                                f"{w.gpu}; context {context:,}; a cost floor, no margin; cache discount: K3's listed "
+                                f"{100 * PRICES['kimi-k3'].cache_discount:.0f}%")
     return out
 
 

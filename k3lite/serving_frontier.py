@@ -11,7 +11,7 @@ that GPU's setups is its row of the frontier.
                faster one. The kept points, slowest first, rise in price as they rise in speed.
     cheapest   at a speed s: the cheapest point with tokens/s per user >= s (on the envelope by construction).
 
-CLI: python -m k3lite.serving frontier --preset k3-estimated --context 32768 [--gpus B300 "GB300 NVL72"] --json
+CLI: python -m k3lite.serving frontier --preset kimi-k3 --context 32768 [--gpus B300 "GB300 NVL72"] --json
 """
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from k3lite.attnres import attnres_cost, block_size_words
 from k3lite.config import get_preset
 from k3lite.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker, single_model
 from k3lite.interconnect import REFERENCE
+from k3lite.memory import RELEASED_K3_FORMATS
 from k3lite.hybrid import REPORTED, batch_limited_speedup, decode_cost, kv_reduction
 from k3lite.moe import latent_cost_per_token
 from k3lite.precomputed import moe_default_cfg, moe_default_demo
@@ -77,17 +78,16 @@ def gap_text(step: Step, guess, reveal: Reveal) -> str:
 
 # ------------------------------------------------------------------------------------------ the steps
 def sparsity() -> Reveal:
-    """Home page: total vs active parameters of the K3 estimate (count_params on the meta device), reconciled with
-    the seed's expert fraction (top-k / E, a different ratio)."""
-    cfg = get_preset("k3-estimated")
+    """Home page: total vs active parameters of K3's released config (count_params on the meta device), reconciled
+    with the seed's expert fraction (top-k / E, a different ratio)."""
+    cfg = get_preset("kimi-k3")
     rep = count_params(cfg)
-    shares = sparsity_shares("k3-estimated")  # the article's 1.8% (experts) beside this answer (parameters)
+    shares = sparsity_shares("kimi-k3")  # the article's 1.8% (experts) beside this answer (parameters)
     pct = 100 * rep.activation_ratio
     routed = rep.by_component["routed_experts"] / rep.total
     routed_active = 100 * rep.active_by_component["routed_experts"] / rep.total
     attention = 100 * sum(v for c, v in rep.active_by_component.items() if c.startswith("attention")) / rep.total
     experts = 100 * cfg.moe.top_k / cfg.moe.n_routed_experts
-    guesses = cfg.notes.get("our guesses")
     return Reveal(pct, f"{pct:.2f} %",
                   f"Of {rep.total / 1e12:.2f}T parameters a token multiplies with {rep.active / 1e9:.0f}B. The routed "
                   f"experts are {100 * routed:.1f}% of all parameters and a token visits {cfg.moe.top_k} of "
@@ -96,8 +96,7 @@ def sparsity() -> Reveal:
                   f"The seed's ~{experts:.1f}% is a different ratio: {cfg.moe.top_k} of {cfg.moe.n_routed_experts} "
                   f"routed experts ({experts:.2f}%). Counted in parameters, the experts a token visits are "
                   f"{routed_active:.2f}% of the whole and everything every token uses adds {pct - routed_active:.2f}%, "
-                  f"{attention:.2f}% of it attention"
-                  + (f", whose dimensions are partly our estimate ({guesses})" if guesses else "") + ". "
+                  f"{attention:.2f}% of it attention, all from the released config. "
                   f"If you answered the article's {100 * shares.expert_share:.1f}%: that counts experts, this counts "
                   f"parameters; the always-on {shares.always_on / 1e9:.0f}B make the difference (the article page "
                   "sets the two side by side).",
@@ -107,7 +106,7 @@ def sparsity() -> Reveal:
 
 def latent() -> Reveal:
     """MoE page (d): wire bytes and expert FLOPs per token vs latent ratio at K3 width."""
-    cfg = get_preset("k3-estimated")
+    cfg = get_preset("kimi-k3")
     m = cfg.moe
     half, quarter = (latent_cost_per_token(cfg.d_model, m.expert_ffn_dim, m.top_k, m.n_shared_experts,
                                            m.one_shared_ffn_dim, r, n_experts=m.n_routed_experts)
@@ -202,7 +201,7 @@ def hybrid() -> Reveal:
 
 def residuals() -> Reveal:
     """Attention Residuals page: depth-mix reads per token, full vs block (the preset's layers, width and block)."""
-    cfg = get_preset("k3-estimated")
+    cfg = get_preset("kimi-k3")
     full = attnres_cost(cfg.n_layers, cfg.d_model, "full")
     block = attnres_cost(cfg.n_layers, cfg.d_model, "block", cfg.attn_res_block_size)
     factor = full.read_bytes / block.read_bytes
@@ -241,9 +240,9 @@ def cost() -> Reveal:
                    "K3 plans + worker": f"${split.per_completed_task:.3f} / task"})
 
 
-# The serving page's defaults (views/serving.py): 64 GB300 NVL72 GPUs, EP 64, NVFP4 experts, fp8 elsewhere, 32K context
-SERVING = Serving("k3-estimated", "GB300 NVL72", 64, 64, 1,
-                  {"routed_experts": "nvfp4", "attention": "fp8", "shared": "fp8", "embeddings": "fp8"}, 32768, True)
+# The serving page's defaults (views/serving.py): 64 GB300 NVL72 GPUs, EP 64, the weights as K3 ships them
+# (MXFP4 routed experts, bf16 elsewhere), 32K context
+SERVING = Serving("kimi-k3", "GB300 NVL72", 64, 64, 1, dict(RELEASED_K3_FORMATS), 32768, True)
 
 
 def serving_price() -> Reveal:
@@ -253,23 +252,23 @@ def serving_price() -> Reveal:
     usd = step.usd_per_m_output_tokens
     listed = PRICES["kimi-k3"].output_per_m
     price_source = USD_PER_GPU_HOUR[SERVING.gpu][1] if SERVING.usd_per_gpu_hour is None else "set by the page"
-    six = {r.fmt: r for r in gpus_for_weights("k3-estimated", "B300")}
+    six = {r.fmt: r for r in gpus_for_weights("kimi-k3", "B300")}
     return Reveal(usd, f"${usd:.3f} per M output tokens",
                   f"{SERVING.n_gpus} {SERVING.gpu} GPUs at ${SERVING.price:.2f} per GPU-hour ({price_source}), "
                   f"{batch} sequences of "
                   f"{SERVING.context:,} tokens per GPU (all that fit), one decode step {step.step_s * 1e3:.1f} ms "
                   f"({step.bound}-bound): {step.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
-                  f"{step.tokens_per_s_per_user:.0f} per user. That is a roofline, a floor on cost; the price the seed article quotes "
-                  f"(${listed:.0f} per M output tokens) is {listed / usd:.0f}x it at that assumed rate (at "
+                  f"{step.tokens_per_s_per_user:.0f} per user. That is a roofline, a floor on cost; the listed price "
+                  f"(Moonshot AI's, ${listed:.0f} per M output tokens) is {listed / usd:.0f}x it at that assumed rate (at "
                   f"${2 * SERVING.price:.0f} per GPU-hour, {listed / (2 * usd):.0f}x), which pays for real kernel "
                   "efficiency, idle capacity, prefill and margin. The weights alone need "
-                  f"{six['nvfp4'].gpus:.1f} B300s at NVFP4 ({six['fp8'].gpus:.1f} at fp8): the seed's 'roughly six'.",
+                  f"{six['mxfp4'].gpus:.1f} B300s at MXFP4 ({six['fp8'].gpus:.1f} at fp8): the seed's 'roughly six'.",
                   {"tokens/s per GPU": f"{step.tokens_per_s_per_gpu:,.0f}",
                    "tokens/s per user": f"{step.tokens_per_s_per_user:.1f}",
-                   "output price as the seed article quotes it": f"${listed:.2f} per M"})
+                   "listed output price (Moonshot AI)": f"${listed:.2f} per M"})
 
 
-_K3 = get_preset("k3-estimated")  # the questions quote its numbers, so they follow the preset
+_K3 = get_preset("kimi-k3")  # the questions quote its numbers, so they follow the preset
 
 STEPS: tuple[Step, ...] = (
     Step("sparsity", "Sparsity", "K3 has 2.8 trillion parameters but each token uses only a small slice of them.",
@@ -298,8 +297,8 @@ STEPS: tuple[Step, ...] = (
          "~9-10x cheaper for the same result.", "K3 plans 7.5% of the turns, a $0.10 / $0.40 worker does the rest, both succeed 80% of the time "
          "per attempt. How many times cheaper per completed task than K3 alone?", "number", "cost_per_task", cost,
          "x", 5.0, 0.1, 1000.0),
-    Step("serving", "Serving price", "K3 is priced at $3 / $15 per million input / output tokens (as the seed "
-         "article quotes it); what does serving physics say a token costs?", "64 GB300 GPUs serve K3 (4-bit experts, 32K-token contexts, as many users as "
+    Step("serving", "Serving price", "K3 is listed at $3 / $15 per million input / output tokens (Moonshot AI's "
+         "price list); what does serving physics say a token costs?", "64 GB300 GPUs serve K3 (4-bit experts, 32K-token contexts, as many users as "
          "fit). What do a million output tokens cost in GPU time, in dollars?", "number", "serving", serving_price,
          "$", 1.0, 0.001, 1000.0),
 )

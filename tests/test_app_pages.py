@@ -62,7 +62,7 @@ def test_home_reads_preset_from_url():
     bad = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=120)
     bad.query_params["home_preset"] = "gpt-9"
     bad.run()
-    assert bad.selectbox(key="home_preset").value == "k3-estimated"
+    assert bad.selectbox(key="home_preset").value == "kimi-k3"
     assert any("Ignored `home_preset=gpt-9`" in w.value for w in bad.warning)
 
 

@@ -65,7 +65,7 @@ def test_every_preset_draws_each_layer_once_with_its_mixer_and_ffn(name):
 
 
 def test_big_configs_collapse_to_a_period_with_a_visible_count():
-    k3 = get_preset("k3-estimated")
+    k3 = get_preset("kimi-k3")
     runs = collapse(k3)
     assert sum(p * r for _, p, r in runs) == k3.n_layers
     groups = [g for g in runs if g[2] > 1]

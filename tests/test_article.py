@@ -12,7 +12,7 @@ from k3lite.tour import STEPS
 
 def test_the_two_shares_count_different_things_and_add_up():
     s = sparsity_shares()
-    cfg = get_preset("k3-estimated")
+    cfg = get_preset("kimi-k3")
     rep = count_params(cfg)
     assert s.expert_share == routed_fraction(cfg.moe.top_k, cfg.moe.n_routed_experts)
     assert round(100 * s.expert_share, 1) == 1.8  # the article's "about 1.8%": 16 of 896 experts

@@ -182,7 +182,7 @@ def test_block_size_is_stated_in_the_releases_unit():
     assert block_size_words(5) == "5 sublayers"
     with pytest.raises(ValueError, match="block_size"):
         block_size_words(0)
-    words = block_size_words(get_preset("k3-estimated").attn_res_block_size)
+    words = block_size_words(get_preset("kimi-k3").attn_res_block_size)
     step = next(s for s in STEPS if s.key == "residuals")
     assert f"blocks of {words}" in step.question and f"Blocks of {words}" in step.compute().explanation
     at = AppTest.from_file(str(ROOT / "views" / "attention_residuals.py"), default_timeout=180).run()

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from k3lite.config import PRESETS, K3Config, KDAConfig, MLAConfig, MoEConfig, get_preset, k3_estimated
+from k3lite.config import PRESETS, K3Config, KDAConfig, MLAConfig, MoEConfig, get_preset, kimi_k3
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -21,7 +21,7 @@ def test_kimi_linear_pattern_is_every_4th_and_last():
 
 
 def test_k3_pattern_is_3_to_1():
-    types = get_preset("k3-estimated").layer_types()
+    types = get_preset("kimi-k3").layer_types()
     assert types[:8] == ["kda", "kda", "kda", "mla"] * 2
     assert types[-1] == "mla"
     assert types.count("kda") == 69 and types.count("mla") == 24
@@ -82,10 +82,13 @@ def test_nested_dataclasses_direct():
 
 
 def test_k3_docstring_block_count_matches_the_preset():
-    """The k3-estimated docstring's attention-residual numbers are the preset's (it once said 12 while using 24)."""
-    cfg = get_preset("k3-estimated")
-    m = re.search(r"blocks of (\d+) sublayers \((\d+) sublayers -> (\d+) blocks", " ".join(k3_estimated.__doc__.split()))
+    """The kimi-k3 docstring's attention-residual numbers are the preset's: blocks of 12 layers (config.json
+    `attn_res_block_size` 12) = 24 sublayers, 186 sublayers -> 7 full blocks + a partial, at most 9 sources."""
+    cfg = get_preset("kimi-k3")
+    doc = " ".join(kimi_k3.__doc__.split())
+    m = re.search(r"every (\d+) layers \((\d+) sublayers: (\d+) sublayers -> (\d+) full blocks \+ a partial, at most (\d+)", doc)
     assert m, "docstring no longer states the block size"
-    size, subs, blocks = map(int, m.groups())
-    assert (size, subs) == (cfg.attn_res_block_size, cfg.n_sublayers)
-    assert blocks == math.ceil(cfg.n_sublayers / cfg.attn_res_block_size)
+    layers, size, subs, full, sources = map(int, m.groups())
+    assert (layers, size, subs) == (cfg.attn_res_block_layers, cfg.attn_res_block_size, cfg.n_sublayers)
+    assert full == cfg.n_sublayers // cfg.attn_res_block_size
+    assert sources == 1 + math.ceil(cfg.n_sublayers / cfg.attn_res_block_size)

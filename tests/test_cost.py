@@ -12,16 +12,18 @@ from k3lite.cost import (
 K3 = PRICES["kimi-k3"]
 
 
-def test_k3_default_prices_are_the_seed_numbers():
+def test_k3_prices_are_moonshots_list():
+    """platform.kimi.ai/docs/pricing/chat-k3: $3.00 input, $0.30 cache hit, $15.00 output per M tokens."""
     assert (K3.input_per_m, K3.output_per_m) == (3.0, 15.0)
-    assert "seed article" in K3.source
+    assert K3.input_per_m * (1 - K3.cache_discount) == pytest.approx(0.30)
+    assert "chat-k3" in K3.source and "$0.30" in K3.source
 
 
 def test_cost_per_completed_task_by_hand():
     prof = TaskProfile(turns=10, input_tokens_per_turn=10_000, output_tokens_per_turn=500, success_rate=0.5,
                        turn_retry_rate=0.2, cache_hit_rate=0.4, max_attempts=2)
     a = analyze(single_model(K3, prof))
-    call = (6_000 * 3 + 4_000 * 3 * 0.25 + 500 * 15) / 1e6  # uncached + cached (75% off) + output
+    call = (6_000 * 3 + 4_000 * 0.30 + 500 * 15) / 1e6  # uncached + cached ($0.30 listed) + output
     attempt = 10 / 0.8 * call
     assert a.per_attempt == pytest.approx(attempt, rel=1e-12)
     assert a.per_completed_task == pytest.approx(attempt / 0.5, rel=1e-12)
@@ -124,9 +126,9 @@ def test_page_shows_the_split_and_reacts():
     at = _page().run()
     assert not at.exception and not at.error
     factor = {m.label: m.value for m in at.metric}["split is cheaper by"]
-    assert factor == "9.4x"
+    assert factor == "9.2x"  # at K3's listed prices ($3.00 / $0.30 cache hit / $15.00; it was 9.4x at a 75% discount)
     at.slider(key="cost_worker_success").set_value(40).run()
-    assert {m.label: m.value for m in at.metric}["split is cheaper by"] == "4.7x"
+    assert {m.label: m.value for m in at.metric}["split is cheaper by"] == "4.6x"
 
 
 def test_page_bad_link_value_is_a_notice_not_a_traceback():
@@ -139,7 +141,8 @@ def test_page_bad_link_value_is_a_notice_not_a_traceback():
 
 def test_split_what_ifs_are_computed_not_asserted():
     """The page once said halving the worker's success leaves 'most of the saving gone'; at the defaults the
-    split stays 4.7x cheaper with 88% of the dollar saving left. Check the arithmetic by hand."""
+    split stays 4.6x cheaper with 88% of the dollar saving left (at K3's listed $0.30 cache hit; 4.7x when a 75%
+    discount was assumed). Check the arithmetic by hand."""
     profile = TaskProfile(turns=20.0, input_tokens_per_turn=20_000.0, output_tokens_per_turn=1000.0, success_rate=0.8,
                           turn_retry_rate=0.05, cache_hit_rate=0.5, max_attempts=3)
     worker = ModelPrice("w", 0.10, 0.40, PRICES["small-worker"].cache_discount)
@@ -150,7 +153,7 @@ def test_split_what_ifs_are_computed_not_asserted():
     # success enters only as 1 / p: halving the worker's success doubles the split's cost per task exactly
     assert half.factor == pytest.approx(factor / 2)
     assert half.kept == pytest.approx((alone - 2 * split) / (alone - split))
-    assert round(half.factor, 1) == 4.7 and round(100 * half.kept) == 88
+    assert round(half.factor, 1) == 4.6 and round(100 * half.kept) == 88
     assert share.factor < half.factor and 0 < share.kept < half.kept
 
 

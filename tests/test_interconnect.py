@@ -229,7 +229,7 @@ def test_record_layouts_follow_deepep():
 
 
 def test_wire_bytes_is_copies_times_records_and_accepts_moe_configs():
-    cfg = get_preset("k3-estimated")
+    cfg = get_preset("kimi-k3")
     for scheme in SCHEMES:
         b = wire_bytes_per_token(cfg, "multi-node-8x8", 64, scheme, 4)
         c = expected_copies(896, 16, 64, 8, 4, scheme)
@@ -244,7 +244,7 @@ def test_wire_bytes_is_copies_times_records_and_accepts_moe_configs():
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_latent_quarter_cuts_payload_bytes_4x(scheme):
-    cfg = get_preset("k3-estimated")
+    cfg = get_preset("kimi-k3")
     dep = Deployment(get_topology("nvl72"), 64, "bf16", "bf16", scheme=scheme)
     full = analytic_traffic(cfg.with_(moe={"latent_dim": 0}), dep)
     quarter = analytic_traffic(cfg.with_(moe={"latent_dim": cfg.d_model // 4}), dep)
@@ -255,7 +255,7 @@ def test_latent_quarter_cuts_payload_bytes_4x(scheme):
 
 def test_presets_on_nvl72_are_all_intra_and_scale_with_layers():
     rows = compare_presets(topology="nvl72", ep_size=64)
-    assert [r.name for r in rows] == ["deepseek-v3", "kimi-k2", "k3-estimated"]
+    assert [r.name for r in rows] == ["deepseek-v3", "kimi-k2", "kimi-k3"]
     for r in rows:
         assert r.per_layer.inter == 0 and r.per_layer.intra > 0
         assert r.per_forward == pytest.approx(r.per_layer.total * r.n_moe_layers)
@@ -290,7 +290,7 @@ def test_deployment_validation():
 
 
 def test_cli_json_has_the_issue_fields(root):
-    out = subprocess.run([sys.executable, "-m", "k3lite.interconnect", "analytic", "--presets", "deepseek-v3,k3-estimated",
+    out = subprocess.run([sys.executable, "-m", "k3lite.interconnect", "analytic", "--presets", "deepseek-v3,kimi-k3",
                           "--topology", "multi-node-8x8", "--ep", "64", "--node-limit", "4", "--scheme", "normal",
                           "--json"], cwd=root, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -299,7 +299,7 @@ def test_cli_json_has_the_issue_fields(root):
     b = wire_bytes_per_token(get_preset("deepseek-v3"), "multi-node-8x8", 64, "normal", 4)
     assert ds["intra_copies"] == pytest.approx(b.copies.intra) and ds["inter_copies"] == pytest.approx(b.copies.inter)
     assert ds["dispatch_bytes"] == pytest.approx(b.dispatch) and ds["combine_bytes"] == pytest.approx(b.combine)
-    assert set(data) == {"deepseek-v3", "k3-estimated"}
+    assert set(data) == {"deepseek-v3", "kimi-k3"}
     bad = subprocess.run([sys.executable, "-m", "k3lite.interconnect", "analytic", "--ep", "12", "--topology",
                           "multi-node-8x8"], cwd=root, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "multiple" in bad.stderr and "Traceback" not in bad.stderr
@@ -329,7 +329,7 @@ def test_figures_carry_the_numbers():
     assert np.allclose(stacked, [r.per_forward / 1e6 for r in rows])
     fig = traffic_figure(rows[2])
     assert sum(tr.y[0] for tr in fig.data if tr.xaxis == "x") == pytest.approx(rows[2].per_layer.total / 1e3)
-    sweep = node_limit_sweep(get_preset("k3-estimated"), "multi-node-8x8", 64)
+    sweep = node_limit_sweep(get_preset("kimi-k3"), "multi-node-8x8", 64)
     fig = node_limit_figure(sweep, 4)
     assert len(fig.data) == 3 and fig.data[1].y[3] * 1e3 == pytest.approx(sweep["normal"][3][1])
 
@@ -349,16 +349,16 @@ def test_page_reacts_to_controls_and_its_sentences_follow_the_numbers():
     at = _page().run()
     assert not at.exception and not at.error
     per_layer = _metric(at, "bytes / token / MoE layer")
-    b = wire_bytes_per_token(get_preset("k3-estimated"), "multi-node-8x8", 64, "normal")
+    b = wire_bytes_per_token(get_preset("kimi-k3"), "multi-node-8x8", 64, "normal")
     assert per_layer == fmt_bytes(b.total)  # defaults: K3 on 8 x 8, DeepEP normal, no node limit
     # the app's units (issue 26: raw "1,234,567 B" and "ns" here, MB and µs everywhere else)
-    t = analytic_traffic(get_preset("k3-estimated"), Deployment(get_topology("multi-node-8x8"), 64, "fp8", "bf16",
+    t = analytic_traffic(get_preset("kimi-k3"), Deployment(get_topology("multi-node-8x8"), 64, "fp8", "bf16",
                                                                  0, "normal"))
     assert _metric(at, "time on the wire") == fmt_seconds(t.wire_s_forward)
     topo = get_topology("multi-node-8x8")
     assert _metric(at, "NIC bytes / layer") == f"{fmt_bytes(b.inter)}, {fmt_seconds(b.inter / topo.inter_bw)}"
     text = " ".join(c.value for c in at.caption)
-    k2, k3 = (wire_bytes_per_token(get_preset(n), "multi-node-8x8", 64, "normal") for n in ("kimi-k2", "k3-estimated"))
+    k2, k3 = (wire_bytes_per_token(get_preset(n), "multi-node-8x8", 64, "normal") for n in ("kimi-k2", "kimi-k3"))
     assert f"{k3.copies.gpus_hit / k2.copies.gpus_hit:.2f}x as many GPUs" in text
     assert f"moves {k3.total / k2.total:.2f}x K2's bytes" in text
     at.radio(key="ic_scheme").set_value("low-latency").run()
@@ -384,7 +384,7 @@ def test_expert_counts_shard_evenly():
 
 
 def test_node_limit_sweep_leaves_out_limits_that_cannot_route():
-    cfg = get_preset("k3-estimated").with_(moe={"n_routed_experts": 64, "n_groups": 1, "topk_groups": 1})
+    cfg = get_preset("kimi-k3").with_(moe={"n_routed_experts": 64, "n_groups": 1, "topk_groups": 1})
     sweep = node_limit_sweep(cfg, "multi-node-8x8", 64)  # 8 experts per node, top-16: M = 1 cannot route
     assert [m for m, _ in sweep["normal"]] == list(range(2, 9))
 
@@ -439,9 +439,9 @@ def test_interconnect_page_says_what_cancels_in_k3_vs_k2():
         at.run()
         assert not at.exception, [e.message for e in at.exception]
         text = next(c.value for c in at.caption if "What to notice: on 8 x 8" in c.value)
-        rows = {r.name: r for r in compare_presets(("kimi-k2", "k3-estimated"), "multi-node-8x8", 64, "fp8", "bf16",
+        rows = {r.name: r for r in compare_presets(("kimi-k2", "kimi-k3"), "multi-node-8x8", 64, "fp8", "bf16",
                                                    0, scheme)}
-        moved = rows["k3-estimated"].per_layer.total / rows["kimi-k2"].per_layer.total
+        moved = rows["kimi-k3"].per_layer.total / rows["kimi-k2"].per_layer.total
         assert f"moves {moved:.2f}x K2's bytes per layer" in text
         assert "because its latent is half" not in text
         want = "cancels the narrower record: nothing is saved" if abs(moved - 1) < 0.05 else "outweighs"

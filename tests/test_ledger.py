@@ -51,13 +51,13 @@ def test_latent_off_is_the_same_sized_classic_moe():
     classic design: same parameters and active compute, no latent."""
     from k3lite.params import count_params
     from k3lite.serving_compare import classic_variant
-    cfg = get_preset("k3-estimated")
+    cfg = get_preset("kimi-k3")
     plain = L.variant(cfg, L.ONE_OFF["latent"])
     assert plain.moe == classic_variant(cfg).moe and not plain.moe.latent_dim
     ours, theirs = count_params(cfg), count_params(plain)
     assert theirs.total == pytest.approx(ours.total, rel=0.01)  # like for like: same size ...
     assert theirs.active == pytest.approx(ours.active, rel=0.06)  # ... and active compute (K3 adds the projections)
-    k3, no_latent = L.ledger("k3-estimated", CTX), L.ledger("k3-estimated", CTX, L.ONE_OFF["latent"])
+    k3, no_latent = L.ledger("kimi-k3", CTX), L.ledger("kimi-k3", CTX, L.ONE_OFF["latent"])
     assert no_latent.nvlink + no_latent.nic == pytest.approx(_wire(plain).per_forward)  # the interconnect function
     assert no_latent.nvlink + no_latent.nic > k3.nvlink + k3.nic  # the latent does save wire ...
     parts = L.saving_parts(CTX)["latent"]
@@ -85,10 +85,10 @@ def test_home_ledger_caption_computes_the_hbm_to_wire_factor_and_names_the_bars(
     text = " ".join(c.value for c in at.caption)
     assert "factor of a thousand" not in text
     rows = [L.ledger(p, 4096, deploy=L.Deploy(batch=1)) for p in L.MODELS] + \
-        [L.ledger("k3-estimated", 4096, L.ONE_OFF["latent"], L.Deploy(batch=1))]
+        [L.ledger("kimi-k3", 4096, L.ONE_OFF["latent"], L.Deploy(batch=1))]
     f = [(r.hbm_weights + r.hbm_cache + r.attnres) / (r.nvlink + r.nic) for r in rows]
     assert f"{min(f):,.0f}–{max(f):,.0f}x the wire bytes" in text
-    plain = L.variant(get_preset("k3-estimated"), L.ONE_OFF["latent"])
+    plain = L.variant(get_preset("kimi-k3"), L.ONE_OFF["latent"])
     assert f"{plain.moe.n_routed_experts} experts, top-{plain.moe.top_k}, working in d_model {plain.d_model}" in text
     labels = {m.label: m.value for m in at.metric}
     hybrid = L.saving_parts(4096, L.Deploy(batch=1))["hybrid"]
@@ -97,19 +97,19 @@ def test_home_ledger_caption_computes_the_hbm_to_wire_factor_and_names_the_bars(
 
 
 def test_all_mla_grows_the_cache_and_only_the_cache_term():
-    k3, all_mla = L.ledger("k3-estimated", CTX), L.ledger("k3-estimated", CTX, L.ONE_OFF["hybrid"])
-    assert all_mla.hbm_cache == sequence_cache_bytes(get_preset("k3-estimated").with_(kda_ratio=(0, 1)), CTX).total
+    k3, all_mla = L.ledger("kimi-k3", CTX), L.ledger("kimi-k3", CTX, L.ONE_OFF["hybrid"])
+    assert all_mla.hbm_cache == sequence_cache_bytes(get_preset("kimi-k3").with_(kda_ratio=(0, 1)), CTX).total
     assert all_mla.hbm_cache > k3.hbm_cache and all_mla.nvlink == k3.nvlink
-    short = L.ledger("k3-estimated", 4096, L.ONE_OFF["hybrid"]).hbm_cache
+    short = L.ledger("kimi-k3", 4096, L.ONE_OFF["hybrid"]).hbm_cache
     assert all_mla.hbm_cache / short == pytest.approx(CTX / 4096)  # all-MLA: linear in context
 
 
 def test_full_attnres_reads_more_and_balancing_scales_only_the_links():
-    k3 = L.ledger("k3-estimated", CTX)
-    full = L.ledger("k3-estimated", CTX, L.ONE_OFF["block_attnres"])
+    k3 = L.ledger("kimi-k3", CTX)
+    full = L.ledger("kimi-k3", CTX, L.ONE_OFF["block_attnres"])
     assert full.attnres > k3.attnres and full.nvlink == k3.nvlink
     dep = L.Deploy(gpu_overload=0.5)
-    hot = L.ledger("k3-estimated", CTX, L.ONE_OFF["balancing"], dep)
+    hot = L.ledger("kimi-k3", CTX, L.ONE_OFF["balancing"], dep)
     assert hot.nvlink == pytest.approx(1.5 * k3.nvlink) and hot.hbm_weights == k3.hbm_weights
     assert L.savings(CTX, dep)["balancing"] == pytest.approx(0.5 * (k3.nvlink + k3.nic))
 
@@ -130,7 +130,7 @@ def test_bad_input_names_the_constraint(bad, match):
 
 
 def test_figure_hatches_the_counterfactuals_only():
-    rows = [L.ledger("kimi-k2", CTX), L.ledger("k3-estimated", CTX), L.ledger("k3-estimated", CTX, L.ONE_OFF["latent"])]
+    rows = [L.ledger("kimi-k2", CTX), L.ledger("kimi-k3", CTX), L.ledger("kimi-k3", CTX, L.ONE_OFF["latent"])]
     fig = json.loads(ledger_figure(rows).to_json())
     bars = [t for t in fig["data"] if t["type"] == "bar"]
     assert {t["name"] for t in bars} == {label for _, label in L.SEGMENTS}
@@ -148,7 +148,7 @@ def test_home_draws_the_ledger_for_three_models_with_each_toggle():
         return next(t for t in ledger["data"] if t["type"] == "bar")["y"]
 
     drawn = rows_drawn()
-    for name in ("DeepSeek-V3", "Kimi K2", "K3 (estimated)", "K3 without<br>latent"):
+    for name in ("DeepSeek-V3", "Kimi K2", "Kimi K3", "Kimi K3 without<br>latent"):
         assert name in drawn, drawn
     for key, words in (("ledger_hybrid", "KDA"), ("ledger_block", "block AttnRes"), ("ledger_balancing", "balancing")):
         at.checkbox(key=key).uncheck().run()
@@ -194,5 +194,5 @@ def test_interconnect_comparison_shows_k3_without_latent_beside_k3():
     compare = next(f for f in figs if "K3 without latent" in (f["data"][0].get("x") or []))  # the first of them
     names = compare["data"][0]["x"]
     totals = [sum(t["y"][i] for t in compare["data"] if t["type"] == "bar") for i in range(len(names))]
-    k3 = totals[names.index(next(n for n in names if n.startswith("k3")))]
+    k3 = totals[names.index("kimi-k3")]
     assert totals[names.index("K3 without latent")] > k3

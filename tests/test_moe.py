@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from k3lite.config import MoEConfig
+from k3lite.nn import glu_curves
 from k3lite.moe import (
     LatentMoE,
     Router,
@@ -360,7 +361,7 @@ def test_latent_cost_halves_with_the_ratio():
 
     full = latent_cost_per_token(7168, 3072, 16, 2, 3072, 1.0, n_experts=896)
     half = latent_cost_per_token(7168, 3072, 16, 2, 3072, 0.5, n_experts=896)
-    k3 = get_preset("k3-estimated")  # 896 experts top-16, d 7168, latent 3584
+    k3 = get_preset("kimi-k3")  # 896 experts top-16, d 7168, latent 3584
     assert half.wire_bytes == wire_bytes_per_token(k3).total  # the one wire-bytes function, reference deployment
     assert full.wire_bytes == wire_bytes_per_token(k3.with_(moe={"latent_dim": 0})).total
     assert 0.5 < half.wire_bytes / full.wire_bytes < 0.51  # payload halves; routing metadata does not
@@ -411,12 +412,16 @@ def test_page_renders_at_default(root):
     assert not at.error, [e.value for e in at.error]
     assert at.title[0].value == "Stable LatentMoE & routing"
     heads = [h.value for h in at.subheader]
-    assert [h[:3] for h in heads] == ["(a)", "(b)", "(c)", "(d)", "(e)"]
+    assert [h[:3] for h in heads] == ["(a)", "(b)", "(c)", "(d)", "(e)", "(f)"]
+    situ = next(c.value for c in at.caption if "SiTU-GLU (report Eq. 12" in c.value)  # (f), computed
+    glu = glu_curves()
+    assert f"never exceeds b1 b2 = {glu.bound:g}" in situ and f"{float(glu.swiglu[180]):,.0f} against" in situ
     md = " ".join(m.value for m in at.markdown).lower()
     assert "grading on a curve" in md
     # quantile balancing is token choice on s - beta; exact-by-construction evenness belongs to expert choice
     assert "token choice" in md and "s − β" in md and "comes out even by construction" not in md
-    assert len(at.get("plotly_chart")) == 6 and len(at.dataframe) == 2
+    # panels (a)-(d): 6 charts, as before issue 30; (f) adds the SiTU-GLU vs SwiGLU curves
+    assert len(at.get("plotly_chart")) == 7 and len(at.dataframe) == 2
     captions = " ".join(c.value for c in at.caption)
     assert "trained lite model" in captions
     assert "Every method got 32 updates" in captions  # one budget for all methods (it was 6 for quantile, 30 else)
@@ -431,7 +436,7 @@ def test_page_renders_at_extremes(root, state):
     at = _page(root, **state)
     assert not at.exception, [e.message for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) == 6
+    assert len(at.get("plotly_chart")) == 7  # the default's 7: panel (f) added one (issue 30)
 
 
 @pytest.mark.parametrize("state, message", [

@@ -6,7 +6,9 @@ import sys
 import pytest
 
 from conftest import ROOT
-from k3lite.config import PRESETS, get_preset
+from k3lite.config import (KIMI_K3_CHECKPOINT_BYTES, KIMI_K3_STATED_ACTIVE, KIMI_K3_STATED_TOTAL, PRESETS,
+                           get_preset, kimi_k3_vision_params)
+from k3lite.memory import RELEASED_K3_FORMATS, checkpoint_bytes
 from k3lite.params import COMPONENTS, count_params
 
 
@@ -16,7 +18,7 @@ def rel(a, b):
 
 @pytest.fixture(scope="module")
 def reports():
-    return {n: count_params(get_preset(n)) for n in ("deepseek-v3", "kimi-k2", "kimi-linear-48b-a3b", "k3-estimated", "lite")}
+    return {n: count_params(get_preset(n)) for n in ("deepseek-v3", "kimi-k2", "kimi-linear-48b-a3b", "kimi-k3", "lite")}
 
 
 def test_deepseek_v3_matches_published(reports):
@@ -38,10 +40,56 @@ def test_kimi_linear_matches_published(reports):
     assert rel(r.active, 3e9) < 0.05, r.active
 
 
-def test_k3_estimated_lands_near_stated_total(reports):
-    r = reports["k3-estimated"]
-    assert rel(r.total, 2.8e12) < 0.03, r.total
-    assert r.by_component["attention_kda"] > 0 and r.by_component["latent_proj"] > 0
+def _k3_count_from_released_code() -> tuple[int, int]:
+    """(total, active) of K3's text model counted by hand from config.json and the module list of the released
+    modeling_kimi_linear.py (KimiDeltaAttention, KimiMLAAttention, KimiSparseMoeBlock, KimiMLP, the AttnRes
+    norms/projections), independently of k3lite's modules. Includes what k3lite builds differently: the gate's
+    e_score_correction_bias (a Parameter there, a buffer here) and A_log of [num_heads]."""
+    d, V, L, H, K = 7168, 163840, 93, 96, 128
+    HK = H * K
+    kda = 3 * d * HK + 3 * HK * 4 + H + d * K + K * HK + HK + d * H + d * HK + K + HK * d
+    mla = d * 1536 + 1536 + 1536 * H * 192 + d * (512 + 64) + 512 + 512 * H * 256 + H * 128 * d + d * H * 128
+    experts = 896 * 3 * 3584 * 3072
+    moe_rest = 896 * d + 896 + 3 * d * 2 * 3072 + d * 3584 + 3584 * d + 3584
+    dense = 3 * d * 33792
+    per_layer = 2 * d + 4 * d  # input/post-attention norms; two AttnRes norms + two projections
+    outside = 2 * V * d + d + 2 * d  # embed, lm_head, final norm, output AttnRes norm + projection
+    n_kda, n_mla, n_moe = 69, 24, 92
+    total = n_kda * kda + n_mla * mla + n_moe * (experts + moe_rest) + dense + L * per_layer + outside
+    active = total - n_moe * experts + round(n_moe * experts * 16 / 896) - V * d  # embedding lookup not active
+    return total, active
+
+
+def test_kimi_k3_matches_the_released_model(reports):
+    """kimi-k3 is the released config: its count equals a hand count from the released code (to the few
+    parameters k3lite holds differently) and the headline 2.78T / 104B (text + vision tower) to 0.1%."""
+    r = reports["kimi-k3"]
+    total, active = _k3_count_from_released_code()
+    assert rel(r.total, total) < 1e-6 and rel(r.active, active) < 1e-6, (r.total, total, r.active, active)
+    assert rel(r.total + kimi_k3_vision_params(), KIMI_K3_STATED_TOTAL) < 1e-3, r.total
+    assert rel(r.active, 104.2e9) < 1e-3 and round(r.active / 1e9) == KIMI_K3_STATED_ACTIVE / 1e9, r.active
+    assert r.by_component["routed_experts"] == 92 * 896 * 3 * 3584 * 3072
+
+
+def test_kimi_k3_checkpoint_bytes_match_the_released_index():
+    """MXFP4 routed experts (4.25 bits / weight with the group-32 scales), bf16 everything else, the vision tower a
+    stated constant: the released index's total_size to 0.1%. Storing the experts at 4 bits without scales, or in
+    NVFP4 (4.5 bits), misses by 3% or more."""
+    cfg = get_preset("kimi-k3")
+    vision = kimi_k3_vision_params()
+    assert rel(vision, 447e6) < 2e-3  # PipeNetwork/kimi-k3-mlx README: 447 M
+    predicted = checkpoint_bytes(cfg, RELEASED_K3_FORMATS, vision)
+    assert rel(predicted, KIMI_K3_CHECKPOINT_BYTES) < 1e-3, predicted
+    assert rel(checkpoint_bytes(cfg, {**RELEASED_K3_FORMATS, "routed_experts": "nvfp4"}, vision),
+               KIMI_K3_CHECKPOINT_BYTES) > 0.03
+
+
+def test_kimi_k3_layer_lists_are_the_released_ones():
+    """config.json linear_attn_config (1-based): full_attn_layers 4, 8, ..., 92 and 93; kda_layers the rest."""
+    full = [*range(4, 93, 4), 93]
+    types = get_preset("kimi-k3").layer_types()
+    assert [i + 1 for i, t in enumerate(types) if t == "mla"] == full
+    assert types.count("kda") == 69
 
 
 def test_components_add_up_and_routed_scaling(reports):

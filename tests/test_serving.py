@@ -16,7 +16,7 @@ from k3lite.serving import (
     wire_bytes_per_token,
 )
 from k3lite.serving_compare import (
-    FP4_EXPERTS, FP8, PUBLISHED, classic_variant, gpus_for_weights, physics_price, validate, waterfall,
+    FP8, PUBLISHED, classic_variant, gpus_for_weights, physics_price, validate, waterfall,
 )
 
 
@@ -119,7 +119,7 @@ def test_capacity_hybrid_beats_all_mla_beats_gqa():
 
 
 @pytest.mark.parametrize("kw, match", [
-    (dict(preset="k3-estimated", gpu="H100 SXM", n_gpus=8, ep=8, weights="bf16"), "does not fit.*at least 70 H100"),
+    (dict(preset="kimi-k3", gpu="H100 SXM", n_gpus=8, ep=8, weights="bf16"), "does not fit.*at least 70 H100"),
     (dict(preset="deepseek-v3", gpu="H800", n_gpus=16, ep=16, context=10_000_000), "not one sequence"),
     (dict(preset="gpt-9"), "preset must be one of"), (dict(n_gpus=64, ep=48), "multiple of ep"),
     (dict(weights="fp3"), "weight format"), (dict(context=0), "context"),
@@ -154,12 +154,12 @@ def test_cli_json(capsys):
     assert main(["--preset", "kimi-k2", "--gpu", "H200", "--gpus", "16", "--context", "8192", "--batch", "7",
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["batch_per_gpu"] == 7
-    assert main(["--preset", "k3-estimated", "--gpu", "H100 SXM", "--gpus", "8", "--weights", "bf16"]) == 2
+    assert main(["--preset", "kimi-k3", "--gpu", "H100 SXM", "--gpus", "8", "--weights", "bf16"]) == 2
     assert "does not fit" in capsys.readouterr().err
 
 
 def test_six_b300_needs_four_bit():
-    rows = {r.fmt: r for r in gpus_for_weights("k3-estimated", "B300")}
+    rows = {r.fmt: r for r in gpus_for_weights("kimi-k3", "B300")}
     assert rows["nvfp4"].whole_gpus == 6 and rows["fp8"].whole_gpus == 10 and rows["bf16"].whole_gpus == 20
 
 
@@ -174,14 +174,14 @@ def test_model_is_an_upper_bound_on_every_published_figure():
 
 
 def test_waterfall_changes_one_thing_per_step():
-    k3 = get_preset("k3-estimated")
+    k3 = get_preset("kimi-k3")
     classic = classic_variant(k3)
     assert (classic.moe.n_routed_experts, classic.moe.top_k, classic.moe.latent_dim) == (448, 8, 0)
     # same expert parameters and the same active expert parameters per token as K3's LatentMoE
     assert memory.component_params(classic)["routed_experts"] == memory.component_params(k3)["routed_experts"]
     steps = waterfall(context=32768)
     assert [w.serving.cfg.layer_types().count("kda") for w in steps] == [0, 0, 69, 69]
-    assert steps[-1].serving.weights == Serving(weights=FP4_EXPERTS).weights
+    assert steps[-1].serving.weights == Serving().weights == memory.RELEASED_K3_FORMATS  # K3 as it ships
     k3_step = decode_step(steps[-1].serving, steps[-1].batch)
     assert steps[-1].usd_per_m == pytest.approx(k3_step.usd_per_m_output_tokens)
     assert steps[-1].usd_per_m < steps[0].usd_per_m
@@ -207,7 +207,7 @@ def test_waterfall_caption_names_the_largest_step_either_way():
 
 def test_serving_page_refuses_with_an_error_not_a_traceback():
     at = AppTest.from_file(str(ROOT / "views" / "serving.py"), default_timeout=180)
-    at.query_params.update({"sv_preset": "k3-estimated", "sv_gpu": "H100 SXM", "sv_gpus": "8", "sv_ep": "8",
+    at.query_params.update({"sv_preset": "kimi-k3", "sv_gpu": "H100 SXM", "sv_gpus": "8", "sv_ep": "8",
                             "sv_experts": "bf16", "sv_rest": "bf16"})
     at.run()
     assert not at.exception, [e.message for e in at.exception]

@@ -191,7 +191,7 @@ def test_fmt_bytes_rejects_non_finite():
 def test_model_colours_by_any_spelling():
     assert style.model_color("DeepSeek-V3") == style.model_color("deepseek-v3") == style.MODEL["deepseek-v3"]
     assert style.model_color("Kimi K2") == style.MODEL["kimi-k2"]
-    assert style.model_color("K3 (estimated)") == style.model_color("k3-estimated") == style.MODEL["k3"]
+    assert style.model_color("Kimi K3") == style.model_color("kimi-k3") == style.MODEL["k3"]
     assert style.model_color("something else", 1) == style.SERIES[1]
 
 

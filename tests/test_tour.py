@@ -152,7 +152,7 @@ def test_sparsity_step_reconciles_the_seeds_expert_fraction():
     (16 of 896 experts) only that they were 2.0x too low."""
     from k3lite.config import get_preset
     from k3lite.params import count_params
-    cfg = get_preset("k3-estimated")
+    cfg = get_preset("kimi-k3")
     r = BY_KEY["sparsity"].compute()
     experts = 100 * cfg.moe.top_k / cfg.moe.n_routed_experts
     assert f"{cfg.moe.top_k} of {cfg.moe.n_routed_experts} routed experts ({experts:.2f}%)" in r.explanation

@@ -35,7 +35,7 @@ c2.metric("parameters a token uses (the app)", f"{100 * s.param_share:.2f} %",
 st.markdown(s.sentence() + " The tour's first step asks for the parameter share.")
 
 st.subheader("Claim by claim")
-six = {r.fmt: r for r in gpus_for_weights("k3-estimated", "B300")}
+six = {r.fmt: r for r in gpus_for_weights("kimi-k3", "B300")}
 fits_six = [f for f, r in six.items() if r.whole_gpus == 6]
 st.markdown(md(f"**Six B300s** — the article: K3 at reduced precision spreads its weights across roughly six GPUs. "
                f"The app: {', '.join(f'{r.gpus:.1f} ({f})' for f, r in six.items())} B300s' worth of HBM for the "

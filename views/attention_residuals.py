@@ -85,14 +85,15 @@ explain(
 )
 
 st.subheader("What block grouping saves as models grow")
-K3, KIMI_LINEAR = get_preset("k3-estimated"), get_preset("kimi-linear-48b-a3b")
+K3, KIMI_LINEAR = get_preset("kimi-k3"), get_preset("kimi-linear-48b-a3b")
 WIDTHS = sorted({KIMI_LINEAR.d_model, 4096, K3.d_model})
 url_state("ar_d", K3.d_model, choices=WIDTHS)
-url_state("ar_S", K3.attn_res_block_size, lo=1, hi=64)
+url_state("ar_S", K3.attn_res_block_size, lo=1, hi=64)  # K3's config: 12 layers = 24 sublayers
 d1, d2 = st.columns(2)
 d1.select_slider("d_model", WIDTHS, key="ar_d", help=f"{KIMI_LINEAR.d_model} = Kimi Linear 48B, {K3.d_model} = K2 / K3")
 d2.slider("block size S for the model (sublayers)", 1, 64, key="ar_S",
-          help=f"K3's released config states its block size in layers; ours counts sublayers (2 per layer): "
+          help=f"K3's released config.json states its block size in layers (attn_res_block_size "
+               f"{K3.attn_res_block_layers:g}); ours counts sublayers (2 per layer): "
                f"{block_size_words(K3.attn_res_block_size)}")
 push_url("ar_d", "ar_S")
 d, S = st.session_state.ar_d, st.session_state.ar_S
@@ -107,7 +108,7 @@ k3_full, k3_block = attnres_cost(K3.n_layers, d, "full"), attnres_cost(K3.n_laye
 gpu = get_gpu("H100 SXM")  # the one GPU table (datasheet sources in k3lite/hardware.py)
 bw = gpu.hbm_bw  # bytes/s
 st.markdown(
-    f"At **{K3.n_layers} layers** (the K3 estimate; {2 * K3.n_layers} sublayers + the final mix), d_model {d}, bf16: full AttnRes reads "
+    f"At **{K3.n_layers} layers** (K3's config.json; {2 * K3.n_layers} sublayers + the final mix), d_model {d}, bf16: full AttnRes reads "
     f"{k3_full.read_bytes / 1e6:.1f} MB per token across all mixes and keeps {k3_full.live_sources} vectors "
     f"({k3_full.live_bytes / 1e6:.2f} MB) per token alive; blocks of {block_size_words(S)} read "
     f"{k3_block.read_bytes / 1e6:.1f} MB and keep {k3_block.live_sources} ({k3_block.live_bytes / 1e6:.3f} MB): "

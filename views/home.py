@@ -6,7 +6,7 @@ from streamlit.errors import StreamlitAPIException
 from k3lite import ledger as byte_ledger
 from k3lite import sources
 from k3lite.anatomy import PART_LABEL, PART_PAGE, anatomy
-from k3lite.config import PRESETS, get_preset, routed_fraction
+from k3lite.config import KIMI_K3_STATED_TOTAL, PRESETS, get_preset, kimi_k3_vision_params, routed_fraction
 from k3lite.params import ACTIVE_RULE, active_with_embedding, count_params, fmt
 from k3lite.viz.archmap import architecture_map
 from k3lite.viz.ledger import ledger_figure
@@ -17,11 +17,13 @@ from views.common import explain, push_url, url_state, user_errors
 from views.registry import PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")
+K3_CFG = get_preset("kimi-k3")
 st.markdown(
     f"""
-**Kimi K3** is a 2.8-trillion-parameter model that only *uses* a small slice of itself for each token:
-896 routed experts, of which each token visits 16 (about 1.8%), plus 2 always-on shared experts
-({sources.EXPERT_COUNTS}). Five ideas make that cheap:
+**Kimi K3** is a {KIMI_K3_STATED_TOTAL / 1e12:.2f}-trillion-parameter model (its model card) that only *uses* a small
+slice of itself for each token: {K3_CFG.moe.n_routed_experts} routed experts, of which each token visits
+{K3_CFG.moe.top_k} (about {100 * routed_fraction(K3_CFG.moe.top_k, K3_CFG.moe.n_routed_experts):.1f}%), plus
+{K3_CFG.moe.n_shared_experts} always-on shared experts ({sources.EXPERT_COUNTS}). Five ideas make that cheap:
 
 1. **Stable LatentMoE** — tokens are squeezed into a smaller *latent* vector before they are sent to
    experts on other GPUs, so less data crosses the wire and each expert does less work.
@@ -46,7 +48,7 @@ MAP_CONTEXT = 131072  # tokens of context the cache bytes on the map assume (128
 
 @st.cache_resource(show_spinner="Drawing K3 from its config (parameters counted on the meta device)…")  # read-only
 def k3_map():
-    cfg = get_preset("k3-estimated")
+    cfg = get_preset("kimi-k3")
     an = anatomy(cfg, context=MAP_CONTEXT)
     return architecture_map(cfg, anatomy=an), an.shares()
 
@@ -90,9 +92,10 @@ for i, url in enumerate(dict.fromkeys(PART_PAGE[k] for k in shares)):
         link_cols[i % 4].markdown(f"{parts} → {spec.short} (`{spec.file}`)")
 
 names = list(PRESETS)
-url_state("home_preset", "k3-estimated", choices=names)
+url_state("home_preset", "kimi-k3", choices=names)
 preset = st.selectbox("Configuration", names, key="home_preset",
-                      help="Published configs, our K3 estimate, and the tiny `lite` model this app runs.")
+                      help="Published configs (K3's is its released config.json), and the tiny `lite` model this "
+                           "app runs.")
 base = get_preset(preset)
 
 with st.expander("Change the configuration (the count updates live)"):
@@ -148,15 +151,17 @@ st.dataframe(pd.DataFrame(rows), hide_index=True)
 k2 = cached_count("kimi-k2", *_knobs(get_preset("kimi-k2")))
 k2_stated = PUBLISHED["kimi-k2"][0]
 ds = cached_count("deepseek-v3", *_knobs(get_preset("deepseek-v3")))
+k3_count = cached_count("kimi-k3", *_knobs(get_preset("kimi-k3")))
 st.caption(
     f"Kimi K2: its config.json counts to {fmt(k2.total)} ({k2.total / 1e12:.3f}T); the {fmt(k2_stated)} we quote is "
     f"{100 * (k2_stated / k2.total - 1):.1f}% more, and we do not know why: it is *not* a multi-token-prediction "
     "layer (K2's config.json sets `num_nextn_predict_layers: 0`), and its model card says 1 trillion total "
     "parameters. DeepSeek-V3's active count is compared with its weights README, which says what it counts "
     f"(the report's 37B does not): our count with the embedding in is {fmt(active_with_embedding(ds))}. "
-    "K3: only the totals, expert counts and ratios are published; hidden size, "
-    "layers, expert and latent sizes come from unofficial copies of a K3 text config and are marked "
-    "*secondary/estimated* (see `k3lite/config.py`, `k3_estimated`)."
+    f"Kimi K3: the preset is the released config.json (`k3lite/config.py`, `kimi_k3`); the stated "
+    f"{fmt(PUBLISHED['kimi-k3'][0])} includes the vision tower ({fmt(kimi_k3_vision_params())}, counted from its "
+    f"vision_config), which k3lite does not build: text {fmt(k3_count.total)} + vision "
+    f"{fmt(kimi_k3_vision_params())} = {(k3_count.total + kimi_k3_vision_params()) / 1e12:.4f}T."
 )
 if base.notes:
     st.caption(" · ".join(f"**{k}**: {v}" for k, v in base.notes.items()))
@@ -201,7 +206,7 @@ with user_errors():
     chosen = byte_ledger.Toggles(**on)
     rows = [byte_ledger.ledger(p, context, deploy=deploy) for p in picked]
     if chosen != byte_ledger.ALL_ON:
-        rows.append(byte_ledger.ledger("k3-estimated", context, chosen, deploy))
+        rows.append(byte_ledger.ledger("kimi-k3", context, chosen, deploy))
     saved = byte_ledger.savings(context, deploy)
 st.plotly_chart(shared_figure(ledger_figure, rows), width="stretch")
 parts_by_idea = byte_ledger.saving_parts(context, deploy)
@@ -219,7 +224,7 @@ for col, (key, idea, suffix) in zip(st.columns(4), (("latent", "latent experts",
 
 @st.cache_data(show_spinner="Counting the counterfactual's parameters on the meta device…", max_entries=4)
 def classic_counts():
-    k3 = get_preset("k3-estimated")
+    k3 = get_preset("kimi-k3")
     classic = byte_ledger.variant(k3, byte_ledger.ONE_OFF["latent"])
     return k3, classic, count_params(k3), count_params(classic)
 
@@ -229,7 +234,7 @@ wire_vs_hbm = [(r.hbm_weights + r.hbm_cache + r.attnres) / (r.nvlink + r.nic) fo
 st.caption(
     f"Deployment: {deploy.topology} rack, experts over {deploy.ep_size} GPUs, {deploy.dispatch.upper()} dispatch / "
     f"{deploy.combine.upper()} combine (the interconnect page's defaults); {byte_ledger.WEIGHT_PRECISION.upper()} "
-    "weights; uniform routing. The bars: DeepSeek-V3 and Kimi K2 from their published configs; K3 is our estimate "
+    "weights; uniform routing. The bars: DeepSeek-V3 and Kimi K2 from their published configs; K3 is its released config.json "
     "(home's table); **K3 without latent** is the same-sized classic MoE the serving page's waterfall starts from: "
     f"{classic_cfg.moe.n_routed_experts} experts, top-{classic_cfg.moe.top_k}, working in d_model "
     f"{classic_cfg.d_model} ({fmt(classic_count.total)} parameters, {fmt(classic_count.active)} active, against "

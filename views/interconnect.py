@@ -17,8 +17,8 @@ from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import fmt_bytes, fmt_seconds
 from views.common import explain, push_url, url_state, user_errors
 
-PRESETS = ("k3-estimated", "kimi-k2", "deepseek-v3", "lite")
-BIG = ("deepseek-v3", "kimi-k2", "k3-estimated")
+PRESETS = ("kimi-k3", "kimi-k2", "deepseek-v3", "lite")
+BIG = ("deepseek-v3", "kimi-k2", "kimi-k3")
 LATENT = {"1 (no latent)": 1.0, "1/2": 0.5, "1/4": 0.25, "1/8": 0.125}
 EP_CHOICES = (1, 2, 4, 8, 16, 32, 48, 64, 72)
 
@@ -41,7 +41,7 @@ def _load_preset():
     st.session_state.ic_latent = min(LATENT, key=lambda k: abs(LATENT[k] - (moe.latent_dim or d) / d))
 
 
-url_state("ic_preset", "k3-estimated", choices=PRESETS)
+url_state("ic_preset", "kimi-k3", choices=PRESETS)
 base = get_preset(st.session_state.ic_preset)
 url_state("ic_experts", base.moe.n_routed_experts, lo=8, hi=1024)
 url_state("ic_top_k", base.moe.top_k, lo=1, hi=32)
@@ -145,13 +145,13 @@ else:
             "node limit is a lever only for the hierarchical kernels."
         )
 
-st.subheader("DeepSeek-V3 vs Kimi K2 vs K3 (estimated): 8 nodes x 8 GPUs and one NVL72 rack, EP 64")
+st.subheader("DeepSeek-V3 vs Kimi K2 vs Kimi K3: 8 nodes x 8 GPUs and one NVL72 rack, EP 64")
 with user_errors():
     tables = {name: compare_presets(BIG, name, 64, DISPATCH, COMBINE, M if name == "multi-node-8x8" else 0,
                                     SCHEME) for name in ("multi-node-8x8", "nvl72")}
     # the counterfactual beside the comparison: K3 moves the most bytes, but without its latent it would move
     # more (same deployment; the ledger's definition of "K3 without latent", k3lite/ledger.py)
-    k3_plain = variant(get_preset("k3-estimated"), ONE_OFF["latent"]).with_(name="K3 without latent")
+    k3_plain = variant(get_preset("kimi-k3"), ONE_OFF["latent"]).with_(name="K3 without latent")
     for name, rows in tables.items():
         rows.append(analytic_traffic(k3_plain, Deployment(TOPOLOGIES[name], 64, DISPATCH, COMBINE,
                                                           M if name == "multi-node-8x8" else 0, SCHEME)))
@@ -161,8 +161,8 @@ for col, (name, rows) in zip(st.columns(2), tables.items()):
 st.dataframe([{"topology": n, **r} for n, rows in tables.items() for r in traffic_table(rows)], hide_index=True,
              width="stretch")  # full width: the headers were cut
 one_node = {r.name: r for r in compare_presets(BIG, "dgx-b300", 8, DISPATCH, COMBINE, 0, SCHEME)}
-k2, k3 = (({r.name: r for r in tables["multi-node-8x8"]})[n] for n in ("kimi-k2", "k3-estimated"))
-k3_cfg, k2_cfg = get_preset("k3-estimated"), get_preset("kimi-k2")
+k2, k3 = (({r.name: r for r in tables["multi-node-8x8"]})[n] for n in ("kimi-k2", "kimi-k3"))
+k3_cfg, k2_cfg = get_preset("kimi-k3"), get_preset("kimi-k2")
 copies, record = k3.copies.total / k2.copies.total, k3.per_layer.dispatch_record / k2.per_layer.dispatch_record
 moved = k3.per_layer.total / k2.per_layer.total
 verdict = ("the wider routing cancels the narrower record: nothing is saved against K2" if abs(moved - 1) < 0.05 else
@@ -170,16 +170,16 @@ verdict = ("the wider routing cancels the narrower record: nothing is saved agai
            "the narrower record outweighs the wider routing")
 explain(
     "Each model with its own published config (DeepSeek-V3: arXiv 2412.19437 config.json; Kimi K2: Kimi-K2-Instruct "
-    f"config.json) or, for K3, the estimated preset ({k3_cfg.moe.n_routed_experts} experts top-{k3_cfg.moe.top_k}, "
-    f"hidden {k3_cfg.d_model}, latent {k3_cfg.moe.latent_dim}, {k3_cfg.n_layers} layers; `k3lite/config.py` says "
-    f"which of these are stated and which estimated). What to notice: on 8 x 8 GPUs K3 reaches "
+    f"config.json; Kimi K3: moonshotai/Kimi-K3 config.json, {k3_cfg.moe.n_routed_experts} experts "
+    f"top-{k3_cfg.moe.top_k}, hidden {k3_cfg.d_model}, latent {k3_cfg.moe.latent_dim}, {k3_cfg.n_layers} layers). "
+    "What to notice: on 8 x 8 GPUs K3 reaches "
     f"{k3.copies.gpus_hit / k2.copies.gpus_hit:.2f}x as many GPUs per token as K2 ({k3.copies.gpus_hit:.1f} vs "
     f"{k2.copies.gpus_hit:.1f}) and sends {copies:.2f}x K2's copies, each {record:.2f}x as large (its "
     f"{k3_cfg.moe.latent_dim}-wide latent against K2's d_model {k2_cfg.d_model}, plus routing metadata for "
     f"top-{k3_cfg.moe.top_k} instead of top-{k2_cfg.moe.top_k}), so it moves {moved:.2f}x K2's bytes per layer: "
     f"{verdict}. On one 8-GPU node the GPU ratio is "
-    f"{one_node['k3-estimated'].copies.gpus_hit / one_node['kimi-k2'].copies.gpus_hit:.2f}x and the bytes "
-    f"{one_node['k3-estimated'].per_layer.total / one_node['kimi-k2'].per_layer.total:.2f}x. On 8 x 8 the NIC carries "
+    f"{one_node['kimi-k3'].copies.gpus_hit / one_node['kimi-k2'].copies.gpus_hit:.2f}x and the bytes "
+    f"{one_node['kimi-k3'].per_layer.total / one_node['kimi-k2'].per_layer.total:.2f}x. On 8 x 8 the NIC carries "
     f"{100 * k3.per_layer.inter / k3.per_layer.total:.0f}% of K3's bytes and "
     f"{100 * (k3.per_layer.inter / TOPOLOGIES['multi-node-8x8'].inter_bw) / k3.wire_s_layer:.0f}% of its wire time."
 )

@@ -13,6 +13,7 @@ from k3lite.config import BALANCING_METHODS, MoEConfig, get_preset
 from k3lite.guards import heavy_work
 from k3lite.interconnect import REFERENCE, deployment_bytes
 from k3lite.moe import latent_cost_per_token
+from k3lite.nn import glu_curves
 from k3lite.moe_balance import run_balance, summary_rows, training_claim
 from k3lite.moe_demo import (MAX_PROMPT_BYTES, balance_claim, calibration_stream, check_prompt, fit_balancers,
                              model_moe_inputs, notice_lines, prompt_demo, routing_cfg)
@@ -20,12 +21,13 @@ from k3lite.placement import K3_SCALE_EXPERTS, gpu_view, mean_load_per_expert
 from k3lite.precomputed import BALANCE_ARGS, MOE_LAYER, MOE_PROMPT, moe_default_cfg, shipped
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_tradeoff, load_bars, load_histogram,
+                            situ_vs_swiglu_figure,
                             routing_heatmap, violation_curves, violation_vs_updates)
 from k3lite.viz.style import fmt_bytes
 from views.common import explain, push_url, url_state, user_errors
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
-K3 = get_preset("k3-estimated")  # hidden size and expert FFN: secondary (unofficial config copies)
+K3 = get_preset("kimi-k3")  # the released config.json
 K3_D, K3_FFN = K3.d_model, K3.moe.expert_ffn_dim  # for (d)
 RATIOS = {"1": 1.0, "1/2": 0.5, "1/4": 0.25, "1/8": 0.125}
 LITE = get_preset("lite")
@@ -44,10 +46,13 @@ back up (NVIDIA, arXiv 2601.18089).
 
 **Quantile balancing is grading on a curve set by earlier classes.** Routing stays *token choice*: every
 token takes its top-k experts, but of `s − β` rather than of its raw scores `s`, where `β_j` is expert j's cut.
-After each batch the cuts are read off that batch's scores: `β_j` becomes the `(N·k/E + 1)`-th largest of
-expert j's scores, each lowered by its token's own cut `α_i` (the token's `(k+1)`-th largest `s − β`): the
-value that would have given expert j its share `N·k/E` of the batch, with no step size to tune (J. Su,
-kexue.fm/archives/11619).
+After each batch the cuts are read off that batch's scores (Kimi K3 Technical Report, arXiv 2607.24653, §2.3.3
+Eq. 14; first written up by J. Su, kexue.fm/archives/11619): each token routes its top-(k+1) on the biased
+score, and the (k+1)-th is its own cut `α_i`; `β_j` becomes the `(1 − k/E)` quantile of expert j's scores,
+each lowered by its token's cut, `s_:,j − α`: the value that would have given expert j its share `k/E` of the
+batch, with no step size to tune. The cuts are centred (a shift common to all experts changes no choice),
+take effect from the next step, and are frozen at inference. At K3's scale the quantile comes from
+histograms that each GPU fills and one all-reduce adds (`k3lite.moe.quantile_bias_histogram`).
 New tokens are routed with cuts fitted on earlier ones, so their load is close to even, not exactly even.
 *Expert choice* (each expert takes the `N·k/E` tokens that rank highest for it in the batch; Zhou et al.,
 arXiv 2202.09368) would be exactly even, but it needs the whole batch before any token can be routed (no use
@@ -69,7 +74,7 @@ c1.slider("routed experts E", 8, 896, key="moe_experts", help="K3: 896")
 c2.slider("top-k (experts per token)", 1, 32, key="moe_top_k", help="K3: 16")
 c3.slider("shared experts (always on, full d)", 0, 4, key="moe_shared", help="K3: 2")
 c4, c5 = st.columns(2)
-c4.select_slider("latent ratio l / d (1 = classic MoE)", list(RATIOS), key="moe_latent", help="K3 (estimated): 1/2")
+c4.select_slider("latent ratio l / d (1 = classic MoE)", list(RATIOS), key="moe_latent", help="Kimi K3: 3584 / 7168 = 1/2 (config.json)")
 c5.selectbox("balancing method", list(BALANCING_METHODS), key="moe_balancing",
              format_func=lambda m: METHOD_LABELS[m])
 c6, c7 = st.columns([4, 1])
@@ -277,13 +282,25 @@ st.subheader("(d) Bytes on the wire and expert FLOPs per token vs latent ratio, 
 with user_errors():
     costs = [latent_cost_per_token(K3_D, K3_FFN, K, SHARED, K3_FFN, r, n_experts=E) for r in RATIOS.values()]
 st.plotly_chart(shared_figure(latent_tradeoff, costs, RATIO), width="stretch")
-explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3 numbers from unofficial config copies), top-{K}, "
+explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3's config.json), top-{K}, "
         f"{SHARED} shared, {E} experts: wire = expected copies x (FP8 dispatch + BF16 combine record) on "
         f"{REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token); "
         "routed FLOPs = 2 x 3 x l x FFN x k. Outlined = your latent ratio. Shared experts never cross the wire.")
 
 st.subheader("(e) Activation ratio: routed experts a token visits")
 st.dataframe(pd.DataFrame(activation_rows(K, E)), hide_index=True, width="stretch")
+
+st.subheader("(f) The experts' activation: SiTU-GLU vs SwiGLU")
+glu = glu_curves(beta=K3.situ_beta, linear_beta=K3.situ_linear_beta)
+st.plotly_chart(shared_figure(situ_vs_swiglu_figure, glu.z.tolist(), glu.swiglu.tolist(), glu.situ.tolist(), glu.bound),
+                width="stretch")
+at = int(len(glu.z) * 0.75)  # z = 30 on the default range
+explain(f"K3's experts, shared experts and dense layer use SiTU-GLU (report Eq. 12; `hidden_act` situ, b1 = "
+        f"{K3.situ_beta:g}, b2 = {K3.situ_linear_beta:g} in config.json; `k3lite.nn.situ_glu`, in fp32 as the released "
+        f"code). Near zero it is SwiGLU; further out both branches saturate, so a hidden unit never exceeds b1 b2 = "
+        f"{glu.bound:g} (largest on this range: {float(glu.situ.abs().max()):.1f}), where SwiGLU grows like z²: at z = "
+        f"{float(glu.z[at]):g} it gives {float(glu.swiglu[at]):,.0f} against SiTU's {float(glu.situ[at]):.1f}. "
+        f"The lite model here uses {LITE.hidden_act}; `kimi-linear-48b-a3b`, `kimi-k2` and `deepseek-v3` keep SwiGLU.")
 
 notice_b, notice_flips = notice_lines(result, METHOD_LABELS)
 st.markdown(

@@ -3,6 +3,7 @@ import streamlit as st
 
 from k3lite.config import get_preset
 from k3lite.hardware import GPUS
+from k3lite.memory import RELEASED_K3_FORMATS
 from k3lite.params import count_params
 from k3lite.params import fmt as fmt_params
 from k3lite.serving import (
@@ -45,8 +46,8 @@ url_state("sv_gpu", "GB300 NVL72", choices=list(GPUS))
 url_state("sv_gpus", 64, lo=1, hi=1024)
 url_state("sv_ep", 64, lo=1, hi=1024)
 url_state("sv_tp", 1, lo=1, hi=64)
-url_state("sv_experts", "nvfp4", choices=FORMATS)
-url_state("sv_rest", "fp8", choices=FORMATS)
+url_state("sv_experts", RELEASED_K3_FORMATS["routed_experts"], choices=FORMATS)  # as K3 ships: MXFP4 experts,
+url_state("sv_rest", RELEASED_K3_FORMATS["attention"], choices=FORMATS)  # bf16 everything else (config.json)
 url_state("sv_context", 32768, choices=CONTEXTS)
 url_state("sv_batch", 0, lo=0, hi=100_000)
 url_state("sv_overlap", True)

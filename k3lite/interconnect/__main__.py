@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m k3lite.interconnect", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("analytic", help="bytes per token for the presets on a topology")
-    a.add_argument("--presets", default="deepseek-v3,kimi-k2,k3-estimated")
+    a.add_argument("--presets", default="deepseek-v3,kimi-k2,kimi-k3")
     a.add_argument("--topology", default="nvl72", choices=list(TOPOLOGIES))
     a.add_argument("--ep", type=int, default=64, help="expert-parallel size (GPUs)")
     a.add_argument("--node-limit", type=int, default=0)

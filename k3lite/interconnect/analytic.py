@@ -399,7 +399,7 @@ def analytic_traffic(cfg: K3Config, dep: Deployment) -> TokenTraffic:
                         moe.n_routed_experts / dep.ep_size, b, n_moe, b.total * n_moe, wire, wire * n_moe)
 
 
-def compare_presets(names: tuple[str, ...] = ("deepseek-v3", "kimi-k2", "k3-estimated"), topology: str = "nvl72",
+def compare_presets(names: tuple[str, ...] = ("deepseek-v3", "kimi-k2", "kimi-k3"), topology: str = "nvl72",
                     ep_size: int = 64, dispatch: str = "fp8", combine: str = "bf16", node_limit: int = 0,
                     scheme: str = "normal") -> list[TokenTraffic]:
     """The side-by-side: each preset's published/estimated config on the same deployment."""

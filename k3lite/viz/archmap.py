@@ -2,8 +2,8 @@
 
 Rows run top to bottom in the order a token flows: input (bytes -> embedding), one row per layer, output
 (LM head -> next token). A layer row holds its depth mix (Attention Residuals), its mixer (KDA or MLA, by
-the config's pattern) and its FFN: a dense SwiGLU, or LatentMoE's router, latent down-projection, routed
-experts, latent up-projection (combine) and shared experts. The residual sources are arcs in the lane on
+the config's pattern) and its FFN: a dense gated FFN (SwiGLU, or SiTU-GLU for K3), or LatentMoE's router, latent
+down-projection, routed experts, latent up-projection (combine) and shared experts. The residual sources are arcs in the lane on
 the left: full AttnRes draws one arc per earlier sublayer output, block AttnRes one per block sum (plus the
 partial sum of the current block), a standard residual none (a plain running sum, drawn as one line).
 

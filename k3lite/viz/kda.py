@@ -105,3 +105,16 @@ def recall_figure(scores: Mapping[str, np.ndarray], title: str = "") -> go.Figur
     fig.update_yaxes(title_text="recall: cos(Sᵀk_i, v_i)", range=[-0.3, 1.05])
     fig.update_layout(title=title, height=360, margin=dict(l=10, r=10, t=50, b=10))
     return fig
+
+
+def decay_memory_figure(tokens: Sequence[int], kept: Mapping[str, Sequence[float]], threshold: float) -> go.Figure:
+    """(f) Fraction of a write one key channel keeps after n tokens, per constant per-token decay (log y)."""
+    fig = go.Figure()
+    for i, (name, ys) in enumerate(kept.items()):
+        fig.add_scatter(x=list(tokens), y=list(ys), name=name, mode="lines",
+                        line=dict(color=memory_color(name, i), dash="solid" if "bound" in name else "dot"))
+    fig.add_hline(y=threshold, line_dash="dash", line_color=HIGHLIGHT_LINE["color"])
+    fig.update_xaxes(title_text="tokens since the write")
+    fig.update_yaxes(**log_axis("fraction kept (log)"))
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), legend=dict(font=dict(size=11)))
+    return fig

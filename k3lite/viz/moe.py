@@ -24,7 +24,7 @@ ACTIVATION_COUNTS = (  # (model, top-k, routed experts, where the counts come fr
 )
 ACTIVATION_PRESETS = (  # (model, preset in k3lite/config.py, where its counts come from)
     ("Kimi K2", "kimi-k2", "its config.json"),
-    ("Kimi K3", "k3-estimated", "counts as K3's config.json states them"),
+    ("Kimi K3", "kimi-k3", "its config.json"),
 )
 ACTIVATION_QUOTED = (  # (model, ratio as quoted, note): counts not checked against a primary source
     ("MiniMax M3", 0.031, "as quoted in the seed article (a third-party blog post)"),
@@ -201,4 +201,19 @@ def load_histogram(loads: dict[str, Sequence[int]], ideal: float) -> go.Figure:
                       legend=dict(orientation="h", yanchor="top", y=-0.2),
                       xaxis=dict(title="tokens routed to an expert (held-out)"),
                       yaxis=dict(title="experts (count)"))
+    return fig
+
+
+def situ_vs_swiglu_figure(z: Sequence[float], swiglu: Sequence[float], situ: Sequence[float], bound: float) -> go.Figure:
+    """(f) One hidden unit along gate = up = z: SwiGLU grows like z^2, SiTU-GLU saturates below b1 b2."""
+    fig = go.Figure()
+    fig.add_scatter(x=list(z), y=list(swiglu), name="SwiGLU: silu(z) · z", mode="lines",
+                    line=dict(color=CONCEPT["baseline"]))
+    fig.add_scatter(x=list(z), y=list(situ), name="SiTU-GLU (K3): b1 tanh(z/b1) σ(z) · b2 tanh(z/b2)", mode="lines",
+                    line=dict(color=CONCEPT["routed"], width=3))
+    for y in (bound, -bound):
+        fig.add_hline(y=y, line_dash="dot", line_color=HIGHLIGHT_LINE["color"])
+    fig.update_xaxes(title_text="pre-activation z (gate = up = z)")
+    fig.update_yaxes(title_text="hidden unit", range=[-3 * bound, 3 * bound])
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.25))
     return fig

@@ -91,7 +91,7 @@ def series_color(i: int) -> str:
 
 
 def model_key(name: str) -> str | None:
-    """'DeepSeek-V3', 'deepseek-v3', 'Kimi K2', 'K3 (estimated)', 'k3-estimated' -> a MODEL key (None if not one)."""
+    """'DeepSeek-V3', 'deepseek-v3', 'Kimi K2', 'Kimi K3', 'kimi-k3' -> a MODEL key (None if not one)."""
     n = name.lower().replace("-", " ").replace("_", " ")
     if "deepseek" in n:
         return "deepseek-v3"
