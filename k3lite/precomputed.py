@@ -30,7 +30,6 @@ from safetensors.torch import load_file, save_file
 
 from k3lite.moe_balance import run_balance
 from k3lite.moe_demo import calibration_stream, check_prompt, model_moe_inputs, prompt_demo
-from k3lite.checkpoint import DEFAULT_PATH as LITE_CHECKPOINT
 from k3lite.checkpoint import load_lite_model
 from k3lite.config import MoEConfig, get_preset
 

@@ -7,7 +7,6 @@ import torch
 
 from conftest import heavy_slot_taken
 from k3lite import guards
-from k3lite.config import get_preset
 
 def test_bounded_threads_caps_and_never_raises(monkeypatch):
     before = torch.get_num_threads()

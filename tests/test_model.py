@@ -10,7 +10,7 @@ from k3lite.config import K3Config, KDAConfig, MLAConfig, MoEConfig, get_preset
 from k3lite.model import K3Model, loss_fn, n_params
 from k3lite.moe_demo import calibration_stream
 from k3lite.params import count_params, dense_baseline_for
-from k3lite.tokenizer import MAX_PROMPT_CHARS, decode, encode, token_label
+from k3lite.tokenizer import decode, encode, token_label
 from k3lite.trace import KDA_FIELDS, MLA_FIELDS, MOE_FIELDS
 
 TOL = dict(atol=2e-5, rtol=1e-4)  # fp32, 8 sublayers deep

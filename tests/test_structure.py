@@ -100,7 +100,7 @@ def unexplained_local_imports(f: str) -> list[int]:
     lines = (ROOT / f).read_text().splitlines()
     bad = []
     for node, _, in_function in _imports(ROOT / f):
-        if in_function and not node.lineno in bad:
+        if in_function and node.lineno not in bad:
             here, above = lines[node.lineno - 1], lines[node.lineno - 2].strip() if node.lineno > 1 else ""
             if "#" not in here and not above.startswith("#"):
                 bad.append(node.lineno)

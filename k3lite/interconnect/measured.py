@@ -213,7 +213,6 @@ def ep_forward(moe, x: torch.Tensor, spec: MeasureSpec, rank: int, groups: dict,
     dest = placement[ids]  # (n, k) rank of each chosen expert
     payload = encode(h, spec.dispatch)  # (n, row) uint8
     n = x.shape[0]
-    tok_idx = torch.arange(n, device=device)
 
     if spec.scheme in ("direct", "low-latency"):
         toks, slots, recs, counts = [], [], [], []

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from k3lite.config import KDAConfig
-from k3lite.kda.ops import chunk_kda, kda_step, kda_trajectory, recurrent_kda
+from k3lite.kda.ops import chunk_kda, kda_trajectory, recurrent_kda
 from k3lite.nn import RMSNorm
 
 

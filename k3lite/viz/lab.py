@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from k3lite.lab import MIXER_LABELS, MIXERS
-from k3lite.viz.style import CONCEPT, fit_titles, fmt_bytes, log_axis, translucent
+from k3lite.viz.style import CONCEPT, fit_titles, fmt_bytes, translucent
 
 # one colour per mixer, the same on every page (k3lite.viz.style)
 COLORS = {m: CONCEPT[m] for m in MIXERS}
