@@ -203,8 +203,8 @@ def ceiling_sentence(rows: list[dict]) -> str:
         verdict = "within seed spread" if _tie(att, best) else f"{100 * (att['mean'] - best['mean']):.0f} points apart"
         parts.append(f"at K = {K}, softmax attention recalls {100 * att['mean']:.0f}% from a "
                      f"{fmt_bytes(att['state_bytes'])} KV cache and the best recurrent mixer, {short_name(best['mixer'])}, "
-                     f"{100 * best['mean']:.0f}% ± {100 * best['std']:.0f} from a {fmt_bytes(best['state_bytes'])} state "
-                     f"({verdict})")
+                     f"{100 * best['mean']:.0f}% ± {100 * best['std']:.0f} ({best['n']} seed{'s' if best['n'] > 1 else ''}) "
+                     f"from a {fmt_bytes(best['state_bytes'])} state ({verdict})")
     return ("Per layer memory: " + "; ".join(parts) + ".") if parts else ""
 
 
