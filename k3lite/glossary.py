@@ -30,6 +30,13 @@ GLOSSARY: tuple[Term, ...] = (
          "moe"),
     Term("FFN", "feed-forward network", "The per-token two-layer network of a transformer block (here: the MoE "
          "layer or, in the first layers, one dense FFN).", "forward_pass"),
+    Term("GLU", "gated linear unit", "A feed-forward network whose hidden layer is a gate times a value: "
+         "act(W_gate x) ⊙ (W_up x), then a down-projection. The activation names the variant.", "moe"),
+    Term("SwiGLU", "Swish-gated linear unit", "A GLU with SiLU (swish) as the gate's activation: silu(g) · u. "
+         "Unbounded: it grows like g·u, so a large input gives a large output (DeepSeek-V3, K2, Kimi Linear).", "moe"),
+    Term("SiTU", "", "K3's bounded GLU (SiTU-GLU): β1·tanh(g/β1)·sigmoid(g) · β2·tanh(u/β2) with "
+         "β1 = 4, β2 = 25, so an expert's hidden value never exceeds β1·β2 = 100 in size (Kimi K3 report, Eq. 12).",
+         "moe", ("SiTU-GLU",)),
     Term("MLA", "Multi-head Latent Attention", "DeepSeek-V3's global attention: keys and values are cached as one "
          "small compressed (latent) vector per token instead of full per-head keys and values. K3 keeps one MLA "
          "layer in every four.", "hybrid_attention"),

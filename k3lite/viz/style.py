@@ -216,6 +216,8 @@ def legend_below(fig):
     "container": Plotly grows the margin to hold it, so it never sits on the x-axis title or the ticks, which a
     legend at a negative paper y did). At 390 px a legend beside or above the plot took most of the width or ran
     into the title. `k3lite.viz.memo.shared_figure` applies it to every figure it builds. Returns `fig`."""
+    if getattr(fig, "layout", None) is None:  # not a plotly figure (a builder may return anything): nothing to place
+        return fig
     if fig.layout.showlegend is not False:
         fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", y=0, yanchor="bottom", yref="container"))
     return fig
