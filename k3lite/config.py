@@ -506,29 +506,37 @@ def kimi_k3() -> K3Config:
 def lite() -> K3Config:
     """The tiny K3-shaped model the app runs live on a laptop CPU (byte-level vocab of 256).
 
-    Every K3 idea at toy scale: 8 layers in a 3:1 KDA:MLA pattern (last global), 32 latent-space
-    routed experts top-4 + 1 shared, quantile balancing, block attention residuals.
+    K3's forms at toy scale (kimi_k3): 8 layers in a 3:1 KDA:MLA pattern (last global); KDA with the decay
+    bounded below by e^-5 per token and a full-rank output gate without bias; gated NoPE MLA with a low-rank q
+    (q_lora 32 of d 128, about K3's 1536 / 7168); layer 0 dense; 32 routed experts top-4 of FFN 128 in a 64
+    latent (d / 2, as K3) with the RMSNorm on the aggregated expert output, 2 shared experts of the expert
+    width; sigmoid router, renormalised, route scale 1.0, Eq. 14 quantile balancing; SiTU-GLU everywhere;
+    block attention residuals every 2 layers (4 sublayers); RMSNorm eps 1e-5. Unlike K3: tied embeddings (a
+    256-byte vocabulary makes the head 0.5% of the model).
     """
     return K3Config(
         name="lite",
         vocab_size=256,
         d_model=128,
         n_layers=8,
-        mla=MLAConfig(n_heads=4, q_lora_rank=0, kv_lora_rank=64, qk_nope_head_dim=32,
+        mla=MLAConfig(n_heads=4, q_lora_rank=32, kv_lora_rank=64, qk_nope_head_dim=32,
                       qk_rope_head_dim=16, v_head_dim=32, use_rope=False, output_gate=True),
-        kda=KDAConfig(n_heads=4, head_dim=32, conv_size=4),
-        moe=MoEConfig(n_routed_experts=32, top_k=4, expert_ffn_dim=128, n_shared_experts=1,
-                      shared_ffn_dim=256, latent_dim=64, latent_norm=True, balancing="quantile",
-                      route_scale=1.0),
+        kda=KDAConfig(n_heads=4, head_dim=32, conv_size=4, decay_lower_bound=K3_DECAY_LOWER_BOUND,
+                      output_gate_full_rank=True, output_gate_bias=False),
+        moe=MoEConfig(n_routed_experts=32, top_k=4, expert_ffn_dim=128, n_shared_experts=2,
+                      shared_ffn_dim=128, latent_dim=64, latent_norm=True, latent_norm_at="combine",
+                      balancing="quantile", route_scale=1.0),
         kda_ratio=(3, 1),
         last_layer_global=True,
         first_k_dense=1,
         dense_ffn_dim=384,
+        hidden_act="situ",
         attn_res="block",
         attn_res_block_size=4,
         tie_embeddings=True,
         max_seq_len=2048,
-        notes={"source": "k3lite's own toy configuration"},
+        norm_eps=1e-5,
+        notes={"source": "k3lite's own toy configuration in K3's forms (see kimi_k3)"},
     )
 
 

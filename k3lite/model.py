@@ -31,12 +31,11 @@ from k3lite.nn import GLUActivation, RMSNorm, SwiGLU
 from k3lite.trace import LayerTrace, Trace, detach
 
 RECURRENT_MAX_T = 8  # KDA runs its token-by-token recurrence for inputs this short, chunk-wise above
-# KDA chunk length without autograd. The shipped checkpoint learned steep decays (per token up to e^-33 on some
-# channels): on lite's text, a third of the 32-token chunk-heads exceed the chunk kernel's safe decay span
-# (k3lite/kda/chunk.py, _CAP) and take its slow exact-block path, 8% of 16-token ones. Same numbers either way.
-# The shipped lite's forward on text at 40 / 128 / 400 tokens, CPU clock on the 2-core dev machine, after main's
-# kernel of 2026-12-03: 32 / 57 / 105 ms in 32-token chunks, 25 / 40 / 70 ms in 16-token ones.
-# Training keeps the layer's default.
+# KDA chunk length without autograd. lite's KDA decay is bounded below as K3's is (kda.decay_lower_bound -5 per
+# token): a 16-token chunk's cumulative decay stays above e^-80, the chunk kernel's safe span (k3lite/kda/chunk.py,
+# _CAP), so no 16-token chunk takes its slow exact-block path (a 32-token one can reach e^-160). The checkpoint
+# trained before the bound learned decays down to e^-33 per token, which sent 8% of 16-token chunk-heads that way.
+# Same numbers either way. Training keeps the layer's default.
 INFERENCE_KDA_CHUNK = 16
 
 

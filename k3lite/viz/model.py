@@ -14,7 +14,9 @@ from k3lite.trace import Trace
 from k3lite.viz.style import (CONCEPT, DIVERGING_SCALE, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE,
                               fit_titles, series_color, wrap)
 
-LITE_DENSE = get_preset("lite").first_k_dense  # the model the forward-pass page runs
+LITE_CFG = get_preset("lite")  # the model the forward-pass page runs
+LITE_DENSE = LITE_CFG.first_k_dense
+GLU_NAME = {"swiglu": "SwiGLU", "situ": "SiTU-GLU"}[LITE_CFG.hidden_act]
 DENSE_PRESETS = (("DeepSeek-V3", "deepseek-v3"), ("Kimi K2", "kimi-k2"), ("Kimi Linear", "kimi-linear-48b-a3b"))
 
 WHAT = {
@@ -35,9 +37,12 @@ WHAT = {
     "experts": "LatentMoE: each token is projected down to the latent dimension and sent to its k experts. The "
                "load bar shows how many tokens each expert got; with expert parallelism every copy crosses the "
                "interconnect.",
-    "combine": "Expert outputs come back (combine), are summed with the gate weights, projected up to d_model and "
-               "added to the always-on shared expert. Dispatch + combine bytes accumulate layer by layer.",
-    "dense": (f"The first layer{'s use' if LITE_DENSE > 1 else ' uses'} a dense SwiGLU FFN instead of MoE "
+    "combine": "Expert outputs come back (combine), are summed with the gate weights, "
+               + ("RMS-normalised (as K3: the norm sits on the aggregated output), "
+                  if LITE_CFG.moe.latent_norm and LITE_CFG.moe.latent_norm_at == "combine" else "")
+               + "projected up to d_model and added to the always-on shared experts. Dispatch + combine bytes "
+               "accumulate layer by layer.",
+    "dense": (f"The first layer{'s use' if LITE_DENSE > 1 else ' uses'} a dense {GLU_NAME} FFN instead of MoE "
               f"(first_k_dense = {LITE_DENSE} in this model; " + ", ".join(
                   f"{name}: {get_preset(p).first_k_dense}" for name, p in DENSE_PRESETS) + " in their published configs): "
               "a dense layer moves no bytes between GPUs."),
@@ -215,7 +220,7 @@ def dense_figure(trace: Trace, layer: int) -> go.Figure:
                            marker_color=CONCEPT["dense"]))
     _token_axis(fig, labels, title="token")
     fig.update_yaxes(title="‖FFN output‖")
-    return _layout(fig, f"Layer {layer}: dense SwiGLU output norm per token (0 bytes on the interconnect)", 320)
+    return _layout(fig, f"Layer {layer}: dense {GLU_NAME} output norm per token (0 bytes on the interconnect)", 320)
 
 
 def final_depth_figure(trace: Trace) -> go.Figure:
