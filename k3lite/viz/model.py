@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 from k3lite.config import get_preset
 from k3lite.tokenizer import token_label
 from k3lite.trace import Trace
-from k3lite.viz.style import (CONCEPT, DIVERGING_SCALE, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE,
+from k3lite.viz.style import (CONCEPT, DIVERGING_SCALE, LINK, NEUTRAL, SEQUENTIAL_SCALE,
                               fit_titles, series_color, wrap)
 
 LITE_CFG = get_preset("lite")  # the model the forward-pass page runs
