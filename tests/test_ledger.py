@@ -169,7 +169,7 @@ def test_home_ledger_latent_toggle_changes_the_figure_and_the_url():
         return next(t for t in ledger["data"] if t["type"] == "bar")["y"]
 
     before = ledger_bars()
-    assert "K3 without<br>latent" in before
+    assert "Kimi K3 without<br>latent" in before  # the released preset's label (issue 30)
     at.checkbox(key="ledger_latent").check().run()  # every idea on: that is the K3 bar itself
     assert not at.exception, [e.message for e in at.exception]
     after = ledger_bars()

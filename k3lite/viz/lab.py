@@ -113,7 +113,7 @@ def state_figure(runs: list[dict], rows: list[dict]) -> go.Figure:
                           "(lr %{customdata[3]})<extra>%{fullData.name}</extra>"))
     ticks = sorted({r["state_bytes"] for r in rows})
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.28),
-                      xaxis=dict(title="memory one layer keeps to read the next token (fp32, log)", type="log",
+                      xaxis=dict(title="memory per layer (fp32, log)", type="log",
                                  tickvals=ticks, ticktext=[fmt_bytes(t) for t in ticks]),
                       yaxis=dict(title="held-out recall (%)", range=[0, 102]))
     return fit_titles(fig, "MQAR recall vs memory size (points: seeds; lines: mean)")

@@ -241,8 +241,12 @@ def log_vline(fig, x: float, annotation_text: str | None = None, **kwargs):
     kwargs.pop("annotation_position", None)  # the label always sits at the top of the line
     fig.add_vline(x=x, **kwargs)
     if annotation_text:
+        # inside the plot, under its top edge (above it, the label ran into a wrapped title at 390 px), on the side
+        # of the line with more room (left of a line in the right half of the data, else right of it)
+        xs = [v for t in fig.data for v in (t.x if t.x is not None else ()) if isinstance(v, (int, float)) and v > 0]
+        right_half = bool(xs) and math.log10(x) > (math.log10(min(xs)) + math.log10(max(xs))) / 2
         fig.add_annotation(x=math.log10(x), xref="x", y=1, yref="y domain", text=annotation_text, showarrow=False,
-                           xanchor="left", yanchor="bottom")
+                           xanchor="right" if right_half else "left", yanchor="top", xshift=-4 if right_half else 4)
     return fig
 
 
