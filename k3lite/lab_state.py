@@ -26,7 +26,6 @@ resumable and several workers share it (a run is claimed by creating a lock file
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -38,7 +37,8 @@ from pathlib import Path
 import torch
 
 from k3lite.lab import LabConfig, train
-from k3lite.lab_sweep import REPORT_ORDER, RESULTS_DIR, _claim, load_runs, mean_std, report_verdict, short_name
+from k3lite.lab_sweep import (REPORT_ORDER, RESULTS_DIR, _claim, load_runs, mean_std, report_verdict, save_record,
+                              short_name)
 from k3lite.memory import kda_state_bytes, kv_cache_bytes
 from k3lite.viz.style import fmt_bytes
 
@@ -119,13 +119,7 @@ def run_job(job: Job, results_dir: Path = STATE_DIR, quiet: bool = True) -> dict
         "n_params": result.n_params, "wall_s": result.wall_s, "torch": torch.__version__,
         "threads": torch.get_num_threads(),
     }
-    results_dir = Path(results_dir)
-    results_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=results_dir, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(record, fh, indent=1)
-        fh.write("\n")
-    os.replace(tmp, job.path(results_dir))
+    save_record(record, job.path(results_dir))
     return record
 
 

@@ -177,14 +177,20 @@ def run_job(job: Job, results_dir: Path = RESULTS_DIR, quiet: bool = True) -> di
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
     }
-    results_dir = Path(results_dir)
-    results_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=results_dir, suffix=".tmp")
+    save_record(record, job.path(results_dir))
+    return record
+
+
+def save_record(record: dict, path: Path) -> None:
+    """Write one run's JSON atomically (a temp file renamed into place): a reader or a killed worker never sees
+    half a file, so a resumed sweep trusts every file it finds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     with os.fdopen(fd, "w") as fh:
         json.dump(record, fh, indent=1)
         fh.write("\n")
-    os.replace(tmp, job.path(results_dir))
-    return record
+    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------------------------------------- results
