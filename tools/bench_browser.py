@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -53,14 +52,6 @@ PICTURE_JS = """() => {
       (m, t) => m + (t.x ? t.x.length : (t.values ? t.values.length : 0)), 0), 0);
   return {key: JSON.stringify([data, text]), figures: plots.length, points};
 }"""
-
-
-def floor_server(port: int, log_path: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "streamlit", "run", "tools/floor_page.py", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
-           "--browser.gatherUsageStats", "false"]
-    with open(log_path, "wb") as log:
-        return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
 
 
 def _idle(page) -> None:
@@ -182,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             app_url = f"http://127.0.0.1:{port}"
             wait_healthy(app_url, proc=procs[-1])
         floor_port = free_port()
-        procs.append(floor_server(floor_port, logs / f"bench_browser_floor_{floor_port}.log"))
+        procs.append(start_server(floor_port, logs / f"bench_browser_floor_{floor_port}.log", "tools/floor_page.py"))
         floor_url = f"http://127.0.0.1:{floor_port}"
         wait_healthy(floor_url, proc=procs[-1])
         report = {"load_average": os.getloadavg(), "repeats": args.repeats, "pages": {}}

@@ -41,9 +41,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int, log_path: Path) -> subprocess.Popen:
-    """`streamlit run app.py` on 127.0.0.1:port (the repo's .streamlit/config.toml applies), log to a file."""
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+def start_server(port: int, log_path: Path, script: str = "app.py") -> subprocess.Popen:
+    """`streamlit run <script>` on 127.0.0.1:port (the repo's .streamlit/config.toml applies), log to a file."""
+    cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
            "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
            "--browser.gatherUsageStats", "false"]
     with open(log_path, "wb") as log:
