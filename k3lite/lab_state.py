@@ -37,8 +37,8 @@ from pathlib import Path
 import torch
 
 from k3lite.lab import LabConfig, train
-from k3lite.lab_sweep import (REPORT_ORDER, RESULTS_DIR, _claim, load_runs, mean_std, report_verdict, save_record,
-                              short_name)
+from k3lite.lab_sweep import (REPORT_ORDER, RESULTS_DIR, _claim, load_runs, mean_std, report_verdict, run_workers,
+                              save_record, short_name)
 from k3lite.memory import kda_state_bytes, kv_cache_bytes
 from k3lite.viz.style import fmt_bytes
 
@@ -384,17 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --workers must be >= 1", file=sys.stderr)
         return 2
     claims = Path(tempfile.gettempdir()) / f"k3lite_state_claims_{os.getpid()}"
-    if args.workers == 1:
-        work(results, claims)
-        return 0
-    import multiprocessing as mp  # only the multi-worker driver needs it
-
-    procs = [mp.Process(target=work, args=(results, claims)) for _ in range(args.workers)]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join()
-    return max((proc.exitcode or 0) for proc in procs)
+    return run_workers(args.workers, work, (results, claims))
 
 
 if __name__ == "__main__":

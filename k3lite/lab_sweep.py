@@ -725,13 +725,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     claims = Path(tempfile.gettempdir()) / f"k3lite_lab_claims_{os.getpid()}"
     todo_fn = long_pending if args.cmd == "long" else pending
-    if args.workers == 1:
-        work(results, tasks, claims, todo_fn=todo_fn)
+    return run_workers(args.workers, work, (results, tasks, claims), {"todo_fn": todo_fn})
+
+
+def run_workers(n: int, target, args: tuple, kwargs: dict | None = None) -> int:
+    """Run `target(*args, **kwargs)` in this process (n = 1) or in n worker processes that share one sweep through
+    its claim files; the worst exit code."""
+    if n == 1:
+        target(*args, **(kwargs or {}))
         return 0
     import multiprocessing as mp  # only the multi-worker driver needs it
 
-    procs = [mp.Process(target=work, args=(results, tasks, claims), kwargs={"todo_fn": todo_fn})
-             for _ in range(args.workers)]
+    procs = [mp.Process(target=target, args=args, kwargs=kwargs or {}) for _ in range(n)]
     for proc in procs:
         proc.start()
     for proc in procs:
