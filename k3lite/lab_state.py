@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from k3lite.lab import LabConfig, train
+from k3lite.lab import INITS, LabConfig, train
 from k3lite.lab_sweep import (REPORT_ORDER, RESULTS_DIR, _claim, load_runs, mean_std, report_verdict, run_workers,
                               save_record, short_name)
 from k3lite.memory import kda_state_bytes, kv_cache_bytes
@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--head-dim", type=int, required=True)
     r.add_argument("--lr", type=float, required=True)
     r.add_argument("--seed", type=int, required=True)
-    r.add_argument("--init", default="lab", choices=("lab", "reference"))
+    r.add_argument("--init", default="lab", choices=INITS)
     r.add_argument("--results", default=str(STATE_DIR))
     t = sub.add_parser("table", help="print mean, spread and n per (mixer, head dim) of the finished runs")
     t.add_argument("--results", default=str(STATE_DIR))
