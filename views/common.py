@@ -91,3 +91,32 @@ def interconnect_query(deployment, preset: str) -> dict[str, str]:
     return {"ic_preset": preset, "ic_topology": topology, "ic_ep": str(deployment.ep_size),
             "ic_scheme": deployment.scheme, "ic_node_limit": str(deployment.node_limit),
             "ic_dispatch": deployment.dispatch, "ic_combine": deployment.combine}
+
+
+# ------------------------------------------------------------------------------------ every page
+def reset_button(*prefixes: str, label: str = "Reset to defaults") -> None:
+    """A button that puts every widget whose key starts with one of `prefixes` back to its default: it forgets
+    their session state and their values in the URL (url_state then seeds the defaults again on the rerun)."""
+    if not st.button(label, key=f"reset_{'_'.join(prefixes)}", help="Every control on this page back to its default"):
+        return
+    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(prefixes)]:
+        del st.session_state[key]
+    for key in [k for k in st.query_params if k.startswith(prefixes)]:
+        del st.query_params[key]
+    st.rerun()
+
+
+def show_code(*functions, title: str = "The code behind this figure") -> None:
+    """An expander with the readable source of the functions that computed a figure, each with its file and line
+    (the library's own code, as it just ran)."""
+    import inspect
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    with st.expander(title):
+        for fn in functions:
+            fn = inspect.unwrap(fn)
+            path = Path(inspect.getsourcefile(fn)).resolve()
+            where = path.relative_to(root) if path.is_relative_to(root) else path.name
+            st.caption(f"`{fn.__qualname__}` — `{where}`, line {inspect.getsourcelines(fn)[1]}")
+            st.code(inspect.getsource(fn), language="python")
