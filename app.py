@@ -3,7 +3,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from k3lite.guards import bounded_threads
+from k3lite.base.guards import bounded_threads
 from k3lite.viz.style import APP_CSS
 from views.registry import PAGES
 

@@ -2,6 +2,6 @@
 
 Pure PyTorch + numpy; never imports Streamlit (the app lives in app.py and views/).
 """
-from k3lite.config import K3Config, KDAConfig, MLAConfig, MoEConfig, PRESETS, get_preset
+from k3lite.model.config import K3Config, KDAConfig, MLAConfig, MoEConfig, PRESETS, get_preset
 
 __all__ = ["K3Config", "KDAConfig", "MLAConfig", "MoEConfig", "PRESETS", "get_preset"]

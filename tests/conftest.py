@@ -90,7 +90,7 @@ def full_error_details():
 @contextmanager
 def heavy_slot_taken(what: str = "another visitor's job", hold_s: float = 120):
     """Another session holds the heavy-work slot (in a thread) for the duration of the block."""
-    from k3lite import guards
+    from k3lite.base import guards
 
     started, release = threading.Event(), threading.Event()
 

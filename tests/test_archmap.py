@@ -6,10 +6,10 @@ own rule; the per-part numbers against count_params.
 import pytest
 import torch
 
-from k3lite.anatomy import PARTS, anatomy
-from k3lite.config import PRESETS, KDAConfig, K3Config, MLAConfig, MoEConfig, get_preset
-from k3lite.model import K3Model
-from k3lite.params import count_params
+from k3lite.analytic.anatomy import PARTS, anatomy
+from k3lite.model.config import PRESETS, KDAConfig, K3Config, MLAConfig, MoEConfig, get_preset
+from k3lite.model.stack import K3Model
+from k3lite.analytic.params import count_params
 from k3lite.viz.archmap import architecture_map, collapse, layout, stage_index
 from k3lite.viz.model import stages
 from k3lite.viz.style import CONCEPT, LINK

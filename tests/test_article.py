@@ -4,10 +4,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from k3lite.article import sparsity_shares
-from k3lite.config import get_preset, routed_fraction
-from k3lite.params import count_params
-from k3lite.tour import STEPS
+from k3lite.tour.article import sparsity_shares
+from k3lite.model.config import get_preset, routed_fraction
+from k3lite.analytic.params import count_params
+from k3lite.tour.steps import STEPS
 
 
 def test_the_two_shares_count_different_things_and_add_up():

@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from k3lite.attnres import DepthAttention, ResidualStream, attnres_cost, depth_attention_reference
-from k3lite.config import get_preset
-from k3lite.model import K3Model
+from k3lite.model.attnres import DepthAttention, ResidualStream, attnres_cost, depth_attention_reference
+from k3lite.model.config import get_preset
+from k3lite.model.stack import K3Model
 from k3lite.viz.attnres import depth_matrix, source_names
 
 TOL = dict(atol=1e-5, rtol=1e-5)
@@ -175,9 +175,9 @@ def test_block_size_is_stated_in_the_releases_unit():
     from streamlit.testing.v1 import AppTest
 
     from conftest import ROOT
-    from k3lite.attnres import block_size_words
-    from k3lite.config import get_preset
-    from k3lite.tour import STEPS
+    from k3lite.model.attnres import block_size_words
+    from k3lite.model.config import get_preset
+    from k3lite.tour.steps import STEPS
     assert block_size_words(24) == "12 layers (24 sublayers)" and block_size_words(2) == "1 layer (2 sublayers)"
     assert block_size_words(5) == "5 sublayers"
     with pytest.raises(ValueError, match="block_size"):

@@ -2,7 +2,7 @@
 import re
 
 from k3lite.bench import kda as bench_kda, model as bench_model, train as bench_train
-from k3lite.kda.chunk import chunk_flops
+from k3lite.model.kda.chunk import chunk_flops
 
 
 def test_bench_kda_prints_a_roofline_row_per_length(capsys):

@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from k3lite.config import get_preset
-from k3lite.tour import STEPS
+from k3lite.model.config import get_preset
+from k3lite.tour.steps import STEPS
 from k3lite.viz.archmap import BIG_MARKER
 from k3lite.viz.model import stages
 from test_browser import (LOAD_TIMEOUT_MS, ROOT, assert_clean, browser, pytestmark,  # noqa: F401  (browser: the

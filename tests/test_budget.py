@@ -1,12 +1,12 @@
-"""The memory estimate before a live build (k3lite/budget.py): the parameter count is the meta count, the
+"""The memory estimate before a live build (k3lite/analytic/budget.py): the parameter count is the meta count, the
 activation estimate grows as it should, and a refusal names the nearest setting that fits (checked to fit)."""
 import re
 
 import pytest
 
-from k3lite import budget
-from k3lite.config import get_preset
-from k3lite.params import count_params
+from k3lite.analytic import budget
+from k3lite.model.config import get_preset
+from k3lite.analytic.params import count_params
 
 MB = budget.MB
 

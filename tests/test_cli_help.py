@@ -3,7 +3,7 @@ import pytest
 
 from k3lite.bench import APP_BENCHES, BENCHES
 from k3lite.bench.__main__ import main as bench_main
-from k3lite.train import main as train_main
+from k3lite.experiments.train import main as train_main
 
 
 def test_bench_help_lists_every_bench_and_exits_0(capsys):

@@ -19,9 +19,9 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import APP_PAGE_PATHS, heavy_slot_taken
 from streamlit_internals import cached_modules, make_apptest_thread_safe
-from k3lite.moe_demo import model_moe_inputs
-from k3lite.config import get_preset
-from k3lite.model import K3Model
+from k3lite.experiments.moe_demo import model_moe_inputs
+from k3lite.model.config import get_preset
+from k3lite.model.stack import K3Model
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_PATHS = APP_PAGE_PATHS

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from k3lite.config import PRESETS, K3Config, KDAConfig, MLAConfig, MoEConfig, get_preset, kimi_k3
+from k3lite.model.config import PRESETS, K3Config, KDAConfig, MLAConfig, MoEConfig, get_preset, kimi_k3
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

@@ -14,10 +14,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from k3lite.config import get_preset, routed_fraction
-from k3lite.cost import PRICES, ModelPrice, TaskProfile, split_what_ifs
-from k3lite.kda import probe_claims, recall_probe
-from k3lite.params import active_with_embedding, count_params, fmt
+from k3lite.model.config import get_preset, routed_fraction
+from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, split_what_ifs
+from k3lite.model.kda import probe_claims, recall_probe
+from k3lite.analytic.params import active_with_embedding, count_params, fmt
 from k3lite.viz.model import WHAT
 from k3lite.viz.params import ACTIVE_CONVENTION
 from views.registry import PAGES, SHIPPED_INPUTS

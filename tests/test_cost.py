@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from k3lite.cost import (
+from k3lite.analytic.cost import (
     PRICES, ModelPrice, TaskProfile, analyze, break_even_success, planner_worker, savings, savings_curve, simulate, single_model,
     split_what_ifs,
 )
@@ -160,9 +160,9 @@ def test_split_what_ifs_are_computed_not_asserted():
 def test_seed_claims_are_attributed_to_what_states_them():
     """Issue 28 item 2: pages called the seed article "the K3 announcement" and said it reports the 9-10x and the
     $3 / $15; it is a third-party blog post that credits the 9-10x to "reported experiments" and calls such figures
-    directional. One wording (k3lite.sources) for every page; no page calls it the announcement."""
+    directional. One wording (k3lite.base.sources) for every page; no page calls it the announcement."""
     from conftest import ROOT
-    from k3lite import sources
+    from k3lite.base import sources
     for path in list((ROOT / "views").glob("*.py")) + list((ROOT / "k3lite").rglob("*.py")):
         if path.name in ("sources.py", "config.py"):  # sources says what it is not; config is another task's
             continue

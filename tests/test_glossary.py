@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from k3lite.glossary import GLOSSARY, lookup, search
+from k3lite.tour.glossary import GLOSSARY, lookup, search
 from views.registry import PAGES, by_url_path
 
 # an abbreviation: a word with a capital after its first letter or a digit (MLA, EP, MoE, NVL72, B300, FLOPs)
@@ -57,7 +57,7 @@ def test_every_abbreviation_in_a_page_heading_has_an_entry(page):
     known = lookup()
     missing = sorted({a for text in headings()[page] for a in abbreviations(text)
                       if a not in known and a.lower() not in known and a.rstrip("s") not in known})
-    assert not missing, f"{page}: add to k3lite/glossary.py: {missing}"
+    assert not missing, f"{page}: add to k3lite/tour/glossary.py: {missing}"
 
 
 def test_the_issue_list_is_covered():

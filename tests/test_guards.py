@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conftest import heavy_slot_taken
-from k3lite import guards
+from k3lite.base import guards
 
 def test_bounded_threads_caps_and_never_raises(monkeypatch):
     before = torch.get_num_threads()

@@ -1,16 +1,16 @@
-"""The hybrid KV-cache / decode-cost model behind views/hybrid_attention.py (byte counts from k3lite.memory)."""
+"""The hybrid KV-cache / decode-cost model behind views/hybrid_attention.py (byte counts from k3lite.analytic.memory)."""
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from k3lite import memory
-from k3lite.config import get_preset
-from k3lite.hardware import get_gpu
-from k3lite.hybrid import (
+from k3lite.analytic import memory
+from k3lite.model.config import get_preset
+from k3lite.analytic.hardware import get_gpu
+from k3lite.analytic.hybrid import (
     REPORTED, active_params, batch_limited, batch_limited_speedup, bytes_ceiling, cache_passes_weights, decode_cost, efficiency_to_match, hybrid_config,
     gpus_for_one_sequence, kv_reduction, max_context_on_one_gpu, speedup_vs_full_mla,
 )
-from k3lite.params import count_params
+from k3lite.analytic.params import count_params
 from k3lite.viz.style import fmt_bytes
 
 ONE_M = 1 << 20

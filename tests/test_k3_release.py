@@ -8,12 +8,12 @@ import re
 import pytest
 import torch
 
-from k3lite.config import K3_DECAY_LOWER_BOUND, MoEConfig, get_preset
-from k3lite.model import K3Model, released_attn_res_forward
-from k3lite.moe import (LatentMoE, Router, cut_histogram, latent_moe_reference, merge_histograms, quantile_beta,
+from k3lite.model.config import K3_DECAY_LOWER_BOUND, MoEConfig, get_preset
+from k3lite.model.stack import K3Model, released_attn_res_forward
+from k3lite.model.moe import (LatentMoE, Router, cut_histogram, latent_moe_reference, merge_histograms, quantile_beta,
                         quantile_bias, quantile_bias_histogram, quantile_bias_reference, released_gate_reference,
                         routing_metrics)
-from k3lite.nn import GLUActivation, SwiGLU, situ_glu, situ_glu_reference
+from k3lite.model.nn import GLUActivation, SwiGLU, situ_glu, situ_glu_reference
 
 
 # ------------------------------------------------------------------------------------------ SiTU-GLU
@@ -213,7 +213,7 @@ def test_kimi_k3_attn_res_reads_at_most_nine_sources():
 
 # ------------------------------------------------------------------------------------------ item 5 panels
 def test_glu_curves_show_the_bound():
-    from k3lite.nn import glu_curves
+    from k3lite.model.nn import glu_curves
     c = glu_curves(-60, 60, 241)
     assert c.bound == 100.0 and float(c.situ.abs().max()) < c.bound < float(c.swiglu.max())
     with pytest.raises(ValueError, match="hi > lo"):
@@ -221,7 +221,7 @@ def test_glu_curves_show_the_bound():
 
 
 def test_decay_memory_at_k3s_bound():
-    from k3lite.memory import FP32_MIN_NORMAL_LOG, chunk_decay_floor, decay_memory
+    from k3lite.analytic.memory import FP32_MIN_NORMAL_LOG, chunk_decay_floor, decay_memory
     m = decay_memory(K3_DECAY_LOWER_BOUND, [0, 1, 2])
     assert m.tokens_to_threshold == pytest.approx(math.log(100) / 5)  # 0.92 tokens to 1%
     assert m.kept_after == pytest.approx([1.0, math.exp(-5), math.exp(-10)])
@@ -234,7 +234,7 @@ def test_kda_page_states_the_bound_from_its_numbers():
     from streamlit.testing.v1 import AppTest
 
     from conftest import ROOT
-    from k3lite.memory import decay_memory
+    from k3lite.analytic.memory import decay_memory
     at = AppTest.from_file(str(ROOT / "views" / "kda.py"), default_timeout=120).run()
     assert not at.exception, [e.message for e in at.exception]
     text = next(c.value for c in at.caption if "gate_lower_bound" in c.value)

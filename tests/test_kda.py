@@ -9,10 +9,11 @@ import torch
 import torch.nn.functional as F
 
 from conftest import ROOT
-from k3lite import kda, memory
-from k3lite.config import KDAConfig, get_preset
-from k3lite.kda.layer import KimiDeltaAttention
-from k3lite.params import count_params
+from k3lite.model import kda
+from k3lite.analytic import memory
+from k3lite.model.config import KDAConfig, get_preset
+from k3lite.model.kda.layer import KimiDeltaAttention
+from k3lite.analytic.params import count_params
 
 TOL = 1e-4
 
@@ -71,7 +72,7 @@ def test_chunk_mixed_fallback_blocks():
 @pytest.mark.parametrize("C", [1, 5, 16, 17, 32, 33, 64])
 def test_blocked_unit_lower_inverse(C):
     """The UT transform's blocked inverse equals the plain inverse and reads only the strict lower triangle."""
-    from k3lite.kda.chunk import _unit_lower_inverse
+    from k3lite.model.kda.chunk import _unit_lower_inverse
     gen = torch.Generator().manual_seed(C)
     N = torch.randn(3, C, C, generator=gen, dtype=torch.float64) * 0.3
     want = torch.linalg.inv(torch.eye(C, dtype=torch.float64) + N.tril(-1))
@@ -435,7 +436,7 @@ def test_page_bad_input_is_a_message():
 
 def test_short_conv_is_the_depthwise_conv1d():
     """short_conv (shifted multiply-adds) gives the bits of the grouped F.conv1d it replaces, tail included."""
-    from k3lite.kda.layer import short_conv
+    from k3lite.model.kda.layer import short_conv
     torch.manual_seed(0)
     x, w, tail = torch.randn(2, 9, 12), torch.randn(12, 1, 4), torch.randn(2, 3, 12)
     xx = torch.cat([tail, x], dim=1)

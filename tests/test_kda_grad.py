@@ -1,4 +1,4 @@
-"""The hand-written backward of the chunk kernel (k3lite/kda/grad.py) against autograd of the step-by-step
+"""The hand-written backward of the chunk kernel (k3lite/model/kda/grad.py) against autograd of the step-by-step
 recurrence: every mixer the lab trains, initial and final state, ragged tails, chunks of up to and over 32
 rows, and chunks whose decay is so strong that the Grams fall back to the steep path (exact blocks up to 32
 rows, the two-level factorisation beyond).
@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from k3lite import kda
-from k3lite.kda import ops
-from k3lite.kda.grad import ChunkGatedDelta
+from k3lite.model import kda
+from k3lite.model.kda import ops
+from k3lite.model.kda.grad import ChunkGatedDelta
 
 TOL = 1e-3
 

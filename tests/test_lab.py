@@ -5,13 +5,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import k3lite.kda as kda
-from k3lite.config import K3_DECAY_LOWER_BOUND
-from k3lite.kda.layer import KimiDeltaAttention
-from k3lite.lab import (INITS, MIXERS, RECURRENT_MIXERS, LabConfig, LabModel, build, causal_conv, evaluate,
+import k3lite.model.kda as kda
+from k3lite.model.config import K3_DECAY_LOWER_BOUND
+from k3lite.model.kda.layer import KimiDeltaAttention
+from k3lite.experiments.lab import (INITS, MIXERS, RECURRENT_MIXERS, LabConfig, LabModel, build, causal_conv, evaluate,
                         summary_rows, train)
-from k3lite.lm_train import steps_to_reach
-from k3lite.train import main
+from k3lite.experiments.lm_train import steps_to_reach
+from k3lite.experiments.train import main
 from k3lite.viz.lab import curves_figure, smooth
 
 from conftest import ROOT
@@ -62,7 +62,7 @@ def test_mixers_are_causal(mixer):
 
 @pytest.mark.parametrize("mixer", [m for m in RECURRENT_MIXERS if m != "kda"])
 def test_recurrent_mixers_call_the_shared_kernels(mixer, monkeypatch):
-    """No private copies: the lab runs k3lite.kda.MIXER_KERNELS[name], with the gate shapes it expects."""
+    """No private copies: the lab runs k3lite.model.kda.MIXER_KERNELS[name], with the gate shapes it expects."""
     calls = []
     real = kda.MIXER_KERNELS[mixer]
 
@@ -79,7 +79,7 @@ def test_recurrent_mixers_call_the_shared_kernels(mixer, monkeypatch):
 
 @pytest.mark.parametrize("init", INITS)
 def test_the_labs_kda_is_the_librarys_layer_in_k3s_form(init):
-    """One KDA: the lab trains `k3lite.kda.KimiDeltaAttention` (the layer of the other pages), with K3's released
+    """One KDA: the lab trains `k3lite.model.kda.KimiDeltaAttention` (the layer of the other pages), with K3's released
     decay bound and full-rank output gate; a standalone library layer with the same weights gives the same output."""
     cfg = LabConfig(mixer="kda", init=init, **TINY)
     model = LabModel(cfg)
@@ -99,7 +99,7 @@ def test_the_labs_kda_is_the_librarys_layer_in_k3s_form(init):
 
 
 def test_the_labs_kda_runs_the_library_chunk_kernel(monkeypatch):
-    import k3lite.kda.layer as layer_mod
+    import k3lite.model.kda.layer as layer_mod
 
     calls = []
     real = layer_mod.chunk_kda
@@ -139,7 +139,7 @@ def test_cli_writes_valid_json(tmp_path):
             "--json", str(out), "--quiet"]
     assert main(argv) == 0
     data = json.loads(out.read_text())
-    assert data["command"].startswith("python -m k3lite.train --task mqar")
+    assert data["command"].startswith("python -m k3lite.experiments.train --task mqar")
     assert [r["config"]["mixer"] for r in data["runs"]] == ["kda", "attention"]
     for run in data["runs"]:
         assert run["steps_done"] == 6 and len(run["curve"]["loss"]) == 6
@@ -165,7 +165,7 @@ def test_train_dispatches_task_runs_to_the_lab(tmp_path):
 def test_every_training_run_speaks_one_flag_convention(capsys):
     """The lab, the AttnRes experiment and the checkpoint share --steps/--batch-size/--seq-len/... with one
     meaning; bad values are refused before any training (exit 2, the flag named)."""
-    from k3lite.train import lab_parser
+    from k3lite.experiments.train import lab_parser
 
     shared = ["--steps", "--batch-size", "--seq-len", "--lr", "--seed", "--eval-every", "--threads"]
     lab_flags = {o for a in lab_parser()._actions for o in a.option_strings}
@@ -184,7 +184,7 @@ def test_one_lr_schedule_for_lab_and_lm():
     the shipped lab runs used."""
     import math
 
-    from k3lite.lab import lr_at
+    from k3lite.experiments.lab import lr_at
 
     cfg = LabConfig(**{**TINY, "steps": 40, "lr": 0.01})
     warmup = max(1, int(cfg.warmup_frac * cfg.steps))

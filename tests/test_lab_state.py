@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-import k3lite.lab_state as state
-from k3lite import memory
-from k3lite.lab import LabModel
+import k3lite.experiments.lab_state as state
+from k3lite.analytic import memory
+from k3lite.experiments.lab import LabModel
 
 
 def _rec(mixer, K, lr, seed, acc, loss=1.0, init="lab", wall_s=10.0, evals=None, solved=False):
@@ -37,7 +37,7 @@ def test_a_job_builds_the_model_whose_state_it_counts():
     assert (cfg.seq_len, cfg.num_pairs, cfg.head_dim, cfg.n_heads) == (128, 32, 8, 2) and cfg.steps == state.STEPS
     model = LabModel(cfg)
     assert model.mixers[0].head_dim == 8
-    assert job.command == "python -m k3lite.lab_state run --mixer gdn --head-dim 8 --lr 0.01 --seed 0"
+    assert job.command == "python -m k3lite.experiments.lab_state run --mixer gdn --head-dim 8 --lr 0.01 --seed 0"
     assert state.Job("kda", 16, 1e-2, 1, "reference").command.endswith("--seed 1 --init reference")
 
 

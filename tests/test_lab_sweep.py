@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from conftest import ROOT
-from k3lite import lab_sweep as sweep
-from k3lite.lab import LabConfig, LabModel, train
+from k3lite.experiments import lab_sweep as sweep
+from k3lite.experiments.lab import LabConfig, LabModel, train
 
 
 # ------------------------------------------------------------------------------------------ stopping rule

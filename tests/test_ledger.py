@@ -6,10 +6,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from k3lite import ledger as L
-from k3lite.attnres import attnres_cost
-from k3lite.config import get_preset
-from k3lite.memory import decode_weight_bytes, sequence_cache_bytes, weight_bytes
+from k3lite.analytic import ledger as L
+from k3lite.model.attnres import attnres_cost
+from k3lite.model.config import get_preset
+from k3lite.analytic.memory import decode_weight_bytes, sequence_cache_bytes, weight_bytes
 from k3lite.interconnect import Deployment, analytic_traffic, get_topology
 from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.style import COUNTERFACTUAL_PATTERN, fmt_bytes
@@ -49,8 +49,8 @@ def test_latent_off_is_the_same_sized_classic_moe():
     """Issue 28 item 3: "latent off" kept 896 experts top-16 and doubled each one (5.49T parameters, 142B active),
     so 29.05 GB of its 29.1 GB "saving" was reading bigger weights. The counterfactual is the serving waterfall's
     classic design: same parameters and active compute, no latent."""
-    from k3lite.params import count_params
-    from k3lite.serving_compare import classic_variant
+    from k3lite.analytic.params import count_params
+    from k3lite.analytic.serving_compare import classic_variant
     cfg = get_preset("kimi-k3")
     plain = L.variant(cfg, L.ONE_OFF["latent"])
     assert plain.moe == classic_variant(cfg).moe and not plain.moe.latent_dim

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from k3lite.config import MLAConfig
-from k3lite.mla import GatedMLA, MLACache, mla_reference
+from k3lite.model.config import MLAConfig
+from k3lite.model.mla import GatedMLA, MLACache, mla_reference
 
 TOL = dict(atol=1e-5, rtol=1e-4)  # fp32
 

@@ -5,13 +5,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from k3lite.checkpoint import DEFAULT_PATH, checkpoint_meta, load_lite_model, save_checkpoint
-from k3lite.config import K3Config, KDAConfig, MLAConfig, MoEConfig, get_preset
-from k3lite.model import K3Model, loss_fn, n_params
-from k3lite.moe_demo import calibration_stream
-from k3lite.params import count_params, dense_baseline_for
-from k3lite.tokenizer import decode, encode, token_label
-from k3lite.trace import KDA_FIELDS, MLA_FIELDS, MOE_FIELDS
+from k3lite.model.checkpoint import DEFAULT_PATH, checkpoint_meta, load_lite_model, save_checkpoint
+from k3lite.model.config import K3Config, KDAConfig, MLAConfig, MoEConfig, get_preset
+from k3lite.model.stack import K3Model, loss_fn, n_params
+from k3lite.experiments.moe_demo import calibration_stream
+from k3lite.analytic.params import count_params, dense_baseline_for
+from k3lite.base.tokenizer import decode, encode, token_label
+from k3lite.model.trace import KDA_FIELDS, MLA_FIELDS, MOE_FIELDS
 
 TOL = dict(atol=2e-5, rtol=1e-4)  # fp32, 8 sublayers deep
 
@@ -187,7 +187,7 @@ def test_dense_baseline_matches_active_params():
 
 # ------------------------------------------------------------------------------------- checkpoint
 def _val_batch():
-    from k3lite.lm_train import val_batches
+    from k3lite.experiments.lm_train import val_batches
 
     sets = val_batches(seed=123, n_batches=1, batch_size=4, seq_len=96)
     return sets["stdlib"] + sets["synthetic"]
@@ -250,7 +250,7 @@ def test_every_stage_has_a_figure():
 def test_stepper_next_and_prev_walk_through_all_stages(root):
     from streamlit.testing.v1 import AppTest
 
-    from k3lite.config import get_preset as preset
+    from k3lite.model.config import get_preset as preset
     from k3lite.viz.model import stages
 
     cfg = preset("lite")
@@ -289,7 +289,7 @@ def test_attention_residuals_page_modes(root):
 
 def test_rmsnorm_gives_the_bits_of_its_formula():
     """RMSNorm runs the fused F.rms_norm; it must equal x * rsqrt(mean(x^2) + eps) * w computed in fp32."""
-    from k3lite.nn import RMSNorm
+    from k3lite.model.nn import RMSNorm
     torch.manual_seed(0)
     norm = RMSNorm(48, eps=1e-6)
     with torch.no_grad():

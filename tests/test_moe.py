@@ -4,9 +4,9 @@ import math
 import pytest
 import torch
 
-from k3lite.config import MoEConfig
-from k3lite.nn import glu_curves
-from k3lite.moe import (
+from k3lite.model.config import MoEConfig
+from k3lite.model.nn import glu_curves
+from k3lite.model.moe import (
     LatentMoE,
     Router,
     RoutedExperts,
@@ -305,7 +305,7 @@ def test_inference_mode_buffer_path_matches_naive():
 
 # ------------------------------------------------------------------------------------------ bench / demo code
 def test_balance_experiment_quantile_and_bias_beat_raw_topk():
-    from k3lite.moe_balance import run_balance
+    from k3lite.experiments.moe_balance import run_balance
 
     runs = run_balance(steps=60, batch=128, methods=("none", "bias", "quantile"))
     tail = {m: sum(r.max_violation[-10:]) / 10 for m, r in runs.items()}
@@ -317,7 +317,7 @@ def test_balance_experiment_quantile_and_bias_beat_raw_topk():
 
 
 def test_prompt_demo_shapes_labels_and_errors():
-    from k3lite.moe_demo import MAX_PROMPT_BYTES, prompt_demo
+    from k3lite.experiments.moe_demo import MAX_PROMPT_BYTES, prompt_demo
 
     c = cfg(n_routed_experts=16, top_k=2, latent_dim=16, latent_norm=True, n_shared_experts=1)
     d = prompt_demo(c, 32, "a b\n日")
@@ -336,8 +336,8 @@ def test_prompt_demo_shapes_labels_and_errors():
 
 def test_model_moe_inputs_are_what_the_trained_router_sees():
     """Hooked hidden states, fed to the model's own router, reproduce the routing its Trace recorded."""
-    from k3lite.moe_demo import model_moe_inputs
-    from k3lite.checkpoint import load_lite_model
+    from k3lite.experiments.moe_demo import model_moe_inputs
+    from k3lite.model.checkpoint import load_lite_model
 
     model, _ = load_lite_model()
     data = b"routing check: the cat sat."
@@ -354,9 +354,9 @@ def test_model_moe_inputs_are_what_the_trained_router_sees():
 
 
 def test_latent_cost_halves_with_the_ratio():
-    from k3lite.moe import latent_cost_per_token
+    from k3lite.analytic.latent import latent_cost_per_token
 
-    from k3lite.config import get_preset
+    from k3lite.model.config import get_preset
     from k3lite.interconnect import wire_bytes_per_token
 
     full = latent_cost_per_token(7168, 3072, 16, 2, 3072, 1.0, n_experts=896)
@@ -372,7 +372,7 @@ def test_latent_cost_halves_with_the_ratio():
 
 
 def test_figures_build_from_routing_data():
-    from k3lite.moe import latent_cost_per_token
+    from k3lite.analytic.latent import latent_cost_per_token
     from k3lite.viz.moe import activation_rows, latent_tradeoff, load_bars, routing_heatmap, violation_curves
 
     idx = torch.tensor([[0, 3], [1, 3], [2, 0]])

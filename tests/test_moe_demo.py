@@ -7,9 +7,9 @@ import torch
 
 from conftest import ROOT
 from k3lite.bench.balance import main as bench_balance
-from k3lite.config import MoEConfig
-from k3lite.moe import Router
-from k3lite.moe_demo import (ExpertChoice, PromptDemo, balance_claim, calibrate, expert_choice, notice_lines,
+from k3lite.model.config import MoEConfig
+from k3lite.model.moe import Router
+from k3lite.experiments.moe_demo import (ExpertChoice, PromptDemo, balance_claim, calibrate, expert_choice, notice_lines,
                              prompt_demo, updates_to_even)
 
 
@@ -151,7 +151,7 @@ def test_one_fit_serves_every_latent_shared_and_method_setting_and_is_never_muta
     the method must not change the fit, and a demo made from a reused fit equals one made from scratch."""
     from dataclasses import replace
 
-    from k3lite.moe_demo import fit_balancers, routing_cfg
+    from k3lite.experiments.moe_demo import fit_balancers, routing_cfg
     base = small_cfg()
     fit = fit_balancers(base, 32, updates=4, update_counts=(1, 2, 4, 8))
     before = {m: r.state_dict() for m, r in fit.routers.items()}
@@ -181,7 +181,7 @@ def test_one_fit_serves_every_latent_shared_and_method_setting_and_is_never_muta
 
 
 def test_seeded_router_is_the_seeded_layers_router_and_ignores_the_global_generator():
-    from k3lite.moe_demo import seeded_layer, seeded_router
+    from k3lite.experiments.moe_demo import seeded_layer, seeded_router
     cfg = small_cfg(n_routed_experts=24)
     torch.manual_seed(123)
     state = torch.get_rng_state()
@@ -197,7 +197,7 @@ def test_the_prompt_panel_reports_what_the_layer_itself_reports():
     import copy
     from dataclasses import replace
 
-    from k3lite.moe_demo import METHODS, byte_features, fit_balancers, seeded_layer
+    from k3lite.experiments.moe_demo import METHODS, byte_features, fit_balancers, seeded_layer
     cfg = small_cfg(capacity_factor=1.0)
     fit = fit_balancers(cfg, 32, updates=4, update_counts=(1, 2, 4, 8))
     prompt = "the cat sat on the mat"
@@ -214,7 +214,7 @@ def test_the_prompt_panel_reports_what_the_layer_itself_reports():
 
 
 def test_a_fit_shares_the_weights_only_the_aux_loss_moves():
-    from k3lite.moe_demo import fit_balancers
+    from k3lite.experiments.moe_demo import fit_balancers
     fit = fit_balancers(small_cfg(), 32, updates=4, update_counts=(1, 2, 4, 8))
     base = fit.routers["none"].weight
     assert fit.routers["bias"].weight is base and fit.routers["quantile"].weight is base

@@ -1,12 +1,12 @@
-"""The no-autograd expert paths (k3lite.moe: padded batched matmuls for each expert's first `cap` rows, one
+"""The no-autograd expert paths (k3lite.model.moe: padded batched matmuls for each expert's first `cap` rows, one
 expert at a time for the rest) against the per-token reference at every split, and the rule that picks the
 split: balanced routing goes into the batch whole, one overfull expert does not set the padding for all."""
 import pytest
 import torch
 from torch.testing import assert_close
 
-from k3lite import moe
-from k3lite.moe import RoutedExperts, expert_forward, expert_forward_naive, padded_rows_cap
+from k3lite.model import moe
+from k3lite.model.moe import RoutedExperts, expert_forward, expert_forward_naive, padded_rows_cap
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 

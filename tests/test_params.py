@@ -6,10 +6,10 @@ import sys
 import pytest
 
 from conftest import ROOT
-from k3lite.config import (KIMI_K3_CHECKPOINT_BYTES, KIMI_K3_STATED_ACTIVE, KIMI_K3_STATED_TOTAL, PRESETS,
+from k3lite.model.config import (KIMI_K3_CHECKPOINT_BYTES, KIMI_K3_STATED_ACTIVE, KIMI_K3_STATED_TOTAL, PRESETS,
                            get_preset, kimi_k3_vision_params)
-from k3lite.memory import RELEASED_K3_FORMATS, checkpoint_bytes
-from k3lite.params import COMPONENTS, count_params
+from k3lite.analytic.memory import RELEASED_K3_FORMATS, checkpoint_bytes
+from k3lite.analytic.params import COMPONENTS, count_params
 
 
 def rel(a, b):
@@ -117,7 +117,7 @@ def test_count_tracks_config_changes():
 
 
 def test_cli_json(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "k3lite.params", "--preset", "deepseek-v3", "--json"],
+    out = subprocess.run([sys.executable, "-m", "k3lite.analytic.params", "--preset", "deepseek-v3", "--json"],
                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=True)
     data = json.loads(out.stdout)
     assert isinstance(data["total"], int) and isinstance(data["active"], int)
@@ -126,7 +126,7 @@ def test_cli_json(tmp_path):
 
 
 def test_cli_bad_preset():
-    out = subprocess.run([sys.executable, "-m", "k3lite.params", "--preset", "nope"],
+    out = subprocess.run([sys.executable, "-m", "k3lite.analytic.params", "--preset", "nope"],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 2 and "unknown preset" in out.stderr
 

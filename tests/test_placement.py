@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from k3lite.interconnect import expected_copies
-from k3lite.placement import gpu_view, mean_load_per_expert
+from k3lite.analytic.placement import gpu_view, mean_load_per_expert
 
 
 def slow_counts(topk_idx, n_experts, n_gpus):

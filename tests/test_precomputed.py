@@ -1,4 +1,4 @@
-"""Shipped precomputed results (k3lite/precomputed.py): they are what the live code computes, a stale or
+"""Shipped precomputed results (k3lite/experiments/precomputed.py): they are what the live code computes, a stale or
 tampered asset is never used, and the MoE page at its defaults uses them (its cold first render is the goal)."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from k3lite import precomputed
-from k3lite.moe import RoutingStats
+from k3lite.experiments import precomputed
+from k3lite.model.moe import RoutingStats
 
 
 def sample_tree():
@@ -75,7 +75,7 @@ def test_a_tampered_asset_is_not_used(tiny_asset):
 def test_shipped_assets_are_fresh(name):
     assert precomputed.shipped(name) is not None, (
         f"assets/precomputed/{name} is missing or stale (its inputs changed): the page computes it live until "
-        "`python -m k3lite.precomputed` makes it again")
+        "`python -m k3lite.experiments.precomputed` makes it again")
 
 
 def test_shipped_results_are_what_the_live_code_computes():

@@ -1,4 +1,4 @@
-"""k3lite/rng.py: a seeded build gives the seed's weights whatever other sessions build at the same moment, and
+"""k3lite/base/rng.py: a seeded build gives the seed's weights whatever other sessions build at the same moment, and
 every module build on a server path goes through it."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import threading
 import torch
 
 from conftest import ROOT
-from k3lite.rng import seeded
+from k3lite.base.rng import seeded
 
-CLI_ONLY = {"k3lite/lm_train.py", "k3lite/bench/model.py", "k3lite/bench/moe.py"}  # command-line runs, one per process
+CLI_ONLY = {"k3lite/experiments/lm_train.py", "k3lite/bench/model.py", "k3lite/bench/moe.py"}  # command-line runs, one per process
 
 
 def build(seed: int) -> torch.Tensor:
@@ -57,11 +57,11 @@ def test_a_seeded_build_leaves_the_global_generator_as_it_was():
 
 
 def test_no_server_path_reseeds_the_global_generator():
-    """A bare global reseed on a server path races with other sessions' builds: use k3lite.rng.seeded."""
+    """A bare global reseed on a server path races with other sessions' builds: use k3lite.base.rng.seeded."""
     hits = []
     for path in [*sorted((ROOT / "k3lite").rglob("*.py")), *sorted((ROOT / "views").glob("*.py")), ROOT / "app.py"]:
         rel = path.relative_to(ROOT).as_posix()
-        if rel in CLI_ONLY or rel == "k3lite/rng.py":
+        if rel in CLI_ONLY or rel == "k3lite/base/rng.py":
             continue
         hits += [f"{rel}:{n}" for n, line in enumerate(path.read_text().splitlines(), 1)
                  if re.search(r"torch\.(random\.)?manual_seed\(", line)]

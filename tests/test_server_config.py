@@ -110,7 +110,7 @@ def test_nothing_unpickles():
                 if any(n and n.split(".")[0] in ("pickle", "dill", "joblib", "cloudpickle") for n in names):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} imports a pickle library")
     assert not offenders, offenders
-    src = (ROOT / "k3lite" / "checkpoint.py").read_text()
+    src = (ROOT / "k3lite" / "model" / "checkpoint.py").read_text()
     assert "safetensors" in src
 
 

@@ -1,4 +1,4 @@
-"""The serving model (k3lite/serving.py, serving_compare.py) and its page: hand-computed cases per formula,
+"""The serving model (k3lite/analytic/serving.py, serving_compare.py) and its page: hand-computed cases per formula,
 refusals before anything large is built, the CLI's JSON, and the bound against published measurements."""
 import json
 import math
@@ -8,14 +8,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from k3lite import memory
-from k3lite.config import get_preset
-from k3lite.hardware import get_gpu
-from k3lite.serving import (
+from k3lite.analytic import memory
+from k3lite.model.config import get_preset
+from k3lite.analytic.hardware import get_gpu
+from k3lite.analytic.serving import (
     Serving, best_batch, capacity, check_fits, decode_step, main, pareto, placement, prefill_usd_per_m_input,
     wire_bytes_per_token,
 )
-from k3lite.serving_compare import (
+from k3lite.analytic.serving_compare import (
     FP8, PUBLISHED, classic_variant, gpus_for_weights, physics_price, validate, waterfall,
 )
 
@@ -227,7 +227,7 @@ def test_cost_page_can_use_the_physics_price():
 def test_speculation_by_hand():
     """A verification step runs draft + 1 tokens of each sequence (compute, wire and expert hits scale with them,
     the cache is read once); the drafter adds its own time; each sequence emits `acceptance` tokens."""
-    from k3lite.serving import Speculation
+    from k3lite.analytic.serving import Speculation
     base = Serving("kimi-k2", "H200", 16, 16, 1, FP8, 8192)
     sp = Speculation(draft_tokens=3, acceptance=2.5, drafter="draft-model", draft_params=1e9)
     b, gpu, cfg = 8, get_gpu("H200"), get_preset("kimi-k2")
@@ -249,8 +249,8 @@ def test_speculation_by_hand():
 
 
 def test_mtp_only_where_a_model_ships_one():
-    from k3lite.config import PRESETS
-    from k3lite.serving import K3_PRESET, MTP_LAYERS, Speculation, has_mtp
+    from k3lite.model.config import PRESETS
+    from k3lite.analytic.serving import K3_PRESET, MTP_LAYERS, Speculation, has_mtp
     assert set(PRESETS) <= set(MTP_LAYERS)  # every preset says whether it ships an MTP layer
     assert has_mtp("deepseek-v3") and not has_mtp(K3_PRESET) and not has_mtp("kimi-k2")
     with pytest.raises(ValueError, match="ships no MTP layer"):
@@ -264,7 +264,7 @@ def test_mtp_only_where_a_model_ships_one():
 
 def test_prefill_pool_by_hand():
     """Prefill: compute at peak, DeepEP normal-kernel wire, this GPU's weights once per chunk; the max of them."""
-    from k3lite.serving import prefill_step
+    from k3lite.analytic.serving import prefill_step
     s = Serving("kimi-k2", "B300", 32, 32, 1, FP8, 8192, usd_per_gpu_hour=3.6)
     cfg, gpu = s.cfg, get_gpu("B300")
     pre = prefill_step(s, 4096)
@@ -283,8 +283,8 @@ def test_prefill_pool_by_hand():
 @pytest.mark.parametrize("spec", ["default", None])
 def test_bound_stands_above_vllms_k3_figures(spec):
     """vLLM's K3 post, one B300 node TP8: the bound is never below a measurement, with or without speculation."""
-    from k3lite.serving import Speculation
-    from k3lite.serving_compare import VLLM_K3, validate_vllm_k3
+    from k3lite.analytic.serving import Speculation
+    from k3lite.analytic.serving_compare import VLLM_K3, validate_vllm_k3
     rows = validate_vllm_k3(Speculation() if spec == "default" else None)
     assert [r["concurrency"] for r in rows] == [m.concurrency for m in VLLM_K3] == [1, 4, 16]
     for r in rows:
@@ -294,8 +294,8 @@ def test_bound_stands_above_vllms_k3_figures(spec):
 
 
 def test_speculation_sentence_is_the_two_steps():
-    from k3lite.serving import Speculation
-    from k3lite.serving_compare import speculation_sentence
+    from k3lite.analytic.serving import Speculation
+    from k3lite.analytic.serving_compare import speculation_sentence
     s = Serving("deepseek-v3", "H800", 16, 16, 1, FP8, 4096, spec=Speculation(1, 1.85, "mtp"))
     plain, spec = decode_step(s.with_(spec=None), 32), decode_step(s, 32)
     text = speculation_sentence(s, 32)
@@ -307,8 +307,8 @@ def test_speculation_sentence_is_the_two_steps():
 
 
 def test_vllm_sentence_reports_the_computed_ratios_and_the_acceptance_floor():
-    from k3lite.serving import Speculation
-    from k3lite.serving_compare import validate_vllm_k3, vllm_k3_sentence
+    from k3lite.analytic.serving import Speculation
+    from k3lite.analytic.serving_compare import validate_vllm_k3, vllm_k3_sentence
     rows = validate_vllm_k3(Speculation())
     text = vllm_k3_sentence(rows, Speculation().acceptance)
     lo, hi = min(r["model / measured"] for r in rows), max(r["model / measured"] for r in rows)

@@ -1,13 +1,13 @@
-"""The speed-price frontier (k3lite/serving_frontier.py): the envelope per GPU, HBM fits, the published checks
+"""The speed-price frontier (k3lite/analytic/serving_frontier.py): the envelope per GPU, HBM fits, the published checks
 reproduced from the frontier's own points, the verdict against a brute-force search, the CLI."""
 import json
 
 import pytest
 
-from k3lite.hardware import GPUS
-from k3lite.serving import K3_PRESET, USD_PER_GPU_HOUR, main, step_at
-from k3lite.serving_compare import PUBLISHED, validate
-from k3lite.serving_frontier import (
+from k3lite.analytic.hardware import GPUS
+from k3lite.analytic.serving import K3_PRESET, USD_PER_GPU_HOUR, main, step_at
+from k3lite.analytic.serving_compare import PUBLISHED, validate
+from k3lite.analytic.serving_frontier import (
     FRONTIER_FORMATS, cheapest_at, frontier, lower_envelope, per_gpu_at, resolve_gpu, verdict,
 )
 
@@ -128,8 +128,8 @@ def test_cli_prints_the_envelope(capsys):
 
 # ------------------------------------------------------------------------------------------ into the cost page
 def test_frontier_prices_are_frontier_points_with_a_prefill_pool(k3):
-    from k3lite.serving import MIN_TOKENS_PER_USER, Serving, prefill_usd_per_m_input
-    from k3lite.serving_compare import FAST_TOKENS_PER_USER, PREFILL_POOL_GPUS, frontier_prices
+    from k3lite.analytic.serving import MIN_TOKENS_PER_USER, Serving, prefill_usd_per_m_input
+    from k3lite.analytic.serving_compare import FAST_TOKENS_PER_USER, PREFILL_POOL_GPUS, frontier_prices
     prices = frontier_prices(K3_PRESET, 32768)
     for speed, price in prices.items():
         w = cheapest_at(k3.setups, speed)
@@ -141,8 +141,8 @@ def test_frontier_prices_are_frontier_points_with_a_prefill_pool(k3):
 
 
 def test_task_vs_token_ranking_can_flip():
-    from k3lite.cost import ModelPrice, TaskProfile, analyze, planner_worker
-    from k3lite.serving_compare import task_vs_token_ranking
+    from k3lite.analytic.cost import ModelPrice, TaskProfile, analyze, planner_worker
+    from k3lite.analytic.serving_compare import task_vs_token_ranking
     profile, worker = TaskProfile(), ModelPrice("w", 0.1, 0.4)
     slow, fast = ModelPrice("slow", 1.0, 1.0), ModelPrice("fast", 0.1, 2.0)  # fast: dearer output, cheaper input
     per_token, per_task, text = task_vs_token_ranking(slow, fast, worker, profile, 0.5, 0.98, 0.8)
@@ -157,8 +157,8 @@ def test_cost_page_prices_the_split_at_a_frontier_point():
     from streamlit.testing.v1 import AppTest
 
     from conftest import ROOT
-    from k3lite.cost import TaskProfile, analyze, single_model
-    from k3lite.serving_compare import FAST_TOKENS_PER_USER, frontier_prices
+    from k3lite.analytic.cost import TaskProfile, analyze, single_model
+    from k3lite.analytic.serving_compare import FAST_TOKENS_PER_USER, frontier_prices
     at = AppTest.from_file(str(ROOT / "views" / "cost_per_task.py"), default_timeout=180)
     at.query_params["cost_planner_at"] = "fast"
     at.run()
@@ -173,7 +173,7 @@ def test_serving_page_opens_on_the_frontier_and_its_prices_are_inputs():
     from streamlit.testing.v1 import AppTest
 
     from conftest import ROOT
-    from k3lite.serving_frontier import INTERACTIVE_TOKENS_PER_USER
+    from k3lite.analytic.serving_frontier import INTERACTIVE_TOKENS_PER_USER
     at = AppTest.from_file(str(ROOT / "views" / "serving.py"), default_timeout=180)
     at.run()
     assert not at.exception and not at.error
@@ -189,7 +189,7 @@ def test_serving_page_opens_on_the_frontier_and_its_prices_are_inputs():
 
 
 def test_speculation_extends_the_frontier_it_never_shrinks_it(k3):
-    from k3lite.serving import Speculation
+    from k3lite.analytic.serving import Speculation
     spec = frontier(K3_PRESET, 32768, spec=Speculation())
     assert len(spec.setups) == 2 * len(k3.setups)  # each setup with and without the drafter
     assert any(p.speculative for p in spec.envelope) and any(not p.speculative for p in spec.envelope)

@@ -4,16 +4,10 @@ a function-local import says why beside it."""
 import ast
 import re
 import subprocess
+import sys
 
-import pytest
 
 from conftest import ROOT
-
-# Files other branches are rewriting as this test lands (interconnect package split, guards split, the app
-# bench moving out of k3lite). Each entry must still have an unexplained local
-# import, so the list can only shrink: delete an entry when its branch is merged.
-PENDING_LOCAL_IMPORTS: set[str] = set()
-
 
 def source_files() -> list[str]:
     """Tracked and new (not ignored) .py files of the app: app.py, k3lite/, views/."""
@@ -109,15 +103,70 @@ def unexplained_local_imports(f: str) -> list[int]:
 
 def test_function_local_imports_say_why():
     offenders = {f: unexplained_local_imports(f) for f in source_files()}
-    offenders = {f: lines for f, lines in offenders.items() if lines and f not in PENDING_LOCAL_IMPORTS}
+    offenders = {f: lines for f, lines in offenders.items() if lines}
     assert offenders == {}, f"imports inside functions without a reason written beside them: {offenders}"
 
 
-@pytest.mark.parametrize("f", sorted(PENDING_LOCAL_IMPORTS))
-def test_pending_entries_are_still_needed(f):
-    if not (ROOT / f).exists():
-        pytest.fail(f"{f} no longer exists: remove it from PENDING_LOCAL_IMPORTS")
-    assert unexplained_local_imports(f), f"{f} is clean now: remove it from PENDING_LOCAL_IMPORTS"
+# ------------------------------------------------------------------------------------------- the layers
+# bottom to top; a module may import its own layer and the layers below it, never one above
+LAYERS = ("base", "model", "interconnect", "analytic", "experiments", "viz", "tour", "bench")
+
+
+def layer_of(module: str) -> int | None:
+    """The layer index of a k3lite module ('k3lite.model.kda.ops' -> 1); the package root counts as the model
+    layer (it re-exports the config); None for anything outside k3lite."""
+    parts = module.split(".")
+    if parts[0] != "k3lite":
+        return None
+    if len(parts) == 1:
+        return LAYERS.index("model")
+    return LAYERS.index(parts[1]) if parts[1] in LAYERS else None
+
+
+def upward_imports(files) -> list[str]:
+    bad = []
+    for f in files:
+        here = layer_of(_module_name(f))
+        for node, name, _ in _imports(ROOT / f):
+            there = layer_of(name)
+            if here is not None and there is not None and there > here:
+                bad.append(f"{f}:{node.lineno} ({LAYERS[here]}) imports {name} ({LAYERS[there]})")
+    return sorted(set(bad))
+
+
+def test_every_k3lite_module_sits_in_a_layer():
+    stray = [f for f in source_files() if f.startswith("k3lite/") and f != "k3lite/__init__.py"
+             and layer_of(_module_name(f)) is None]
+    assert stray == [], f"modules outside the layer packages {LAYERS}: {stray}"
+
+
+def test_layers_import_only_downward():
+    files = [f for f in source_files() if f.startswith("k3lite/")]
+    assert upward_imports(files) == []
+
+
+def test_the_layer_check_catches_an_upward_import(tmp_path, monkeypatch):
+    """The check above can fail: a model module importing the analytic layer is reported."""
+    bad = ROOT / "k3lite" / "model" / "_upward_probe.py"
+    bad.write_text("from k3lite.analytic.memory import weight_bytes\n")
+    try:
+        found = upward_imports(["k3lite/model/_upward_probe.py"])
+    finally:
+        bad.unlink()
+    assert found and "(model) imports k3lite.analytic.memory (analytic)" in found[0]
+
+
+def test_the_library_never_imports_streamlit():
+    """Importing every k3lite module (a fresh interpreter) leaves Streamlit unloaded: the library runs without the
+    app, and a page's Streamlit state never leaks into it."""
+    script = ("import importlib, pkgutil, sys, k3lite\n"
+              "mods = [m.name for m in pkgutil.walk_packages(k3lite.__path__, 'k3lite.') if not m.name.endswith('__main__')]\n"
+              "for m in mods: importlib.import_module(m)\n"
+              "print(len(mods), 'streamlit' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    n, loaded = out.stdout.split()
+    assert int(n) > 60 and loaded == "False", f"importing the {n} k3lite modules loaded Streamlit"
 
 
 def test_paths_named_in_docs_and_docstrings_exist():

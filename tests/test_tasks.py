@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from k3lite.tasks import IGNORE, POP, SEP, TaskSpec, make_batch, mqar, palindrome, stack
+from k3lite.experiments.tasks import IGNORE, POP, SEP, TaskSpec, make_batch, mqar, palindrome, stack
 
 
 def test_mqar_labels_only_at_queries_and_keys_values_disjoint():
@@ -97,7 +97,7 @@ def test_mqar_query_order_follows_key_order_halfway():
     key order (rank correlation), not 0 (a random order) and not 1 (the same order)."""
     import numpy as np
 
-    from k3lite.tasks import IGNORE, mqar
+    from k3lite.experiments.tasks import IGNORE, mqar
 
     b = mqar(128, 128, 512, 32, seed=0)
     inputs, targets = b.inputs.numpy(), b.targets.numpy()

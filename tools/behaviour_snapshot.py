@@ -67,8 +67,13 @@ def diff(a: dict, b: dict, prefix: str = "") -> list[str]:
             lines.append(f"{where}: only in {'B' if key not in a else 'A'}")
         elif isinstance(a[key], dict) and isinstance(b[key], dict):
             lines += diff(a[key], b[key], where)
+        elif isinstance(a[key], list) and isinstance(b[key], list) and len(a[key]) == len(b[key]):
+            lines += diff(dict(enumerate(a[key])), dict(enumerate(b[key])), where)
         elif a[key] != b[key]:
-            lines.append(f"{where}:\n  A {str(a[key])[:300]}\n  B {str(b[key])[:300]}")
+            x, y = str(a[key]), str(b[key])
+            at = next((i for i, (c, d) in enumerate(zip(x, y)) if c != d), min(len(x), len(y)))
+            lo = max(0, at - 60)
+            lines.append(f"{where} (from character {at}):\n  A …{x[lo:at + 140]}\n  B …{y[lo:at + 140]}")
     return lines
 
 

@@ -30,7 +30,7 @@ import torch
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 
-from k3lite.guards import bounded_threads
+from k3lite.base.guards import bounded_threads
 from views.registry import PAGES  # the app's one page list
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,7 +134,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m k3lite.bench app", description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=7, help="reruns per page after a control change")
     ap.add_argument("--pages", default="", help="comma-separated file stems (default: every page in views/registry.py)")
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (default: k3lite.guards.bounded_threads)")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (default: k3lite.base.guards.bounded_threads)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds one script run may take")
     ap.add_argument("--every-control", action="store_true",
                     help="move every keyed control of the page in turn (default: the first control only)")

@@ -13,7 +13,7 @@ think time between moves (a numeric control one to three steps, or now and then 
 drag; another option of a select box; its own prompt typed into a text box), and after a few moves picks
 another page. These visitors press no buttons. `--heavy K` of the N sessions are instead students who keep
 pressing the lab's **Train** (a short run of `--heavy-steps` steps): the heavy jobs queue on the heavy-work
-slot (k3lite/guards), and the bench checks that a press that could not get the slot is answered ("the
+slot (k3lite/base/guards), and the bench checks that a press that could not get the slot is answered ("the
 server is busy ... waited N s") within the slot's stated wait (K3LITE_HEAVY_TIMEOUT_S, default 30 s) plus
 `HEAVY_MARGIN_S`, and that every press is answered at all; the other sessions' latencies show what the
 running jobs cost them.
@@ -60,7 +60,7 @@ from streamlit.proto.NumberInput_pb2 import NumberInput
 from streamlit.proto.Slider_pb2 import Slider
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-from k3lite.guards import heavy_timeout_from_env, job_limit_from_env
+from k3lite.base.guards import heavy_timeout_from_env, job_limit_from_env
 from k3lite.viz.style import fmt_bytes  # the one byte formatter (decimal units)
 from tools.streamlit_session import (RssSampler, RunResult, Session, check_loopback, free_port, start_server,
                                      tree_cpu_seconds, wait_healthy)
@@ -71,7 +71,7 @@ DEFAULT_PAGES = (DEFAULT_PAGE.url_path, *MECHANISM_PAGES, "forward_pass")
 MARKER_RE = re.compile(rb"k3load-(\d+)-[0-9a-f]{6}")
 HEAVY_PAGE, HEAVY_STEPS_KEY, HEAVY_BUTTON_KEY = "lab", "lab_steps", "lab_train"
 HEAVY_MARGIN_S = 10.0  # a refusal may arrive this long after the stated wait (rendering the page on busy cores)
-BUSY_TEXT = "the server is busy"  # k3lite.guards.ServerBusy's message
+BUSY_TEXT = "the server is busy"  # k3lite.base.guards.ServerBusy's message
 PROMPT_WORDS = ("the", "cat", "sat", "on", "mat", "42", "experts", "route", "tokens", "delta", "3.14", "über")
 
 

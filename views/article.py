@@ -1,9 +1,9 @@
 """The seed article beside the app: each claim, what the app computes for it, and where to see it live."""
 import streamlit as st
 
-from k3lite.article import sparsity_shares
-from k3lite.serving_compare import gpus_for_weights
-from k3lite.tour import STEPS
+from k3lite.tour.article import sparsity_shares
+from k3lite.analytic.serving_compare import gpus_for_weights
+from k3lite.tour.steps import STEPS
 from views.registry import by_url_path
 
 
@@ -31,7 +31,7 @@ st.subheader(f"“About {100 * s.expert_share:.1f}%”, or {100 * s.param_share:
 c1, c2 = st.columns(2)
 c1.metric("experts a token visits (the article)", f"{100 * s.expert_share:.2f} %", help=f"{s.top_k} / {s.n_routed}")
 c2.metric("parameters a token uses (the app)", f"{100 * s.param_share:.2f} %",
-          help=f"{s.active / 1e9:.0f}B / {s.total / 1e12:.2f}T, counted on the meta device (k3lite.params)")
+          help=f"{s.active / 1e9:.0f}B / {s.total / 1e12:.2f}T, counted on the meta device (k3lite.analytic.params)")
 st.markdown(s.sentence() + " The tour's first step asks for the parameter share.")
 
 st.subheader("Claim by claim")

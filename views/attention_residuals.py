@@ -2,12 +2,12 @@
 import streamlit as st
 import torch
 
-from k3lite.attnres import attnres_cost, block_size_words
-from k3lite.checkpoint import load_lite_model, with_config
-from k3lite.config import get_preset
-from k3lite.budget import check_budget
-from k3lite.hardware import get_gpu
-from k3lite.tokenizer import MAX_PROMPT_CHARS, encode
+from k3lite.model.attnres import attnres_cost, block_size_words
+from k3lite.model.checkpoint import load_lite_model, with_config
+from k3lite.model.config import get_preset
+from k3lite.analytic.budget import check_budget
+from k3lite.analytic.hardware import get_gpu
+from k3lite.base.tokenizer import MAX_PROMPT_CHARS, encode
 from k3lite.viz.attnres import cost_curves_figure, depth_heatmap_figure
 from k3lite.viz.memo import shared_figure
 from views.common import explain, push_url, url_state, user_errors
@@ -105,7 +105,7 @@ e1, e2 = st.columns(2)
 e1.plotly_chart(shared_figure(cost_curves_figure, layers, costs, "read_bytes"), width="stretch")
 e2.plotly_chart(shared_figure(cost_curves_figure, layers, costs, "live_bytes"), width="stretch")
 k3_full, k3_block = attnres_cost(K3.n_layers, d, "full"), attnres_cost(K3.n_layers, d, "block", S)
-gpu = get_gpu("H100 SXM")  # the one GPU table (datasheet sources in k3lite/hardware.py)
+gpu = get_gpu("H100 SXM")  # the one GPU table (datasheet sources in k3lite/analytic/hardware.py)
 bw = gpu.hbm_bw  # bytes/s
 st.markdown(
     f"At **{K3.n_layers} layers** (K3's config.json; {2 * K3.n_layers} sublayers + the final mix), d_model {d}, bf16: full AttnRes reads "
@@ -113,9 +113,9 @@ st.markdown(
     f"({k3_full.live_bytes / 1e6:.2f} MB) per token alive; blocks of {block_size_words(S)} read "
     f"{k3_block.read_bytes / 1e6:.1f} MB and keep {k3_block.live_sources} ({k3_block.live_bytes / 1e6:.3f} MB): "
     f"{k3_full.read_bytes / k3_block.read_bytes:.1f}x fewer reads, {k3_full.live_bytes / k3_block.live_bytes:.1f}x "
-    f"less memory. At {bw / 1e12:.2f} TB/s ({gpu.name} HBM, NVIDIA datasheet; `k3lite/hardware.py`) those reads "
+    f"less memory. At {bw / 1e12:.2f} TB/s ({gpu.name} HBM, NVIDIA datasheet; `k3lite/analytic/hardware.py`) those reads "
     f"cost {k3_block.read_bytes / bw * 1e6:.2f} µs per token "
-    f"vs {k3_full.read_bytes / bw * 1e6:.2f} µs for full. *Computed* by `k3lite.attnres.attnres_cost`: every "
+    f"vs {k3_full.read_bytes / bw * 1e6:.2f} µs for full. *Computed* by `k3lite.model.attnres.attnres_cost`: every "
     "source vector each mix reads counts once. *Reported* (arXiv 2603.15031): about 8 blocks recover most of "
     "full AttnRes's gain, block AttnRes matches a baseline trained with 1.25x more compute, at under 2% extra "
     "inference latency; their Kimi Linear 48B test uses 54 sublayers in blocks of 6 (9 blocks + embedding)."

@@ -4,7 +4,9 @@ Not a page itself: app.py builds its navigation from `views.registry`.
 """
 from __future__ import annotations
 
+import inspect
 from contextlib import contextmanager
+from pathlib import Path
 
 import streamlit as st
 
@@ -109,9 +111,6 @@ def reset_button(*prefixes: str, label: str = "Reset to defaults") -> None:
 def show_code(*functions, title: str = "The code behind this figure") -> None:
     """An expander with the readable source of the functions that computed a figure, each with its file and line
     (the library's own code, as it just ran)."""
-    import inspect
-    from pathlib import Path
-
     root = Path(__file__).resolve().parent.parent
     with st.expander(title):
         for fn in functions:

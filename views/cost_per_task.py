@@ -2,13 +2,13 @@
 import numpy as np
 import streamlit as st
 
-from k3lite import sources
-from k3lite.cost import (
+from k3lite.base import sources
+from k3lite.analytic.cost import (
     PRICES, ModelPrice, TaskProfile, analyze, break_even_success, planner_worker, savings_curve, simulate, single_model,
     split_what_ifs,
 )
-from k3lite.serving import MIN_TOKENS_PER_USER
-from k3lite.serving_compare import FAST_TOKENS_PER_USER, frontier_prices, physics_price, task_vs_token_ranking
+from k3lite.analytic.serving import MIN_TOKENS_PER_USER
+from k3lite.analytic.serving_compare import FAST_TOKENS_PER_USER, frontier_prices, physics_price, task_vs_token_ranking
 from k3lite.viz.cost import cost_bars_figure, distribution_figure, savings_figure
 from k3lite.viz.memo import shared_figure
 from views.common import explain, push_url, url_state, user_errors

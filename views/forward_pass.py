@@ -3,10 +3,10 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 import torch
 
-from k3lite.anatomy import anatomy
-from k3lite.checkpoint import checkpoint_meta, load_lite_model
+from k3lite.analytic.anatomy import anatomy
+from k3lite.model.checkpoint import checkpoint_meta, load_lite_model
 from k3lite.interconnect import REFERENCE, deployment_bytes
-from k3lite.tokenizer import decode, encode, token_label
+from k3lite.base.tokenizer import decode, encode, token_label
 from k3lite.viz.archmap import architecture_map, stage_index
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.model import WHAT, stage_figure, stages
@@ -88,7 +88,7 @@ st.plotly_chart(map_figure(st.session_state.fp_prompt, current.kind, current.lay
 st.caption(f"The whole model, drawn from its config; outlined: **{current.title}**. Click an element to jump to its "
            "stage; hover for this prompt's numbers (state norm, max-violation, bytes so far), read from the same "
            "Trace as the stage view below, and for each element's parameters and bytes per decoded token at this "
-           "prompt's length (`k3lite.anatomy`).")
+           "prompt's length (`k3lite.analytic.anatomy`).")
 
 
 def move(step: int) -> None:

@@ -1,7 +1,7 @@
-"""Glossary: every abbreviation and term of art the app uses, spelled out (k3lite/glossary.py holds the table)."""
+"""Glossary: every abbreviation and term of art the app uses, spelled out (k3lite/tour/glossary.py holds the table)."""
 import streamlit as st
 
-from k3lite.glossary import GLOSSARY, search
+from k3lite.tour.glossary import GLOSSARY, search
 from views.common import push_url, url_state
 from views.registry import by_url_path
 

@@ -3,11 +3,11 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from k3lite import ledger as byte_ledger
-from k3lite import sources
-from k3lite.anatomy import PART_LABEL, PART_PAGE, anatomy
-from k3lite.config import KIMI_K3_STATED_TOTAL, PRESETS, get_preset, kimi_k3_vision_params, routed_fraction
-from k3lite.params import ACTIVE_RULE, active_with_embedding, count_params, fmt
+from k3lite.analytic import ledger as byte_ledger
+from k3lite.base import sources
+from k3lite.analytic.anatomy import PART_LABEL, PART_PAGE, anatomy
+from k3lite.model.config import KIMI_K3_STATED_TOTAL, PRESETS, get_preset, kimi_k3_vision_params, routed_fraction
+from k3lite.analytic.params import ACTIVE_RULE, active_with_embedding, count_params, fmt
 from k3lite.viz.archmap import architecture_map
 from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.memo import shared_figure
@@ -80,7 +80,7 @@ top_bytes = max(shares, key=lambda k: shares[k][1])
 why = " (a token visits only top-k of them)" if top_params == "routed_experts" else ""
 st.caption(f"What to notice: {PART_LABEL[top_params]} hold {100 * shares[top_params][0]:.1f}% of the parameters "
            f"and take {100 * shares[top_params][1]:.1f}% of the bytes a token moves{why}; the biggest byte share is "
-           f"{PART_LABEL[top_bytes]} ({100 * shares[top_bytes][1]:.1f}%). Computed by `k3lite.anatomy` from the "
+           f"{PART_LABEL[top_bytes]} ({100 * shares[top_bytes][1]:.1f}%). Computed by `k3lite.analytic.anatomy` from the "
            "functions the pages use.")
 link_cols = st.columns(4)
 for i, url in enumerate(dict.fromkeys(PART_PAGE[k] for k in shares)):
@@ -158,7 +158,7 @@ st.caption(
     "layer (K2's config.json sets `num_nextn_predict_layers: 0`), and its model card says 1 trillion total "
     "parameters. DeepSeek-V3's active count is compared with its weights README, which says what it counts "
     f"(the report's 37B does not): our count with the embedding in is {fmt(active_with_embedding(ds))}. "
-    f"Kimi K3: the preset is the released config.json (`k3lite/config.py`, `kimi_k3`); the stated "
+    f"Kimi K3: the preset is the released config.json (`k3lite/model/config.py`, `kimi_k3`); the stated "
     f"{fmt(PUBLISHED['kimi-k3'][0])} includes the vision tower ({fmt(kimi_k3_vision_params())}, counted from its "
     f"vision_config), which k3lite does not build: text {fmt(k3_count.total)} + vision "
     f"{fmt(kimi_k3_vision_params())} = {(k3_count.total + kimi_k3_vision_params()) / 1e12:.4f}T."
@@ -172,7 +172,7 @@ st.markdown(
     "and combine), **HBM weights** (read once per step, shared by the batch), **HBM KV cache / KDA state** "
     "(this token's own sequence) and **Attention Residual reads**. Every segment comes from the function the "
     "mechanism page uses (interconnect, hybrid, Attention Residuals, parameter count); hatched bars are K3 with "
-    "an idea switched off. Formulas: `k3lite/ledger.py`."
+    "an idea switched off. Formulas: `k3lite/analytic/ledger.py`."
 )
 CONTEXTS = [4_096, 32_768, 131_072, 1_048_576]
 url_state("ledger_models", list(byte_ledger.MODELS), choices=list(byte_ledger.MODELS))

@@ -1,9 +1,9 @@
 """3:1 hybrid attention: KV cache and decode time vs context for KDA:MLA patterns of Kimi Linear 48B-A3B."""
 import streamlit as st
 
-from k3lite import memory
-from k3lite.hardware import get_gpu
-from k3lite.hybrid import (
+from k3lite.analytic import memory
+from k3lite.analytic.hardware import get_gpu
+from k3lite.analytic.hybrid import (
     HYBRID_GPUS, REPORTED, batch_limited, batch_limited_speedup, bytes_ceiling, cache_passes_weights, decode_cost,
     first_gpu_that_fits, gpus_for_one_sequence, hybrid_config, kv_reduction, max_context_on_one_gpu,
 )
@@ -114,7 +114,7 @@ st.markdown(
     f"""
 **Reported**: {REPORTED['kv_reduction'][1]}; {REPORTED['tpot_speedup_1m_batch1'][1]}; {REPORTED['tpot_speedup_1m'][1]}.
 
-**Ours** (`k3lite/hybrid.py` on `k3lite/memory.py`, the same byte functions as the KDA and serving pages):
+**Ours** (`k3lite/analytic/hybrid.py` on `k3lite/analytic/memory.py`, the same byte functions as the KDA and serving pages):
 an MLA layer caches (kv_lora {cfg3.mla.kv_lora_rank} + rope key {cfg3.mla.qk_rope_head_dim}) bf16 numbers per
 token; a KDA layer keeps a {cfg3.kda.n_heads} × {cfg3.kda.head_dim} × {cfg3.kda.head_dim} fp32 state plus a
 {cfg3.kda.conv_size - 1}-token conv tail ({fmt_bytes(memory.kda_layer_state_bytes(cfg3.kda))} per layer),

@@ -1,9 +1,9 @@
 """Interconnect bytes per token: expert-parallel dispatch/combine under three schemes, analytic and measured."""
 import streamlit as st
 
-from k3lite.config import get_preset
-from k3lite.guards import heavy_work
-from k3lite.ledger import ONE_OFF, variant
+from k3lite.model.config import get_preset
+from k3lite.base.guards import heavy_work
+from k3lite.analytic.ledger import ONE_OFF, variant
 from k3lite.interconnect import (
     SCHEME_LABELS, SCHEMES, TOPOLOGIES, WIRE_FORMATS, Deployment, analytic_traffic, compare_presets,
     even_expert_counts, node_limit_sweep, snap_experts, traffic_table,
@@ -150,7 +150,7 @@ with user_errors():
     tables = {name: compare_presets(BIG, name, 64, DISPATCH, COMBINE, M if name == "multi-node-8x8" else 0,
                                     SCHEME) for name in ("multi-node-8x8", "nvl72")}
     # the counterfactual beside the comparison: K3 moves the most bytes, but without its latent it would move
-    # more (same deployment; the ledger's definition of "K3 without latent", k3lite/ledger.py)
+    # more (same deployment; the ledger's definition of "K3 without latent", k3lite/analytic/ledger.py)
     k3_plain = variant(get_preset("kimi-k3"), ONE_OFF["latent"]).with_(name="K3 without latent")
     for name, rows in tables.items():
         rows.append(analytic_traffic(k3_plain, Deployment(TOPOLOGIES[name], 64, DISPATCH, COMBINE,

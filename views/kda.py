@@ -7,10 +7,12 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from k3lite import kda, memory
-from k3lite.config import get_preset
-from k3lite.rng import seeded
-from k3lite.tokenizer import token_label, validate_prompt
+from k3lite.model import kda
+
+from k3lite.analytic import memory
+from k3lite.model.config import get_preset
+from k3lite.base.rng import seeded
+from k3lite.base.tokenizer import token_label, validate_prompt
 from k3lite.viz.kda import (decay_heatmap, decay_memory_figure, memory_figure, recall_figure, state_figure,
                             state_norm_figure)
 from k3lite.viz.memo import shared_figure
@@ -56,7 +58,7 @@ push_url("kda_source", "kda_prompt", "kda_T", "kda_head")
 @st.cache_resource
 def demo_layer():
     """A freshly initialised (untrained) KDA layer of the `lite` preset and a byte embedding, fixed seed."""
-    with seeded(SEED):  # not a bare global reseed: other sessions' builds would interleave their draws (k3lite.rng)
+    with seeded(SEED):  # not a bare global reseed: other sessions' builds would interleave their draws (k3lite.base.rng)
         embed = torch.nn.Embedding(256, LITE.d_model)
         return embed.eval(), kda.KimiDeltaAttention(LITE.d_model, LITE.kda).eval()
 
@@ -137,7 +139,7 @@ st.plotly_chart(shared_figure(memory_figure, contexts, curves, f"{preset.name}: 
 hybrid = memory.sequence_cache_bytes(preset, contexts[-1]).total
 full = len(preset.layer_types()) * memory.mla_cache_bytes_per_token(preset.mla) * contexts[-1]
 state = memory.kda_layer_state_bytes(preset.kda)
-explain(f"Computed from the preset's dimensions by `k3lite.memory` (the same function as the hybrid and serving "
+explain(f"Computed from the preset's dimensions by `k3lite.analytic.memory` (the same function as the hybrid and serving "
         f"pages): a KDA layer keeps {fmt_bytes(state)} at any length ({preset.kda.n_heads} × "
         f"{preset.kda.head_dim} × {preset.kda.head_dim} fp32 state, as `KDACache` and fla keep it, plus a "
         f"{preset.kda.conv_size - 1}-token bf16 conv tail of q, k, v); an MLA layer keeps (kv_lora "
@@ -170,7 +172,7 @@ if st.toggle("run the probe", key="kda_probe"):
                                "recall of pair 0 (the oldest)": [float(s[0]) for s in probe.scores.values()],
                                f"mean recall, last {recent} pairs": [float(s[-recent:].mean()) for s in probe.scores.values()]}),
                  hide_index=True, width="stretch")
-    explain(f"Hand-built, not trained (`k3lite.kda.recall_probe`): n random unit (key, value) pairs in K = 32 dims are "
+    explain(f"Hand-built, not trained (`k3lite.model.kda.recall_probe`): n random unit (key, value) pairs in K = 32 dims are "
             f"written with β = 1, then every key is read back from the final state; recall = cosine with the stored "
             f"value. KDA keeps 8 of 32 channels at a = 1 and decays the other 24 by your factor; Gated DeltaNet gets "
             f"one scalar with the same mean log-decay (a = {probe.gdn_decay:.3f}). 'aligned': pair 0 (the fact) has its "

@@ -1,5 +1,5 @@
 """The lab: where a fixed-size memory runs out. First the state-size sweep (assets/lab/state/, made by
-`python -m k3lite.lab_state all`), then the length sweep (assets/lab/, `python -m k3lite.lab_sweep all`), then live
+`python -m k3lite.experiments.lab_state all`), then the length sweep (assets/lab/, `python -m k3lite.experiments.lab_sweep all`), then live
 training of the same models, then the residual experiment."""
 import json
 import math
@@ -9,11 +9,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from k3lite import lab_state as state
-from k3lite import lab_sweep as sweep
-from k3lite.config import K3_DECAY_LOWER_BOUND
-from k3lite.guards import bounded_threads, deadline, heavy_work
-from k3lite.lab import BETA_INIT_LOGIT, MIXER_LABELS, iter_train, saturated_decay_share
+from k3lite.experiments import lab_state as state
+from k3lite.experiments import lab_sweep as sweep
+from k3lite.model.config import K3_DECAY_LOWER_BOUND
+from k3lite.base.guards import bounded_threads, deadline, heavy_work
+from k3lite.experiments.lab import BETA_INIT_LOGIT, MIXER_LABELS, iter_train, saturated_decay_share
 from k3lite.viz.lab import curves_figure, state_figure, sweep_figure
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.memo import shared_figure
@@ -43,7 +43,7 @@ def shipped_runs(results_dir=sweep.RESULTS_DIR) -> list[dict]:
 state_runs = shipped_runs(state.STATE_DIR)
 state_rows = state.aggregate(state_runs)
 if not state_rows:
-    st.warning("No finished state-size runs under assets/lab/state/ yet: `python -m k3lite.lab_state all` makes "
+    st.warning("No finished state-size runs under assets/lab/state/ yet: `python -m k3lite.experiments.lab_state all` makes "
                "them (resumable).")
 else:
     url_state("lab_state_mixers", list(state.MIXERS), choices=state.MIXERS)
@@ -69,13 +69,13 @@ else:
         if report:
             st.markdown(report)
         ablation = state.ablation_sentence(state.ablation_rows(state_runs))
-        st.markdown(ablation or "Init ablation: not run yet (`python -m k3lite.lab_state all` runs it after the "
+        st.markdown(ablation or "Init ablation: not run yet (`python -m k3lite.experiments.lab_state all` runs it after the "
                                 "K = 8 and 16 cells).")
         st.markdown(
             f"**Why the lab changes the init.** At fla's defaults the delta-rule mixers start with a write strength "
             f"beta ≈ 0.5, which erases earlier pairs before training can say which to keep, and with decays that "
             f"forget a write within a few hundred tokens; the lab starts beta at {1 / (1 + math.exp(-BETA_INIT_LOGIT)):.2f} and "
-            f"the decays near 1 (measurements next to `BETA_INIT_LOGIT` and `DECAY_A_INIT` in `k3lite/lab.py`). "
+            f"the decays near 1 (measurements next to `BETA_INIT_LOGIT` and `DECAY_A_INIT` in `k3lite/experiments/lab.py`). "
             f"KDA here is the library's layer in K3's released form: decay bounded below by e^{K3_DECAY_LOWER_BOUND:g} "
             f"per token, g = {K3_DECAY_LOWER_BOUND:g}·sigmoid(A·f). Under that form fla's default init saturates "
             f"the sigmoid: {100 * saturated_decay_share():.0f}% of KDA's channels start at a decay of ~1 with a "
@@ -98,7 +98,7 @@ rows = sweep.aggregate(runs, long_runs)  # each seed's final number: the LONG_ST
 rows_cap = sweep.aggregate(runs)  # every run at the MAX_STEPS cap (what the longer cap is compared with)
 checks = {t: sweep.long_check(runs, long_runs, t) for t in sweep.SEQ_LENS}  # what the longer cap changed
 if not rows:
-    st.warning("No finished sweep runs under assets/lab/: `python -m k3lite.lab_sweep all` makes them (resumable).")
+    st.warning("No finished sweep runs under assets/lab/: `python -m k3lite.experiments.lab_sweep all` makes them (resumable).")
 else:
     cols = st.columns(len({r["task"] for r in rows}))
     for col, task in zip(cols, sorted({r["task"] for r in rows})):
@@ -110,7 +110,7 @@ else:
     if stale:
         st.caption(f"{len(stale)} cells ({', '.join(sorted({sweep.short_name(r['mixer']) for r in stale}))}) still "
                    "show runs of the lab's earlier KDA copy (unbounded decay, low-rank output gate); "
-                   "`python -m k3lite.lab_sweep all` reruns them on the library's layer.")
+                   "`python -m k3lite.experiments.lab_sweep all` reruns them on the library's layer.")
     with st.expander("Order per length, tables, the longer cap and the learning-rate check"):
         for task in sorted({r["task"] for r in rows}):
             st.markdown(f"**{task}: the order per length** (report: KDA ≥ GDN > Mamba-2)")
@@ -149,8 +149,8 @@ else:
             f"of the {sum(r['n'] for r in rows)} runs shown ended at their step cap rather than a plateau "
             f"({sum(r['rising'] for r in rows)} of them still gaining). {len(runs)} runs in all (LR sweep included) "
             f"and {len(long_runs)} reruns; each file in "
-            "assets/lab/ and assets/lab/long/ stores the command that reproduces it; `python -m k3lite.lab_sweep all` "
-            "then `python -m k3lite.lab_sweep long` make (or complete) the set.")
+            "assets/lab/ and assets/lab/long/ stores the command that reproduces it; `python -m k3lite.experiments.lab_sweep all` "
+            "then `python -m k3lite.experiments.lab_sweep long` make (or complete) the set.")
         for task, (long_rows, long_sentence) in checks.items():
             if not long_rows:
                 continue
@@ -322,5 +322,5 @@ if res_files:
             f"standard residuals needed **{m['ratio']:.2f}x** the steps to match {mode} AttnRes" if m["reached"]
             else f"{mode} AttnRes: {m['note']}" for mode, m in res["standard_steps_to_match"].items()))
     st.caption(f"Shipped result (not live). `lite` preset, {res['steps']} steps of {res['batch']} x {res['seq_len']} "
-               f"bytes (k3lite.lm_train's data); made by `{res['command']}`. The AttnRes paper (arXiv 2603.15031) "
+               f"bytes (k3lite.experiments.lm_train's data); made by `{res['command']}`. The AttnRes paper (arXiv 2603.15031) "
                "reports ~1.25x compute-equivalent at scale; a few hundred CPU steps are noisy.")

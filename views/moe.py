@@ -7,18 +7,18 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from k3lite import sources
-from k3lite.checkpoint import checkpoint_meta, load_lite_model
-from k3lite.config import BALANCING_METHODS, MoEConfig, get_preset
-from k3lite.guards import heavy_work
+from k3lite.base import sources
+from k3lite.model.checkpoint import checkpoint_meta, load_lite_model
+from k3lite.model.config import BALANCING_METHODS, MoEConfig, get_preset
+from k3lite.base.guards import heavy_work
 from k3lite.interconnect import REFERENCE, deployment_bytes
-from k3lite.moe import latent_cost_per_token
-from k3lite.nn import glu_curves
-from k3lite.moe_balance import run_balance, summary_rows, training_claim
-from k3lite.moe_demo import (MAX_PROMPT_BYTES, balance_claim, calibration_stream, check_prompt, fit_balancers,
+from k3lite.analytic.latent import latent_cost_per_token
+from k3lite.model.nn import glu_curves
+from k3lite.experiments.moe_balance import run_balance, summary_rows, training_claim
+from k3lite.experiments.moe_demo import (MAX_PROMPT_BYTES, balance_claim, calibration_stream, check_prompt, fit_balancers,
                              model_moe_inputs, notice_lines, prompt_demo, routing_cfg)
-from k3lite.placement import K3_SCALE_EXPERTS, gpu_view, mean_load_per_expert
-from k3lite.precomputed import BALANCE_ARGS, MOE_LAYER, MOE_PROMPT, moe_default_cfg, shipped
+from k3lite.analytic.placement import K3_SCALE_EXPERTS, gpu_view, mean_load_per_expert
+from k3lite.experiments.precomputed import BALANCE_ARGS, MOE_LAYER, MOE_PROMPT, moe_default_cfg, shipped
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_tradeoff, load_bars, load_histogram,
                             situ_vs_swiglu_figure,
@@ -52,7 +52,7 @@ score, and the (k+1)-th is its own cut `α_i`; `β_j` becomes the `(1 − k/E)` 
 each lowered by its token's cut, `s_:,j − α`: the value that would have given expert j its share `k/E` of the
 batch, with no step size to tune. The cuts are centred (a shift common to all experts changes no choice),
 take effect from the next step, and are frozen at inference. At K3's scale the quantile comes from
-histograms that each GPU fills and one all-reduce adds (`k3lite.moe.quantile_bias_histogram`).
+histograms that each GPU fills and one all-reduce adds (`k3lite.model.moe.quantile_bias_histogram`).
 New tokens are routed with cuts fitted on earlier ones, so their load is close to even, not exactly even.
 *Expert choice* (each expert takes the `N·k/E` tokens that rank highest for it in the batch; Zhou et al.,
 arXiv 2202.09368) would be exactly even, but it needs the whole batch before any token can be routed (no use
@@ -118,7 +118,7 @@ def warm_stream_states() -> threading.Thread:
 
 def stream_state(layer: int):
     """(L, d) hidden states of the calibration text at `layer`: shipped for the default layer (the same numbers,
-    made by `python -m k3lite.precomputed`), else computed live once per server."""
+    made by `python -m k3lite.experiments.precomputed`), else computed live once per server."""
     shipped_x = shipped("moe_stream_layer4") if layer == MOE_LAYER and not lite_model()[1] else None
     return shipped_x if shipped_x is not None else stream_states()[layer]
 
@@ -153,7 +153,7 @@ def demo(cfg: MoEConfig, prompt: str, layer: int):
     default's, so the method selector only picks which one (a) shows)."""
     model, _ = lite_model()
     if demo_is_shipped(cfg, prompt, layer):
-        return shipped("moe_demo_default")  # the page's defaults, computed by `python -m k3lite.precomputed`
+        return shipped("moe_demo_default")  # the page's defaults, computed by `python -m k3lite.experiments.precomputed`
     prompt_x = prompt_states(prompt)[layer]  # (T, d)
     return prompt_demo(cfg, model.cfg.d_model, prompt, prompt_x=prompt_x, fit=balance_fit(routing_cfg(cfg), layer))
 
@@ -168,7 +168,7 @@ def own_routing(prompt: str, layer: int):
 
 @st.cache_data(max_entries=1, show_spinner="Training a small MoE under each balancing method (once)…")
 def balance_runs():
-    runs = shipped("moe_balance_runs")  # run_balance(**BALANCE_ARGS), made by `python -m k3lite.precomputed`
+    runs = shipped("moe_balance_runs")  # run_balance(**BALANCE_ARGS), made by `python -m k3lite.experiments.precomputed`
     if runs is not None:
         return runs, True
     with heavy_work("the balancing experiment"):
@@ -255,7 +255,7 @@ explain(f"{result.eval_tokens:,} held-out bytes x top-{K} = {result.eval_tokens 
         f"{ec.over_k:,} of the {ec.tokens:,} bytes would get more than {K} experts (up to {ec.most}), {ec.under_k:,} "
         f"fewer and {ec.no_expert:,} none. "
         + ("At the page's default settings (a)–(b) are shipped, computed by this same code with "
-           "`python -m k3lite.precomputed` and checked by hash; changing any control but the balancing method "
+           "`python -m k3lite.experiments.precomputed` and checked by hash; changing any control but the balancing method "
            "(all four methods are in them) computes them here, live."
            if demo_is_shipped(demo_cfg, PROMPT, LAYER) else "Computed on this page."))
 st.plotly_chart(shared_figure(violation_vs_updates, result.curves, result.update_counts, result.updates), width="stretch")
@@ -272,9 +272,9 @@ table = pd.DataFrame(summary_rows(runs)).rename(columns={
     "stability": "choices flipped by noise 0.01 (fraction)", "seconds": "train time (s)"})
 st.dataframe(table, hide_index=True, width="stretch")
 explain(training_claim(runs, METHOD_LABELS)
-        + (" Shipped (made by `python -m k3lite.precomputed`, checked by hash; computed here if stale) by "
+        + (" Shipped (made by `python -m k3lite.experiments.precomputed`, checked by hash; computed here if stale) by "
            if runs_shipped else " Trained here (once, then cached) by ")
-        + "`k3lite.moe_balance.run_balance(steps=150, batch=128)`: d 32, "
+        + "`k3lite.experiments.moe_balance.run_balance(steps=150, batch=128)`: d 32, "
         "16 experts top-2, tokens from 32 clusters with Zipf(1.2) frequencies, target a per-cluster linear map; "
         "same initial weights and batches for every method. `python -m k3lite.bench balance` runs the longer version.")
 
@@ -296,7 +296,7 @@ st.plotly_chart(shared_figure(situ_vs_swiglu_figure, glu.z.tolist(), glu.swiglu.
                 width="stretch")
 at = int(len(glu.z) * 0.75)  # z = 30 on the default range
 explain(f"K3's experts, shared experts and dense layer use SiTU-GLU (report Eq. 12; `hidden_act` situ, b1 = "
-        f"{K3.situ_beta:g}, b2 = {K3.situ_linear_beta:g} in config.json; `k3lite.nn.situ_glu`, in fp32 as the released "
+        f"{K3.situ_beta:g}, b2 = {K3.situ_linear_beta:g} in config.json; `k3lite.model.nn.situ_glu`, in fp32 as the released "
         f"code). Near zero it is SwiGLU; further out both branches saturate, so a hidden unit never exceeds b1 b2 = "
         f"{glu.bound:g} (largest on this range: {float(glu.situ.abs().max()):.1f}), where SwiGLU grows like z²: at z = "
         f"{float(glu.z[at]):g} it gives {float(glu.swiglu[at]):,.0f} against SiTU's {float(glu.situ[at]):.1f}. "

@@ -64,7 +64,7 @@ def by_url_path(url_path: str) -> PageSpec:
 SHIPPED_INPUTS: dict[str, str] = {
     "moe": "the trained lite checkpoint (assets/lite.safetensors) supplies the hidden states; at the page's "
            "defaults panels (a)-(c) are shipped results of the same code (assets/precomputed/, made by "
-           "`python -m k3lite.precomputed`, used only while their inputs' fingerprint matches); any change runs "
+           "`python -m k3lite.experiments.precomputed`, used only while their inputs' fingerprint matches); any change runs "
            "routing and balancing live",
     "attention_residuals": "the heatmap is the shipped lite checkpoint's depth weights, run live on your prompt",
     "forward_pass": "the shipped lite checkpoint (assets/lite.safetensors, trained offline), run live on your prompt",

@@ -1,20 +1,20 @@
 """Serving: from the architecture to $ per million tokens (placement, capacity, decode step, price)."""
 import streamlit as st
 
-from k3lite.config import get_preset
-from k3lite.hardware import GPUS
-from k3lite.memory import RELEASED_K3_FORMATS
-from k3lite.params import count_params
-from k3lite.params import fmt as fmt_params
-from k3lite.serving import (
+from k3lite.model.config import get_preset
+from k3lite.analytic.hardware import GPUS
+from k3lite.analytic.memory import RELEASED_K3_FORMATS
+from k3lite.analytic.params import count_params
+from k3lite.analytic.params import fmt as fmt_params
+from k3lite.analytic.serving import (
     DSPARK_DRAFT_TOKENS, FORMAT_ALIASES, K3_PRESET, MIN_TOKENS_PER_USER, MTP_LAYERS, PREFILL_CHUNK_TOKENS, SPEC_SOURCE,
     USD_PER_GPU_HOUR, Serving, Speculation, capacity, check_fits, decode_step, has_mtp, pareto, prefill_step,
 )
-from k3lite.serving_compare import (
+from k3lite.analytic.serving_compare import (
     gpus_for_weights, price_split_sentence, side_by_side, speculation_sentence, validate, validate_vllm_k3,
     vllm_k3_sentence, waterfall,
 )
-from k3lite.serving_frontier import INTERACTIVE_TOKENS_PER_USER, frontier, per_gpu_at, verdict
+from k3lite.analytic.serving_frontier import INTERACTIVE_TOKENS_PER_USER, frontier, per_gpu_at, verdict
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.serving import (
     capacity_figure, frontier_figure, gpus_for_weights_figure, pareto_figure, placement_figure, price_ratio_figure,
@@ -130,7 +130,7 @@ st.plotly_chart(shared_figure(placement_figure, place.by_component, batch * plac
                               f"One {s.gpu} at batch {batch}"), width="stretch")
 gpu = GPUS[s.gpu]
 st.caption(f"{s.gpu}: {gpu.source}." + (f" Not verified: {gpu.unverified}." if gpu.unverified else "")
-           + " Byte counts: `k3lite.memory` (parameters counted from the real modules on the meta device; 4-bit "
+           + " Byte counts: `k3lite.analytic.memory` (parameters counted from the real modules on the meta device; 4-bit "
            "formats include their scales: NVFP4 +1/16 byte, MXFP4 +1/32, INT4 +2/32 per parameter).")
 
 st.markdown("**The seed's claim**: K3 'even at reduced precision spreads its weights across roughly six GPUs in an "
@@ -148,7 +148,7 @@ caps = capacity(s, CONTEXTS)
 st.plotly_chart(shared_figure(capacity_figure, CONTEXTS, caps), width="stretch")
 at = CONTEXTS.index(s.context)
 explain(f"At {s.context:,} tokens with these weights per GPU: " + "; ".join(f"{k}: {v[at]:,}" for k, v in caps.items())
-        + " sequences per GPU. Cache bytes from `k3lite.memory` (the hybrid page's functions): MLA latent per "
+        + " sequences per GPU. Cache bytes from `k3lite.analytic.memory` (the hybrid page's functions): MLA latent per "
         "token, KDA fixed state + conv tail, GQA K and V per token.")
 
 st.subheader("3. One decode step, tokens/s and $ per million output tokens")

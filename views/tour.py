@@ -2,7 +2,7 @@
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from k3lite.tour import STEPS, gap_text, with_unit
+from k3lite.tour.steps import STEPS, gap_text, with_unit
 from views.common import push_url, url_state, user_errors
 from views.registry import by_url_path
 

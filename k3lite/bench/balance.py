@@ -6,7 +6,7 @@
 The second form prints the routing page's panel (b) from the command line: held-out max-violation after
 1, 2, 4, ... balancing updates per method on the trained lite model's hidden states, and the page's sentence.
 
-The experiment itself lives in `k3lite.moe_balance` (the routing page trains a shorter run of it live);
+The experiment itself lives in `k3lite.experiments.moe_balance` (the routing page trains a shorter run of it live);
 this module only parses arguments and prints the table.
 """
 from __future__ import annotations
@@ -15,10 +15,10 @@ import argparse
 
 import torch
 
-from k3lite.checkpoint import load_lite_model
-from k3lite.config import MoEConfig
-from k3lite.moe_balance import run_balance, summary_rows
-from k3lite.moe_demo import balance_claim, calibration_stream, model_moe_inputs, prompt_demo
+from k3lite.model.checkpoint import load_lite_model
+from k3lite.model.config import MoEConfig
+from k3lite.experiments.moe_balance import run_balance, summary_rows
+from k3lite.experiments.moe_demo import balance_claim, calibration_stream, model_moe_inputs, prompt_demo
 
 PAGE_PROMPT = "The cat sat on the mat, and 42 dogs barked at 3.14 birds."  # the routing page's default prompt
 

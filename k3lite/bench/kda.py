@@ -10,7 +10,7 @@ at most `--rec-tokens` tokens and extrapolated linearly (it is O(T) sequential s
 the printout marks extrapolated numbers with '*'. Memory is what decoding must keep per layer: KDA's
 fixed (H, K, V) state vs the K and V cache of softmax attention at that context length.
 
-Roofline: each kernel's achieved GFLOP/s (its matmul FLOPs: `k3lite.kda.chunk.chunk_flops` for the chunk
+Roofline: each kernel's achieved GFLOP/s (its matmul FLOPs: `k3lite.model.kda.chunk.chunk_flops` for the chunk
 kernel and B H T^2 (K + V) for causal softmax attention, both counting only the causal halves of their
 triangles; 7 B T H K V for the recurrence) next to a plain
 batched matmul of 128 x 128 blocks doing the chunk kernel's FLOPs, timed in the same interleaved rounds:
@@ -26,9 +26,9 @@ import time
 import torch
 import torch.nn.functional as F
 
-from k3lite.kda import chunk_kda, recurrent_kda
-from k3lite.kda.chunk import chunk_flops
-from k3lite.memory import kda_state_bytes, kv_cache_bytes
+from k3lite.model.kda import chunk_kda, recurrent_kda
+from k3lite.model.kda.chunk import chunk_flops
+from k3lite.analytic.memory import kda_state_bytes, kv_cache_bytes
 
 
 _CLOCK = time.perf_counter  # or time.thread_time with --clock cpu

@@ -19,11 +19,11 @@ import time
 
 import torch
 
-from k3lite.checkpoint import load_lite_model
-from k3lite.config import get_preset
-from k3lite.model import K3Model, n_params
-from k3lite.moe_demo import calibration_stream
-from k3lite.params import count_params, dense_baseline_for
+from k3lite.model.checkpoint import load_lite_model
+from k3lite.model.config import get_preset
+from k3lite.model.stack import K3Model, n_params
+from k3lite.experiments.moe_demo import calibration_stream
+from k3lite.analytic.params import count_params, dense_baseline_for
 
 
 _CLOCK = time.perf_counter  # or time.thread_time with --clock cpu

@@ -16,9 +16,9 @@ import time
 
 import torch
 
-from k3lite.config import MoEConfig
-from k3lite.moe import Router, RoutedExperts, active_expert_flops_per_token, dispatch_combine, dispatch_combine_naive
-from k3lite.nn import SwiGLU
+from k3lite.model.config import MoEConfig
+from k3lite.model.moe import Router, RoutedExperts, active_expert_flops_per_token, dispatch_combine, dispatch_combine_naive
+from k3lite.model.nn import SwiGLU
 
 
 def _time(fn) -> float:

@@ -1,8 +1,8 @@
-"""Benchmark: one training step of the lab's model (k3lite.lab) per sequence mixer and length.
+"""Benchmark: one training step of the lab's model (k3lite.experiments.lab) per sequence mixer and length.
 
     python -m k3lite.bench train [--T 256 1024 2048] [--mixers kda attention] [--batch 16] [--repeats 3]
 
-A step is exactly what `k3lite.lab.iter_train` does (batch, forward, loss, backward, clip, AdamW step): the
+A step is exactly what `k3lite.experiments.lab.iter_train` does (batch, forward, loss, backward, clip, AdamW step): the
 bench drives one `iter_train` generator per mixer and times each `next()`. The mixers take turns step by
 step (interleaved, so they see the same machine load); the first step (allocations) and the last (it runs
 the held-out evaluation) are not timed; the best of the rest is reported. Lab defaults otherwise
@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from k3lite.lab import MIXERS, LabConfig, build, iter_train
+from k3lite.experiments.lab import MIXERS, LabConfig, build, iter_train
 
 
 def step_times(T: int, mixers: list[str], batch: int, repeats: int, seed: int = 0,

@@ -28,10 +28,10 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from k3lite.config import MoEConfig
+from k3lite.model.config import MoEConfig
 from k3lite.interconnect.deployment import check_scheme, expert_to_gpu, experts_per_gpu, record_bytes, wire_format
-from k3lite.moe import LatentMoE, RoutedExperts, expert_forward
-from k3lite.rng import seeded
+from k3lite.model.moe import LatentMoE, RoutedExperts, expert_forward
+from k3lite.base.rng import seeded
 
 KINDS = ("dispatch_intra", "dispatch_inter", "combine_intra", "combine_inter")
 # bound on max|diff| / max|ref| vs the fp32 single-process output: float summation order only (fp32), or the

@@ -13,7 +13,7 @@ block sum) wired to the LM head's final mix, which reads every one of them.
 
 Every node carries `customdata = [stage kind, layer, part]`: the forward-pass page maps a click to its stage,
 home maps it to the page of the part. Numbers in the hover come from a Trace when one is given (state norm,
-max-violation, bytes so far on the reference deployment of k3lite.interconnect) and from `k3lite.anatomy`
+max-violation, bytes so far on the reference deployment of k3lite.interconnect) and from `k3lite.analytic.anatomy`
 otherwise (parameters, bytes per decoded token).
 """
 from __future__ import annotations
@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
 
-from k3lite.anatomy import Anatomy, PartNumbers
-from k3lite.config import K3Config
+from k3lite.analytic.anatomy import Anatomy, PartNumbers
+from k3lite.model.config import K3Config
 from k3lite.interconnect import wire_bytes_per_token
-from k3lite.params import fmt
-from k3lite.trace import Trace
+from k3lite.analytic.params import fmt
+from k3lite.model.trace import Trace
 from k3lite.viz.style import HIGHLIGHT_LINE, NEUTRAL, color, fmt_bytes
 
 ROW_PX = 34  # height of one row in pixels
@@ -52,7 +52,7 @@ class Row:
 
 @dataclass(frozen=True)
 class Node:
-    part: str  # a k3lite.anatomy part, or "tokens" / "next" / "depth_mix"
+    part: str  # a k3lite.analytic.anatomy part, or "tokens" / "next" / "depth_mix"
     stage: str  # the forward-pass stage kind it belongs to (k3lite.viz.model.WHAT keys)
     layer: int | None
     row: int
@@ -123,7 +123,7 @@ def sources_at(mode: str, sublayer: int, block_size: int) -> list[tuple[str, int
     """The depth sources sublayer `sublayer` (0-based; 2 x n_layers = the final mix) reads, as
     (name, first sublayer, last sublayer) of the outputs each one sums; the embedding is (.., -1, -1).
 
-    Mirrors k3lite.attnres.ResidualStream: full = every earlier output, block = the completed block sums
+    Mirrors k3lite.model.attnres.ResidualStream: full = every earlier output, block = the completed block sums
     and the partial sum of the current block; standard = one running sum (no depth attention).
     """
     if mode == "standard":

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from k3lite.attnres import AttnResCost
-from k3lite.trace import Trace
+from k3lite.model.attnres import AttnResCost
+from k3lite.model.trace import Trace
 from k3lite.viz.style import SEQUENTIAL_SCALE, fit_titles, log_axis, series_color
 
 

@@ -1,10 +1,10 @@
-"""Figures for cost per task (no Streamlit): take k3lite.cost results, return plotly figures."""
+"""Figures for cost per task (no Streamlit): take k3lite.analytic.cost results, return plotly figures."""
 from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
 
-from k3lite.cost import CostBreakdown, CostSamples
+from k3lite.analytic.cost import CostBreakdown, CostSamples
 from k3lite.viz.style import (CONCEPT, COST, HIGHLIGHT_MARKER, NEUTRAL, SERIES, log_axis, log_vline, model_color,
                               series_color)
 

@@ -1,4 +1,4 @@
-"""Figures for the KDA:MLA hybrid page (no Streamlit): take k3lite.hybrid results, return plotly figures."""
+"""Figures for the KDA:MLA hybrid page (no Streamlit): take k3lite.analytic.hybrid results, return plotly figures."""
 from __future__ import annotations
 
 import plotly.graph_objects as go

@@ -1,13 +1,13 @@
 """Figures for the lab page: training curves per mixer, and accuracy vs sequence length.
 
-Plain functions: data in (the curve dicts of `k3lite.lab.LabResult`, or rows of `k3lite.lab_sweep.aggregate`),
+Plain functions: data in (the curve dicts of `k3lite.experiments.lab.LabResult`, or rows of `k3lite.experiments.lab_sweep.aggregate`),
 a plotly figure out, so they are tested without a browser.
 """
 from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from k3lite.lab import MIXER_LABELS, MIXERS
+from k3lite.experiments.lab import MIXER_LABELS, MIXERS
 from k3lite.viz.style import CONCEPT, fit_titles, fmt_bytes, translucent
 
 # one colour per mixer, the same on every page (k3lite.viz.style)
@@ -58,7 +58,7 @@ def curves_figure(runs: dict[str, dict], metric: str = "acc", total_steps: int |
 
 def sweep_figure(rows: list[dict], task: str) -> go.Figure:
     """Shipped sweep: held-out accuracy (%) vs length, one line per mixer (mean over seeds) with a band from the
-    worst to the best seed. `rows` from `k3lite.lab_sweep.aggregate`."""
+    worst to the best seed. `rows` from `k3lite.experiments.lab_sweep.aggregate`."""
     rows = sorted((r for r in rows if r["task"] == task), key=lambda r: r["seq_len"])
     mixers = sorted({r["mixer"] for r in rows}, key=lambda m: MIXERS.index(m) if m in MIXERS else 99)
     fig = go.Figure()
@@ -85,8 +85,8 @@ def sweep_figure(rows: list[dict], task: str) -> go.Figure:
 
 def state_figure(runs: list[dict], rows: list[dict]) -> go.Figure:
     """The lab's headline: held-out recall vs the memory one mixer layer keeps (log bytes). Every seed is a point
-    (`runs`: records of `k3lite.lab_state`, lab init, each (mixer, head dim) at its chosen LR), the mean over seeds
-    a line per mixer (`rows`: `k3lite.lab_state.aggregate`). Softmax attention's points sit at its KV cache."""
+    (`runs`: records of `k3lite.experiments.lab_state`, lab init, each (mixer, head dim) at its chosen LR), the mean over seeds
+    a line per mixer (`rows`: `k3lite.experiments.lab_state.aggregate`). Softmax attention's points sit at its KV cache."""
     chosen = {(r["mixer"], r["head_dim"]): r["lr"] for r in rows}
     fig = go.Figure()
     mixers = [m for m in MIXERS if any(r["mixer"] == m for r in rows)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from k3lite.ledger import SEGMENTS, Ledger
+from k3lite.analytic.ledger import SEGMENTS, Ledger
 from k3lite.viz.style import COUNTERFACTUAL_PATTERN, LINK, byte_unit, fit_titles, fmt_bytes
 
 HBM = ("hbm_weights", "hbm_cache", "attnres")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from k3lite.config import KIMI_K3_STATED_ACTIVE, KIMI_K3_STATED_TOTAL
-from k3lite.params import COMPONENTS, ParamReport
+from k3lite.model.config import KIMI_K3_STATED_ACTIVE, KIMI_K3_STATED_TOTAL
+from k3lite.analytic.params import COMPONENTS, ParamReport
 from k3lite.viz.style import CONCEPT, log_axis
 
 # published totals (params), with where they were stated; used for the "ours vs stated" table

@@ -1,11 +1,11 @@
-"""Figures for the serving page (no Streamlit): take k3lite.serving / serving_compare results, return figures."""
+"""Figures for the serving page (no Streamlit): take k3lite.analytic.serving / serving_compare results, return figures."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from k3lite.hardware import GPUS
+from k3lite.analytic.hardware import GPUS
 from k3lite.viz.style import (
     CONCEPT, HIGHLIGHT_LINE, HIGHLIGHT_MARKER, LINK, NEUTRAL, bytes_axis, fit_titles, log_axis, log_vline, series_color,
     translucent, wrap,
@@ -109,7 +109,7 @@ def validation_figure(labels: Sequence[str], measured: Sequence[float], model: S
 
 def frontier_figure(points: Sequence, envelope: Sequence, by_gpu: Mapping[str, Sequence], speed: float,
                     chosen=None) -> go.Figure:
-    """The speed-price frontier (k3lite.serving_frontier): every setup's points faint, each GPU's envelope as its
+    """The speed-price frontier (k3lite.analytic.serving_frontier): every setup's points faint, each GPU's envelope as its
     line, the overall envelope as a wide grey band under them, a vertical line at the speed asked about and a ring
     on the cheapest point at that speed. x: tokens/s per user, y: $ per M output tokens, both log."""
     fig = go.Figure()

@@ -1,0 +1,16 @@
+"""Analytic models on top of the model's config: counts, bytes, time and money, no torch kernels run.
+
+    params.py     parameter counts (from the real modules on the meta device), the active-parameter rule
+    memory.py     bytes: weights per component and precision, KV cache / KDA state, experts a batch touches
+    hardware.py   the cited GPU table (HBM, FLOPs, NVLink, NIC)
+    decode.py     THE decode step: bytes read, FLOPs, roofline time (hybrid, serving and the ledger call it)
+    latent.py     a LatentMoE layer's wire bytes and FLOPs per token at a latent ratio
+    hybrid.py     the KDA:MLA hybrid's cache and decode on one GPU
+    serving.py    serving physics over many GPUs (placement, decode, prefill, $ per M tokens);
+                  serving_compare.py, serving_frontier.py build on it
+    ledger.py     bytes per decoded token by where they move
+    cost.py       cost per task; budget.py the memory estimate before a live build
+    placement.py  routing at K3 scale: GPUs a token's experts live on; anatomy.py parameters and bytes per part
+
+Imports k3lite.base, k3lite.model.stack and k3lite.interconnect.
+"""

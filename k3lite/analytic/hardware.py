@@ -1,0 +1,80 @@
+"""One table of GPUs for every page that models time or capacity (hybrid page, serving model).
+
+Each value is a vendor datasheet number as quoted by the page in `source` (we have no direct access to the
+PDFs here: every source is the stored public page we could read, and `unverified` lists the values we could
+not find stated for that exact part). Conventions:
+    hbm_bytes       usable HBM per GPU, decimal bytes (80 GB = 80e9)
+    hbm_bw          peak HBM bandwidth, bytes/s
+    *_flops         DENSE tensor-core peak (datasheets print sparse numbers with an asterisk: half them)
+    fp4_flops       0 = no FP4 tensor cores (Hopper): 4-bit weights are dequantised and multiplied in FP8
+    nvlink_bw       NVLink bytes/s per GPU per direction (datasheets print the bidirectional total: half it)
+    nic_bw          scale-out NIC bytes/s per GPU per direction (400 Gb/s ConnectX-7 = 50e9 B/s)
+    nvlink_domain   GPUs that share one NVLink domain (8 in an HGX/DGX node, 72 in an NVL72 rack)
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class GPU(NamedTuple):
+    name: str
+    hbm_bytes: float
+    hbm_bw: float
+    bf16_flops: float
+    fp8_flops: float
+    fp4_flops: float
+    nvlink_bw: float
+    nic_bw: float
+    nvlink_domain: int
+    source: str
+    unverified: str = ""
+
+    def peak_flops(self, weight_format: str) -> float:
+        """Dense peak for the matmuls of weights stored in `weight_format` (see k3lite.analytic.memory.PRECISIONS):
+        bf16 -> BF16; fp8 and int4 (weight-only, dequantised to FP8) -> FP8; nvfp4 / mxfp4 -> FP4 where the
+        GPU has FP4 tensor cores, else FP8."""
+        if weight_format == "bf16":
+            return self.bf16_flops
+        if weight_format in ("nvfp4", "mxfp4") and self.fp4_flops:
+            return self.fp4_flops
+        return self.fp8_flops
+
+
+_HOPPER = ("NVIDIA H100 SXM datasheet as tabulated at glennklockwood.com/garden/processors/h100 (80 GB HBM3, "
+           "3.35 TB/s, dense matrix BF16 989.4 / FP8 1978.9 TFLOPS, NVLink 900 GB/s) and "
+           "archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html (the datasheet table, sparse figures with an asterisk); "
+           "ConnectX-7 400 Gb/s per GPU as in DGX H100")
+
+GPUS: dict[str, GPU] = {
+    "H100 SXM": GPU("H100 SXM", 80e9, 3.35e12, 989e12, 1979e12, 0.0, 450e9, 50e9, 8, _HOPPER),
+    "H800": GPU("H800", 80e9, 3.35e12, 989e12, 1979e12, 0.0, 200e9, 50e9, 8,
+                "H100 silicon with a cut NVLink (aiwiki.ai/wiki/nvidia_h800; tumgag/philisun pages: 400 GB/s "
+                "bidirectional); DeepSeek-V3 report (arXiv 2412.19437 §3.2.2): NVLink 160 GB/s achieved, "
+                "InfiniBand 50 GB/s per GPU",
+                unverified="NVLink: secondary pages say 400 GB/s, Reuters-based reports 300 GB/s, no NVIDIA datasheet "
+                           "stored; HBM and FLOPs taken equal to H100 SXM"),
+    "H200": GPU("H200", 141e9, 4.8e12, 989e12, 1979e12, 0.0, 450e9, 50e9, 8,
+                "NVIDIA H200 SXM: 141 GB HBM3e, 4.8 TB/s, FP8 3,958 TFLOPS with sparsity, NVLink 900 GB/s "
+                "(tabulated at lzwjava.github.io/nvidia-h200-gpu-specs-en and aiwiki.ai/wiki/nvidia_h200); "
+                "compute as H100 SXM"),
+    "B200": GPU("B200", 180e9, 8.0e12, 2250e12, 4500e12, 9000e12, 900e9, 50e9, 8,
+                "HGX B200 (1,000 W variant) at glennklockwood.com/garden/processors/B200: dense BF16 2.25 / FP8 4.5 / "
+                "FP4 9 PFLOPS, 8 TB/s, NVLink 5 2 x 900 GB/s; HBM: 192 GB on spec pages, 179 GB visible on an HGX "
+                "B200 (docs.vultr.com inference cookbook): we use 180 GB (DGX B200: 1,440 GB per 8 GPUs)",
+                unverified="180 GB usable HBM (spec pages say 192 GB); the ConnectX-7 400 Gb/s NIC"),
+    "B300": GPU("B300", 288e9, 8.0e12, 2250e12, 4500e12, 13500e12, 900e9, 100e9, 8,
+                "HGX B300 (Blackwell Ultra) at glennklockwood.com/garden/processors/B300: 288 GB HBM3e, 8 TB/s, "
+                "NVLink 5 2 x 900 GB/s, BF16 / FP8 as B200, dense FP4 '13 PF'; ConnectX-8 800 Gb/s (DGX B300)",
+                unverified="dense FP4 (secondary pages give 13.1 to 15 PFLOPS; we use 13.5)"),
+    "GB300 NVL72": GPU("GB300 NVL72", 288e9, 8.0e12, 2500e12, 5000e12, 15000e12, 900e9, 100e9, 72,
+                       "GB300 NVL72 as advertised (glennklockwood.com/garden/processors/B300): 1.1 EF dense FP4, "
+                       "360 PF FP8, ~20 TB HBM at 576 TB/s, one 72-GPU NVLink domain (130 TB/s), 72 ConnectX-8 NICs; "
+                       "per GPU: 288 GB, 8 TB/s, ~15 PF FP4, 5 PF FP8, 1.8 TB/s NVLink, 800 Gb/s",
+                       unverified="BF16 taken as half the FP8 figure; 288 GB per GPU (the rack figure '20 TB' / 72 = 278 GB)"),
+}
+
+
+def get_gpu(name: str) -> GPU:
+    if name not in GPUS:
+        raise ValueError(f"GPU must be one of {list(GPUS)}, got {name!r}")
+    return GPUS[name]

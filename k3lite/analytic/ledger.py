@@ -1,0 +1,172 @@
+"""Bytes per decoded token, split by where they move: the app's byte story in one ledger.
+
+One decode step serves a batch of B sequences at context T; the ledger is what ONE decoded token costs:
+
+    NVLink, NIC    expert-parallel dispatch + combine over all MoE layers, expected under uniform routing:
+                   `k3lite.interconnect.wire_bytes_per_token` (THE wire-bytes function every page uses) times
+                   the MoE layers; default an NVL72 rack, EP over 64 GPUs, DeepEP's normal kernels, FP8
+                   dispatch, BF16 combine. Copies inside the token's NVLink domain count as NVLink, beyond it NIC.
+    HBM weights    a step reads every weight it multiplies with once, shared by the batch:
+                   (non-routed active weights + the distinct experts the B tokens touch) / B, in FP8
+                   (`k3lite.analytic.memory.decode_weight_bytes`, the serving page's function; experts touched per
+                   layer E (1 - (1 - k/E)^B) under uniform routing; params from the real modules on the meta
+                   device).
+    HBM cache      the token's own sequence: MLA latent cache (T tokens) plus fixed KDA states, read once per
+                   step (`k3lite.analytic.memory.sequence_cache_bytes`, the hybrid and serving pages' function; bf16
+                   latents, fp32 states).
+    AttnRes reads  the source vectors the depth mixes read for one token (`k3lite.model.attnres.attnres_cost`, the
+                   Attention Residuals page's function; standard residual: one running sum per sublayer).
+
+Toggles turn one K3 idea off at a time (a counterfactual K3, not a published model):
+    latent off     the same-sized classic MoE the serving waterfall starts from (`serving_compare.classic_variant`):
+                   experts work on d_model and d_model travels, with E/c experts and top-k/c at the same expert
+                   FFN (c = d_model / latent), so the same expert parameters and FLOPs per token. (Only dropping
+                   the latent, same E and k, would double every expert: a 5.5T-parameter, 142B-active model whose
+                   "saving" is mostly reading bigger weights, not wire.)
+    all-MLA        every layer global (no KDA), so every layer keeps a KV cache that grows with T
+    full AttnRes   every sublayer reads every earlier output instead of block sums
+    no balancing   the step waits for the busiest GPU, whose links carry (1 + overload) x the mean: the NVLink
+                   and NIC bars become the busiest GPU's share. `gpu_overload` is the caller's stated
+                   assumption (the MoE page measures max-violation per balancing method); bytes on average
+                   are unchanged, which is why this is the only toggle that needs one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from k3lite.analytic import memory
+from k3lite.model.attnres import attnres_cost
+from k3lite.model.config import K3Config, get_preset
+from k3lite.interconnect import Deployment, get_topology, wire_bytes_per_token
+from k3lite.analytic.serving_compare import classic_variant
+
+MODELS: dict[str, str] = {"deepseek-v3": "DeepSeek-V3", "kimi-k2": "Kimi K2", "kimi-k3": "Kimi K3"}
+SEGMENTS: tuple[tuple[str, str], ...] = (  # (field = style.LINK key, label)
+    ("nvlink", "NVLink: expert dispatch + combine"),
+    ("nic", "NIC: expert dispatch + combine"),
+    ("hbm_weights", "HBM: weights (shared by the batch)"),
+    ("hbm_cache", "HBM: KV cache / KDA state"),
+    ("attnres", "HBM: Attention Residual reads"),
+)
+WEIGHT_PRECISION = "fp8"  # as DeepSeek-V3 ships and serves its weights (arXiv 2412.19437); memory.PRECISIONS
+
+
+@dataclass(frozen=True)
+class Deploy:
+    """Where and how one decode step runs (defaults: the interconnect page's)."""
+
+    topology: str = "nvl72"
+    ep_size: int = 64
+    dispatch: str = "fp8"
+    combine: str = "bf16"
+    scheme: str = "normal"  # DeepEP's high-throughput kernels (k3lite.interconnect.SCHEMES)
+    batch: int = 64  # sequences decoded together (they share each weight read)
+    gpu_overload: float = 1.0  # busiest GPU's max-violation without balancing (assumption; used only then)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.batch <= 4096:
+            raise ValueError(f"batch must be 1..4096 sequences, got {self.batch}")
+        if not 0 <= self.gpu_overload <= 100:
+            raise ValueError(f"gpu_overload must be in [0, 100] (max-violation, 0 = even), got {self.gpu_overload}")
+
+
+@dataclass(frozen=True)
+class Toggles:
+    """Which K3 ideas are on (all on = K3 as designed); each off gives the counterfactual named by `label`."""
+
+    latent: bool = True
+    hybrid: bool = True
+    block_attnres: bool = True
+    balancing: bool = True
+
+    def label(self) -> str:
+        off = [name for name, on in (("latent", self.latent), ("KDA (all-MLA)", self.hybrid),
+                                     ("block AttnRes (full)", self.block_attnres),
+                                     ("balancing", self.balancing)) if not on]
+        return "as designed" if not off else "without " + ", ".join(off)
+
+
+ALL_ON = Toggles()
+ONE_OFF: dict[str, Toggles] = {"latent": Toggles(latent=False), "hybrid": Toggles(hybrid=False),
+                               "block_attnres": Toggles(block_attnres=False), "balancing": Toggles(balancing=False)}
+
+
+class Ledger(NamedTuple):
+    name: str  # e.g. "Kimi K3" or "Kimi K3 without latent"
+    context: int
+    nvlink: float  # bytes per decoded token
+    nic: float
+    hbm_weights: float
+    hbm_cache: float
+    attnres: float
+
+    @property
+    def total(self) -> float:
+        return self.nvlink + self.nic + self.hbm_weights + self.hbm_cache + self.attnres
+
+    def parts(self) -> dict[str, float]:
+        return {key: getattr(self, key) for key, _ in SEGMENTS}
+
+
+def variant(cfg: K3Config, toggles: Toggles) -> K3Config:
+    """`cfg` with the switched-off ideas removed (a toggle that does not apply to `cfg` changes nothing)."""
+    if not toggles.latent and cfg.moe.latent_dim:
+        cfg = classic_variant(cfg).with_(name=cfg.name)
+    if not toggles.hybrid and cfg.kda is not None and "kda" in cfg.layer_types():
+        cfg = cfg.with_(kda_ratio=(0, 1))
+    if not toggles.block_attnres and cfg.attn_res == "block":
+        cfg = cfg.with_(attn_res="full")
+    return cfg
+
+
+def ledger(preset: str, context: int, toggles: Toggles = ALL_ON, deploy: Deploy = Deploy(),
+           name: str | None = None) -> Ledger:
+    """Bytes one decoded token moves, by where (formulas in the module docstring)."""
+    if preset not in MODELS:
+        raise ValueError(f"model must be one of {list(MODELS)}, got {preset!r}")
+    if not 1 <= context <= 10_000_000:
+        raise ValueError(f"context must be 1..10,000,000 tokens, got {context}")
+    cfg = variant(get_preset(preset), toggles)
+    Deployment(get_topology(deploy.topology), deploy.ep_size, deploy.dispatch, deploy.combine, 0, deploy.scheme)  # validates
+    wire = wire_bytes_per_token(cfg, deploy.topology, deploy.ep_size, deploy.scheme, dispatch=deploy.dispatch,
+                                combine=deploy.combine)
+    n_moe = cfg.ffn_types().count("moe")
+    busiest = 1.0 if toggles.balancing else 1.0 + deploy.gpu_overload
+    nvlink = wire.intra * n_moe * busiest
+    nic = wire.inter * n_moe * busiest
+    weights = memory.decode_weight_bytes(cfg, deploy.batch, WEIGHT_PRECISION) / deploy.batch
+    cache = memory.sequence_cache_bytes(cfg, context)
+    attnres = attnres_cost(cfg.n_layers, cfg.d_model, cfg.attn_res, cfg.attn_res_block_size).read_bytes
+    label = name or (MODELS[preset] if toggles == ALL_ON else f"{MODELS[preset].split(' (')[0]} {toggles.label()}")
+    return Ledger(label, context, nvlink, nic, weights, float(cache.total), float(attnres))
+
+
+def comparison(context: int, deploy: Deploy = Deploy(), counterfactuals: bool = True) -> list[Ledger]:
+    """DeepSeek-V3, K2 and K3 side by side, then K3 with each idea switched off (the counterfactual bars)."""
+    rows = [ledger(p, context, deploy=deploy) for p in MODELS]
+    if counterfactuals:
+        rows += [ledger("kimi-k3", context, t, deploy) for t in ONE_OFF.values()]
+    return rows
+
+
+def savings(context: int, deploy: Deploy = Deploy()) -> dict[str, float]:
+    """What each K3 idea saves per decoded token: bytes(K3 with the idea off) - bytes(K3), by toggle."""
+    return {key: sum(parts.values()) for key, parts in saving_parts(context, deploy).items()}
+
+
+def saving_parts(context: int, deploy: Deploy = Deploy()) -> dict[str, dict[str, float]]:
+    """The same, by segment: {toggle: {segment: bytes(K3 with the idea off) - bytes(K3)}} (negative = K3 moves more)."""
+    k3 = ledger("kimi-k3", context, deploy=deploy).parts()
+    return {key: {seg: v - k3[seg] for seg, v in ledger("kimi-k3", context, t, deploy).parts().items()}
+            for key, t in ONE_OFF.items()}
+
+
+def saving_words(idea: str, parts: dict[str, float], fmt) -> tuple[str, str, str]:
+    """(verb, amount, why) for a card: "saves"/"costs", the net bytes formatted by `fmt`, and the segments that
+    moved, largest first ("HBM: weights (shared by the batch) +82.4 MB, NVLink ... -0.7 MB", K3's side)."""
+    net = sum(parts.values())
+    label = dict(SEGMENTS)
+    moved = sorted(((seg, -v) for seg, v in parts.items() if abs(v) > 0), key=lambda sv: -abs(sv[1]))
+    why = ", ".join(f"{label[seg]} {'+' if d > 0 else '−'}{fmt(abs(d))}" for seg, d in moved) or "nothing moves"
+    return ("saves" if net >= 0 else "costs"), fmt(abs(net)), f"K3 with {idea} vs without, per token: {why}"

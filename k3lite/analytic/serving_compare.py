@@ -1,0 +1,316 @@
+"""What each design choice buys in dollars, three models side by side, the seed's "six B300" claim, and the
+serving model checked against every published serving figure we could find (k3lite/analytic/serving.py is the model).
+
+Waterfall, one step per choice on the same hardware, from a K3-sized classic design to K3:
+    classic     K3's config with the routed experts in d_model: half the experts (448) and half the top-k (8)
+                at the same expert width, so the same expert parameters and FLOPs per token (LatentMoE,
+                arXiv 2601.18089, reinvests the d/l saved bytes in d/l x more experts and top-k); all layers MLA;
+                every weight bf16
+    + LatentMoE 896 experts, top-16, in a 3584-wide latent (K3's MoE)
+    + 3:1 KDA:MLA (K3's attention)
+    + 4-bit experts (MXFP4 routed experts, the rest bf16: memory.RELEASED_K3_FORMATS)  = K3 as released
+Each step is evaluated at the largest batch per GPU that fits in HBM and keeps every user at >= 20 tokens/s
+(DeepSeek's reported average output speed), so a design that frees HBM can serve more sequences at once.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import NamedTuple
+
+from k3lite.analytic import memory
+from k3lite.model.config import K3Config, get_preset
+from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker
+from k3lite.analytic.hardware import get_gpu
+from k3lite.analytic.serving import (
+    DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Prefill, Serving, Speculation, Step, best_batch, decode_step,
+    prefill_usd_per_m_input,
+)
+from k3lite.analytic.serving_frontier import FRONTIER_FORMATS, cheapest_at, frontier
+
+FP8 = {"routed_experts": "fp8", "attention": "fp8", "shared": "fp8", "embeddings": "fp8"}
+FP4_EXPERTS = {**FP8, "routed_experts": "mxfp4"}  # K3's expert format (config.json quantization_config), fp8 rest
+BF16 = {**memory.RELEASED_K3_FORMATS, "routed_experts": "bf16"}  # every weight bf16: the waterfall's start
+SUPER_NODE = dict(gpu="GB300 NVL72", n_gpus=64, ep=64)  # the seed's "64-GPU super-node", in one NVLink domain
+
+
+# ------------------------------------------------------------------------------------------ six B300
+class WeightsOnGPUs(NamedTuple):
+    fmt: str
+    bytes_total: float
+    gpus: float  # fractional: bytes / HBM per GPU
+    whole_gpus: int
+
+
+def gpus_for_weights(preset: str = K3_PRESET, gpu: str = "B300") -> list[WeightsOnGPUs]:
+    """The weights alone at each storage format (all components), in GPUs' worth of HBM."""
+    cfg, hbm = get_preset(preset), get_gpu(gpu).hbm_bytes
+    rows = []
+    for fmt in memory.PRECISIONS:
+        b = sum(memory.weight_bytes(cfg, fmt).values())
+        rows.append(WeightsOnGPUs(fmt, b, b / hbm, math.ceil(b / hbm)))
+    return rows
+
+
+# ------------------------------------------------------------------------------------------ waterfall
+def classic_variant(cfg: K3Config) -> K3Config:
+    """The same-sized classic design: experts in d_model, E/c experts and top-k/c (c = d_model / latent)."""
+    moe = cfg.moe
+    if not moe.latent_dim:
+        return cfg
+    c = cfg.d_model // moe.latent_dim
+    return cfg.with_(name=f"{cfg.name} (classic MoE)",
+                     moe=replace(moe, n_routed_experts=moe.n_routed_experts // c, top_k=max(1, moe.top_k // c),
+                                 latent_dim=0, latent_norm=False))
+
+
+class WaterfallStep(NamedTuple):
+    label: str
+    serving: Serving
+    batch: int
+    usd_per_m: float
+    tokens_per_s_per_gpu: float
+    tokens_per_s_per_user: float
+
+
+def waterfall(preset: str = K3_PRESET, context: int = 32768, **hardware) -> list[WaterfallStep]:
+    hw = {**SUPER_NODE, **hardware}
+    k3 = get_preset(preset)
+    classic = classic_variant(k3).with_(kda_ratio=(0, 1))
+    latent = k3.with_(name=f"{k3.name} (all MLA)", kda_ratio=(0, 1))
+    steps = [("classic: full-width MoE, all MLA, bf16", classic, BF16), ("+ LatentMoE", latent, BF16),
+             ("+ 3:1 KDA:MLA", k3, BF16), ("+ MXFP4 experts (= K3 as released)", k3, memory.RELEASED_K3_FORMATS)]
+    out = []
+    for label, cfg, fmt in steps:
+        s = Serving(cfg, weights=fmt, context=context, **hw)
+        b = best_batch(s, MIN_TOKENS_PER_USER)
+        st = decode_step(s, b)
+        out.append(WaterfallStep(label, s, b, st.usd_per_m_output_tokens, st.tokens_per_s_per_gpu,
+                                 st.tokens_per_s_per_user))
+    return out
+
+
+# ------------------------------------------------------------------------------------------ side by side
+def side_by_side(presets=("kimi-k3", "kimi-k2", "deepseek-v3"), context: int = 32768, **hardware) -> list[dict]:
+    """Each model at fp8 and with 4-bit experts on the same hardware, at its best batch (>= 20 tokens/s/user)."""
+    hw = {**SUPER_NODE, **hardware}
+    rows = []
+    for preset in presets:
+        name = preset
+        for label, fmt in (("fp8", FP8), ("4-bit experts", FP4_EXPERTS)):
+            s = Serving(name, weights=fmt, context=context, **hw)
+            b = best_batch(s, MIN_TOKENS_PER_USER)
+            st = decode_step(s, b)
+            rows.append({"model": name, "weights": label, "batch / GPU": b,
+                         "tokens/s / GPU": round(st.tokens_per_s_per_gpu), "tokens/s / user": st.tokens_per_s_per_user,
+                         "$ / M output": st.usd_per_m_output_tokens, "$ / M input (prefill)": prefill_usd_per_m_input(s),
+                         "bound by": st.bound})
+    return rows
+
+
+# ------------------------------------------------------------------------------------------ validation
+class Published(NamedTuple):
+    label: str
+    short: str  # axis label
+    serving: Serving
+    batch_per_gpu: int
+    measured_tokens_per_s_per_gpu: float
+    source: str
+
+
+PUBLISHED: tuple[Published, ...] = (
+    Published("DeepSeek-V3/R1 online service, H800 (EP144 decode, 18 nodes)", "DeepSeek service, 18x8 H800",
+              Serving("deepseek-v3", "H800", 144, 144, 1, FP8, 4989), 128, 14_800 / 8,
+              "DeepSeek, open-infra-index day 6 'DeepSeek-V3/R1 Inference System Overview' (2025-02-28): "
+              "~14.8k output tokens/s per H800 node during decoding, average KV length 4,989, FP8 matmuls and "
+              "dispatch, BF16 MLA and combine; batch 128 per GPU from the LMSYS comparison table (2025-05-05)"),
+    Published("DeepSeek-V3 on SGLang, 9 x 8 H100 decode (EP72)", "SGLang DeepSeek-V3, 9x8 H100",
+              Serving("deepseek-v3", "H100 SXM", 72, 72, 1, FP8, 2000), 256, 22_282 / 8,
+              "LMSYS / SGLang team, 'Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism "
+              "on 96 H100 GPUs' (2025-05-05): 22,282 output tokens/s per node, batch 256, 2,000-token inputs"),
+    Published("Kimi K2 on SGLang, 12 x 8 H200 decode (1P1D, 128 GPUs)", "SGLang Kimi K2, 12x8 H200",
+              Serving("kimi-k2", "H200", 96, 96, 1, FP8, 2100), 480, 384_000 / 96,
+              "LMSYS / Mooncake team, 'Deploying Kimi K2 with PD Disaggregation and Large-Scale Expert Parallelism "
+              "on 128 H200 GPUs' (2025-07-17): decode throughput 384k tokens/s on the cluster (12 decode nodes), "
+              "2,000-token inputs, 100-token outputs, decode batch 480 (read as per GPU: the blog does not say); we "
+              "divide by the 96 decode GPUs"),
+)
+
+
+def validate(overlap: bool = True) -> list[dict]:
+    """Model vs measurement at each publication's stated setting. A bound must land at or above each."""
+    rows = []
+    for p in PUBLISHED:
+        st = decode_step(p.serving.with_(overlap=overlap), p.batch_per_gpu)
+        rows.append({"deployment": p.label, "short": p.short,
+                     "model / measured": st.tokens_per_s_per_gpu / p.measured_tokens_per_s_per_gpu,
+                     "measured tokens/s / GPU": p.measured_tokens_per_s_per_gpu,
+                     "model tokens/s / GPU": st.tokens_per_s_per_gpu, "batch / GPU": p.batch_per_gpu,
+                     "context": p.serving.context, "model bound by": st.bound, "source": p.source})
+    return rows
+
+
+# vLLM's K3 post: one B300 node, TP8, 8K in / 1K out, DSpark speculation of 8 tokens, MXFP4 experts (the release)
+VLLM_K3_SOURCE = ("vLLM blog 'Kimi K3 Performance Optimizations in vLLM' (2026-09-13; vllm-project.github.io "
+                  "_posts/2026-09-13-kimi-k3-performance-optimization.md): one B300 node, TP8, guidellm 8,000 prompt / "
+                  "1,000 output tokens, DSpark num_speculative_tokens 8, concurrency 1 / 4 / 16, commit 82a85dc1")
+VLLM_K3_INPUT, VLLM_K3_OUTPUT = 8000, 1000
+K3_RELEASE_FORMAT = "MXFP4 experts, bf16 rest"
+
+
+class VllmK3(NamedTuple):
+    concurrency: int
+    output_tokens_per_s: float  # the node's output throughput
+    latency_s: float  # average request latency
+    ttft_s: float  # average time to first token
+
+
+VLLM_K3: tuple[VllmK3, ...] = (VllmK3(1, 183.3, 5.30, 0.3763), VllmK3(4, 416.7, 10.50, 0.6405),
+                               VllmK3(16, 725.0, 22.17, 1.1210))
+
+
+DSPARK = Speculation()  # the post's drafter: 8 tokens, the cited acceptance (k3lite.analytic.serving's defaults)
+
+
+def vllm_k3_serving(spec: Speculation | None = DSPARK) -> Serving:
+    """The post's deployment in this model: 8 B300, TP8 (experts split 8 ways, as EP 8 holds the same bytes per
+    GPU), the release's formats, the average context over the 1,000 output tokens."""
+    return Serving(K3_PRESET, "B300", 8, 8, 8, FRONTIER_FORMATS[K3_RELEASE_FORMAT],
+                   VLLM_K3_INPUT + VLLM_K3_OUTPUT // 2, spec=spec)
+
+
+def validate_vllm_k3(spec: Speculation | None = DSPARK) -> list[dict]:
+    """The bound against each published concurrency: the node's output tokens/s (batch per GPU = concurrency / 8:
+    TP8 spreads each sequence over the 8 GPUs) and each user's decode speed, derived from the post's latency and
+    TTFT as output tokens / (latency - TTFT)."""
+    s = vllm_k3_serving(spec)
+    rows = []
+    for m in VLLM_K3:
+        st = decode_step(s, m.concurrency / s.n_gpus)
+        per_user = VLLM_K3_OUTPUT / (m.latency_s - m.ttft_s)
+        rows.append({"concurrency": m.concurrency, "measured tokens/s (node)": m.output_tokens_per_s,
+                     "model tokens/s (node)": st.tokens_per_s_per_gpu * s.n_gpus,
+                     "model / measured": st.tokens_per_s_per_gpu * s.n_gpus / m.output_tokens_per_s,
+                     "measured tokens/s / user (derived)": per_user, "model tokens/s / user": st.tokens_per_s_per_user,
+                     "prefill share of the measured time": m.ttft_s / m.latency_s,
+                     "model step (ms)": 1e3 * st.step_s, "model bound by": st.bound})
+    return rows
+
+
+def vllm_k3_sentence(rows: list[dict], acceptance: float) -> str:
+    """How far above vLLM's K3 figures the bound lands and why, from `validate_vllm_k3`'s rows."""
+    lo, hi = min(r["model / measured"] for r in rows), max(r["model / measured"] for r in rows)
+    one = rows[0]
+    measured_step = 1e3 * acceptance / one["measured tokens/s / user (derived)"]  # ms per verification step
+    share = [100 * r["prefill share of the measured time"] for r in rows]
+    return (f"K3 itself, against vLLM's K3 post: with DSpark drafting {DSPARK_DRAFT_TOKENS} tokens and {acceptance:.1f} "
+            f"kept per step, the bound lands {lo:.2f}x to {hi:.2f}x the measured node throughput, "
+            + ("never below" if lo >= 1 else "BELOW a measurement: this acceptance is lower than vLLM's drafter achieved")
+            + f" (the bound holds at one user for any acceptance above "
+            f"{one['measured tokens/s / user (derived)'] * one['model step (ms)'] / 1e3:.2f} tokens per step)."
+            + f" Why above: the measured time includes prefill (the first token is {min(share):.0f}-{max(share):.0f}% of "
+            f"each request's latency); at {one['concurrency']} user the measured "
+            f"{one['measured tokens/s / user (derived)']:.0f} tokens/s at {acceptance:.1f} tokens per step means "
+            f"{measured_step:.1f} ms per verification step, {measured_step / one['model step (ms)']:.1f}x the bound's "
+            f"{one['model step (ms)']:.1f} ms: the bound reads HBM at peak with no kernel overhead, and counts no TP8 "
+            f"all-reduce latency ({get_preset(K3_PRESET).n_layers} layers per step) and no launch gaps. The acceptance "
+            f"is an input (the post reports none). Source: {VLLM_K3_SOURCE}.")
+
+
+def speculation_sentence(s: Serving, batch: float) -> str:
+    """What speculation does to one deployment at one batch, against the same step without it."""
+    if s.spec is None:
+        raise ValueError("speculation_sentence needs a Serving with spec set")
+    plain, spec = decode_step(s.with_(spec=None), batch), decode_step(s, batch)
+    sp = s.spec
+    return (f"Speculation ({sp.draft_tokens} drafted, {sp.acceptance:.1f} kept per step, "
+            f"{'the MTP layer' if sp.drafter == 'mtp' else 'a separate draft model'}): tokens/s per user "
+            f"{plain.tokens_per_s_per_user:.0f} -> {spec.tokens_per_s_per_user:.0f} "
+            f"({spec.tokens_per_s_per_user / plain.tokens_per_s_per_user:.2f}x), $ per M output "
+            f"{plain.usd_per_m_output_tokens:.3f} -> {spec.usd_per_m_output_tokens:.3f}. The verification step reads "
+            f"{spec.hbm_bytes / plain.hbm_bytes:.2f}x the HBM bytes ("
+            + (f"{sp.draft_tokens + 1} tokens per sequence reach more experts" if spec.hbm_bytes > 1.01 * plain.hbm_bytes
+               else "at this batch every hosted expert is read either way")
+            + f") and computes {spec.compute_s / plain.compute_s:.0f}x; the drafter adds {1e3 * spec.draft_s:.2f} ms. "
+            + ("Speculation pays here." if spec.usd_per_m_output_tokens < plain.usd_per_m_output_tokens else
+               f"Speculation does not pay here: verifying {sp.draft_tokens + 1} tokens per sequence makes the step "
+               f"{spec.bound}-bound, {1e3 * spec.step_s:.1f} ms instead of {1e3 * plain.step_s:.1f} ms, for "
+               f"{sp.acceptance:.1f} tokens kept."))
+
+
+def price_split_sentence(decode: Step, prefill: Prefill, pool: str) -> tuple[float, dict, str]:
+    """(output / input $ at cost, {model: list-price ratio}, the sentence comparing them) for a decode step and
+    a prefill pool (`pool` names its GPUs)."""
+    ratio = decode.usd_per_m_output_tokens / prefill.usd_per_m_input_tokens
+    listed = {p.name: p.output_per_m / p.input_per_m for k, p in PRICES.items() if k != "small-worker"}
+    k3 = PRICES["kimi-k3"]
+    sticker = listed[k3.name]
+    text = (f"Prefill runs on its own pool ({pool}, chunks of {prefill.chunk_tokens:,} tokens per GPU): "
+            f"{prefill.compute_s * 1e6:.1f} µs of compute, {prefill.wire_s * 1e6:.1f} µs on the wire (DeepEP's normal "
+            f"kernels) and {prefill.hbm_s * 1e6:.2f} µs of weight reads per token, so it is {prefill.bound}-bound at "
+            f"${prefill.usd_per_m_input_tokens:.3f} per M input tokens. Decode at batch {decode.batch_per_gpu:g} costs "
+            f"${decode.usd_per_m_output_tokens:.3f} per M output: an output token costs {ratio:.1f}x an input token at "
+            f"cost, against {sticker:.1f}x on K3's sticker (${k3.input_per_m:.0f} / ${k3.output_per_m:.0f}) and "
+            + ", ".join(f"{v:.1f}x for {n}" for n, v in listed.items() if n != k3.name)
+            + f". The sticker charges output {'more' if sticker > ratio else 'less'} steeply than serving physics "
+            "does here. List prices: " + "; ".join(f"{p.name}: {p.source}" for k, p in PRICES.items()
+                                                    if k != "small-worker") + ".")
+    return ratio, listed, text
+
+
+# ------------------------------------------------------------------------------------------ cost page
+def physics_price(s: Serving | None = None) -> ModelPrice:
+    """$ per M tokens derived from serving physics (decode at the best batch, compute-bound prefill), as a
+    ModelPrice the cost page can use next to list prices. No prompt-cache discount is derived: K3's listed one."""
+    s = s or Serving(**SUPER_NODE)  # the weights as K3 ships them
+    st = decode_step(s, best_batch(s, MIN_TOKENS_PER_USER))
+    return ModelPrice(f"{s.name} (serving physics)", prefill_usd_per_m_input(s), st.usd_per_m_output_tokens,
+                      PRICES["kimi-k3"].cache_discount,
+                      f"k3lite.analytic.serving on {s.n_gpus} x {s.gpu} at ${s.price:.2f}/GPU-hour, context {s.context:,}: "
+                      "a roofline bound (cost floor), not a list price")
+
+
+# ------------------------------------------------------------------------------------------ frontier -> cost page
+FAST_TOKENS_PER_USER = 100.0  # "fast-and-pricey": OUR assumption of a fast provider's speed (5x DeepSeek's average)
+PREFILL_POOL_GPUS = 32  # DeepSeek's prefill unit (day-6 overview: EP32 over 4 nodes); the frontier's decode is wider
+
+
+def frontier_prices(preset: str = K3_PRESET, context: int = 32768,
+                    speeds=(MIN_TOKENS_PER_USER, FAST_TOKENS_PER_USER)) -> dict[float, ModelPrice]:
+    """{speed: ModelPrice} for the frontier's cheapest setup at each speed (tokens/s per user): output $ from that
+    decode point, input $ from a prefill pool of PREFILL_POOL_GPUS of the same GPU and formats (`prefill_step`)."""
+    fr = frontier(preset, context)
+    out = {}
+    for speed in speeds:
+        w = cheapest_at(fr.setups, speed)
+        if w is None:
+            raise ValueError(f"no setup serves {preset} at >= {speed:.0f} tokens/s per user at {context:,} tokens")
+        pool = Serving(preset, w.gpu, PREFILL_POOL_GPUS, PREFILL_POOL_GPUS, 1, FRONTIER_FORMATS[w.formats], context,
+                       usd_per_gpu_hour=w.usd_per_gpu_hour)
+        out[speed] = ModelPrice(f"{fr.preset} at {speed:.0f}+ tok/s (serving cost)", prefill_usd_per_m_input(pool),
+                                w.usd_per_m_output_tokens, PRICES["kimi-k3"].cache_discount,
+                                f"the frontier's cheapest setup at >= {speed:.0f} tokens/s per user: {w.label}, "
+                                f"{w.tokens_per_s_per_user:.0f} tok/s per user; prefill on {PREFILL_POOL_GPUS} "
+                                f"{w.gpu}; context {context:,}; a cost floor, no margin; cache discount: K3's listed "
+                                f"{100 * PRICES['kimi-k3'].cache_discount:.0f}%")
+    return out
+
+
+def task_vs_token_ranking(slow: ModelPrice, fast: ModelPrice, worker: ModelPrice, profile: TaskProfile,
+                          planner_share: float, planner_success: float, worker_success: float) -> tuple[float, float, str]:
+    """(fast / slow per output token, fast / slow per completed planner/worker task, the sentence): does ranking
+    the two serving points by $ per task differ from ranking them by $ per token?"""
+    per_token = fast.output_per_m / slow.output_per_m
+    tasks = [analyze(planner_worker(m, worker, profile, planner_share, planner_success, worker_success))
+             for m in (slow, fast)]
+    per_task = tasks[1].per_completed_task / tasks[0].per_completed_task
+    same = (per_token > 1) == (per_task > 1)
+    planner_out = [t.output_cost for t in tasks]
+    return per_token, per_task, (
+        f"Priced at the frontier, the fast point costs {per_token:.2f}x the slow one per output token and "
+        f"{per_task:.2f}x per completed planner/worker task (${tasks[1].per_completed_task:.4f} vs "
+        f"${tasks[0].per_completed_task:.4f}): {'the same ranking' if same else 'the ranking flips'}"
+        + (f", but the gap shrinks from {per_token:.2f}x to {per_task:.2f}x: input tokens (priced by the prefill "
+           f"pools, ${slow.input_per_m:.3f} vs ${fast.input_per_m:.3f} per M) and the worker's turns do not speed up "
+           f"with interactivity (all output tokens are ${planner_out[0]:.4f} vs ${planner_out[1]:.4f} of each task)"
+           if same and abs(per_task - 1) < abs(per_token - 1) else "") + ".")

@@ -1,0 +1,289 @@
+"""The speed-price frontier: every GPU, format and EP size at once, the way the market sees a model.
+
+For one model and context, each setup (GPU x weight formats x EP size, one replica on EP GPUs with data-parallel
+attention, as DeepSeek and SGLang decode; with and without speculative decoding when a drafter is given) gives a
+curve over batch size: tokens/s per user against $ per M output
+tokens (k3lite.analytic.serving's decode-step model, nothing new). The *lower envelope* of all the curves is the cheapest
+setup at each interactivity: read left to right, slow-and-cheap to fast-and-pricey. Per GPU, the same envelope over
+that GPU's setups is its row of the frontier.
+
+    envelope   sort all points by tokens/s per user, fastest first; keep a point when it is cheaper than every
+               faster one. The kept points, slowest first, rise in price as they rise in speed.
+    cheapest   at a speed s: the cheapest point with tokens/s per user >= s (on the envelope by construction).
+
+CLI: python -m k3lite.analytic.serving frontier --preset kimi-k3 --context 32768 [--gpus B300 "GB300 NVL72"] --json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import NamedTuple
+
+from k3lite.model.config import PRESETS, get_preset
+from k3lite.analytic.hardware import GPUS, get_gpu
+from k3lite.analytic.serving import (
+    K3_PRESET, USD_PER_GPU_HOUR, Serving, Speculation, StepTerms, curve_batches, step_at, step_terms,
+)
+
+_REST = ("attention", "shared", "embeddings")
+# the storage formats the frontier tries: each is what some released checkpoint or vendor quantisation ships
+FRONTIER_FORMATS: dict[str, dict[str, str]] = {
+    "fp8": {"routed_experts": "fp8", **{c: "fp8" for c in _REST}},  # DeepSeek-V3's and Kimi K2's release
+    "MXFP4 experts, bf16 rest": {"routed_experts": "mxfp4", **{c: "bf16" for c in _REST}},  # Kimi K3's release
+    "NVFP4 experts, fp8 rest": {"routed_experts": "nvfp4", **{c: "fp8" for c in _REST}},  # a Blackwell-native quantisation
+}
+FRONTIER_EP = (8, 16, 32, 64, 72, 128, 144)  # GPUs per replica = EP size; tp 1 (data-parallel attention). An EP
+#                                              wider than one NVLink domain must fill whole domains (72 on NVL72)
+INTERACTIVE_TOKENS_PER_USER = 50.0  # "a typical interactive speed": OUR assumption (2.5x DeepSeek's 20-22 tok/s)
+CURVE_POINTS = 16  # batch sizes per setup (log-spaced 1 .. the most that fit)
+
+
+class FrontierPoint(NamedTuple):
+    gpu: str
+    ep: int  # = GPUs per replica
+    formats: str  # a FRONTIER_FORMATS key
+    batch_per_gpu: int
+    tokens_per_s_per_user: float
+    tokens_per_s_per_gpu: float
+    usd_per_m_output_tokens: float
+    usd_per_gpu_hour: float
+    bound: str
+    hbm_s: float
+    compute_s: float
+    wire_s: float
+    draft_s: float
+    step_s: float
+    crosses_nic: bool  # EP spans more than one NVLink domain: part of the wire is the NIC
+    hbm_used_bytes: float  # weights + the batch's cache on one GPU
+    hbm_bytes: float
+    max_batch_per_gpu: int  # the most sequences that fit next to the weights
+    speculative: bool = False  # drafted and verified (k3lite.analytic.serving.Speculation)
+
+    @property
+    def label(self) -> str:
+        return (f"{self.gpu}, EP {self.ep}, {self.formats}, batch {self.batch_per_gpu}"
+                + (", speculative" if self.speculative else ""))
+
+    def row(self) -> dict:
+        """Plain JSON values (the CLI prints these)."""
+        return {**self._asdict(), "label": self.label}
+
+
+class Setup(NamedTuple):
+    """One deployment the frontier tries, with its batch-independent step terms (k3lite.analytic.serving.step_terms)."""
+
+    gpu: str
+    ep: int
+    formats: str
+    terms: StepTerms
+    crosses_nic: bool
+    hbm_bytes: float
+
+    def point(self, batch: int) -> FrontierPoint:
+        st = step_at(self.terms, batch)
+        t = self.terms
+        return FrontierPoint(self.gpu, self.ep, self.formats, batch, st.tokens_per_s_per_user, st.tokens_per_s_per_gpu,
+                             st.usd_per_m_output_tokens, t.usd_per_gpu_hour, st.bound, st.hbm_s, st.compute_s,
+                             st.wire_s, st.draft_s, st.step_s, self.crosses_nic,
+                             t.weight_bytes_per_gpu + batch * t.cache_bytes_per_sequence, self.hbm_bytes,
+                             t.max_batch_per_gpu, t.spec is not None)
+
+    def fastest_batch(self, speed: float) -> int | None:
+        """The largest batch that keeps every user at >= speed tokens/s (the cheapest such point: per-user speed
+        falls and tokens/s per GPU rises with batch), or None when even batch 1 is slower."""
+        if step_at(self.terms, 1).tokens_per_s_per_user < speed:
+            return None
+        lo, hi = 1, self.terms.max_batch_per_gpu
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if step_at(self.terms, mid).tokens_per_s_per_user >= speed else (lo, mid - 1)
+        return lo
+
+
+class Frontier(NamedTuple):
+    preset: str
+    context: int
+    setups: tuple[Setup, ...]
+    points: tuple[FrontierPoint, ...]
+    envelope: tuple[FrontierPoint, ...]  # over every GPU
+    by_gpu: dict  # GPU -> its own envelope
+    skipped: tuple[str, ...]  # setups that do not fit, and why
+    prices: dict  # GPU -> ($ per GPU-hour, where the number comes from)
+
+
+def lower_envelope(points) -> list[FrontierPoint]:
+    """The cheapest point at each interactivity: kept when cheaper than every faster point; slowest first."""
+    kept, best = [], float("inf")
+    for p in sorted(points, key=lambda p: (-p.tokens_per_s_per_user, p.usd_per_m_output_tokens)):
+        if p.usd_per_m_output_tokens < best:
+            kept.append(p)
+            best = p.usd_per_m_output_tokens
+    return kept[::-1]
+
+
+def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=None, eps=FRONTIER_EP,
+             prices: dict | None = None, spec: Speculation | None = None, overlap: bool = True,
+             points: int = CURVE_POINTS) -> Frontier:
+    """Every setup's curve over batch size, the overall envelope and each GPU's envelope (see the docstring)."""
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
+    gpus = list(GPUS) if gpus is None else [get_gpu(g).name for g in gpus]
+    if not gpus:
+        raise ValueError("give at least one GPU")
+    formats = list(FRONTIER_FORMATS) if formats is None else list(formats)
+    for f in formats:
+        if f not in FRONTIER_FORMATS:
+            raise ValueError(f"formats must be among {list(FRONTIER_FORMATS)}, got {f!r}")
+    for g, v in (prices or {}).items():
+        if get_gpu(g) and not 0 < v < 1000:
+            raise ValueError(f"$ per GPU-hour must be in (0, 1000), got {v} for {g}")
+    prices = {g: ((prices or {})[g], "your number") if g in (prices or {}) and (prices or {})[g] != USD_PER_GPU_HOUR[g][0]
+              else USD_PER_GPU_HOUR[g] for g in GPUS}
+    cfg = get_preset(preset)  # built once: every Serving below shares it
+    setups, skipped = [], []
+    for gpu_name in gpus:
+        gpu = get_gpu(gpu_name)
+        for fmt in formats:
+            for ep in eps:
+                if ep > gpu.nvlink_domain and ep % gpu.nvlink_domain:
+                    skipped.append(f"{gpu_name}, EP {ep}, {fmt}: EP wider than one {gpu.nvlink_domain}-GPU NVLink "
+                                   "domain must fill whole domains")
+                    continue
+                try:  # with speculation on, each setup is tried with and without it: a provider may choose
+                    for sp in (None, spec) if spec is not None else (None,):
+                        s = Serving(cfg, gpu_name, ep, ep, 1, FRONTIER_FORMATS[fmt], context, overlap,
+                                    prices[gpu_name][0], spec=sp)
+                        setups.append(Setup(gpu_name, ep, fmt, step_terms(s), ep > gpu.nvlink_domain, gpu.hbm_bytes))
+                except ValueError as e:
+                    skipped.append(f"{gpu_name}, EP {ep}, {fmt}: {e}")
+    if not setups:
+        raise ValueError(f"no setup fits {preset} at {context:,} tokens on {', '.join(gpus)}: " + "; ".join(skipped[:3]))
+    out = [u.point(b) for u in setups for b in curve_batches(u.terms.max_batch_per_gpu, points)]
+    by_gpu = {g: tuple(lower_envelope([p for p in out if p.gpu == g])) for g in gpus}
+    return Frontier(cfg.name, context, tuple(setups), tuple(out), tuple(lower_envelope(out)),
+                    {g: e for g, e in by_gpu.items() if e}, tuple(skipped), {g: prices[g] for g in gpus})
+
+
+def cheapest_at(setups, speed: float) -> FrontierPoint | None:
+    """The cheapest point of these setups that keeps every user at >= speed tokens/s, each setup at its exact
+    best batch (not the sampled curve); None when none is that fast."""
+    best = [u.point(b) for u in setups if (b := u.fastest_batch(speed)) is not None]
+    return min(best, key=lambda p: p.usd_per_m_output_tokens) if best else None
+
+
+def per_gpu_at(fr: Frontier, speed: float) -> dict[str, FrontierPoint]:
+    """Each GPU's cheapest point at >= speed tokens/s per user (GPUs that cannot reach it are left out)."""
+    best = {g: cheapest_at([u for u in fr.setups if u.gpu == g], speed) for g in fr.by_gpu}
+    return {g: p for g, p in best.items() if p is not None}
+
+
+class Verdict(NamedTuple):
+    speed: float  # tokens/s per user asked for
+    winner: FrontierPoint | None
+    runner_up: FrontierPoint | None  # the cheapest point on another GPU
+    ratio: float  # runner-up $ / winner $
+    sentence: str
+
+
+def _drive(w: FrontierPoint, r: FrontierPoint) -> str:
+    """Why w is cheaper than r, from the two points' numbers: $ per token = $ per GPU-hour / tokens/s per GPU."""
+    price = r.usd_per_gpu_hour / w.usd_per_gpu_hour
+    speed = w.tokens_per_s_per_gpu / r.tokens_per_s_per_gpu
+    parts = []
+    if abs(price - 1) > 0.005:
+        parts.append(f"its GPU-hour costs {1 / price:.2f}x the {r.gpu}'s (${w.usd_per_gpu_hour:.2f} vs "
+                     f"${r.usd_per_gpu_hour:.2f})")
+    parts.append(f"each GPU makes {speed:.2f}x the tokens/s ({w.tokens_per_s_per_gpu:,.0f} vs "
+                 f"{r.tokens_per_s_per_gpu:,.0f}) at batch {w.batch_per_gpu} vs {r.batch_per_gpu}")
+    main = "throughput per GPU" if abs(speed - 1) >= abs(price - 1) else "the GPU-hour price"
+    why = {"HBM": "reading weights and cache from HBM", "compute": "at the tensor-core peak"}
+
+    def where(p: FrontierPoint) -> str:
+        if p.bound == "wire":
+            return "dispatch + combine on the NIC, as EP spans NVLink domains" if p.crosses_nic else "on NVLink"
+        return why[p.bound]
+
+    return (f"{'; '.join(parts)}. The larger factor is {main}: the winner's step is {w.bound}-bound "
+            f"({1e3 * w.step_s:.1f} ms, {where(w)}), the {r.gpu}'s {r.bound}-bound ({1e3 * r.step_s:.1f} ms, "
+            f"{where(r)}); at this speed the winner runs {w.batch_per_gpu} of the {w.max_batch_per_gpu} sequences that fit "
+            f"in its {w.hbm_bytes / 1e9:.0f} GB, the {r.gpu} {r.batch_per_gpu} of {r.max_batch_per_gpu} in "
+            f"{r.hbm_bytes / 1e9:.0f} GB")
+
+
+def verdict(fr: Frontier, speed: float = INTERACTIVE_TOKENS_PER_USER) -> Verdict:
+    """The seed's question at one interactivity: which hardware serves cheapest, by how much, and why."""
+    if not speed > 0:
+        raise ValueError(f"speed must be > 0 tokens/s per user, got {speed}")
+    w = cheapest_at(fr.setups, speed)
+    if w is None:
+        top = max(p.tokens_per_s_per_user for p in fr.points)
+        return Verdict(speed, None, None, float("nan"),
+                       f"No setup reaches {speed:.0f} tokens/s per user for {fr.preset} at {fr.context:,} tokens "
+                       f"(the fastest: {top:.0f}).")
+    r = cheapest_at([u for u in fr.setups if u.gpu != w.gpu], speed)
+    head = (f"At >= {speed:.0f} tokens/s per user, {fr.preset} at {fr.context:,} tokens is served cheapest on "
+            f"{w.label}: ${w.usd_per_m_output_tokens:.3f} per M output tokens ({w.tokens_per_s_per_user:.0f} tok/s "
+            f"per user).")
+    if r is None:
+        return Verdict(speed, w, None, float("nan"), head + " No other GPU reaches that speed.")
+    ratio = r.usd_per_m_output_tokens / w.usd_per_m_output_tokens
+    assumed = [g for g in (w.gpu, r.gpu) if fr.prices[g][1].startswith("assumed")]
+    at = per_gpu_at(fr, speed)
+    dear = max(at.values(), key=lambda p: p.usd_per_m_output_tokens)
+    tied = [g for g, p in at.items() if p.usd_per_m_output_tokens >= 0.995 * dear.usd_per_m_output_tokens]
+    dearest = (f" The dearest GPU at this speed is the {' and the '.join(tied)}: ${dear.usd_per_m_output_tokens:.3f} "
+               f"({dear.usd_per_m_output_tokens / w.usd_per_m_output_tokens:.1f}x the winner, {dear.label})."
+               if dear.gpu not in (w.gpu, r.gpu) else "")
+    caveat = (f" The {' and '.join(assumed)} GPU-hour price{'s are' if len(assumed) > 1 else ' is'} assumed, not "
+              f"cited: the ranking moves with {'them' if len(assumed) > 1 else 'it'}." if assumed else "")
+    return Verdict(speed, w, r, ratio, head + f" The next GPU, {r.label}, costs ${r.usd_per_m_output_tokens:.3f} "
+                   f"({ratio:.2f}x). Why: " + _drive(w, r) + "." + dearest + caveat)
+
+
+# ------------------------------------------------------------------------------------------ CLI
+def resolve_gpu(name: str) -> str:
+    """A GPU of the table by its name, or a unique prefix ignoring case ("H100" -> "H100 SXM", "gb300")."""
+    if name in GPUS:
+        return name
+    hits = [g for g in GPUS if g.lower().startswith(name.lower())]
+    if len(hits) != 1:
+        raise ValueError(f"GPU must be one of {list(GPUS)} (or a unique prefix), got {name!r}")
+    return hits[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m k3lite.analytic.serving frontier",
+                                 description="The speed-price frontier over GPUs, formats and EP sizes")
+    ap.add_argument("--preset", default=K3_PRESET, help=f"one of {sorted(PRESETS)}")
+    ap.add_argument("--context", type=int, default=32768, help="tokens of context per sequence")
+    ap.add_argument("--gpus", nargs="+", default=None, help=f"GPUs to compare (default all: {list(GPUS)})")
+    ap.add_argument("--speed", type=float, default=INTERACTIVE_TOKENS_PER_USER,
+                    help="tokens/s per user at which to name the cheapest hardware")
+    ap.add_argument("--spec", action="store_true", help="speculative decoding with the default drafter")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    a = ap.parse_args(argv)
+    try:
+        gpus = None if a.gpus is None else [resolve_gpu(g) for g in a.gpus]
+        fr = frontier(a.preset, a.context, gpus, spec=Speculation() if a.spec else None)
+        v = verdict(fr, a.speed)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps({"inputs": {"preset": fr.preset, "context": fr.context, "gpus": list(fr.by_gpu),
+                                     "speed": a.speed, "spec": a.spec},
+                          "envelope": [p.row() for p in fr.envelope],
+                          "by_gpu": {g: [p.row() for p in e] for g, e in fr.by_gpu.items()},
+                          "verdict": v.sentence, "skipped": list(fr.skipped)}, indent=2))
+        return 0
+    print(f"{fr.preset}, context {fr.context:,}: the cheapest setup at each speed")
+    for p in fr.envelope:
+        print(f"  {p.tokens_per_s_per_user:8.1f} tok/s/user  ${p.usd_per_m_output_tokens:8.3f}/M  "
+              f"{p.tokens_per_s_per_gpu:9,.0f} tok/s/GPU  {p.label} ({p.bound})")
+    print(v.sentence)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

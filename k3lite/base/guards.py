@@ -1,0 +1,163 @@
+"""Resource guards: bound threads, queue heavy work, bound long jobs.
+
+A public server runs one Python process for every visitor, on a small machine (2 cores here). These rules
+keep one visitor from hurting the others (the memory estimate before a live build is k3lite/analytic/budget.py):
+
+1. **Bounded threads.** torch's intra-op pool is process-wide; `bounded_threads()` caps it
+   (`K3LITE_TORCH_THREADS`, default half the cores, at least 1) so a matmul cannot take every core.
+2. **Heavy work behind a small semaphore.** `with heavy_work("training"):` lets at most
+   `K3LITE_HEAVY_SLOTS` (default 1) heavy jobs run at once; a visitor who waits longer than `timeout_s`
+   (`K3LITE_HEAVY_TIMEOUT_S`, default 30) gets `ServerBusy` (a ValueError, so `user_errors()` shows it)
+   instead of a hung page. Re-entrant per thread.
+3. **Time bounds.** Long loops call `deadline().check(step)`, which raises `TimeLimit` (a ValueError) after
+   `K3LITE_JOB_LIMIT_S` (default 300 s).
+
+No Streamlit import here (k3lite/ never imports it).
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from contextlib import contextmanager
+
+import torch
+
+
+def env_number(name: str, default: float, unit: str, *, allow_zero: bool = False) -> float:
+    """A finite number from the environment variable `name` (> 0, or >= 0 with allow_zero)."""
+    raw = os.environ.get(name, str(default))
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of {unit}, got {raw!r}") from None
+    ok = (value >= 0 if allow_zero else value > 0) and not math.isinf(value)  # NaN fails both comparisons
+    if not ok:
+        raise ValueError(f"{name} must be {'>=' if allow_zero else '>'} 0 and finite, got {raw!r}")
+    return value
+
+
+# ------------------------------------------------------------------------------------------- threads
+def bounded_threads(cap: int | None = None) -> int:
+    """Cap torch's (process-wide) intra-op thread pool; returns the thread count now in use.
+
+    cap: explicit limit; default env K3LITE_TORCH_THREADS, else half the CPU cores (at least 1).
+    Never raises the count above what torch already uses.
+    """
+    if cap is None:
+        raw = os.environ.get("K3LITE_TORCH_THREADS")
+        if raw is not None:
+            try:
+                cap = int(raw)
+            except ValueError:
+                raise ValueError(f"K3LITE_TORCH_THREADS must be an integer, got {raw!r}") from None
+        else:
+            cap = max(1, (os.cpu_count() or 2) // 2)
+    if cap < 1:
+        raise ValueError(f"thread cap must be >= 1, got {cap}")
+    if torch.get_num_threads() > cap:
+        torch.set_num_threads(cap)
+    return torch.get_num_threads()
+
+
+# ------------------------------------------------------------------------------------------- heavy work
+class ServerBusy(ValueError):
+    """Raised when heavy work could not start in time. A ValueError so pages' user_errors() shows it."""
+
+
+class TimeLimit(ValueError):
+    """Raised by Deadline.check() when a long job ran past its time bound."""
+
+
+def _slots_from_env() -> int:
+    raw = os.environ.get("K3LITE_HEAVY_SLOTS", "1")
+    try:
+        slots = int(raw)
+    except ValueError:
+        raise ValueError(f"K3LITE_HEAVY_SLOTS must be an integer, got {raw!r}") from None
+    if slots < 1:
+        raise ValueError(f"K3LITE_HEAVY_SLOTS must be >= 1, got {slots}")
+    return slots
+
+
+HEAVY_SLOTS = _slots_from_env()
+_heavy = threading.BoundedSemaphore(HEAVY_SLOTS)
+_held = threading.local()  # per-thread depth, so nested heavy_work() in one session does not deadlock
+_running: dict[int, str] = {}  # thread id -> what it is doing (for the busy message)
+_running_lock = threading.Lock()
+
+
+def heavy_timeout_from_env() -> float:
+    """How long a visitor waits for a heavy-work slot: env K3LITE_HEAVY_TIMEOUT_S (seconds), default 30."""
+    return env_number("K3LITE_HEAVY_TIMEOUT_S", 30, "seconds", allow_zero=True)
+
+
+@contextmanager
+def heavy_work(what: str = "a heavy job", timeout_s: float | None = None):
+    """Run the block while holding one of the process-wide heavy-work slots.
+
+    Waits up to `timeout_s` seconds (default: env K3LITE_HEAVY_TIMEOUT_S, else 30) for a slot, then raises
+    ServerBusy naming what is running. Call it where user_errors() can show that (not bare in a page).
+    """
+    if timeout_s is None:
+        timeout_s = heavy_timeout_from_env()
+    depth = getattr(_held, "depth", 0)
+    if depth:  # already holding a slot in this thread
+        _held.depth = depth + 1
+        try:
+            yield
+        finally:
+            _held.depth -= 1
+        return
+    if not _heavy.acquire(timeout=max(0.0, timeout_s)):
+        with _running_lock:
+            busy = ", ".join(sorted(set(_running.values()))) or "another job"
+        raise ServerBusy(
+            f"the server is busy ({busy} running; at most {HEAVY_SLOTS} heavy job(s) at a time); "
+            f"{what} waited {timeout_s:g} s — try again in a moment"
+        )
+    _held.depth = 1
+    with _running_lock:
+        _running[threading.get_ident()] = what
+    try:
+        yield
+    finally:
+        with _running_lock:
+            _running.pop(threading.get_ident(), None)
+        _held.depth = 0
+        _heavy.release()
+
+
+class Deadline:
+    """A time bound for a long loop: call .check() each step; raises TimeLimit once past `seconds`."""
+
+    def __init__(self, seconds: float, what: str = "this job"):
+        if not seconds > 0:
+            raise ValueError(f"a time bound must be > 0 seconds, got {seconds}")
+        self.seconds = float(seconds)
+        self.what = what
+        self.start = time.monotonic()
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def expired(self) -> bool:
+        return self.elapsed > self.seconds
+
+    def check(self, step: int | None = None) -> None:
+        if self.expired():
+            at = f" at step {step}" if step is not None else ""
+            raise TimeLimit(f"{self.what} stopped{at}: it ran past its time bound of {self.seconds:g} s "
+                            f"on this shared server; choose fewer steps or a smaller size")
+
+
+def job_limit_from_env() -> float:
+    """Default time bound of one long job (training, measured run): env K3LITE_JOB_LIMIT_S, default 300 s."""
+    return env_number("K3LITE_JOB_LIMIT_S", 300, "seconds")
+
+
+def deadline(seconds: float | None = None, what: str = "this job") -> Deadline:
+    """A Deadline of `seconds` (default: K3LITE_JOB_LIMIT_S, else 300 s) for a long loop."""
+    return Deadline(job_limit_from_env() if seconds is None else seconds, what)
