@@ -2,9 +2,9 @@
 
 Pinned: these names are checked against the Streamlit version requirements.txt pins; importing this module
 under another version fails with this list, so whoever upgrades re-checks each use (the app itself uses
-only public API; tests/test_load.py drives a real server over the public websocket protocol instead).
+only public API; tests/app/test_load.py drives a real server over the public websocket protocol instead).
 
-1. `make_apptest_thread_safe` (tests/test_concurrency.py). AppTest is built for one session at a time:
+1. `make_apptest_thread_safe` (tests/app/test_concurrency.py). AppTest is built for one session at a time:
    each run swaps a mock `Runtime` in (`Runtime.instance`/`exists`) and sets it to None at the end, pulling
    it from under a concurrent run ("Runtime hasn't been created!"); it patches `config.get_option` for
    `global.appTest` with mock.patch (`app_test.patch_config_options`), which concurrent runs restore out of
@@ -12,12 +12,12 @@ only public API; tests/test_load.py drives a real server over the public websock
    every AppTest its own `ScriptCache`, so pages compile on many threads at once, where CPython 3.11's
    parser is not thread-safe ("SystemError: AST constructor recursion depth mismatch"). A real server has
    one Runtime and one ScriptCache whose lock serialises compiles; this recreates that. Public alternative
-   for "many sessions at once": the real-server load test (tests/test_load.py); kept because only
+   for "many sessions at once": the real-server load test (tests/app/test_load.py); kept because only
    in-process sessions let a test look at the cached model afterwards (2).
 2. `cached_modules` reads `cache_resource_api._resource_caches` to find every nn.Module an
    st.cache_resource entry holds, so the test can hash the shared model's weights before and after the
    crowd without a hard-coded list. Streamlit has no public API to enumerate cached values.
-3. `send_display_string` (tests/test_fuzz_pages.py): AppTest's choice widgets serialise a *value* through
+3. `send_display_string` (tests/app/test_fuzz_pages.py): AppTest's choice widgets serialise a *value* through
    the page's format_func; a browser sends the option's display string. To fuzz what the browser really
    sends, the widget's `_widget_state` property is overridden in a subclass. No public AppTest hook sets
    the raw string.

@@ -59,7 +59,7 @@ def by_url_path(url_path: str) -> PageSpec:
 
 
 # What each page shows that was NOT computed when the page ran: trained weights or results made offline by a
-# CLI and shipped in assets/. The home page lists these; tests/test_consistency.py checks that every page
+# CLI and shipped in assets/. The home page lists these; tests/analytic/test_consistency.py checks that every page
 # reading from assets/ is named here. Everything else on every page is computed live on this server.
 SHIPPED_INPUTS: dict[str, str] = {
     "moe": "the trained lite checkpoint (assets/lite.safetensors) supplies the hidden states; at the page's "

@@ -183,7 +183,7 @@ def checkpoint_bytes(cfg: K3Config, formats: dict[str, str] | str = RELEASED_K3_
     """Predicted bytes of a checkpoint's tensor data: every parameter at its component's format (`weight_bytes`)
     plus `extra_bf16_params` k3lite does not build (K3: the vision tower, config.kimi_k3_vision_params()).
     For kimi-k3 at RELEASED_K3_FORMATS this is the released model.safetensors.index.json total_size to 0.1%
-    (tests/test_params.py)."""
+    (tests/analytic/test_params.py)."""
     if extra_bf16_params < 0:
         raise ValueError(f"extra_bf16_params must be >= 0, got {extra_bf16_params}")
     return sum(weight_bytes(cfg, formats).values()) + extra_bf16_params * precision("bf16").bytes_per_param

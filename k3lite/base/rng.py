@@ -11,7 +11,7 @@ longer the ones a fresh server shows.
     with seeded(None):       # the lock only: a build whose random init is thrown away (weights loaded after)
         model = K3Model(cfg)
 
-Every module construction a server runs goes through `seeded` (tests/test_rng.py checks the call sites), so
+Every module construction a server runs goes through `seeded` (tests/base/test_rng.py checks the call sites), so
 builds never interleave. On exit the generator's state is restored (torch.random.fork_rng), so a seeded build
 does not reseed anyone else either. Hold it only around construction, not around training: it serialises.
 """

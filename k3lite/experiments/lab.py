@@ -86,7 +86,7 @@ EVAL_STEP_OFFSET = 1_000_000  # eval batches use steps >= this, never seen in tr
 # at beta 0.5, K 32, but 82% at 0.05. At init nothing has learned which positions deserve a write, so the
 # large beta wipes the pairs before a gradient can say which to keep; a small beta starts the delta rule close
 # to a scaled linear attention, which learns. (The initial keys are not unusually aligned: mean cosine of
-# neighbouring keys 0.09, of random pairs 0.07, at T=128.) Test: tests/test_lab_sweep.py.
+# neighbouring keys 0.09, of random pairs 0.07, at T=128.) Test: tests/experiments/test_lab_sweep.py.
 BETA_INIT_LOGIT = -3.0
 # Initial decay rate of Mamba-2 / GDN / KDA: A = exp(A_log) ~ U(DECAY_A_INIT), log-decay g = -A * softplus(...).
 # fla initialises A ~ U(1, 16) (KimiDeltaAttention, GatedDeltaNet); with dt ~ logU(1e-3, 0.1) the median channel
@@ -95,7 +95,7 @@ BETA_INIT_LOGIT = -3.0
 # DeltaNet (the same delta rule, no decay) reached 95.3% at step 600 and KDA with A ~ U(0.01, 0.1) left chance
 # at step ~250 and reached 58% (still rising). So, as with beta, every decaying mixer starts close to its
 # non-decaying parent (median channel keeps ~87% of a write over 256 tokens) and learns where to forget. The same init for
-# all three keeps the comparison fair. Test: tests/test_lab_sweep.py.
+# all three keeps the comparison fair. Test: tests/experiments/test_lab_sweep.py.
 DECAY_A_INIT = (0.01, 0.1)
 
 

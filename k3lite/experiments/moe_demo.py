@@ -163,7 +163,7 @@ def calibrate(router: Router, stream: torch.Tensor, method: str, steps: int = 60
                            {n: copy.deepcopy(r) for n in keep_at})
     # bias / quantile leave the router's weights alone: score the stream and the held-out tokens once and pick
     # rows. BLAS does not promise a row's result is independent of the other rows; on this machine it is (the
-    # shipped demo's hashes did not change, and tests/test_precomputed.py recomputes it)
+    # shipped demo's hashes did not change, and tests/experiments/test_precomputed.py recomputes it)
     with torch.no_grad():
         stream_scores = r.score(stream) if opt is None else None  # (M, E)
         held_scores = r.score(held) if opt is None and record_at else None

@@ -9,7 +9,7 @@ depends on (the checkpoint it reads, the source of the modules that compute it).
 returns the stored result only when that fingerprint matches what is on disk now and the stored files'
 own sha256 match the ones recorded; otherwise None, and the caller computes live. So an edit to the model
 code, the checkpoint or the demo makes the asset stale, never wrong: the page is slower until the command
-above runs again (tests/test_precomputed.py fails meanwhile, to say so).
+above runs again (tests/experiments/test_precomputed.py fails meanwhile, to say so).
 
 Format: `<name>.json` (arguments, fingerprint, the result as a tree of NamedTuples / dicts / lists / numbers,
 the sha256 of both files) and `<name>.safetensors` (the tensors in that tree): no pickle, nothing

@@ -122,7 +122,7 @@ def mqar(batch_size: int, seq_len: int, vocab_size: int, num_pairs: int, *, seed
     rows = np.arange(B)[:, None]
     # query i asks for key i again. The gaps are drawn in key order without replacement, short gaps first, so
     # earlier keys tend to be asked earlier: query order follows key order with a rank correlation of ~0.5
-    # (Zoology's generator does the same; tests/test_tasks.py measures it)
+    # (Zoology's generator does the same; tests/experiments/test_tasks.py measures it)
     inputs[rows, pos] = keys
     targets[rows, pos] = values
     return TaskBatch(torch.from_numpy(inputs), torch.from_numpy(targets))

@@ -139,7 +139,7 @@ def group_limited_hits(n_experts: int, top_k: int, ep_size: int, gpus_per_domain
     statistics (Rényi: the largest of n uniforms is V^(1/n), the next that times V'^(1/(n-1)), ...; scores =
     sigmoid of the normal quantile). Domains hit are counted; GPUs hit are averaged exactly given how many experts
     j each domain receives (uniformly placed among its g e experts: g (1 - C(ge - e, j) / C(ge, j)) GPUs), which
-    also lowers the sampling error. `tests/test_interconnect.py` checks it against the plain sampler and against
+    also lowers the sampling error. `tests/interconnect/test_interconnect.py` checks it against the plain sampler and against
     DeepSeek-V3's `Gate`."""
     g = min(gpus_per_domain, ep_size)
     n_dom, e = ep_size // g, n_experts // ep_size

@@ -19,7 +19,7 @@ Two computations of the same attention:
   * `naive` (the reference, used for prefill/training): expand k_nope and v for every cached token.
   * `absorbed` (decode): fold W_kv_b's key half into the query and its value half into the output,
     so attention runs directly against the cached latent (DeepSeek-V3 inference `attn_impl="absorb"`).
-    The cache is never expanded. `tests/test_mla.py` checks the two agree to 1e-5 (fp32).
+    The cache is never expanded. `tests/model/test_mla.py` checks the two agree to 1e-5 (fp32).
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ Sources
   (arXiv 2412.19437; `inference/model.py` `Gate`), matched in its two special cases: the chosen weights are
   renormalised over the k only for sigmoid scores (softmax scores are used as they are), and groups are ranked
   by their best score (amax) when selection has no bias, by the sum of their top-2 when it has one (bias, and
-  quantile's beta, which plays the same role). tests/test_moe.py checks this against a port of `Gate`.
+  quantile's beta, which plays the same role). tests/model/test_moe.py checks this against a port of `Gate`.
 - Balancing, selected by `MoEConfig.balancing`:
     none      plain top-k of the raw scores.
     aux_loss  Switch / GShard auxiliary loss  L = alpha * E * sum_i f_i * P_i  (Fedus et al., arXiv 2101.03961),

@@ -30,7 +30,7 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # computed in fp32, as x * rsqrt(mean(x^2) + eps) * weight; the fused op gives the same bits as the
-        # five-op formula on CPU (tests/test_model.py) with one aten call instead of ~20 (`bench model --profile`)
+        # five-op formula on CPU (tests/model/test_stack.py) with one aten call instead of ~20 (`bench model --profile`)
         if x.dtype == torch.float32 and self.weight.dtype == torch.float32:
             return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
         return F.rms_norm(x.float(), self.weight.shape, self.weight.float(), self.eps).to(x.dtype)

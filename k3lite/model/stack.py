@@ -10,7 +10,7 @@
     logits = LM_head(RMSNorm(depth_mix(...)))                       (B, T, vocab)
 
 Decoding keeps one cache per layer: a KDA layer a fixed-size state + conv tail, an MLA layer the
-compressed KV latent. `generate` uses them; tests/test_model.py checks incremental == full pass.
+compressed KV latent. `generate` uses them; tests/model/test_stack.py checks incremental == full pass.
 `DenseTransformer` is the plain baseline (softmax attention + SwiGLU, standard residual) that the
 training log and `python -m k3lite.bench model` compare against.
 """

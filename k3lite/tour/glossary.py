@@ -1,7 +1,7 @@
 """Every abbreviation and term of art the app uses, in plain words: the glossary page reads this table.
 
 Plain data (no Streamlit), so tests can check that every abbreviation in a page's titles, headers and metric
-labels has an entry (tests/test_glossary.py). `page` is the url_path of the page that shows the idea live.
+labels has an entry (tests/tour/test_glossary.py). `page` is the url_path of the page that shows the idea live.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ Lineage (all are special cases of the same two kernels below, see "special cases
 
 Two kernels compute it: `recurrent_kda` (the step-by-step reference, O(T) sequential steps) and
 `chunk_kda` (chunk-wise parallel: the UT transform / WY representation inside a chunk, the state
-carried across chunks; mostly matrix multiplies). tests/test_kda.py checks they agree to 1e-4.
+carried across chunks; mostly matrix multiplies). tests/model/test_kda.py checks they agree to 1e-4.
 
 Laid out as the kernel libraries do (flash-linear-attention's ops / naive / layers):
     ops.py     the kernels and their special cases          naive.py   loop references (tests, teaching)

@@ -16,7 +16,7 @@ reverse for the state gradient, and does everything else batched over the group.
     Aqk[c,i] = sum_d q_c k_i e^(G_c - G_i) (and A with k_c): dq_c = sum_i dAqk[c,i] k_i e^(G_c - G_i), the
     same for k from both sides, and dG_c = q_c * dq_c (row side) - k_i * dk_i (column side); finally
     g = cumsum(G) within the chunk, so dg is the reverse cumsum of dG.
-Checked against autograd of the step-by-step recurrence in tests/test_kda.py.
+Checked against autograd of the step-by-step recurrence in tests/model/test_kda.py.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Loop references for the special cases of the KDA kernels, each in its textbook form (tests and teaching only).
 
-Each is a plain Python loop over time, written independently of `k3lite.model.kda.ops`, so tests/test_kda.py
+Each is a plain Python loop over time, written independently of `k3lite.model.kda.ops`, so tests/model/test_kda.py
 compares two formulations of the same model. Never used on a hot path.
 """
 from __future__ import annotations

@@ -171,7 +171,7 @@ def test_one_token_label_everywhere():
     with pytest.raises(ValueError, match="byte token"):
         token_label(256)
     # no page or figure module defines its own label function (the MoE and KDA pages used to show x0a)
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     own = [str(f.relative_to(root)) for d in ("k3lite", "views") for f in (root / d).rglob("*.py")
            if "def token_label" in f.read_text() and f.name != "tokenizer.py"]
     assert own == []

@@ -203,7 +203,7 @@ def test_speculation_extends_the_frontier_it_never_shrinks_it(k3):
 def test_frontier_figure_axis_spans_the_data_not_the_speed_marker(k3):
     """Regression: the speed line's label was placed at x=50 on a log axis, which plotly reads as 10^50 for an
     annotation; the axis then ran to 1e56 and squeezed every curve into one column."""
-    from test_style import log_shape_problems
+    from figure_checks import log_shape_problems  # shared with tests/viz/test_style.py
 
     from k3lite.viz.serving import frontier_figure
 

@@ -1,6 +1,6 @@
 """Small bugs a user hit (issue 16), each pinned by a test that fails on the old code.
 
-The third one ("/home" showed a "Page not found" toast) needs the real router: tests/test_browser_legibility.py.
+The third one ("/home" showed a "Page not found" toast) needs the real router: tests/app/test_browser_legibility.py.
 """
 from streamlit.testing.v1 import AppTest
 

@@ -5,7 +5,7 @@
 - the tour end to end: predict, reveal, next, with the answers in the URL;
 - at 390 px (a phone) and 1400 px: the map's labels neither overlap nor leave the figure, and the tour
   still works; screenshots of the maps and the tour go to test-output/tour/.
-Uses tests/test_browser.py's server and page helpers; skips like it when Chromium is missing outside CI.
+Uses tests/app/test_browser.py's server and page helpers; skips like it when Chromium is missing outside CI.
 """
 from __future__ import annotations
 

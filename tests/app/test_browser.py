@@ -30,7 +30,7 @@ import pytest
 
 from views.registry import DEFAULT_PAGE, PAGES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 OUT = ROOT / "test-output" / "browser"

@@ -13,7 +13,7 @@ import pytest
 import torch
 from streamlit import config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / ".streamlit" / "config.toml"
 ENUMS = {  # allowed values, as listed in streamlit/config.py's option descriptions (streamlit 1.67)
     "client.showErrorDetails": {o.value for o in config.ShowErrorDetailsConfigOptions},
@@ -118,7 +118,7 @@ def test_nothing_unpickles():
 def test_the_favicon_is_a_file_this_server_serves(monkeypatch):
     """Issue 26: page_icon=":material/memory:" makes Streamlit's frontend fetch the icon from fonts.gstatic.com
     (it fails offline). The page icon must be an image file shipped in the repository, not a ":material/" or
-    emoji shortcode, nor a URL. (tests/test_browser_legibility.py also checks that loading a page requests
+    emoji shortcode, nor a URL. (tests/app/test_browser_legibility.py also checks that loading a page requests
     nothing from another host.)"""
     import streamlit as st
     from PIL import Image

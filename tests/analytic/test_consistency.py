@@ -145,7 +145,7 @@ def test_cost_page_what_if_sentence_is_the_computed_one():
     assert metric(at, "split is cheaper by") == f"{factor:.1f}x"
     for w in what_ifs:
         assert f"{w.factor:.1f}x cheaper ({100 * w.kept:.0f}% of the dollar saving" in text
-    assert "4.6x cheaper (88% of the dollar saving" in text  # the hand-checked default (tests/test_cost.py)
+    assert "4.6x cheaper (88% of the dollar saving" in text  # the hand-checked default (tests/analytic/test_cost.py)
 
 
 def test_kda_probe_text_is_the_probes_own_claims():

@@ -12,7 +12,7 @@ Full-page screenshots of both widths go to test-output/legibility/<view>-<width>
 next to them as JSON. Also here, because it needs the real router: opening /home shows the home page, not a
 "Page not found" toast.
 
-Uses tests/test_browser.py's server helper and browser fixture (Debian's Chromium; skipped without it).
+Uses tests/app/test_browser.py's server helper and browser fixture (Debian's Chromium; skipped without it).
 """
 from __future__ import annotations
 

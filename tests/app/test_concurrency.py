@@ -23,7 +23,7 @@ from k3lite.experiments.moe_demo import model_moe_inputs
 from k3lite.model.config import get_preset
 from k3lite.model.stack import K3Model
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGE_PATHS = APP_PAGE_PATHS
 SESSIONS = 12
 TIMEOUT = 180

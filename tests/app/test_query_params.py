@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import APP_PAGE_PATHS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGE_PATHS = APP_PAGE_PATHS
 TIMEOUT = 120
 

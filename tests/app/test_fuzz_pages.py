@@ -24,7 +24,7 @@ from streamlit.testing.v1 import AppTest
 from conftest import APP_PAGE_PATHS
 from streamlit_internals import send_display_string  # the browser's display strings (private API, pinned)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGE_PATHS = APP_PAGE_PATHS
 TIMEOUT = 120
 EXAMPLES = 5

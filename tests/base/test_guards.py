@@ -1,4 +1,4 @@
-"""Resource guards: threads, heavy-work slots, time bounds (the memory estimate is tests/test_budget.py)."""
+"""Resource guards: threads, heavy-work slots, time bounds (the memory estimate is tests/analytic/test_budget.py)."""
 import threading
 import time
 
@@ -101,7 +101,7 @@ def _cache_decorators(path):
 
 from pathlib import Path as _Path  # noqa: E402
 
-PAGES_DIR = _Path(__file__).resolve().parent.parent / "views"
+PAGES_DIR = _Path(__file__).resolve().parents[2] / "views"
 CONSTANT_KEYED = {"lab.py:shipped": "called once, with a constant path"}
 UNBOUNDED_KNOWN: dict[str, str] = {}  # page -> what to fix (strict xfail: remove the entry once fixed)
 
@@ -137,7 +137,7 @@ def test_lab_training_stops_at_its_time_bound(monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("K3LITE_JOB_LIMIT_S", "0.001")
-    root = _Path(__file__).resolve().parent.parent
+    root = _Path(__file__).resolve().parents[2]
     at = AppTest.from_file(str(root / "views" / "lab.py"), default_timeout=180)
     at.query_params["lab_mixers"] = "linear"
     at.query_params["lab_steps"] = "1000"
