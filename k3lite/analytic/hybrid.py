@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from k3lite.analytic import memory
+from k3lite.analytic import decode, memory
 from k3lite.model.config import K3Config, get_preset
 from k3lite.analytic.hardware import GPUS, get_gpu
 
@@ -115,24 +115,18 @@ def decode_cost(kda_per_mla: int, context: int, batch: int = 1, hardware: str = 
     cfg = hybrid_config(kda_per_mla, base)
     types = cfg.layer_types()
     n_mla, n_kda = types.count("mla"), types.count("kda")
-    mla_b, kda_b = memory.sequence_cache_bytes(cfg, context)
-    weights = memory.decode_weight_bytes(cfg, batch)
+    weights, mla_b, kda_b = decode.step_bytes(cfg, batch, context)
     touched = memory.expected_experts_touched(cfg.moe.n_routed_experts, cfg.moe.top_k, batch)
     total_w = sum(memory.weight_bytes(cfg).values())
-    m = cfg.mla
-    attn_flops = n_mla * (2 * m.n_heads * context * (m.kv_lora_rank + m.qk_rope_head_dim)
-                          + 2 * m.n_heads * context * m.kv_lora_rank)
-    if n_kda:
-        attn_flops += n_kda * 6 * cfg.kda.n_heads * cfg.kda.head_dim * cfg.kda.head_dim
-    flops = batch * (2 * active_params(kda_per_mla, base) + attn_flops)
+    flops = batch * (2 * active_params(kda_per_mla, base) + decode.attention_flops(cfg, context))
     # the cache reads are the attention part: a slower long-context kernel stretches only that part
     t_mem = (weights + batch * kda_b) / hw.hbm_bw + batch * mla_b / hw.hbm_bw / attention_efficiency
     t_flops = flops / hw.bf16_flops
+    tpot, bound = decode.roofline(t_mem, t_flops)
     need = total_w + batch * (mla_b + kda_b)
     return DecodeCost(kda_per_mla, context, batch, n_mla, n_kda, float(mla_b + kda_b), float(mla_b), float(kda_b),
                       float(weights), touched, float(total_w), weights + batch * (mla_b + kda_b), float(flops),
-                      max(t_mem, t_flops), t_mem >= t_flops, float(need), hw.hbm_bytes,
-                      math.ceil(need / hw.hbm_bytes))
+                      tpot, bound == "HBM", float(need), hw.hbm_bytes, math.ceil(need / hw.hbm_bytes))
 
 
 def cache_passes_weights(kda_per_mla: int, batch: int = 1, base: str = "kimi-linear-48b-a3b") -> int:

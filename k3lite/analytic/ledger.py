@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from k3lite.analytic import memory
+from k3lite.analytic import decode
 from k3lite.model.attnres import attnres_cost
 from k3lite.model.config import K3Config, get_preset
 from k3lite.interconnect import Deployment, get_topology, wire_bytes_per_token
@@ -135,11 +135,11 @@ def ledger(preset: str, context: int, toggles: Toggles = ALL_ON, deploy: Deploy 
     busiest = 1.0 if toggles.balancing else 1.0 + deploy.gpu_overload
     nvlink = wire.intra * n_moe * busiest
     nic = wire.inter * n_moe * busiest
-    weights = memory.decode_weight_bytes(cfg, deploy.batch, WEIGHT_PRECISION) / deploy.batch
-    cache = memory.sequence_cache_bytes(cfg, context)
+    step = decode.step_bytes(cfg, deploy.batch, context, WEIGHT_PRECISION)  # the decode step every page uses
+    weights = step.weights / deploy.batch
     attnres = attnres_cost(cfg.n_layers, cfg.d_model, cfg.attn_res, cfg.attn_res_block_size).read_bytes
     label = name or (MODELS[preset] if toggles == ALL_ON else f"{MODELS[preset].split(' (')[0]} {toggles.label()}")
-    return Ledger(label, context, nvlink, nic, weights, float(cache.total), float(attnres))
+    return Ledger(label, context, nvlink, nic, weights, float(step.cache), float(attnres))
 
 
 def comparison(context: int, deploy: Deploy = Deploy(), counterfactuals: bool = True) -> list[Ledger]:

@@ -221,6 +221,12 @@ def weight_bytes(cfg: K3Config, precisions: dict[str, str] | str = "bf16", activ
 
 
 # ----------------------------------------------------------------------------------- experts one step reads
+def touched_share(n_experts: int, top_k: int, n_tokens: float) -> float:
+    """The share of one MoE layer's routed experts a step over `n_tokens` tokens touches, 1 - (1 - k/E)^B, under
+    uniform routing (each token picks a given expert with probability k/E, independently of the others)."""
+    return 1.0 - (1.0 - top_k / n_experts) ** n_tokens
+
+
 def expected_experts_touched(n_experts: int, top_k: int, n_tokens: float) -> float:
     """Distinct routed experts a step over `n_tokens` tokens touches in one MoE layer, E (1 - (1 - k/E)^B):
     under uniform routing each token picks a given expert with probability k/E, independently of the other
@@ -229,7 +235,7 @@ def expected_experts_touched(n_experts: int, top_k: int, n_tokens: float) -> flo
         raise ValueError(f"top_k must be in [1, n_experts={n_experts}], got {top_k}")
     if n_tokens < 0:
         raise ValueError(f"n_tokens must be >= 0, got {n_tokens}")
-    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** n_tokens)
+    return n_experts * touched_share(n_experts, top_k, n_tokens)
 
 
 def decode_weight_bytes(cfg: K3Config, batch: float, precisions: dict[str, str] | str = "bf16") -> float:

@@ -48,7 +48,7 @@ from pathlib import Path
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from k3lite.analytic import memory
+from k3lite.analytic import decode, memory
 from k3lite.model.config import PRESETS, K3Config, get_preset
 from k3lite.analytic.hardware import GPUS, get_gpu
 from k3lite.interconnect import Topology, check_scheme
@@ -299,16 +299,6 @@ class Step(NamedTuple):
     tokens_per_step: float = 1.0  # tokens each sequence emits per step (the acceptance with speculation)
 
 
-def _attention_flops(cfg: K3Config, context: int) -> float:
-    """Per token per decode step: MLA absorbed decode (scores 2H N (R+Dr) + latent mix 2H N R) + KDA ~6 H K V."""
-    types = cfg.layer_types()
-    m = cfg.mla
-    f = types.count("mla") * 2 * m.n_heads * context * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
-    if cfg.kda is not None:
-        f += types.count("kda") * 6 * cfg.kda.n_heads * cfg.kda.head_dim ** 2
-    return float(f)
-
-
 class StepTerms(NamedTuple):
     """What one decode step costs that does not depend on the batch: computed once per deployment, so a curve
     over batch sizes (the Pareto curve, the frontier) costs a few float operations per point."""
@@ -318,7 +308,8 @@ class StepTerms(NamedTuple):
     cache_bytes_per_sequence: float
     rest_bytes: float  # the shard of every non-routed weight a token uses, per GPU
     routed_bytes: float  # the routed experts this GPU hosts
-    miss: float  # 1 - k/E: the chance one token does not pick a given expert
+    n_experts: int  # routed experts per MoE layer (E)
+    top_k: int  # experts per token (k)
     ep: int
     compute_s_per_token: float  # matmuls at their format's peak + attention over the context in bf16
     wire_s_per_token: float  # dispatch + combine over all MoE layers, NVLink and NIC
@@ -344,11 +335,11 @@ def step_terms(s: Serving) -> StepTerms:
     # expert matmuls at the experts' format peak, other matmuls at attention's, attention core in bf16
     expert_f = 2 * params["routed_experts"] / gpu.peak_flops(s.weights.get("routed_experts", "bf16"))
     other_f = 2 * (sum(params.values()) - params["routed_experts"]) / gpu.peak_flops(s.weights.get("attention", "bf16"))
-    compute = expert_f + other_f + _attention_flops(cfg, s.context) / gpu.bf16_flops
+    compute = expert_f + other_f + decode.attention_flops(cfg, s.context) / gpu.bf16_flops
     intra, inter = wire_bytes_per_token(cfg, s)
     wire = n_moe * (intra / gpu.nvlink_bw + inter / gpu.nic_bw)
     return StepTerms(p.max_batch_per_gpu, p.weight_bytes_per_gpu, p.cache_bytes_per_sequence, rest, total["routed_experts"] / s.ep,
-                     1.0 - moe.top_k / moe.n_routed_experts, s.ep, compute, wire, gpu.hbm_bw, gpu.bf16_flops,
+                     moe.n_routed_experts, moe.top_k, s.ep, compute, wire, gpu.hbm_bw, gpu.bf16_flops,
                      s.overlap, s.price, cfg.n_layers, s.tp, s.spec)
 
 
@@ -357,12 +348,10 @@ def _verify(t: StepTerms, batch: float, tokens_per_seq: int) -> tuple[float, flo
     (HBM bytes, HBM s, compute s, wire s, step s, bound)."""
     n_tok = batch * tokens_per_seq
     # each hosted expert is hit with probability 1 - (1 - k/E)^(tokens reaching one copy of the experts)
-    hbm = t.rest_bytes + t.routed_bytes * (1.0 - t.miss ** (n_tok * t.ep)) + batch * t.cache_bytes_per_sequence
+    hbm = (t.rest_bytes + t.routed_bytes * memory.touched_share(t.n_experts, t.top_k, n_tok * t.ep)
+           + batch * t.cache_bytes_per_sequence)
     t_hbm, compute, wire = hbm / t.hbm_bw, n_tok * t.compute_s_per_token, n_tok * t.wire_s_per_token
-    step = max(t_hbm, compute, wire) if t.overlap else max(t_hbm, compute) + wire
-    terms = {"HBM": t_hbm, "compute": compute, "wire": wire}
-    bound = max(terms, key=terms.get) if t.overlap else ("wire" if wire > max(t_hbm, compute) else max(
-        ("HBM", t_hbm), ("compute", compute), key=lambda kv: kv[1])[0])
+    step, bound = decode.roofline(t_hbm, compute, wire, t.overlap)
     return hbm, t_hbm, compute, wire, step, bound
 
 
@@ -418,7 +407,7 @@ def prefill_step(s: Serving, chunk_tokens: int = PREFILL_CHUNK_TOKENS) -> Prefil
     params = memory.component_params(cfg, active=True)
     compute = (2 * params["routed_experts"] / gpu.peak_flops(s.weights.get("routed_experts", "bf16"))
                + 2 * (sum(params.values()) - params["routed_experts"]) / gpu.peak_flops(s.weights.get("attention", "bf16"))
-               + _attention_flops(cfg, max(1, s.context // 2)) / gpu.bf16_flops)
+               + decode.attention_flops(cfg, max(1, s.context // 2)) / gpu.bf16_flops)
     intra, inter = wire_bytes_per_token(cfg, s.with_(scheme="normal"))
     wire = cfg.ffn_types().count("moe") * (intra / gpu.nvlink_bw + inter / gpu.nic_bw)
     hbm = p.weight_bytes_per_gpu / chunk_tokens / gpu.hbm_bw
