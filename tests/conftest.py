@@ -1,13 +1,11 @@
 import inspect
 import threading
 from contextlib import contextmanager
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 

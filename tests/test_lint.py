@@ -11,3 +11,61 @@ def test_ruff_finds_nothing():
     cmd = [ruff, "check", "."] if shutil.which(ruff) else [sys.executable, "-m", "ruff", "check", "."]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+# ------------------------------------------------------------------------------------------- dependencies
+# import name -> distribution name, where they differ
+DIST = {"PIL": "pillow", "yaml": "pyyaml"}
+
+
+def _pins(lines) -> dict[str, str]:
+    out = {}
+    for line in lines:
+        line = line.split("#")[0].strip()
+        if line and not line.startswith("-r") and "==" in line:
+            name, version = line.split("==")
+            out[name.strip().lower()] = version.strip()
+    return out
+
+
+def _pyproject():
+    import tomllib
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def test_pyproject_and_requirements_pin_the_same_versions():
+    project = _pyproject()
+    runtime = _pins(project["dependencies"])
+    dev = _pins(project["optional-dependencies"]["dev"])
+    assert runtime == _pins((ROOT / "requirements.txt").read_text().splitlines())
+    assert dev == _pins((ROOT / "requirements-dev.txt").read_text().splitlines())
+
+
+def _third_party_imports(folders) -> set[str]:
+    import ast
+    local = {"k3lite", "views", "tools", "conftest", "figure_checks", "streamlit_internals"} | {
+        p.stem for p in (ROOT / "tests").rglob("test_*.py")}
+    found = set()
+    for folder in folders:
+        for path in (ROOT / folder).rglob("*.py") if folder != "app.py" else [ROOT / "app.py"]:
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    names = [node.module]
+                else:
+                    continue
+                found |= {n.split(".")[0] for n in names}
+    return {n for n in found - local if n not in sys.stdlib_module_names}
+
+
+def test_every_imported_third_party_module_is_declared():
+    """The app and library (runtime dependencies) and the tests and tools (runtime + dev) import only what
+    pyproject.toml declares, so `pip install -e .[dev]` gives everything the code needs."""
+    project = _pyproject()
+    runtime = set(_pins(project["dependencies"]))
+    dev = set(_pins(project["optional-dependencies"]["dev"]))
+    app = {DIST.get(n, n).lower() for n in _third_party_imports(["k3lite", "views", "app.py"])}
+    rest = {DIST.get(n, n).lower() for n in _third_party_imports(["tools", "tests"])}
+    assert app - runtime == set(), f"the app imports undeclared packages: {app - runtime}"
+    assert rest - runtime - dev == set(), f"tests/tools import undeclared packages: {rest - runtime - dev}"
