@@ -74,7 +74,24 @@ GPUS: dict[str, GPU] = {
 }
 
 
+def _key(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+# the short names people type: "H100" is the SXM part (the table's H100), "GB300" and "NVL72" the rack
+GPU_ALIASES = {**{_key(n): n for n in GPUS}, "h100": "H100 SXM", "gb300": "GB300 NVL72", "nvl72": "GB300 NVL72"}
+
+
+def gpu_name(name: str) -> str:
+    """The table's name for a GPU typed any common way: 'H100', 'h100-sxm', 'gb300' -> 'H100 SXM', 'GB300 NVL72'."""
+    if name in GPUS:
+        return name
+    canonical = GPU_ALIASES.get(_key(str(name)))
+    if canonical is None:
+        raise ValueError(f"GPU must be one of {list(GPUS)} (or a short name: "
+                         f"{', '.join(k for k in GPU_ALIASES if k not in map(_key, GPUS))}), got {name!r}")
+    return canonical
+
+
 def get_gpu(name: str) -> GPU:
-    if name not in GPUS:
-        raise ValueError(f"GPU must be one of {list(GPUS)}, got {name!r}")
-    return GPUS[name]
+    return GPUS[gpu_name(name)]

@@ -50,7 +50,7 @@ from typing import NamedTuple
 
 from k3lite.analytic import decode, memory
 from k3lite.model.config import PRESETS, K3Config, get_preset
-from k3lite.analytic.hardware import GPUS, get_gpu
+from k3lite.analytic.hardware import GPUS, get_gpu, gpu_name
 from k3lite.interconnect import Topology, check_scheme
 from k3lite.interconnect import wire_bytes_per_token as interconnect_wire_bytes
 
@@ -161,7 +161,7 @@ class Serving:
     def __post_init__(self) -> None:
         if not isinstance(self.preset, K3Config) and self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {self.preset!r}")
-        get_gpu(self.gpu)
+        object.__setattr__(self, "gpu", gpu_name(self.gpu))  # "H100" -> "H100 SXM" (frozen: set once, here)
         for name in ("n_gpus", "ep", "tp"):
             v = getattr(self, name)
             if not isinstance(v, int) or not 1 <= v <= 4096:
@@ -485,9 +485,9 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             sys.argv = saved
         return 0
-    ap = argparse.ArgumentParser(prog="python -m k3lite.analytic.serving", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m k3lite.analytic.serving", description=__doc__.split("\n\n")[0].replace("\n", " "))
     ap.add_argument("--preset", default=K3_PRESET, help=f"one of {sorted(PRESETS)}")
-    ap.add_argument("--gpu", default="B300", help=f"one of {list(GPUS)}")
+    ap.add_argument("--gpu", default="B300", help=f"one of {list(GPUS)}; short names (H100, GB300) accepted")
     ap.add_argument("--gpus", type=int, default=64, help="GPUs serving one replica")
     ap.add_argument("--ep", type=int, default=None, help="expert-parallel size (default: --gpus)")
     ap.add_argument("--tp", type=int, default=1, help="tensor-parallel size of attention/dense parts")

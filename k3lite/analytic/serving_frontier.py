@@ -21,7 +21,7 @@ import sys
 from typing import NamedTuple
 
 from k3lite.model.config import PRESETS, get_preset
-from k3lite.analytic.hardware import GPUS, get_gpu
+from k3lite.analytic.hardware import GPUS, get_gpu, gpu_name
 from k3lite.analytic.serving import (
     K3_PRESET, USD_PER_GPU_HOUR, Serving, Speculation, StepTerms, curve_batches, step_at, step_terms,
 )
@@ -142,21 +142,21 @@ def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=N
               else USD_PER_GPU_HOUR[g] for g in GPUS}
     cfg = get_preset(preset)  # built once: every Serving below shares it
     setups, skipped = [], []
-    for gpu_name in gpus:
-        gpu = get_gpu(gpu_name)
+    for gpu_key in gpus:
+        gpu = get_gpu(gpu_key)
         for fmt in formats:
             for ep in eps:
                 if ep > gpu.nvlink_domain and ep % gpu.nvlink_domain:
-                    skipped.append(f"{gpu_name}, EP {ep}, {fmt}: EP wider than one {gpu.nvlink_domain}-GPU NVLink "
+                    skipped.append(f"{gpu_key}, EP {ep}, {fmt}: EP wider than one {gpu.nvlink_domain}-GPU NVLink "
                                    "domain must fill whole domains")
                     continue
                 try:  # with speculation on, each setup is tried with and without it: a provider may choose
                     for sp in (None, spec) if spec is not None else (None,):
-                        s = Serving(cfg, gpu_name, ep, ep, 1, FRONTIER_FORMATS[fmt], context, overlap,
-                                    prices[gpu_name][0], spec=sp)
-                        setups.append(Setup(gpu_name, ep, fmt, step_terms(s), ep > gpu.nvlink_domain, gpu.hbm_bytes))
+                        s = Serving(cfg, gpu_key, ep, ep, 1, FRONTIER_FORMATS[fmt], context, overlap,
+                                    prices[gpu_key][0], spec=sp)
+                        setups.append(Setup(gpu_key, ep, fmt, step_terms(s), ep > gpu.nvlink_domain, gpu.hbm_bytes))
                 except ValueError as e:
-                    skipped.append(f"{gpu_name}, EP {ep}, {fmt}: {e}")
+                    skipped.append(f"{gpu_key}, EP {ep}, {fmt}: {e}")
     if not setups:
         raise ValueError(f"no setup fits {preset} at {context:,} tokens on {', '.join(gpus)}: " + "; ".join(skipped[:3]))
     out = [u.point(b) for u in setups for b in curve_batches(u.terms.max_batch_per_gpu, points)]
@@ -242,16 +242,6 @@ def verdict(fr: Frontier, speed: float = INTERACTIVE_TOKENS_PER_USER) -> Verdict
 
 
 # ------------------------------------------------------------------------------------------ CLI
-def resolve_gpu(name: str) -> str:
-    """A GPU of the table by its name, or a unique prefix ignoring case ("H100" -> "H100 SXM", "gb300")."""
-    if name in GPUS:
-        return name
-    hits = [g for g in GPUS if g.lower().startswith(name.lower())]
-    if len(hits) != 1:
-        raise ValueError(f"GPU must be one of {list(GPUS)} (or a unique prefix), got {name!r}")
-    return hits[0]
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m k3lite.analytic.serving frontier",
                                  description="The speed-price frontier over GPUs, formats and EP sizes")
@@ -264,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     a = ap.parse_args(argv)
     try:
-        gpus = None if a.gpus is None else [resolve_gpu(g) for g in a.gpus]
+        gpus = None if a.gpus is None else [gpu_name(g) for g in a.gpus]
         fr = frontier(a.preset, a.context, gpus, spec=Speculation() if a.spec else None)
         v = verdict(fr, a.speed)
     except ValueError as e:

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from k3lite.analytic.hardware import GPUS
+from k3lite.analytic.hardware import GPUS, gpu_name
 from k3lite.analytic.serving import K3_PRESET, USD_PER_GPU_HOUR, main, step_at
 from k3lite.analytic.serving_compare import PUBLISHED, validate
 from k3lite.analytic.serving_frontier import (
-    FRONTIER_FORMATS, cheapest_at, frontier, lower_envelope, per_gpu_at, resolve_gpu, verdict,
+    FRONTIER_FORMATS, cheapest_at, frontier, lower_envelope, per_gpu_at, verdict,
 )
 
 
@@ -108,9 +108,10 @@ def test_bad_inputs_name_the_constraint():
         frontier(K3_PRESET, 32768, formats=["fp3"])
     with pytest.raises(ValueError, match="no setup fits"):
         frontier(K3_PRESET, 32768, ["H100 SXM"], ["fp8"], eps=(8,))
-    assert resolve_gpu("gb300") == "GB300 NVL72" and resolve_gpu("H100") == "H100 SXM"
-    with pytest.raises(ValueError, match="unique prefix"):
-        resolve_gpu("B")  # B200 or B300
+    assert gpu_name("gb300") == "GB300 NVL72" and gpu_name("H100") == "H100 SXM"
+    assert gpu_name("h100-sxm") == "H100 SXM" and gpu_name("b300") == "B300"
+    with pytest.raises(ValueError, match="short name"):
+        gpu_name("B")  # B200 or B300: not guessed
 
 
 def test_cli_prints_the_envelope(capsys):
@@ -211,3 +212,13 @@ def test_frontier_figure_axis_spans_the_data_not_the_speed_marker(k3):
     spec = json.loads(fig.to_json())
     assert [s["x0"] for s in spec["layout"]["shapes"]] == [50.0]
     assert log_shape_problems(spec) == []
+
+
+def test_short_gpu_names_reach_every_model():
+    """`--gpu H100` used to be refused (it wanted "H100 SXM"): the serving model, its CLI and the hybrid model
+    take the short names and compute what the full name gives."""
+    from k3lite.analytic import hybrid, serving
+
+    assert serving.Serving(gpu="H100", n_gpus=128, ep=128).gpu == "H100 SXM"
+    assert hybrid.decode_cost(3, 4096, hardware="H100") == hybrid.decode_cost(3, 4096, hardware="H100 SXM")
+    assert main(["--gpu", "h200", "--json"]) == 0
