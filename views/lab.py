@@ -1,10 +1,8 @@
 """The lab: where a fixed-size memory runs out. First the state-size sweep (assets/lab/state/, made by
 `python -m k3lite.experiments.lab_state all`), then the length sweep (assets/lab/, `python -m k3lite.experiments.lab_sweep all`), then live
 training of the same models, then the residual experiment."""
-import json
 import math
 from dataclasses import asdict, replace
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -13,13 +11,13 @@ from k3lite.experiments import lab_state as state
 from k3lite.experiments import lab_sweep as sweep
 from k3lite.model.config import K3_DECAY_LOWER_BOUND
 from k3lite.base.guards import bounded_threads, deadline, heavy_work
+from k3lite.experiments.lm_train import attnres_results
 from k3lite.experiments.lab import BETA_INIT_LOGIT, MIXER_LABELS, iter_train, saturated_decay_share
 from k3lite.viz.lab import curves_figure, state_figure, sweep_figure
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.memo import shared_figure
 from views.common import explain, push_url, url_state, user_errors
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
 LIVE_TASKS = tuple(sweep.SEQ_LENS)
 LIVE_MIXERS = sweep.MIXERS
 # Live default: MQAR at 64 tokens (16 pairs), linear attention and KDA, 300 steps. Measured on an idle core of the
@@ -310,7 +308,7 @@ else:
             "again come from the cache.")
 
 # --------------------------------------------------------------------------------- residual experiment
-res_files = [json.loads(p.read_text()) for p in sorted(ASSETS.glob("lab_attnres*.json"))]
+res_files = attnres_results()
 if res_files:
     st.header("3. Residual experiment: the lite LM with standard vs Attention Residuals")
     st.dataframe(pd.DataFrame([{"seed": res["seed"], "residual": r["mode"], "steps": r["steps"],

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import torch
 
-from k3lite.model.checkpoint import load_checkpoint, save_checkpoint
+from k3lite.model.checkpoint import ASSETS, load_checkpoint, save_checkpoint
 from k3lite.model.config import get_preset
 from k3lite.model.stack import K3Model, loss_fn, n_params
 from k3lite.model.nn import warmup_cosine_lr
@@ -321,3 +321,9 @@ def steps_to_reach(standard: list[dict], target: float, steps: int) -> dict:
         prev = (r["steps"], loss)
     return {"steps_needed": None, "ratio": None, "reached": False,
             "note": f"standard residuals did not reach it within {standard[-1]['steps']} steps"}
+
+
+def attnres_results() -> list[dict]:
+    """The shipped Attention Residuals experiments (assets/lab_attnres*.json, one per seed, each made by the command
+    it stores), oldest seed first; [] when none is shipped."""
+    return [json.loads(p.read_text()) for p in sorted(ASSETS.glob("lab_attnres*.json"))]
