@@ -508,3 +508,20 @@ def test_readable_reference_is_the_delta_rule_not_plain_gating():
     q, k, v, g, beta = _kda_inputs(T=20)
     o_ref, _ = chunk_kda_reference(q, k, v, g, beta, chunk_size=8)
     assert not torch.allclose(o_ref, naive_gla(q, k, v * beta[..., None], g), atol=1e-2)
+
+
+@pytest.mark.parametrize("preset", ["lite", "kimi-linear-48b-a3b"])
+def test_fused_layer_inputs_equal_the_module_by_module_reference(preset):
+    """The layer's fused projections and convs (one matmul, one conv over stacked channels) give what the three
+    ShortConv modules and six projections give one by one (KimiDeltaAttention.kernel_inputs_reference)."""
+    cfg = get_preset(preset).kda
+    if preset != "lite":  # the big preset's dims, scaled down: head dim and rank as released, fewer heads
+        cfg = dataclasses.replace(cfg, n_heads=2)
+    torch.manual_seed(0)
+    layer = KimiDeltaAttention(64, cfg)
+    x = torch.randn(2, 11, 64)
+    fast, ref = layer.kernel_inputs(x), layer.kernel_inputs_reference(x)
+    for name in ("q", "k", "v", "g", "beta"):
+        torch.testing.assert_close(getattr(fast, name), getattr(ref, name), rtol=1e-5, atol=1e-5, msg=name)
+    for a, b in zip(fast.conv_tail, ref.conv_tail):
+        torch.testing.assert_close(a, b)

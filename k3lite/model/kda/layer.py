@@ -147,6 +147,27 @@ class KimiDeltaAttention(nn.Module):
         """Everything before the recurrence: x (B, T, d_model) -> q, k, v, g, beta (+ new conv tails)."""
         return self._inputs(x, cache)[0]
 
+    def kernel_inputs_reference(self, x: torch.Tensor) -> KDAInputs:
+        """`kernel_inputs` written module by module, as the paper describes the layer (teaching and tests; the
+        layer runs the fused `_inputs`, tested equal to this):
+
+            q_t = L2norm(SiLU(ShortConv(W_q x)))     k_t likewise     v_t = SiLU(ShortConv(W_v x))
+            g_t = -exp(A_log) * softplus(W_f_up W_f_down x_t + dt_bias)   (log decay; K3 bounds it below)
+            beta_t = sigmoid(W_b x_t)
+        """
+        B, T, _ = x.shape
+        H, K = self.n_heads, self.head_dim
+        q, q_tail = self.q_conv(self.q_proj(x))
+        k, k_tail = self.k_conv(self.k_proj(x))
+        v, v_tail = self.v_conv(self.v_proj(x))
+        q = F.normalize(F.silu(q).view(B, T, H, K), dim=-1, eps=1e-6)
+        k = F.normalize(F.silu(k).view(B, T, H, K), dim=-1, eps=1e-6)
+        v = F.silu(v).view(B, T, H, K)
+        f = (self.f_up(self.f_down(x)).float() + self.dt_bias.float()).view(B, T, H, K)
+        g = decay_log(f, self.A_log, self.cfg.decay_lower_bound)
+        beta = torch.sigmoid(self.b_proj(x).float())
+        return KDAInputs(q, k, v, g, beta, (q_tail, k_tail, v_tail))
+
     def _inputs(self, x: torch.Tensor, cache: KDACache | None) -> tuple[KDAInputs, torch.Tensor]:
         """kernel_inputs and the output gate's first projection: g_down(x) (B, T, r), or g_proj(x) without its
         bias (B, T, H*V) when the gate is full rank.
