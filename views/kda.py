@@ -49,8 +49,9 @@ def run(source: str, prompt: str, T: int, layer: int) -> dict:
     return {"labels": labels, **out._asdict()}
 
 
-def _tokens(n: float) -> str:
-    return "more than 10,000 tokens" if n > 1e4 else f"{n:,.0f} tokens"
+def _slowest(n: float) -> str:
+    return ("the slowest hardly forgets (it halves only after more than 10,000 tokens)" if n > 1e4 else
+            f"the slowest every {n:,.0f} tokens")
 
 
 @st.cache_data(show_spinner=False)
@@ -99,7 +100,7 @@ def state_panel() -> None:
         fig_col.warning(WARNING)
     fig_col.plotly_chart(shared_figure(state_animation, res["states"][:, head], res["correction"][:, head],
                                        res["v"][:, head], res["beta"][:, head], res["labels"],
-                                       f"layer {layer}, head {head}: press play or drag the slider"), width="stretch")
+                                       f"layer {layer}, head {head}: press ▶ play, or drag the slider to a token"), width="stretch")
     written = res["beta"][:, head] * np.linalg.norm(res["correction"][:, head], axis=1)  # (T,) size of each write
     rel = np.linalg.norm(res["correction"][:, head], axis=1) / np.maximum(np.linalg.norm(res["v"][:, head], axis=1), 1e-9)
     log_a = np.log(np.clip(res["a"][:, head], 1e-30, 1.0)).mean(axis=0)  # (K,) mean log-decay per key channel
@@ -112,7 +113,7 @@ def state_panel() -> None:
         f"β = {res['beta'][t_big, head]:.2f}), the smallest token {t_small} ({res['labels'][t_small]!r}); on "
         f"average the correction it writes is {100 * rel.mean():.0f}% of the new value's size (100% = the state knew "
         f"nothing about that key). Each key channel forgets at its own rate: the fastest halves its contents every "
-        f"{half.min():,.1f} tokens, the slowest every {_tokens(half.max())}.")
+        f"{half.min():,.1f} tokens, {_slowest(half.max())}.")
     show_code(kda.gated_delta_step, kda.kda_trajectory, trained_kda_run)
     st.caption(
         f"Layer: `KimiDeltaAttention` {layer} of the **trained** `lite` checkpoint (d = {LITE.d_model}, {H} heads × "

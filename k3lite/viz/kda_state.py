@@ -81,7 +81,7 @@ def state_animation(states: np.ndarray, correction: np.ndarray, v: np.ndarray, b
     T = min(len(states), MAX_FRAMES)
     if T < 1:
         raise ValueError("state_animation needs at least one token")
-    lim = float(np.abs(states[:T]).max()) or 1.0
+    lim = float(np.percentile(np.abs(states[:T]), 99.5)) or 1.0  # a few outliers would wash out the rest
     bar_lim = float(max(np.abs(v[:T]).max(), np.abs(beta[:T, None] * correction[:T]).max())) or 1.0
     dims = list(range(v.shape[1]))
 
@@ -105,21 +105,21 @@ def state_animation(states: np.ndarray, correction: np.ndarray, v: np.ndarray, b
                            layout=go.Layout(title_text=caption(t))) for t in range(T)]
     step = dict(frame=dict(duration=250, redraw=True), transition=dict(duration=0), mode="immediate")
     fig.update_layout(
-        title=dict(text=caption(0), font=dict(size=13)), barmode="overlay", height=470,
-        margin=dict(l=10, r=10, t=80, b=10), legend=dict(orientation="h", y=-0.32),
-        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-0.12, xanchor="left", yanchor="top",
+        title=dict(text=caption(0), font=dict(size=13)), barmode="overlay", height=540,
+        margin=dict(l=10, r=10, t=80, b=175),
+        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-0.2, xanchor="left", yanchor="top",
                           showactive=False, pad=dict(t=0, r=6),
                           buttons=[dict(label="▶ play", method="animate", args=[None, dict(step, fromcurrent=True)]),
                                    dict(label="❚❚", method="animate",
                                         args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")])])],
-        sliders=[dict(active=0, x=0.18, len=0.82, y=-0.08, yanchor="top", pad=dict(t=0),
-                      currentvalue=dict(prefix="token t = ", font=dict(size=12)),
+        sliders=[dict(active=0, x=0.2, len=0.8, y=-0.2, yanchor="top", pad=dict(t=0),
+                      currentvalue=dict(visible=False),  # the title names the token
                       steps=[dict(label=str(t), method="animate", args=[[str(t)], step]) for t in range(T)])])
     fig.update_yaxes(autorange="reversed", title_text="key channel", row=1, col=1)
     fig.update_xaxes(title_text="value dim", row=1, col=1)
     fig.update_yaxes(range=[-1.05 * bar_lim, 1.05 * bar_lim], row=1, col=2)
     fig.update_xaxes(title_text="value dim", row=1, col=2)
-    if title:
-        fig.add_annotation(text=title, xref="paper", yref="paper", x=0, y=1.16, showarrow=False, xanchor="left",
-                           font=dict(size=11))
+    if title:  # under the controls, where it cannot hit the frame's title
+        fig.add_annotation(text=title, xref="paper", yref="paper", x=0, y=-0.37, showarrow=False, xanchor="left",
+                           yanchor="top", font=dict(size=11))
     return fig

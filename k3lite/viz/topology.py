@@ -128,7 +128,8 @@ def topology_figure(cfg: K3Config, dep: Deployment, seed: int = 0, height: int |
     n_rows = math.ceil(D / DOMAINS_PER_ROW)
     fig.update_layout(
         title=dict(text=f"One token, top-{cfg.moe.top_k} of {cfg.moe.n_routed_experts} experts on EP {G} "
-                        f"({D} domain{'s' if D > 1 else ''} of {g}), {SCHEME_LABELS[dep.scheme]}", font=dict(size=14)),
-        height=height or int(150 + 90 * n_rows * max(rows, 2) / 2 + 90), margin=dict(l=5, r=5, t=45, b=5),
+                        f"({D} domain{'s' if D > 1 else ''} of {g})<br><sup>{SCHEME_LABELS[dep.scheme]}</sup>",
+                   font=dict(size=14)),
+        height=height or int(150 + 90 * n_rows * max(rows, 2) / 2 + 90), margin=dict(l=5, r=5, t=60, b=5),
         plot_bgcolor="rgba(0,0,0,0)", hovermode="closest")
     return fig
