@@ -98,7 +98,7 @@ def state_animation(states: np.ndarray, correction: np.ndarray, v: np.ndarray, b
         return f"token {t} {labels[t]!r}: β = {beta[t]:.2f}, ‖correction‖/‖v‖ = {rel:.2f}"
 
     fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.12,
-                        subplot_titles=("state S_t (key channel × value dim)", "step t writes along k_t"))
+                        subplot_titles=("state S_t", "written at step t"))
     for i, tr in enumerate(traces(0)):
         fig.add_trace(tr, 1, 1 if i == 0 else 2)
     fig.frames = [go.Frame(data=traces(t), traces=[0, 1, 2], name=str(t),

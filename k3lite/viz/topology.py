@@ -24,7 +24,7 @@ from k3lite.config import K3Config
 from k3lite.interconnect import (
     SCHEME_LABELS, Deployment, WireBytes, deployment_bytes, expert_to_gpu, link_copies, sample_uniform_routing,
 )
-from k3lite.viz.style import HIGHLIGHT_LINE, LINK, NEUTRAL, color, fmt_bytes
+from k3lite.viz.style import HIGHLIGHT_LINE, LINK, NEUTRAL, color, fit_titles, fmt_bytes
 
 DOMAINS_PER_ROW = 4  # 8 nodes of 8 -> two rows of four boxes
 
@@ -48,8 +48,8 @@ def hop_label(link: str, wire: WireBytes) -> str:
     else:
         raise ValueError(f"link must be 'nvlink' or 'nic', got {link!r}")
     name = "NVLink" if link == "nvlink" else "NIC"
-    return (f"{name}: {copies:.2f} copies/token × {wire.dispatch_record} B out + {wire.combine_record} B back = "
-            f"{fmt_bytes(out)} + {fmt_bytes(back)}")
+    return (f"{name}: {copies:.2f} copies/token × {wire.dispatch_record} B out + {wire.combine_record} B back<br>"
+            f"= {fmt_bytes(out)} + {fmt_bytes(back)} per token per MoE layer")
 
 
 def draw_topology(cfg: K3Config, dep: Deployment, seed: int = 0) -> TopologyDrawing:
@@ -126,10 +126,7 @@ def topology_figure(cfg: K3Config, dep: Deployment, seed: int = 0, height: int |
     fig.update_xaxes(visible=False, scaleanchor="y", scaleratio=1)
     fig.update_yaxes(visible=False)
     n_rows = math.ceil(D / DOMAINS_PER_ROW)
-    fig.update_layout(
-        title=dict(text=f"One token, top-{cfg.moe.top_k} of {cfg.moe.n_routed_experts} experts on EP {G} "
-                        f"({D} domain{'s' if D > 1 else ''} of {g})<br><sup>{SCHEME_LABELS[dep.scheme]}</sup>",
-                   font=dict(size=14)),
-        height=height or int(150 + 90 * n_rows * max(rows, 2) / 2 + 90), margin=dict(l=5, r=5, t=60, b=5),
-        plot_bgcolor="rgba(0,0,0,0)", hovermode="closest")
-    return fig
+    fig.update_layout(height=height or int(150 + 90 * n_rows * max(rows, 2) / 2 + 90), margin=dict(l=5, r=5, b=5),
+                      plot_bgcolor="rgba(0,0,0,0)", hovermode="closest")
+    return fit_titles(fig, f"One token, top-{cfg.moe.top_k} of {cfg.moe.n_routed_experts} experts on EP {G} "
+                           f"({D} domain{'s' if D > 1 else ''} of {g}), {SCHEME_LABELS[dep.scheme]}", width=48)
