@@ -157,7 +157,7 @@ with st.expander("2. Capacity: how many sequences fit, by attention design"):
     st.plotly_chart(shared_figure(capacity_figure, CONTEXTS, caps), width="stretch")
     at = CONTEXTS.index(s.context)
     explain(f"At {s.context:,} tokens with these weights per GPU: " + "; ".join(f"{k}: {v[at]:,}" for k, v in caps.items())
-            + " sequences per GPU. Cache bytes from `k3lite.memory` (the hybrid page's functions): MLA latent per "
+            + " sequences per GPU. Cache bytes from `k3lite.memory` (the hybrid page's functions): MLA (Multi-head Latent Attention) latent per "
             "token, KDA fixed state + conv tail, GQA K and V per token.")
 
     show_code(capacity)
