@@ -24,7 +24,7 @@ from k3lite.config import K3Config
 from k3lite.interconnect import (
     SCHEME_LABELS, Deployment, WireBytes, deployment_bytes, expert_to_gpu, link_copies, sample_uniform_routing,
 )
-from k3lite.viz.style import HIGHLIGHT_LINE, LINK, NEUTRAL, color, fit_titles, fmt_bytes
+from k3lite.viz.style import HIGHLIGHT_LINE, LINK, NEUTRAL, color, fit_titles, fmt_bytes, translucent
 
 DOMAINS_PER_ROW = 4  # 8 nodes of 8 -> two rows of four boxes
 
@@ -93,7 +93,7 @@ def topology_figure(cfg: K3Config, dep: Deployment, seed: int = 0, height: int |
     for dom in range(D):  # the NVLink domains
         bx, by = (dom % DOMAINS_PER_ROW) * (box_w + 1.2), -(dom // DOMAINS_PER_ROW) * (box_h + 1.6)
         fig.add_shape(type="rect", x0=bx + 0.3, x1=bx + box_w - 0.3, y0=by - box_h + 0.3, y1=by - 0.3,
-                      line=dict(color=LINK["nvlink"], width=2), fillcolor="rgba(0,0,0,0)", layer="below")
+                      line=dict(color=LINK["nvlink"], width=2), fillcolor=translucent(LINK["nvlink"], 0.08), layer="below")
         name = "NVLink domain" if D == 1 else f"node {dom}"
         fig.add_annotation(x=bx + 0.35, y=by - 0.1, text=name, showarrow=False, xanchor="left", yanchor="bottom",
                            font=dict(size=11, color=NEUTRAL))
@@ -127,6 +127,6 @@ def topology_figure(cfg: K3Config, dep: Deployment, seed: int = 0, height: int |
     fig.update_yaxes(visible=False)
     n_rows = math.ceil(D / DOMAINS_PER_ROW)
     fig.update_layout(height=height or int(150 + 90 * n_rows * max(rows, 2) / 2 + 90), margin=dict(l=5, r=5, b=5),
-                      plot_bgcolor="rgba(0,0,0,0)", hovermode="closest")
+                      hovermode="closest")
     return fit_titles(fig, f"One token, top-{cfg.moe.top_k} of {cfg.moe.n_routed_experts} experts on EP {G} "
                            f"({D} domain{'s' if D > 1 else ''} of {g}), {SCHEME_LABELS[dep.scheme]}", width=48)
