@@ -54,7 +54,7 @@ def _slowest(n: float) -> str:
             f"the slowest every {n:,.0f} tokens")
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=1)  # called with the one default prompt
 def default_view(prompt: str) -> tuple[int, int]:
     """(layer, head) whose key channels forget most differently on the default prompt: the page opens on it, so the
     animation shows per-channel decay at work (many trained heads barely decay at all)."""
