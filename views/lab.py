@@ -232,12 +232,13 @@ def train_panel() -> None:
     url_state("lab_mixers", list(LIVE_DEFAULT_MIXERS), choices=LIVE_MIXERS)
     url_state("lab_steps", LIVE_DEFAULT_STEPS, lo=10, hi=800)
     url_state("lab_seed", 0, lo=0, hi=9999)
+    # full width: in the narrow control column the mixers' chips were cut with "…" at 1400 px
+    mixers = st.multiselect("mixers to compare", LIVE_MIXERS, key="lab_mixers", format_func=lambda m: MIXER_LABELS[m])
     ctl, fig_col = st.columns([1, 3])
     task = ctl.selectbox("task", LIVE_TASKS, key="lab_task")
     seq_len = ctl.select_slider("sequence length (tokens)",
                                 sorted({T for Ts in sweep.SEQ_LENS.values() for T in Ts}), key="lab_seq_len")
     steps = ctl.slider(f"training steps (batches of {sweep.BATCH_SIZE} sequences)", 10, 800, step=10, key="lab_steps")
-    mixers = ctl.multiselect("mixers to compare", LIVE_MIXERS, key="lab_mixers", format_func=lambda m: MIXER_LABELS[m])
     seed = ctl.number_input("seed", 0, 9999, key="lab_seed")
     push_url("lab_task", "lab_seq_len", "lab_mixers", "lab_steps", "lab_seed")
     b1, b2 = ctl.columns(2)
