@@ -487,5 +487,8 @@ def test_page_opens_on_the_topology_drawing():
     first = at.get("plotly_chart")[0]
     spec = json.loads(first.proto.spec)
     assert "One token" in spec["layout"]["title"]["text"]  # the first figure is the drawn topology
+    assert not any("Limiting each token" in c.value for c in at.caption)  # the slow sweep waits for its toggle
+    at.toggle(key="ic_sweep").set_value(True).run()
+    assert not at.exception and any("Limiting each token to M = 4 of 8 domains" in c.value for c in at.caption)
     at.selectbox(key="ic_topology").set_value("nvl72").run()
     assert json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"] != spec["layout"]["title"]["text"]

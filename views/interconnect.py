@@ -60,6 +60,13 @@ url_state("ic_scheme", "normal", choices=list(SCHEMES))
 
 
 
+@st.cache_data(max_entries=32, show_spinner="Sampling node-limited routing…")
+def sweep_cached(preset: str, experts: int, top_k: int, latent: int, topology: str, ep: int, dispatch: str,
+                 combine: str, _cfg) -> dict:
+    """node_limit_sweep for the page's settings (the first eight arguments are the key; _cfg is built from them)."""
+    return node_limit_sweep(_cfg, topology, ep, dispatch, combine)
+
+
 @st.fragment
 def main_panel() -> None:
     """Controls, the drawn topology, the computed sentences and the panels that read the same settings."""
@@ -149,8 +156,11 @@ def main_panel() -> None:
         elif dep.n_domains < 2:
             st.info(f"EP {dep.ep_size} on {topo.name} is one NVLink domain: nothing crosses a NIC, so the node "
                     "limit has nothing to cut. Pick the 8 x 8 topology to see it.")
+        elif not st.toggle("compute the sweep (it samples node-limited routing: the slowest part of this page)", key="ic_sweep"):
+            st.caption("Off by default, so that moving a control above does not wait for it.")
         else:
-            sweep = node_limit_sweep(cfg, st.session_state.ic_topology, dep.ep_size, dep.dispatch, dep.combine)
+            sweep = sweep_cached(st.session_state.ic_preset, st.session_state.ic_experts, st.session_state.ic_top_k, cfg.moe.latent_dim,
+                                 st.session_state.ic_topology, dep.ep_size, dep.dispatch, dep.combine, cfg)
             st.plotly_chart(shared_figure(node_limit_figure, sweep, limit), width="stretch")
             limits = [m for m, _ in sweep["direct"]]
             at = max((m for m in limits if m <= min(4, dep.n_domains - 1)), default=None)
