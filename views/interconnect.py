@@ -6,16 +6,17 @@ from k3lite.base.guards import heavy_work
 from k3lite.analytic.ledger import ONE_OFF, variant
 from k3lite.interconnect import (
     SCHEME_LABELS, SCHEMES, TOPOLOGIES, WIRE_FORMATS, Deployment, analytic_traffic, compare_presets,
-    even_expert_counts, node_limit_sweep, snap_experts, traffic_table,
+    deployment_bytes, even_expert_counts, link_copies, node_limit_sweep, snap_experts, traffic_table,
 )
 from k3lite.interconnect.deepep import SOURCE as DEEPEP_SOURCE
 from k3lite.interconnect.deepep import RDMA_PEAK, comparison_table
 from k3lite.interconnect.measured import MeasureSpec
-from k3lite.interconnect.run import format_result, measure
+from k3lite.interconnect.run import expected_for_spec, format_result, measure, predicted_for_routing
 from k3lite.viz.interconnect import compare_figure, measured_figure, node_limit_figure, traffic_figure
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import fmt_bytes, fmt_seconds
-from views.common import explain, push_url, url_state, user_errors
+from k3lite.viz.topology import draw_topology, topology_figure
+from views.common import explain, push_url, reset_button, show_code, url_state, user_errors
 
 PRESETS = ("kimi-k3", "kimi-k2", "deepseek-v3", "lite")
 BIG = ("deepseek-v3", "kimi-k2", "kimi-k3")
@@ -23,14 +24,17 @@ LATENT = {"1 (no latent)": 1.0, "1/2": 0.5, "1/4": 0.25, "1/8": 0.125}
 EP_CHOICES = (1, 2, 4, 8, 16, 32, 48, 64, 72)
 
 st.title("Interconnect bytes per token")
-st.markdown(
-    "With expert parallelism every MoE layer sends each token to the GPUs that hold its top-k experts "
-    "(**dispatch**) and gets the weighted expert outputs back (**combine**). That traffic, not the matmuls, "
-    "often sets the speed of a big MoE. How many copies travel depends on the kernels: a flat all_to_all sends one "
-    "copy per remote GPU (**direct**); DeepEP's **normal** kernels send one copy per remote *node* over RDMA and fan "
-    "it out over NVLink there; its **low-latency** kernels send one message per chosen expert. Change what travels, "
-    "how far and how, then **measure** a real expert-parallel layer on this server with `torch.distributed`."
-)
+st.markdown("**Where do one token's bytes go when its experts live on other GPUs, and which link carries them?**")
+reset_button("ic_")
+with st.expander("What dispatch and combine are, and the three schemes"):
+    st.markdown(
+        "With expert parallelism (EP) every MoE layer sends each token to the GPUs that hold its top-k experts "
+        "(**dispatch**) and gets the weighted expert outputs back (**combine**). That traffic, not the matmuls, "
+        "often sets the speed of a big MoE. How many copies travel depends on the kernels: a flat all_to_all sends "
+        "one copy per remote GPU (**direct**); DeepEP's **normal** kernels send one copy per remote *node* over "
+        "RDMA through the NIC (network interface card) and fan it out over NVLink there; its **low-latency** "
+        "kernels send one message per chosen expert. Change what travels, how far and how, then **measure** a "
+        "real expert-parallel layer on this server with `torch.distributed`.")
 
 
 def _load_preset():
@@ -54,192 +58,244 @@ url_state("ic_ep", 64, choices=list(EP_CHOICES))
 url_state("ic_node_limit", 0, lo=0, hi=8)
 url_state("ic_scheme", "normal", choices=list(SCHEMES))
 
-# E must shard evenly over the EP size (node-limited routing needs it, and so do real deployments): the E slider
-# offers only those values, and a value that no longer fits (EP or preset changed, an old link) snaps with a note.
-# The EP size is read first, since the E slider's options depend on it.
-topo = TOPOLOGIES[st.session_state.ic_topology]
-ep_options = [e for e in EP_CHOICES if e <= topo.n_gpus]
-if st.session_state.ic_ep not in ep_options:
-    st.session_state.ic_ep = ep_options[-1]
-e_options = even_expert_counts(st.session_state.ic_ep)
-snapped = None
-if st.session_state.ic_experts not in e_options:
-    snapped = st.session_state.ic_experts
-    st.session_state.ic_experts = snap_experts(snapped, st.session_state.ic_ep)
 
-c1, c2, c3 = st.columns(3)
-with c1:
-    st.selectbox("model preset (resets experts, top-k, latent)", PRESETS, key="ic_preset", on_change=_load_preset)
-    st.select_slider("routed experts E (multiples of the EP size)", e_options, key="ic_experts")
-    if snapped is not None:
-        st.info(f"E = {snapped} does not split evenly over EP {st.session_state.ic_ep} GPUs: using "
-                f"E = {st.session_state.ic_experts}, the nearest multiple of {e_options[0]}.")
-    st.slider("top-k (experts per token)", 1, 32, key="ic_top_k")
-with c2:
-    st.select_slider("latent ratio (latent_dim / d_model)", list(LATENT), key="ic_latent")
-    st.radio("dispatch precision", ["fp8", "bf16"], key="ic_dispatch", horizontal=True,
-             help=WIRE_FORMATS["fp8"].description)
-    st.radio("combine precision", ["fp8", "bf16"], key="ic_combine", horizontal=True)
-with c3:
-    st.selectbox("topology", list(TOPOLOGIES), key="ic_topology", format_func=lambda k: TOPOLOGIES[k].name)
-    st.select_slider("EP size (GPUs the experts are spread over)", ep_options, key="ic_ep")
-    st.slider("node limit M (domains per token, 0 = none)", 0, 8, key="ic_node_limit")
-st.radio("dispatch scheme", SCHEMES, key="ic_scheme", horizontal=True, format_func=SCHEME_LABELS.get)
-push_url("ic_preset", "ic_experts", "ic_top_k", "ic_latent", "ic_dispatch", "ic_combine", "ic_topology", "ic_ep",
-         "ic_node_limit", "ic_scheme")
-SCHEME, M = st.session_state.ic_scheme, st.session_state.ic_node_limit
-DISPATCH, COMBINE = st.session_state.ic_dispatch, st.session_state.ic_combine
 
-# a setting the model cannot route (e.g. top-k above the experts a node limit leaves) stops this section only:
-# the comparison, DeepEP and measurement sections below do not depend on it
-t = None
-try:
-    ratio = LATENT[st.session_state.ic_latent]
-    latent = round(base.d_model * ratio) if ratio < 1 else 0
-    cfg = base.with_(name=f"{base.name} (your settings)", moe={
-        "n_routed_experts": st.session_state.ic_experts, "top_k": st.session_state.ic_top_k,
-        "latent_dim": latent, "n_groups": 1, "topk_groups": 1})
-    dep = Deployment(topo, st.session_state.ic_ep, st.session_state.ic_dispatch, st.session_state.ic_combine, M, SCHEME)
-    t = analytic_traffic(cfg, dep)
-except ValueError as e:
-    st.error(f"⚠️ {e}")
-if t is not None:
-    b = t.per_layer
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric("bytes / token / MoE layer", fmt_bytes(b.total))
-    m2.metric(f"per forward pass ({t.n_moe_layers} MoE layers)", fmt_bytes(t.per_forward))
-    m3.metric("copies per token: NVLink + NIC", f"{t.copies.intra:.2f} + {t.copies.inter:.2f}")
-    m4.metric("time on the wire / token / forward", fmt_seconds(t.wire_s_forward))
-    l1, l2 = st.columns(2)
-    l1.metric("NVLink bytes / layer, time", f"{fmt_bytes(b.intra)}, {fmt_seconds(b.intra / topo.intra_bw)}")
-    l2.metric("NIC bytes / layer, time", f"{fmt_bytes(b.inter)}, {fmt_seconds(b.inter / topo.inter_bw)}")
-    st.plotly_chart(shared_figure(traffic_figure, t), width="stretch")
-    explain(
-        f"Computed, not measured: expected copies under uniform routing ({SCHEME_LABELS[SCHEME]}; formulas in "
-        f"k3lite/interconnect/analytic.py) x the bytes of one record: {b.dispatch_record} B out ({t.dim_on_wire} "
-        f"elements in {dep.dispatch} + routing metadata), {b.combine_record} B back ({dep.combine}); "
-        f"{fmt_bytes(b.metadata)} of the {fmt_bytes(b.total)} are metadata and padding. Time = intra bytes / "
-        f"{topo.intra_bw / 1e9:.0f} GB/s + inter bytes / {topo.inter_bw / 1e9:.0f} GB/s per GPU per direction (not "
-        f"overlapped). Bandwidths: {topo.source}."
-    )
+@st.cache_data(max_entries=32, show_spinner="Sampling node-limited routing…")
+def sweep_cached(preset: str, experts: int, top_k: int, latent: int, topology: str, ep: int, dispatch: str,
+                 combine: str, _cfg) -> dict:
+    """node_limit_sweep for the page's settings (the first eight arguments are the key; _cfg is built from them)."""
+    return node_limit_sweep(_cfg, topology, ep, dispatch, combine)
 
-st.subheader("Node-limited routing: NIC bytes vs node limit M, three schemes")
-if t is None:
-    st.info("Pick a setting the model can route (above) to see the node-limit sweep.")
-elif dep.n_domains < 2:
-    st.info(f"EP {dep.ep_size} on {topo.name} is one NVLink domain: nothing crosses a NIC, so the node limit has "
-            "nothing to cut. Pick the 8 x 8 topology to see it.")
-else:
-    sweep = node_limit_sweep(cfg, st.session_state.ic_topology, dep.ep_size, dep.dispatch, dep.combine)
-    st.plotly_chart(shared_figure(node_limit_figure, sweep, M), width="stretch")
-    limits = [m for m, _ in sweep["direct"]]
-    at = max((m for m in limits if m <= min(4, dep.n_domains - 1)), default=None)
-    if at is not None:
-        cut = {s: 1 - dict(pts)[at] / pts[-1][1] for s, pts in sweep.items()}
-        explain(
-            f"Limiting each token to M = {at} of {dep.n_domains} domains cuts the NIC bytes by "
-            f"{100 * cut['direct']:.0f}% with direct copies, {100 * cut['normal']:.0f}% with DeepEP's normal kernels "
-            f"(one RDMA copy per node: at most M) and {100 * cut['low-latency']:.0f}% with low-latency messages (one "
-            f"per expert, wherever it is). At M = {at} the normal kernels send "
-            f"{dict(sweep['direct'])[at] / dict(sweep['normal'])[at]:.2f}x fewer NIC bytes than direct copies: the "
-            "node limit is a lever only for the hierarchical kernels."
-        )
 
-st.subheader("DeepSeek-V3 vs Kimi K2 vs Kimi K3: 8 nodes x 8 GPUs and one NVL72 rack, EP 64")
-with user_errors():
-    tables = {name: compare_presets(BIG, name, 64, DISPATCH, COMBINE, M if name == "multi-node-8x8" else 0,
-                                    SCHEME) for name in ("multi-node-8x8", "nvl72")}
-    # the counterfactual beside the comparison: K3 moves the most bytes, but without its latent it would move
-    # more (same deployment; the ledger's definition of "K3 without latent", k3lite/analytic/ledger.py)
-    k3_plain = variant(get_preset("kimi-k3"), ONE_OFF["latent"]).with_(name="K3 without latent")
-    for name, rows in tables.items():
-        rows.append(analytic_traffic(k3_plain, Deployment(TOPOLOGIES[name], 64, DISPATCH, COMBINE,
-                                                          M if name == "multi-node-8x8" else 0, SCHEME)))
-for col, (name, rows) in zip(st.columns(2), tables.items()):
-    col.caption(TOPOLOGIES[name].name)
-    col.plotly_chart(shared_figure(compare_figure, rows), width="stretch", key=f"ic_cmp_{name}")
-st.dataframe([{"topology": n, **r} for n, rows in tables.items() for r in traffic_table(rows)], hide_index=True,
-             width="stretch")  # full width: the headers were cut
-one_node = {r.name: r for r in compare_presets(BIG, "dgx-b300", 8, DISPATCH, COMBINE, 0, SCHEME)}
-k2, k3 = (({r.name: r for r in tables["multi-node-8x8"]})[n] for n in ("kimi-k2", "kimi-k3"))
-k3_cfg, k2_cfg = get_preset("kimi-k3"), get_preset("kimi-k2")
-copies, record = k3.copies.total / k2.copies.total, k3.per_layer.dispatch_record / k2.per_layer.dispatch_record
-moved = k3.per_layer.total / k2.per_layer.total
-verdict = ("the wider routing cancels the narrower record: nothing is saved against K2" if abs(moved - 1) < 0.05 else
-           "the wider routing outweighs the narrower record" if moved > 1 else
-           "the narrower record outweighs the wider routing")
-explain(
-    "Each model with its own published config (DeepSeek-V3: arXiv 2412.19437 config.json; Kimi K2: Kimi-K2-Instruct "
-    f"config.json; Kimi K3: moonshotai/Kimi-K3 config.json, {k3_cfg.moe.n_routed_experts} experts "
-    f"top-{k3_cfg.moe.top_k}, hidden {k3_cfg.d_model}, latent {k3_cfg.moe.latent_dim}, {k3_cfg.n_layers} layers). "
-    "What to notice: on 8 x 8 GPUs K3 reaches "
-    f"{k3.copies.gpus_hit / k2.copies.gpus_hit:.2f}x as many GPUs per token as K2 ({k3.copies.gpus_hit:.1f} vs "
-    f"{k2.copies.gpus_hit:.1f}) and sends {copies:.2f}x K2's copies, each {record:.2f}x as large (its "
-    f"{k3_cfg.moe.latent_dim}-wide latent against K2's d_model {k2_cfg.d_model}, plus routing metadata for "
-    f"top-{k3_cfg.moe.top_k} instead of top-{k2_cfg.moe.top_k}), so it moves {moved:.2f}x K2's bytes per layer: "
-    f"{verdict}. On one 8-GPU node the GPU ratio is "
-    f"{one_node['kimi-k3'].copies.gpus_hit / one_node['kimi-k2'].copies.gpus_hit:.2f}x and the bytes "
-    f"{one_node['kimi-k3'].per_layer.total / one_node['kimi-k2'].per_layer.total:.2f}x. On 8 x 8 the NIC carries "
-    f"{100 * k3.per_layer.inter / k3.per_layer.total:.0f}% of K3's bytes and "
-    f"{100 * (k3.per_layer.inter / TOPOLOGIES['multi-node-8x8'].inter_bw) / k3.wire_s_layer:.0f}% of its wire time."
-)
+@st.fragment
+def main_panel() -> None:
+    """Controls, the drawn topology, the computed sentences and the panels that read the same settings."""
+    # E must shard evenly over the EP size (node-limited routing needs it, and so do real deployments): the E
+    # slider offers only those values, and a value that no longer fits (EP or preset changed, an old link) snaps
+    # with a note. The EP size is read first, since the E slider's options depend on it.
+    topo = TOPOLOGIES[st.session_state.ic_topology]
+    ep_options = [e for e in EP_CHOICES if e <= topo.n_gpus]
+    if st.session_state.ic_ep not in ep_options:
+        st.session_state.ic_ep = ep_options[-1]
+    e_options = even_expert_counts(st.session_state.ic_ep)
+    snapped = None
+    if st.session_state.ic_experts not in e_options:
+        snapped = st.session_state.ic_experts
+        st.session_state.ic_experts = snap_experts(snapped, st.session_state.ic_ep)
 
-st.subheader("Against DeepEP's published numbers")
-rows = comparison_table()
-st.dataframe(rows, hide_index=True)
-ll8 = next(r for r in rows if r["kernels"] == "low-latency" and r["EP"] == 8 and r["direction"] == "dispatch")
-n16 = next(r for r in rows if r["kernels"] == "normal" and r["EP"] == 16 and r["direction"] == "dispatch")
-over_nic = sorted({r["EP"] for r in rows if r["bottleneck link"] == "RDMA" and r["kernels"] == "low-latency"
-                   and r["implied wire bandwidth (GB/s)"] * 1e9 > 1.1 * RDMA_PEAK})
-explain(
-    f"{DEEPEP_SOURCE}. Their bandwidth is logical: bytes they count / time. For the low-latency rows their bytes at "
-    f"their bandwidth reproduce the reported latency (EP 8 dispatch: {ll8['their time (µs)']} µs vs "
-    f"{ll8['reported latency (µs)']} µs reported), so the accounting is the same as ours except for what is counted: "
-    f"they count messages to the token's own GPU and, for the normal kernels, the copy to the token's own node; we "
-    f"count only what leaves it, plus metadata. Our bytes take {ll8['ours / theirs']:.3f}x their time on EP 8 "
-    f"low-latency ((G-1)/G of the messages leave the GPU) and {n16['ours / theirs']:.3f}x on EP 16 normal (two nodes: "
-    f"about half the node copies are the own node). Low-latency rows whose implied wire bandwidth (our bytes / their "
-    f"time) exceeds the NIC's ~50 GB/s by over 10% (EP {over_nic}) cannot have been pure RDMA: part of that traffic took NVLink "
-    "(internode_ll.cu uses a peer-to-peer pointer when one exists)."
-)
+    ctl, fig_col = st.columns([1, 3])
+    with ctl:
+        st.selectbox("topology", list(TOPOLOGIES), key="ic_topology", format_func=lambda k: TOPOLOGIES[k].name)
+        st.select_slider("EP size (GPUs holding the experts)", ep_options, key="ic_ep")
+        st.radio("dispatch scheme", SCHEMES, key="ic_scheme", format_func=SCHEME_LABELS.get)
+        st.selectbox("model preset (resets E, top-k, latent)", PRESETS, key="ic_preset", on_change=_load_preset)
+        st.select_slider("routed experts E (multiples of the EP size)", e_options, key="ic_experts")
+        if snapped is not None:
+            st.info(f"E = {snapped} does not split evenly over EP {st.session_state.ic_ep} GPUs: using "
+                    f"E = {st.session_state.ic_experts}, the nearest multiple of {e_options[0]}.")
+        st.slider("top-k (experts per token)", 1, 32, key="ic_top_k")
+        with st.expander("wire format and node limit"):
+            st.select_slider("latent ratio (latent_dim / d_model)", list(LATENT), key="ic_latent")
+            st.radio("dispatch precision", ["fp8", "bf16"], key="ic_dispatch", horizontal=True,
+                     help=WIRE_FORMATS["fp8"].description)
+            st.radio("combine precision", ["fp8", "bf16"], key="ic_combine", horizontal=True)
+            st.slider("node limit M (domains per token, 0 = none)", 0, 8, key="ic_node_limit")
+    push_url("ic_preset", "ic_experts", "ic_top_k", "ic_latent", "ic_dispatch", "ic_combine", "ic_topology",
+             "ic_ep", "ic_node_limit", "ic_scheme")
+    scheme, limit = st.session_state.ic_scheme, st.session_state.ic_node_limit
+    dispatch, combine = st.session_state.ic_dispatch, st.session_state.ic_combine
 
-st.subheader("Measure it: a real expert-parallel layer on this server")
-st.markdown(
-    "Starts separate Python processes joined by `torch.distributed` (gloo, 127.0.0.1 only), shards the experts "
-    "of one small real `LatentMoE` across them, routes with its real router and moves records laid out as the "
-    "chosen scheme's (two levels of process groups for DeepEP normal: an all_to_all among same-local-rank peers of "
-    "the pretend nodes, then one inside each node). Bytes are counted from the buffers handed to the collectives; the "
-    "output is checked against the single-process `LatentMoE.forward`. Tiny sizes, bounded to 60 s, workers always "
-    "reaped. `python -m k3lite.interconnect worker` runs the same worker under torchrun on a real cluster."
-)
-k1, k2_, k3_, k4, k5 = st.columns(5)
-ranks = k1.radio("ranks (processes)", [2, 4], index=1, horizontal=True, key="ic_m_ranks")
-tokens = k2_.slider("tokens per rank", 8, 64, 32, step=8, key="ic_m_tokens")
-fmt = k3_.radio("precision", ["fp32", "bf16", "fp8"], horizontal=True, key="ic_m_fmt",
-                help="fp32 makes the output check exact (1e-5); bf16/fp8 are checked to their rounding error")
-m_scheme = k4.selectbox("scheme", SCHEMES, index=1, key="ic_m_scheme")
-limit = k5.checkbox("node-limited: 1 pretend node per token", key="ic_m_limit",
-                    help="the real router's group-limited top-k, one group per pretend node of ranks/2 ranks")
-if st.button("Measure it", type="primary", key="ic_m_go"):
+    # a setting the model cannot route (e.g. top-k above the experts a node limit leaves) stops this part only
+    t = None
+    try:
+        ratio = LATENT[st.session_state.ic_latent]
+        latent = round(base.d_model * ratio) if ratio < 1 else 0
+        cfg = base.with_(name=f"{base.name} (your settings)", moe={
+            "n_routed_experts": st.session_state.ic_experts, "top_k": st.session_state.ic_top_k,
+            "latent_dim": latent, "n_groups": 1, "topk_groups": 1})
+        dep = Deployment(topo, st.session_state.ic_ep, dispatch, combine, limit, scheme)
+        t = analytic_traffic(cfg, dep)
+        drawing = draw_topology(cfg, dep)
+    except ValueError as e:
+        fig_col.error(f"⚠️ {e}")
+    if t is not None:
+        fig_col.plotly_chart(shared_figure(topology_figure, cfg, dep), width="stretch")
+        b = t.per_layer
+        nic_share = b.inter / b.total if b.total else 0.0
+        hit_gpus = int((drawing.hops["dispatch_intra"].sum(0) + drawing.hops["dispatch_inter"].sum(0) > 0).sum())
+        fig_col.markdown(
+            f"Per MoE layer a token moves **{fmt_bytes(b.total)}** ({fmt_bytes(b.dispatch)} out, "
+            f"{fmt_bytes(b.combine)} back): {t.copies.total:.2f} copies of a {b.dispatch_record} B record, "
+            f"{100 * nic_share:.0f}% of the bytes over the NIC. Over {t.n_moe_layers} MoE layers that is "
+            f"**{fmt_bytes(t.per_forward)}** and {fmt_seconds(t.wire_s_forward)} on the wire per token. The drawn "
+            f"token (one seeded routing draw) sends copies to {hit_gpus} GPU{'s' if hit_gpus != 1 else ''}; "
+            "the expected numbers are averages over uniform routing.")
+        show_code(draw_topology, deployment_bytes, link_copies)
+        with st.expander("Bytes per layer and per forward pass, by link and direction"):
+            m1, m2, m3, m4 = st.columns(4)
+            m1.metric("bytes / token / MoE layer", fmt_bytes(b.total))
+            m2.metric(f"per forward pass ({t.n_moe_layers} MoE layers)", fmt_bytes(t.per_forward))
+            m3.metric("copies per token: NVLink + NIC", f"{t.copies.intra:.2f} + {t.copies.inter:.2f}")
+            m4.metric("time on the wire / token / forward", fmt_seconds(t.wire_s_forward))
+            l1, l2 = st.columns(2)
+            l1.metric("NVLink bytes / layer, time", f"{fmt_bytes(b.intra)}, {fmt_seconds(b.intra / topo.intra_bw)}")
+            l2.metric("NIC bytes / layer, time", f"{fmt_bytes(b.inter)}, {fmt_seconds(b.inter / topo.inter_bw)}")
+            st.plotly_chart(shared_figure(traffic_figure, t), width="stretch")
+            explain(
+                f"Computed, not measured: expected copies under uniform routing ({SCHEME_LABELS[scheme]}; formulas "
+                f"in k3lite/interconnect/analytic.py) x the bytes of one record: {b.dispatch_record} B out "
+                f"({t.dim_on_wire} elements in {dep.dispatch} + routing metadata), {b.combine_record} B back "
+                f"({dep.combine}); {fmt_bytes(b.metadata)} of the {fmt_bytes(b.total)} are metadata and padding. "
+                f"Time = intra bytes / {topo.intra_bw / 1e9:.0f} GB/s + inter bytes / {topo.inter_bw / 1e9:.0f} "
+                f"GB/s per GPU per direction (not overlapped). Bandwidths: {topo.source}.")
+            show_code(analytic_traffic)
+
+    with st.expander("Node-limited routing: NIC bytes vs node limit M, three schemes"):
+        if t is None:
+            st.info("Pick a setting the model can route (above) to see the node-limit sweep.")
+        elif dep.n_domains < 2:
+            st.info(f"EP {dep.ep_size} on {topo.name} is one NVLink domain: nothing crosses a NIC, so the node "
+                    "limit has nothing to cut. Pick the 8 x 8 topology to see it.")
+        elif not st.toggle("compute the sweep (it samples node-limited routing: the slowest part of this page)", key="ic_sweep"):
+            st.caption("Off by default, so that moving a control above does not wait for it.")
+        else:
+            sweep = sweep_cached(st.session_state.ic_preset, st.session_state.ic_experts, st.session_state.ic_top_k, cfg.moe.latent_dim,
+                                 st.session_state.ic_topology, dep.ep_size, dep.dispatch, dep.combine, cfg)
+            st.plotly_chart(shared_figure(node_limit_figure, sweep, limit), width="stretch")
+            limits = [m for m, _ in sweep["direct"]]
+            at = max((m for m in limits if m <= min(4, dep.n_domains - 1)), default=None)
+            if at is not None:
+                cut = {s_: 1 - dict(pts)[at] / pts[-1][1] for s_, pts in sweep.items()}
+                explain(
+                    f"Limiting each token to M = {at} of {dep.n_domains} domains cuts the NIC bytes by "
+                    f"{100 * cut['direct']:.0f}% with direct copies, {100 * cut['normal']:.0f}% with DeepEP's "
+                    f"normal kernels (one RDMA copy per node: at most M) and {100 * cut['low-latency']:.0f}% with "
+                    f"low-latency messages (one per expert, wherever it is). At M = {at} the normal kernels send "
+                    f"{dict(sweep['direct'])[at] / dict(sweep['normal'])[at]:.2f}x fewer NIC bytes than direct "
+                    "copies: the node limit is a lever only for the hierarchical kernels.")
+            show_code(node_limit_sweep)
+
+    with st.expander("DeepSeek-V3 vs Kimi K2 vs Kimi K3: 8 nodes x 8 GPUs and one NVL72 rack, EP 64"):
+        comparison(dispatch, combine, limit, scheme)
+
+
+def comparison(dispatch: str, combine: str, limit: int, scheme: str) -> None:
     with user_errors():
-        spec = MeasureSpec(ranks=ranks, ranks_per_node=max(1, ranks // 2), tokens_per_rank=tokens, dispatch=fmt,
-                           combine="bf16" if fmt == "fp8" else fmt, node_limit=int(limit), scheme=m_scheme,
-                           timeout_s=60.0)
-        bar = st.progress(0.0, text="waiting for a free slot")
-        with heavy_work("the measured gloo run", timeout_s=5.0):
-            try:
-                st.session_state.ic_measured = measure(spec, progress=lambda f, msg: bar.progress(f, text=msg))
-            except (RuntimeError, TimeoutError) as e:
-                st.error(f"The measured run failed and its workers were stopped: {e}")
-                st.stop()
-res = st.session_state.get("ic_measured")
-if res is not None:
-    st.plotly_chart(shared_figure(measured_figure, res), width="stretch")
-    st.code(format_result(res), language="text", wrap_lines=True)  # the log was cut at the right edge
+        tables = {name: compare_presets(BIG, name, 64, dispatch, combine, limit if name == "multi-node-8x8" else 0,
+                                        scheme) for name in ("multi-node-8x8", "nvl72")}
+        # the counterfactual beside the comparison: K3 moves the most bytes, but without its latent it would move
+        # more (same deployment; the ledger's definition of "K3 without latent", k3lite/analytic/ledger.py)
+        k3_plain = variant(get_preset("kimi-k3"), ONE_OFF["latent"]).with_(name="K3 without latent")
+        for name, rows in tables.items():
+            rows.append(analytic_traffic(k3_plain, Deployment(TOPOLOGIES[name], 64, dispatch, combine,
+                                                              limit if name == "multi-node-8x8" else 0, scheme)))
+    for col, (name, rows) in zip(st.columns(2), tables.items()):
+        col.caption(TOPOLOGIES[name].name)
+        col.plotly_chart(shared_figure(compare_figure, rows), width="stretch", key=f"ic_cmp_{name}")
+    st.dataframe([{"topology": n, **r} for n, rows in tables.items() for r in traffic_table(rows)], hide_index=True,
+                 width="stretch")  # full width: the headers were cut
+    one_node = {r.name: r for r in compare_presets(BIG, "dgx-b300", 8, dispatch, combine, 0, scheme)}
+    k2, k3 = (({r.name: r for r in tables["multi-node-8x8"]})[n] for n in ("kimi-k2", "kimi-k3"))
+    k3_cfg, k2_cfg = get_preset("kimi-k3"), get_preset("kimi-k2")
+    copies, record = k3.copies.total / k2.copies.total, k3.per_layer.dispatch_record / k2.per_layer.dispatch_record
+    moved = k3.per_layer.total / k2.per_layer.total
+    verdict = ("the wider routing cancels the narrower record: nothing is saved against K2" if abs(moved - 1) < 0.05
+               else "the wider routing outweighs the narrower record" if moved > 1 else
+               "the narrower record outweighs the wider routing")
     explain(
-        f"Measured vs the analytic count for the same routing decisions, rank by rank: "
-        f"{'equal to the byte' if res.agree else 'DIFFERENT'} (exact integer comparison). Against the uniform-routing "
-        f"expectation the headline uses, this batch is {100 * res.uniform_gap():+.1f}% off: a real router on "
-        f"{res.n_tokens} tokens is not uniform. 'Intra' pairs ranks in pretend nodes of {res.spec.ranks_per_node}; on "
-        "loopback all bytes travel the same way."
-    )
+        "Each model with its own published config (DeepSeek-V3: arXiv 2412.19437 config.json; Kimi K2: "
+        f"Kimi-K2-Instruct config.json; Kimi K3: moonshotai/Kimi-K3 config.json, {k3_cfg.moe.n_routed_experts} "
+        f"experts top-{k3_cfg.moe.top_k}, hidden {k3_cfg.d_model}, latent {k3_cfg.moe.latent_dim}, "
+        f"{k3_cfg.n_layers} layers). What to notice: on 8 x 8 GPUs K3 reaches "
+        f"{k3.copies.gpus_hit / k2.copies.gpus_hit:.2f}x as many GPUs per token as K2 ({k3.copies.gpus_hit:.1f} vs "
+        f"{k2.copies.gpus_hit:.1f}) and sends {copies:.2f}x K2's copies, each {record:.2f}x as large (its "
+        f"{k3_cfg.moe.latent_dim}-wide latent against K2's d_model {k2_cfg.d_model}, plus routing metadata for "
+        f"top-{k3_cfg.moe.top_k} instead of top-{k2_cfg.moe.top_k}), so it moves {moved:.2f}x K2's bytes per layer: "
+        f"{verdict}. On one 8-GPU node the GPU ratio is "
+        f"{one_node['kimi-k3'].copies.gpus_hit / one_node['kimi-k2'].copies.gpus_hit:.2f}x and the bytes "
+        f"{one_node['kimi-k3'].per_layer.total / one_node['kimi-k2'].per_layer.total:.2f}x. On 8 x 8 the NIC carries "
+        f"{100 * k3.per_layer.inter / k3.per_layer.total:.0f}% of K3's bytes and "
+        f"{100 * (k3.per_layer.inter / TOPOLOGIES['multi-node-8x8'].inter_bw) / k3.wire_s_layer:.0f}% of its wire "
+        "time.")
+    show_code(compare_presets)
+
+
+main_panel()
+
+with st.expander("Against DeepEP's published numbers"):
+    rows = comparison_table()
+    st.dataframe(rows, hide_index=True, width="stretch")
+    ll8 = next(r for r in rows if r["kernels"] == "low-latency" and r["EP"] == 8 and r["direction"] == "dispatch")
+    n16 = next(r for r in rows if r["kernels"] == "normal" and r["EP"] == 16 and r["direction"] == "dispatch")
+    over_nic = sorted({r["EP"] for r in rows if r["bottleneck link"] == "RDMA" and r["kernels"] == "low-latency"
+                       and r["implied wire bandwidth (GB/s)"] * 1e9 > 1.1 * RDMA_PEAK})
+    explain(
+        f"{DEEPEP_SOURCE}. Their bandwidth is logical: bytes they count / time. For the low-latency rows their bytes "
+        f"at their bandwidth reproduce the reported latency (EP 8 dispatch: {ll8['their time (µs)']} µs vs "
+        f"{ll8['reported latency (µs)']} µs reported), so the accounting is the same as ours except for what is "
+        f"counted: they count messages to the token's own GPU and, for the normal kernels, the copy to the token's "
+        f"own node; we count only what leaves it, plus metadata. Our bytes take {ll8['ours / theirs']:.3f}x their "
+        f"time on EP 8 low-latency ((G-1)/G of the messages leave the GPU) and {n16['ours / theirs']:.3f}x on EP 16 "
+        f"normal (two nodes: about half the node copies are the own node). Low-latency rows whose implied wire "
+        f"bandwidth (our bytes / their time) exceeds the NIC's ~50 GB/s by over 10% (EP {over_nic}) cannot have been "
+        "pure RDMA: part of that traffic took NVLink (internode_ll.cu uses a peer-to-peer pointer when one exists).")
+    show_code(comparison_table)
+
+
+@st.fragment
+def measure_panel() -> None:
+    """A real expert-parallel layer on gloo processes: the expectation at once, progress, then the measurement."""
+    st.subheader("Measure it: a real expert-parallel layer on this server")
+    with st.expander("How the measurement works"):
+        st.markdown(
+            "Starts separate Python processes joined by `torch.distributed` (gloo, 127.0.0.1 only), shards the "
+            "experts of one small real `LatentMoE` across them, routes with its real router and moves records laid "
+            "out as the chosen scheme's (two levels of process groups for DeepEP normal: an all_to_all among "
+            "same-local-rank peers of the pretend nodes, then one inside each node). Bytes are counted from the "
+            "buffers handed to the collectives; the output is checked against the single-process "
+            "`LatentMoE.forward`. Tiny sizes, bounded to 60 s, workers always reaped. `python -m k3lite.interconnect "
+            "worker` runs the same worker under torchrun on a real cluster.")
+    k1, k2_, k3_, k4, k5 = st.columns(5)
+    ranks = k1.radio("ranks (processes)", [2, 4], index=0, horizontal=True, key="ic_m_ranks")
+    tokens = k2_.slider("tokens per rank", 8, 64, 32, step=8, key="ic_m_tokens")
+    fmt = k3_.radio("precision", ["fp32", "bf16", "fp8"], horizontal=True, key="ic_m_fmt",
+                    help="fp32 makes the output check exact (1e-5); bf16/fp8 are checked to their rounding error")
+    m_scheme = k4.selectbox("scheme", SCHEMES, index=1, key="ic_m_scheme")
+    limit = k5.checkbox("node-limited: 1 pretend node per token", key="ic_m_limit",
+                        help="the real router's group-limited top-k, one group per pretend node of ranks/2 ranks")
+    if st.button("Measure it", type="primary", key="ic_m_go"):
+        with user_errors():
+            spec = MeasureSpec(ranks=ranks, ranks_per_node=max(1, ranks // 2), tokens_per_rank=tokens, dispatch=fmt,
+                               combine="bf16" if fmt == "fp8" else fmt, node_limit=int(limit), scheme=m_scheme,
+                               timeout_s=60.0)
+            with st.status("Measuring…", expanded=True) as status:
+                expected = expected_for_spec(spec)  # known before any worker starts: shown first
+                st.write(f"Expected under uniform routing: {fmt_bytes(expected.total)} per token per layer "
+                         f"({fmt_bytes(expected.dispatch)} out, {fmt_bytes(expected.combine)} back); now measuring "
+                         f"{spec.ranks} real ranks…")
+                bar = st.progress(0.0, text="waiting for a free slot")
+                with heavy_work("the measured gloo run", timeout_s=5.0):
+                    try:
+                        st.session_state.ic_measured = measure(
+                            spec, progress=lambda f, msg: bar.progress(f, text=msg))
+                    except (RuntimeError, TimeoutError) as e:
+                        status.update(label="failed", state="error")
+                        st.error(f"The measured run failed and its workers were stopped: {e}")
+                        st.stop()
+                status.update(label=f"Measured in {st.session_state.ic_measured.wall_s:.1f} s", state="complete",
+                              expanded=False)
+    res = st.session_state.get("ic_measured")
+    if res is not None:
+        st.plotly_chart(shared_figure(measured_figure, res), width="stretch")
+        explain(
+            f"Measured vs the analytic count for the same routing decisions, rank by rank: "
+            f"{'equal to the byte' if res.agree else 'DIFFERENT'} (exact integer comparison). Against the "
+            f"uniform-routing expectation the headline uses, this batch is {100 * res.uniform_gap():+.1f}% off: a "
+            f"real router on {res.n_tokens} tokens is not uniform. 'Intra' pairs ranks in pretend nodes of "
+            f"{res.spec.ranks_per_node}; on loopback all bytes travel the same way.")
+        with st.expander("the full log"):
+            st.code(format_result(res), language="text", wrap_lines=True)  # the log was cut at the right edge
+        show_code(measure, predicted_for_routing)
+
+
+measure_panel()

@@ -67,6 +67,8 @@ SHIPPED_INPUTS: dict[str, str] = {
            "`python -m k3lite.experiments.precomputed`, used only while their inputs' fingerprint matches); any change runs "
            "routing and balancing live",
     "attention_residuals": "the heatmap is the shipped lite checkpoint's depth weights, run live on your prompt",
+    "kda": "the state animation and the decay panels are the shipped lite checkpoint's KDA layers "
+           "(assets/lite.safetensors, trained offline), run live on your prompt",
     "forward_pass": "the shipped lite checkpoint (assets/lite.safetensors, trained offline), run live on your prompt",
     "lab": "the recall sweep and the residual experiment are shipped results (JSON under assets/, made offline by "
            "the CLI); the live training on the page runs here",

@@ -149,6 +149,30 @@ def planner_worker(planner: ModelPrice, worker: ModelPrice, profile: TaskProfile
                     profile.with_(success_rate=planner_success * worker_success))
 
 
+class Scenario(NamedTuple):
+    """A named set of per-model assumptions for the side-by-side: success per attempt and turns per attempt of each
+    listed model, relative to K3's (the page's sliders). A model not named gets K3's values."""
+
+    label: str
+    success: dict[str, float]  # PRICES key -> success per attempt (absolute)
+    turns_factor: dict[str, float]  # PRICES key -> turns per attempt as a multiple of K3's
+    note: str  # where the numbers come from
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "equal": Scenario(
+        "equal everything", {}, {},
+        "every model gets K3's success per attempt and turns (the sliders), so the comparison is of token prices "
+        "alone"),
+    "article": Scenario(
+        "the article's scenario", {"kimi-k2": 0.60, "deepseek-v3": 0.50}, {"kimi-k2": 1.5, "deepseek-v3": 2.0},
+        "the seed article (a third-party blog post) prices K3 at $3 / $15 per M input / output tokens and argues "
+        "per finished task: a stronger model needs fewer turns and fails less often. It gives no success rates or "
+        "turn counts per model; the values here (Kimi K2: 60% success in 1.5x K3's turns; DeepSeek-V3: 50% in 2x) "
+        "are OUR illustration of that argument, not its numbers"),
+}
+
+
 # ------------------------------------------------------------------------------------------ analytic
 class CostBreakdown(NamedTuple):
     name: str
@@ -236,6 +260,25 @@ def break_even_success(reference: Strategy, other: Strategy) -> float:
     p* = p_ref * attempt_other / attempt_ref  (> 1 means `other` cannot break even even when it never fails).
     """
     return reference.profile.success_rate * analyze(other).per_attempt / analyze(reference).per_attempt
+
+
+def comparison_sentence(k3: Strategy, other: Strategy) -> str:
+    """Why `k3` costs more or less per completed task than `other` (single-model strategies), from the numbers:
+    $ per completed task = token price x turns / success, so the ratio is the product of those three ratios."""
+    a_k3, a_o = analyze(k3), analyze(other)
+    same_work = analyze(single_model(other.segments[0].model, k3.profile))  # other's prices, K3's turns
+    price = a_k3.per_attempt / same_work.per_attempt
+    turns = other.profile.turns / k3.profile.turns
+    ratio = a_k3.per_completed_task / a_o.per_completed_task
+    p_star = break_even_success(k3, other)
+    head = (f"{other.name}: K3's tokens cost {price:.1f}x as much for the same turns; {other.name} "
+            + (f"takes {turns:.2g}x K3's turns and " if abs(turns - 1) > 1e-9 else "takes as many turns and ")
+            + f"succeeds in {100 * other.profile.success_rate:.0f}% of attempts (K3: {100 * k3.profile.success_rate:.0f}%),"
+            f" so per completed task K3 costs {ratio:.2f}x as much")
+    if ratio > 1:
+        return head + (f"; K3 would be cheaper only if {other.name} succeeded in under {100 * p_star:.0f}% of attempts."
+                       if p_star > 0.005 else ".")
+    return head + f": K3 is cheaper per task despite its price ({other.name} costs the same at {100 * p_star:.0f}% success)."
 
 
 # ------------------------------------------------------------------------------------------ Monte-Carlo

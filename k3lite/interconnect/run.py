@@ -75,6 +75,13 @@ def predicted_for_routing(spec: MeasureSpec, topk_idx: np.ndarray) -> list[dict]
     return [{kind: int(mats[kind][r].sum()) * rec[kind] for kind in KINDS} for r in range(spec.ranks)]
 
 
+def expected_for_spec(spec: MeasureSpec) -> WireBytes:
+    """The analytic expectation per token under uniform routing for the measured layer's settings: known before
+    any worker starts (the page shows it first, then the measured bytes)."""
+    c = expected_copies(spec.n_experts, spec.top_k, spec.ranks, spec.ranks_per_node, spec.node_limit, spec.scheme)
+    return layer_bytes(c, spec.scheme, spec.dim_on_wire, spec.top_k, spec.dispatch, spec.combine)
+
+
 def summarize(spec: MeasureSpec, parts: list[dict], port: int, wall_s: float, backend: str = "gloo") -> MeasureResult:
     """Compare the ranks' outputs and byte counts with the single-process layer and the analytic counts."""
     moe, x = build_problem(spec)
@@ -82,9 +89,8 @@ def summarize(spec: MeasureSpec, parts: list[dict], port: int, wall_s: float, ba
         ref = moe(x[None]).out[0]  # (N, d) the plain LatentMoE.forward
     dist_out = torch.cat([p["out"].cpu() for p in parts])
     topk = torch.cat([p["topk_idx"].cpu() for p in parts]).numpy()
-    c = expected_copies(spec.n_experts, spec.top_k, spec.ranks, spec.ranks_per_node, spec.node_limit, spec.scheme)
-    uniform = layer_bytes(c, spec.scheme, spec.dim_on_wire, spec.top_k, spec.dispatch, spec.combine)
-    return MeasureResult(spec, port, [p["sent"] for p in parts], predicted_for_routing(spec, topk), uniform, topk,
+    return MeasureResult(spec, port, [p["sent"] for p in parts], predicted_for_routing(spec, topk),
+                         expected_for_spec(spec), topk,
                          float((dist_out - ref).abs().max() / ref.abs().max().clamp_min(1e-30)),
                          max(TOLERANCE[spec.dispatch], TOLERANCE[spec.combine]), wall_s, backend)
 
@@ -206,13 +212,15 @@ def measure(spec: MeasureSpec, port: int = 0, progress: Callable[[float, str], N
                      f"tcp://127.0.0.1:{port}", "--spec", spec_json, "--out", tmp],
                     cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
             deadline = time.monotonic() + spec.timeout_s
-            reported = -1
+            reported = (-1, -1)
             while True:
                 codes = [p.poll() for p in procs]
                 done = sum(c == 0 for c in codes)
-                if done != reported:
-                    progress(0.05 + 0.8 * done / spec.ranks, f"{done}/{spec.ranks} ranks finished")
-                    reported = done
+                joined = sum("joined" in (Path(tmp) / f"rank{r}.log").read_text() for r in range(spec.ranks))
+                if (joined, done) != reported:  # stream each stage: workers joined the group, then finished
+                    progress(0.05 + 0.4 * joined / spec.ranks + 0.4 * done / spec.ranks,
+                             f"{joined}/{spec.ranks} ranks joined the gloo group, {done}/{spec.ranks} finished")
+                    reported = (joined, done)
                 failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
                 if failed:
                     r = failed[0]

@@ -186,3 +186,35 @@ def test_page_draws_the_two_strategies_in_distinct_colours():
     assert len(set(colours)) == 2, colours
     dashed = [s["line"]["color"] for s in dist["layout"].get("shapes", [])]
     assert sorted(dashed) == sorted(colours), "each dashed mean line takes its strategy's colour"
+
+
+def test_comparison_sentence_is_price_times_turns_over_success():
+    """Issue 26 item 4: the side-by-side says why K3 costs more or less per task; the ratio it states is the
+    product of the token-price, turns and success ratios, and the break-even it names makes the costs equal."""
+    from k3lite.analytic.cost import SCENARIOS, comparison_sentence
+    base = TaskProfile(success_rate=0.8)
+    k3 = single_model(PRICES["kimi-k3"], base)
+    sc = SCENARIOS["article"]
+    other = single_model(PRICES["deepseek-v3"], base.with_(success_rate=sc.success["deepseek-v3"],
+                                                           turns=base.turns * sc.turns_factor["deepseek-v3"]))
+    text = comparison_sentence(k3, other)
+    price = analyze(k3).per_attempt / analyze(single_model(PRICES["deepseek-v3"], base)).per_attempt
+    ratio = price / sc.turns_factor["deepseek-v3"] * sc.success["deepseek-v3"] / 0.8
+    assert ratio == pytest.approx(analyze(k3).per_completed_task / analyze(other).per_completed_task)
+    assert f"K3 costs {ratio:.2f}x as much" in text and f"{price:.1f}x as much for the same turns" in text
+    cheap = single_model(PRICES["deepseek-v3"], base.with_(success_rate=0.01))  # fails almost always: K3 wins
+    assert "K3 is cheaper per task" in comparison_sentence(k3, cheap)
+
+
+def test_page_scenarios_set_the_table_and_the_sentence():
+    at = _page().run()
+    assert not at.exception and not at.error
+    assert at.radio(key="cost_scenario").value == "article"  # opens on the article's scenario, labelled
+    def sentence():
+        return next(m.value for m in at.markdown if "cheapest per completed task" in m.value)
+    article = sentence()
+    assert article.startswith("**The article's scenario:**") and "50% of attempts" in article
+    assert any("OUR illustration" in c.value for c in at.caption)  # the assumptions are labelled as ours
+    at.radio(key="cost_scenario").set_value("equal").run()
+    equal = sentence()
+    assert equal.startswith("**Equal everything:**") and equal != article and "takes as many turns" in equal

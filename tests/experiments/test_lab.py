@@ -260,3 +260,28 @@ def test_shipped_attnres_results_are_consistent(name):
     for r in data["runs"]:
         assert r["final_val"]["mean"] < r["init_val"]["mean"] - 1.0, "every run trained"
     assert set(data["standard_steps_to_match"]) == {"full", "block"}
+
+
+def test_live_train_streams_the_curve_and_states_its_measured_time():
+    """Issue 27: the curve must appear in the first seconds (redrawn after steps 1, 2, 5, then every 10th, from the
+    training loop), and the time a run took is the run's own measurement, not a typed number ("38 s")."""
+    from streamlit.testing.v1 import AppTest
+
+    import streamlit as st
+    st.cache_resource.clear()  # no finished runs from an earlier test: the default's time is then unknown
+    at = AppTest.from_file(str(ROOT / "views" / "lab.py"), default_timeout=120).run()
+    assert not at.exception, [e.message for e in at.exception]
+    what = next(c.value for c in at.caption if "What it can show" in c.value)
+    assert "has not run on this server" in what and "38 s" not in what
+    at.select_slider(key="lab_seq_len").set_value(16)
+    at.slider(key="lab_steps").set_value(10)
+    at.multiselect(key="lab_mixers").set_value(["linear"])
+    at.run()
+    before = at.session_state["lab_draws"] if "lab_draws" in at.session_state else 0
+    at.button(key="lab_train").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.session_state["lab_draws"] - before >= 4  # steps 1, 2, 5, 10 (and the final view)
+    run = at.session_state["lab_live"]["linear"]
+    assert run["steps_done"] == 10 and run["seconds"] > 0
+    sentence = next(m.value for m in at.markdown if "Held-out accuracy at the end" in m.value)
+    assert f"({run['seconds']:.1f} s)" in sentence

@@ -341,6 +341,11 @@ def _page():
     return AppTest.from_file(str(ROOT / "views" / "interconnect.py"), default_timeout=120)
 
 
+def _has_section(at, word):
+    """A section heading or an expander label names `word` (the page's sections moved into expanders, issue 26)."""
+    return any(word in h.value for h in at.subheader) or any(word in e.label for e in at.expander)
+
+
 def _metric(at, label):
     return next(m.value for m in at.metric if m.label.startswith(label))
 
@@ -371,7 +376,7 @@ def test_page_reacts_to_controls_and_its_sentences_follow_the_numbers():
     at.select_slider(key="ic_experts").set_value(64).run()  # 8 experts per node < top-32 with M = 1
     assert any("must be <= experts on node_limit=1" in e.value for e in at.error)
     # the rest of the page still renders: the comparison and DeepEP sections do not depend on the setting
-    assert any("DeepEP" in h.value for h in at.subheader) and len(at.dataframe) >= 2
+    assert _has_section(at, "DeepEP") and len(at.dataframe) >= 2
 
 
 def test_expert_counts_shard_evenly():
@@ -400,7 +405,7 @@ def test_every_expert_slider_position_keeps_the_page():
     for e in (options[0], 832, 960, options[-1]):
         at.select_slider(key="ic_experts").set_value(e).run()
         assert not at.exception and not at.error, (e, [x.value for x in at.error])
-        assert any("DeepEP" in h.value for h in at.subheader), f"E = {e}: the page stopped early"
+        assert _has_section(at, "DeepEP"), f"E = {e}: the page stopped early"
     at.select_slider(key="ic_ep").set_value(48).run()  # 1024 is no multiple of 48: snapped, with a note
     assert not at.exception and not at.error
     assert at.select_slider(key="ic_experts").value == snap_experts(options[-1], 48)
@@ -422,7 +427,7 @@ def test_page_measure_button_runs_the_real_gloo_layer():
     at.slider(key="ic_m_tokens").set_value(8)
     at.button(key="ic_m_go").click().run()
     assert not at.exception and not at.error
-    text = at.code[0].value
+    text = next(c.value for c in at.code if "same routing" in c.value)  # the log (other code blocks: show_code)
     assert "same routing: True" in text and "MATCH" in text
     assert any("equal to the byte" in c.value and "off" in c.value for c in at.caption)
 
@@ -446,3 +451,44 @@ def test_interconnect_page_says_what_cancels_in_k3_vs_k2():
         assert "because its latent is half" not in text
         want = "cancels the narrower record: nothing is saved" if abs(moved - 1) < 0.05 else "outweighs"
         assert want in text, (scheme, moved)
+
+
+def test_topology_drawing_is_built_from_the_library_numbers():
+    """Issue 26 item 2: the drawn dispatch/combine. The arrows are link_copies for the drawn token, the hop labels
+    are wire_bytes_per_token's numbers, and a changed topology or scheme changes the drawing."""
+    from k3lite.interconnect import link_copies
+    from k3lite.viz.topology import draw_topology, hop_label, topology_figure
+
+    cfg = get_preset("kimi-k3")
+    dep = Deployment(get_topology("multi-node-8x8"), 64, "fp8", "bf16", 0, "normal")
+    d, fig = draw_topology(cfg, dep), topology_figure(cfg, dep)
+    b = wire_bytes_per_token(cfg, "multi-node-8x8", 64, "normal")
+    assert d.wire == b
+    for link, out, back in (("nvlink", b.dispatch_intra, b.combine_intra), ("nic", b.dispatch_inter, b.combine_inter)):
+        assert f"{fmt_bytes(out)} + {fmt_bytes(back)}" in d.labels[link] and d.labels[link] == hop_label(link, b)
+        assert d.labels[link] in [tr.name for tr in fig.data]  # the legend entry of that link's arrows
+    arrows = {link: [a for a in fig.layout.annotations if a.name == link] for link in ("nvlink", "nic")}
+    assert len(arrows["nvlink"]) == int((d.hops["dispatch_intra"] > 0).sum()) > 0
+    assert len(arrows["nic"]) == int((d.hops["dispatch_inter"] > 0).sum()) > 0  # 8 x 8: some copies cross a NIC
+    hits = link_copies(d.experts[None], np.array([0]), np.repeat(np.arange(64), 896 // 64), 8, "normal")
+    assert all((hits[k] == d.hops[k]).all() for k in hits)
+    rack = topology_figure(cfg, Deployment(get_topology("nvl72"), 72, "fp8", "bf16", 0, "normal"))
+    assert not [a for a in rack.layout.annotations if a.name == "nic"]  # one NVLink domain: no NIC hop
+    assert len([s for s in rack.layout.shapes if s.type == "rect"]) == 1 < len([s for s in fig.layout.shapes])
+    direct = draw_topology(cfg, Deployment(get_topology("multi-node-8x8"), 64, "fp8", "bf16", 0, "direct"))
+    assert direct.labels != d.labels
+    with pytest.raises(ValueError, match="nvlink"):
+        hop_label("pcie", b)
+
+
+def test_page_opens_on_the_topology_drawing():
+    at = _page().run()
+    assert not at.exception and not at.error
+    first = at.get("plotly_chart")[0]
+    spec = json.loads(first.proto.spec)
+    assert "One token" in spec["layout"]["title"]["text"]  # the first figure is the drawn topology
+    assert not any("Limiting each token" in c.value for c in at.caption)  # the slow sweep waits for its toggle
+    at.toggle(key="ic_sweep").set_value(True).run()
+    assert not at.exception and any("Limiting each token to M = 4 of 8 domains" in c.value for c in at.caption)
+    at.selectbox(key="ic_topology").set_value("nvl72").run()
+    assert json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"] != spec["layout"]["title"]["text"]

@@ -4,6 +4,8 @@ Tolerance: 1e-4 max abs error in fp32 for every fast-vs-reference comparison (ch
 special case vs its own loop, decode vs full pass).
 """
 import dataclasses
+
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,6 +16,7 @@ from k3lite.analytic import memory
 from k3lite.model.config import KDAConfig, get_preset
 from k3lite.model.kda.layer import KimiDeltaAttention
 from k3lite.analytic.params import count_params
+from k3lite.viz.kda_state import MAX_FRAMES
 
 TOL = 1e-4
 
@@ -393,14 +396,53 @@ def ok(at):
     assert at.title and at.title[0].value == "Kimi Delta Attention"
 
 
+def _animation(at) -> dict:
+    import json
+    return json.loads(at.get("plotly_chart")[0].proto.spec)  # the page opens on the state animation
+
+
+def test_state_animation_frames_are_the_trained_layers_recurrence():
+    """Issue 26 item 2: the state animation is the TRAINED checkpoint's KDA layer on the prompt as the model feeds it,
+    and frame t is exactly S_t of the token-by-token recurrence (gated_delta_step)."""
+    from k3lite.model.checkpoint import load_lite_model
+    from k3lite.model.kda.ops import gated_delta_step
+    from k3lite.viz.kda_state import kda_layers, layer_input, state_animation, trained_kda_run
+
+    model, _ = load_lite_model()
+    ids = list(b"Bob used the key.")
+    layer = kda_layers(model)[1]
+    run = trained_kda_run(model, ids, layer)
+    with torch.inference_mode():
+        inp = model.layers[layer].mixer.kernel_inputs(layer_input(model, torch.tensor([ids]), layer))
+    S = torch.zeros(1, inp.q.shape[2], inp.q.shape[3], inp.v.shape[3])
+    for t in range(len(ids)):  # the recurrence written out here, one token at a time
+        _, S, _ = gated_delta_step(inp.q[:, t].float(), inp.k[:, t].float(), inp.v[:, t].float(), inp.g[:, t].float(),
+                                   inp.beta[:, t].float(), S, inp.q.shape[-1] ** -0.5, delta=True)
+        assert np.allclose(run.states[t], S[0].detach().numpy(), atol=1e-6)
+    # the layer's own chunk-wise forward (what the model computes) ends in the same state
+    with torch.inference_mode():
+        _, S_chunk = kda.chunk_kda(inp.q, inp.k, inp.v, inp.g, inp.beta, output_final_state=True)
+    assert np.allclose(run.states[-1], S_chunk[0].numpy(), atol=1e-4)
+    head = 2
+    fig = state_animation(run.states[:, head], run.correction[:, head], run.v[:, head], run.beta[:, head],
+                          [chr(b) for b in ids])
+    assert len(fig.frames) == len(ids)
+    for t, frame in enumerate(fig.frames):
+        assert np.array_equal(np.asarray(frame.data[0].z), run.states[t, head])
+    assert fig.layout.sliders and fig.layout.updatemenus[0].buttons[0].method == "animate"  # plays in the browser
+    other = trained_kda_run(model, ids, kda_layers(model)[0])
+    assert not np.allclose(other.states, run.states)  # another layer, another picture
+    with pytest.raises(ValueError, match="KDA layers"):
+        trained_kda_run(model, ids, 3)  # layer 3 is MLA
+
+
 def test_page_default_and_extremes():
     at = page()
     ok(at)
     assert not at.error
     at.slider(key="kda_head").set_value(3).run()
     ok(at)
-    at.slider(key="kda_t").set_value(at.slider(key="kda_t").max).run()
-    ok(at)
+    assert len(_animation(at)["frames"]) == min(47, MAX_FRAMES)  # the default prompt's 47 bytes, played in the browser
     at.toggle(key="kda_probe").set_value(True).run()
     ok(at)
     at.slider(key="kda_probe_n").set_value(512).run()
@@ -416,12 +458,12 @@ def test_page_default_and_extremes():
 
 
 def test_page_random_input_extremes():
-    at = page(kda_source="random", kda_T="256", kda_t="255")
+    at = page(kda_source="random", kda_T="256")
     ok(at)
-    assert at.slider(key="kda_t").value == 255
-    at.slider(key="kda_T").set_value(1).run()  # one token: no time slider, t clamped to 0
+    assert len(_animation(at)["frames"]) == MAX_FRAMES  # 256 tokens run, the first MAX_FRAMES animated
+    at.slider(key="kda_T").set_value(1).run()  # one token: one frame
     ok(at)
-    assert not at.error
+    assert not at.error and len(_animation(at)["frames"]) == 1
 
 
 def test_page_bad_input_is_a_message():
