@@ -78,3 +78,43 @@ def test_depth_reads_block_size_changes_the_drawing():
 def test_depth_reads_rejects_a_sublayer_outside_the_model():
     with pytest.raises(ValueError, match="reader must be a sublayer in 0..16"):
         depth_reads(8, "block", 4, 17)
+
+
+def test_attention_residuals_page_draws_the_reads_of_its_block_size():
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+
+    at = AppTest.from_file(str(ROOT / "views" / "attention_residuals.py"), default_timeout=180).run()
+    assert not at.exception, [e.message for e in at.exception]
+
+    def reads(app):
+        fig = json.loads(app.get("plotly_chart")[0].proto.spec)
+        return fig["layout"]["meta"]["reads"]
+
+    assert reads(at) == ["embedding", "block 0", "block 1", "block 2", "block 3"]  # the final mix, S = 4
+    at.slider(key="ar_block").set_value(8).run()
+    assert reads(at) == ["embedding", "block 0", "block 1"]
+    at.slider(key="ar_reader").set_value(5).run()
+    assert reads(at) == ["embedding", "partial 0"]
+    text = " ".join(m.value for m in at.markdown)
+    assert "reads **2** vectors" in text and "full AttnRes would read 6" in text
+
+
+def test_residual_experiment_figure_draws_every_shipped_run():
+    from conftest import ROOT
+    from k3lite.viz.attnres import load_residual_experiments, residual_experiment_claim, residual_experiment_figure
+
+    results = load_residual_experiments(ROOT / "assets")
+    assert results, "assets/lab_attnres*.json are shipped"
+    fig = residual_experiment_figure(results)
+    assert len(fig.data) == sum(len(r["runs"]) for r in results)
+    block = next(run for run in results[0]["runs"] if run["mode"] == "block")
+    trace = next(t for t in fig.data if t.name == f"block AttnRes, seed {results[0]['seed']}")
+    assert list(trace.y) == [e["mean"] for e in block["evals"]]
+    claim = residual_experiment_claim(results)
+    for res in results:
+        for mode, m in res["standard_steps_to_match"].items():
+            assert f"{m['ratio']:.2f}x ({mode})" in claim
