@@ -50,7 +50,7 @@ def test_latent_path_draws_the_norm_where_the_config_puts_it():
     at_dispatch = latent_path(replace(K3.moe, latent_norm_at="dispatch"), K3.d_model)
     at_combine = latent_path(replace(K3.moe, latent_norm_at="combine"), K3.d_model)
     assert (at_dispatch.norm_at, at_combine.norm_at) == ("dispatch", "combine")
-    xs = lambda p: [a.x for a in latent_path_figure(p).layout.annotations if a.text == "RMSNorm"]  # noqa: E731
+    xs = lambda p: [a.x for a in latent_path_figure(p).layout.annotations if a.text == "RMS<br>Norm"]  # noqa: E731
     assert xs(at_dispatch)[0] < 5 < xs(at_combine)[0]  # before the wire, after the experts
 
 

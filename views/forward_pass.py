@@ -86,7 +86,7 @@ with picture:
     st.plotly_chart(map_figure(st.session_state.fp_prompt, st.session_state.fp_stage),
                     key="fp_map", on_select=jump_to_clicked, selection_mode="points", width="stretch")
 st.markdown(f"Your prompt is **{len(trace.tokens)} bytes**; the model's best guess for the next one is "
-            f"**{token_label(top[0][0])}** ({100 * top[1][0]:.1f}%). Drag the slider on the map to flip through the "
+            f"**“{token_label(top[0][0])}”** ({100 * top[1][0]:.1f}%). Drag the slider on the map to flip through the "
             f"{len(STAGES)} stages in your browser; click an element to open its stage in detail below.")
 show_code(stepper_map, architecture_map)
 with st.expander("What the map shows"):

@@ -114,7 +114,7 @@ def latent_path_figure(path: LatentPath, title: str = "") -> go.Figure:
         _arrow(fig, x + 0.45, top, 2.2 - 0.45, top, NEUTRAL, fmt_bytes(token.bytes))
         x = 2.2
         if path.norm_at == "dispatch":
-            _box(fig, 3.7, top, "RMSNorm", color("latent"), w=0.8)
+            _box(fig, 3.7, top, "RMS<br>Norm", color("latent"), w=0.7)
             _arrow(fig, x + 0.45, top, 3.7 - 0.4, top, NEUTRAL, fmt_bytes(down.bytes))
             x = 3.7
     send_from = (x + 0.45, top - 0.21)
@@ -133,7 +133,7 @@ def latent_path_figure(path: LatentPath, title: str = "") -> go.Figure:
     _arrow(fig, send_from[0], send_from[1], 4.2, bottom + 0.17, wire_colour,
            f"dispatch {fmt_bytes(dispatch.bytes)}", dy=0.0, width=3)
     # back up: combine -> (RMSNorm at combine) -> W_up -> out
-    sum_x = 7.4
+    sum_x = 7.1
     _box(fig, sum_x, top, "Σ gate ·<br>expert out", color("routed"), w=1.0, hover="weighted sum of the k outputs, "
                                                                                   f"{path.latent} dims")
     _arrow(fig, 6.4, bottom + 0.17, sum_x - 0.3, top - 0.21, back_colour, f"combine {fmt_bytes(combine.bytes)}",
@@ -141,9 +141,9 @@ def latent_path_figure(path: LatentPath, title: str = "") -> go.Figure:
     x = sum_x + 0.5
     if latent:
         if path.norm_at == "combine":
-            _box(fig, 8.4, top, "RMSNorm", color("latent"), w=0.7)
-            _arrow(fig, x, top, 8.05, top, NEUTRAL)
-            x = 8.75
+            _box(fig, 8.3, top, "RMS<br>Norm", color("latent"), w=0.7)
+            _arrow(fig, x, top, 7.95, top, NEUTRAL)
+            x = 8.65
         _box(fig, 9.5, top, f"W↑<br>{path.latent}→{path.d_model}", color("latent"), w=0.85, hover=up.label)
         _arrow(fig, x, top, 9.5 - 0.43, top, NEUTRAL)
         fig.add_annotation(x=9.5, y=top - 0.33, text=f"out {fmt_bytes(up.bytes)}", showarrow=False,
