@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from k3lite.config import MoEConfig
 from k3lite.interconnect import REFERENCE, Deployment, WireBytes, deployment_bytes, wire_format
 from k3lite.viz.archmap import sources_at
-from k3lite.viz.style import DIRECTION, NEUTRAL, color, fmt_bytes, translucent
+from k3lite.viz.style import DIRECTION, NEUTRAL, color, fit_titles, fmt_bytes, translucent
 
 ACTIVATION = "bf16"  # activations between the blocks on one GPU (the wire formats are the deployment's)
 MAX_DRAWN_EXPERTS = 8  # squares drawn for the k experts; more are summarised as "... x k"
@@ -74,7 +74,7 @@ def _box(fig: go.Figure, x: float, y: float, text: str, fill: str, w: float = 0.
          hover: str = "") -> None:
     fig.add_shape(type="rect", x0=x - w / 2, x1=x + w / 2, y0=y - h / 2, y1=y + h / 2, line=dict(color=fill, width=2),
                   fillcolor=translucent(fill, 0.25), layer="below")
-    fig.add_annotation(x=x, y=y, text=text, showarrow=False, font=dict(size=12))
+    fig.add_annotation(x=x, y=y, text=text, showarrow=False, font=dict(size=11))
     if hover:  # an invisible marker carries the hover text (shapes have none)
         fig.add_scatter(x=[x], y=[y], mode="markers", marker=dict(size=28, color="rgba(0,0,0,0)"),
                         hovertemplate=hover + "<extra></extra>", showlegend=False)
@@ -162,10 +162,9 @@ def latent_path_figure(path: LatentPath, title: str = "") -> go.Figure:
         height=330, margin=dict(l=5, r=5, t=50, b=5), plot_bgcolor="white", hovermode="closest",
         xaxis=dict(visible=False, range=[-0.65, 10.65], fixedrange=True),
         yaxis=dict(visible=False, range=[-0.55, 1.8], fixedrange=True),
-        title=dict(text=title or f"One token through {'LatentMoE' if latent else 'a classic MoE'}: "
-                                 f"{fmt_bytes(total)} on the wire per layer", font=dict(size=14)),
         meta={"hops": {h.key: h.bytes for h in path.hops}})
-    return fig
+    return fit_titles(fig, title or f"One token through {'LatentMoE' if latent else 'a classic MoE'}: "
+                                    f"{fmt_bytes(total)} on the wire per layer", width=48)
 
 
 # ------------------------------------------------------------------------------------------ AttnRes: depth reads
@@ -244,7 +243,6 @@ def depth_reads_figure(reads: DepthReads, weights: np.ndarray | None = None, tit
         height=90 + 22 * n_rows, margin=dict(l=5, r=5, t=50, b=5), plot_bgcolor="white",
         xaxis=dict(visible=False, range=[-0.1, 3.4], fixedrange=True),
         yaxis=dict(visible=False, range=[-n_rows + 0.4, 0.6], fixedrange=True),
-        title=dict(text=title or f"{reads.names[reads.reader + 1]} reads {n_read} vector"
-                                 f"{'s' if n_read != 1 else ''} over depth", font=dict(size=14)),
         meta={"reads": [s[0] for s in reads.sources]})
-    return fig
+    return fit_titles(fig, title or f"{reads.names[reads.reader + 1]} reads {n_read} vector"
+                                    f"{'s' if n_read != 1 else ''} over depth", width=48)
