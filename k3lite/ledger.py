@@ -179,7 +179,7 @@ PER_ACTIVE = 1e9  # normalise to bytes per decoded token per billion active para
 def active_params(preset: str, toggles: Toggles = ALL_ON) -> int:
     """Active parameters per token of the ledger's config (with the toggled ideas off), counted on the meta
     device (`k3lite.params.count_params`, the home table's count)."""
-    from k3lite.params import count_params
+    from k3lite.params import count_params  # here: it builds the torch model classes; the ledger needs none of that
 
     if preset not in MODELS:
         raise ValueError(f"model must be one of {list(MODELS)}, got {preset!r}")

@@ -1,6 +1,9 @@
 """Figures for Attention Residuals (no Streamlit): depth-weight heatmaps from a Trace, and the cost model."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -86,9 +89,6 @@ RESIDUAL_EXPERIMENTS = "lab_attnres*.json"  # assets/, made by `python -m k3lite
 def load_residual_experiments(assets_dir) -> list[dict]:
     """The shipped residual experiments (one JSON per seed, sorted by file name): the lite LM trained with a
     standard residual, full and block Attention Residuals, plus longer standard runs (k3lite.lm_train)."""
-    import json
-    from pathlib import Path
-
     return [json.loads(p.read_text()) for p in sorted(Path(assets_dir).glob(RESIDUAL_EXPERIMENTS))]
 
 

@@ -20,7 +20,11 @@ import plotly.graph_objects as go
 from k3lite.config import MoEConfig
 from k3lite.interconnect import REFERENCE, Deployment, WireBytes, deployment_bytes, wire_format
 from k3lite.viz.archmap import sources_at
-from k3lite.viz.style import DIRECTION, NEUTRAL, color, fit_titles, fmt_bytes, translucent
+from k3lite.viz.style import (DIRECTION, HIGHLIGHT_LINE, HIGHLIGHT_MARKER, NEUTRAL, WHITE, color, fit_titles, fmt_bytes,
+                               translucent)
+
+CLEAR = HIGHLIGHT_MARKER["color"]  # fully transparent (hover carriers, empty fills)
+LABEL_BG = translucent(WHITE, 0.85)  # behind a hop's label, so an arrow under it stays readable
 
 ACTIVATION = "bf16"  # activations between the blocks on one GPU (the wire formats are the deployment's)
 MAX_DRAWN_EXPERTS = 8  # squares drawn for the k experts; more are summarised as "... x k"
@@ -76,7 +80,7 @@ def _box(fig: go.Figure, x: float, y: float, text: str, fill: str, w: float = 0.
                   fillcolor=translucent(fill, 0.25), layer="below")
     fig.add_annotation(x=x, y=y, text=text, showarrow=False, font=dict(size=11))
     if hover:  # an invisible marker carries the hover text (shapes have none)
-        fig.add_scatter(x=[x], y=[y], mode="markers", marker=dict(size=28, color="rgba(0,0,0,0)"),
+        fig.add_scatter(x=[x], y=[y], mode="markers", marker=dict(size=28, color=CLEAR),
                         hovertemplate=hover + "<extra></extra>", showlegend=False)
 
 
@@ -86,7 +90,7 @@ def _arrow(fig: go.Figure, x0: float, y0: float, x1: float, y1: float, colour: s
                        arrowhead=2, arrowsize=1, arrowwidth=width, arrowcolor=colour, standoff=2, startstandoff=2)
     if label:
         fig.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2 + dy, text=label, showarrow=False,
-                           font=dict(size=11, color=colour), bgcolor="rgba(255,255,255,0.85)")
+                           font=dict(size=11, color=colour), bgcolor=LABEL_BG)
 
 
 def latent_path_figure(path: LatentPath, title: str = "") -> go.Figure:
@@ -97,7 +101,7 @@ def latent_path_figure(path: LatentPath, title: str = "") -> go.Figure:
     latent = path.latent < path.d_model
     wire_colour, back_colour = DIRECTION["dispatch"], DIRECTION["combine"]
     # lanes
-    fig.add_shape(type="rect", x0=-0.6, x1=10.6, y0=0.55, y1=1.75, line=dict(width=0), fillcolor="rgba(0,0,0,0)")
+    fig.add_shape(type="rect", x0=-0.6, x1=10.6, y0=0.55, y1=1.75, line=dict(width=0), fillcolor=CLEAR)
     fig.add_annotation(x=-0.55, y=1.62, text="<b>this token's GPU</b>", showarrow=False, xanchor="left",
                        font=dict(size=11, color=NEUTRAL))
     fig.add_shape(type="line", x0=-0.6, x1=10.6, y0=0.5, y1=0.5, line=dict(color=NEUTRAL, width=1, dash="dot"))
@@ -127,7 +131,7 @@ def latent_path_figure(path: LatentPath, title: str = "") -> go.Figure:
     more = f" (of them {drawn} drawn)" if path.top_k > drawn else ""
     fig.add_annotation(x=5.3, y=bottom - 0.27, text=f"top-{path.top_k} routed experts, each in l = {path.latent}{more}",
                        showarrow=False, font=dict(size=11))
-    fig.add_scatter(x=list(xs), y=[bottom] * drawn, mode="markers", marker=dict(size=14, color="rgba(0,0,0,0)"),
+    fig.add_scatter(x=list(xs), y=[bottom] * drawn, mode="markers", marker=dict(size=14, color=CLEAR),
                     hovertemplate=f"routed expert (one of {path.top_k}), works in {path.latent} dims"
                                   "<extra></extra>", showlegend=False)
     _arrow(fig, send_from[0], send_from[1], 4.2, bottom + 0.17, wire_colour,
@@ -218,7 +222,7 @@ def depth_reads_figure(reads: DepthReads, weights: np.ndarray | None = None, tit
                     marker=dict(size=12, color=colours, symbol="square"), hoverinfo="skip", showlegend=False,
                     textfont=dict(size=11))
     fig.add_shape(type="rect", x0=0.7, x1=3.3, y0=reader_y - 0.45, y1=reader_y + 0.45,
-                  line=dict(color="#333333", width=2.5), fillcolor="rgba(0,0,0,0)")
+                  line=dict(color=HIGHLIGHT_LINE["color"], width=2.5), fillcolor=CLEAR)
     # arcs: from each source (its last sublayer, or the span's middle for a block) to the reader, in the left lane
     if reads.mode == "standard":
         fig.add_shape(type="line", x0=0.35, x1=0.35, y0=0, y1=reader_y, line=dict(color=NEUTRAL, width=3))

@@ -22,6 +22,7 @@ from k3lite.checkpoint import load_lite_model
 from k3lite.config import MoEConfig
 from k3lite.guards import heavy_work
 from k3lite.moe_balance import run_balance
+from k3lite.placement import chance_violation, mean_load_per_expert
 from k3lite.moe_demo import (PromptDemo, calibration_stream, check_prompt, fit_balancers, model_moe_inputs,
                              prompt_demo, routing_cfg)
 from k3lite.precomputed import BALANCE_ARGS, MOE_LAYER, MOE_PROMPT, moe_default_cfg, shipped
@@ -217,8 +218,6 @@ def violation_reading(demo: PromptDemo, method: str, names: dict[str, str] | Non
     """What the held-out max-violation of `method` means, in words built from the demo: the busiest expert's load
     against the even share, against what a perfectly fair random router reads on as many tokens
     (`placement.chance_violation`), and how many assignments per expert each balancing update sees."""
-    from k3lite.placement import chance_violation, mean_load_per_expert
-
     names = names or {}
     load = demo.eval_load[method]
     n_experts, top_k = len(load), round(int(sum(load)) / demo.eval_tokens)

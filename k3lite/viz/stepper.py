@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from k3lite.config import K3Config
 from k3lite.viz.archmap import BRACKET_X, LANE, layout
-from k3lite.viz.style import HIGHLIGHT_LINE, color
+from k3lite.viz.style import HIGHLIGHT_LINE, HIGHLIGHT_MARKER, color
 
 
 def stage_rows(cfg: K3Config, stage_list) -> list[list[int]]:
@@ -33,7 +33,7 @@ def stage_points(cfg: K3Config, stage_list) -> list[tuple[list[float], list[int]
 
 def _ring(points: tuple[list[float], list[int]]) -> go.Scatter:
     return go.Scatter(x=points[0], y=points[1], mode="markers", hoverinfo="skip", showlegend=False,
-                      marker=dict(size=34, color="rgba(0,0,0,0)", line=dict(width=3, color=HIGHLIGHT_LINE["color"])))
+                      marker=dict(size=34, color=HIGHLIGHT_MARKER["color"], line=dict(width=3, color=HIGHLIGHT_LINE["color"])))
 
 
 def _band(row: int) -> dict:
@@ -60,8 +60,8 @@ def stepper_map(base: go.Figure, cfg: K3Config, stage_list, start: int = 0) -> g
     fig.update_layout(
         shapes=[_band(r) for r in rows[start]] + fixed, title=None,
         sliders=[dict(active=start, x=0, len=1, y=1.0, yanchor="bottom", pad=dict(t=0, b=30),
-                      currentvalue=dict(prefix="", font=dict(size=12, color="#333333")),
-                      font=dict(size=1, color="rgba(0,0,0,0)"),  # 42 tick labels would overprint: hidden
+                      currentvalue=dict(prefix="", font=dict(size=12, color=HIGHLIGHT_LINE["color"])),
+                      font=dict(size=1, color=HIGHLIGHT_MARKER["color"]),  # 42 tick labels would overprint: hidden
                       steps=[dict(method="animate", label=titles[i],
                                   args=[[str(i)], dict(mode="immediate", frame=dict(duration=0, redraw=True),
                                                        transition=dict(duration=0))])
