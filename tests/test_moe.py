@@ -438,6 +438,9 @@ def test_page_renders_at_extremes(root, state):
     assert not at.exception, [e.message for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     assert len(at.get("plotly_chart")) == 8  # the default's 8: (f) added one (issue 30), the token's path one (26)
+    # what max-violation means at this scale is said in words built from the run (issue 26: 3.51 at 896/16 was bare)
+    reading = [m.value for m in at.markdown if "means the busiest of the" in m.value]
+    assert reading and f"busiest of the {state['moe_experts']} experts" in reading[0]
 
 
 @pytest.mark.parametrize("state, message", [

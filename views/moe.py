@@ -191,7 +191,8 @@ def routing_panels() -> None:
         st.plotly_chart(shared_figure(load_bars, result.eval_load, result.eval_violation, result.stability),
                         width="stretch")
     st.markdown(live.violation_reading(result, METHOD, METHOD_LABELS))
-    show_code(fit_balancers, live.violation_reading, chance_violation)
+    show_code(fit_balancers, load_histogram if E > K3_SCALE_EXPERTS else load_bars, violation_vs_updates,
+              live.violation_reading, chance_violation)
     ec = result.expert_choice
     with st.expander("How (b) was measured, and expert choice for comparison"):
         explain(f"{result.eval_tokens:,} held-out bytes x top-{K} = {result.eval_tokens * K:,} assignments; dashed line = "
