@@ -1,9 +1,12 @@
 """The seed article beside the app: each claim, what the app computes for it, and where to see it live."""
 import streamlit as st
 
-from k3lite.tour.article import sparsity_shares
+from k3lite.analytic.sparsity import sparsity_shares
 from k3lite.analytic.serving_compare import gpus_for_weights
 from k3lite.tour.steps import STEPS
+from k3lite.viz.article import shares_figure
+from k3lite.viz.memo import shared_figure
+from views.common import show_code
 from views.registry import by_url_path
 
 
@@ -23,29 +26,32 @@ def shares():
 
 
 st.title("The article beside the app")
-st.caption("Each claim of the seed article (a third-party blog post on K3), what this app computes for it with the pages' own "
-           "functions at their defaults, and where to see it live or predict it first in the tour.")
+st.markdown("**Does each number in the seed article (a third-party blog post on K3) hold when the app computes it?**")
 
 s = shares()
 st.subheader(f"“About {100 * s.expert_share:.1f}%”, or {100 * s.param_share:.2f}%?")
-c1, c2 = st.columns(2)
+c1, c2 = st.columns([1, 3])
 c1.metric("experts a token visits (the article)", f"{100 * s.expert_share:.2f} %", help=f"{s.top_k} / {s.n_routed}")
-c2.metric("parameters a token uses (the app)", f"{100 * s.param_share:.2f} %",
+c1.metric("parameters a token uses (the app)", f"{100 * s.param_share:.2f} %",
           help=f"{s.active / 1e9:.0f}B / {s.total / 1e12:.2f}T, counted on the meta device (k3lite.analytic.params)")
+c2.plotly_chart(shared_figure(shares_figure, s), width="stretch")
 st.markdown(s.sentence() + " The tour's first step asks for the parameter share.")
+show_code(sparsity_shares, shares_figure)
 
 st.subheader("Claim by claim")
 six = {r.fmt: r for r in gpus_for_weights("kimi-k3", "B300")}
 fits_six = [f for f, r in six.items() if r.whole_gpus == 6]
-st.markdown(md(f"**Six B300s** — the article: K3 at reduced precision spreads its weights across roughly six GPUs. "
-               f"The app: {', '.join(f'{r.gpus:.1f} ({f})' for f, r in six.items())} B300s' worth of HBM for the "
-               f"weights alone; six holds for {', '.join(fits_six) or 'no format'}. "
+st.markdown(md(f"**Six B300s** — the app: six holds for {', '.join(fits_six) or 'no format'} "
                f"[{by_url_path('serving').short}](serving)"))
+with st.expander("Six B300s: the article's claim and every format"):
+    st.markdown(md(f"The article: K3 at reduced precision spreads its weights across roughly six GPUs. The app: "
+                   f"{', '.join(f'{r.gpus:.1f} ({f})' for f, r in six.items())} B300s' worth of HBM for the weights "
+                   "alone."))
 for i, step in enumerate(STEPS, start=1):
     r = computed(i - 1)
-    st.markdown(md(f"**{step.title}** — the article: {step.claim} The app: **{r.answer_text}** "
+    st.markdown(md(f"**{step.title}** — the app: **{r.answer_text}** "
                    f"[{by_url_path(step.page).short}]({step.page}) · [tour step {i}](tour?tour_step={i})"))
-    with st.expander(f"Why {r.answer_text}, from the numbers"):
-        st.markdown(md(f"*The question:* {step.question}\n\n{r.explanation}"))
+    with st.expander(f"The article's claim, and why {r.answer_text}, from the numbers"):
+        st.markdown(md(f"*The article:* {step.claim}\n\n*The question:* {step.question}\n\n{r.explanation}"))
         if r.details:
             st.caption(md(" · ".join(f"{k}: {v}" for k, v in r.details.items())))

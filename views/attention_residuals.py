@@ -1,36 +1,28 @@
-"""Attention Residuals: depth-attention weights of the trained lite model, and what block grouping saves."""
+"""Attention Residuals: which earlier outputs each sublayer reads (drawn, with the trained lite model's depth weights),
+what block grouping saves, and the shipped training experiment's loss curves."""
+from pathlib import Path
+
 import streamlit as st
 import torch
 
 from k3lite.model.attnres import attnres_cost, block_size_words
+from k3lite.analytic.budget import check_budget
 from k3lite.model.checkpoint import load_lite_model, with_config
 from k3lite.model.config import get_preset
-from k3lite.analytic.budget import check_budget
 from k3lite.analytic.hardware import get_gpu
 from k3lite.base.tokenizer import MAX_PROMPT_CHARS, encode
-from k3lite.viz.attnres import cost_curves_figure, depth_heatmap_figure
+from k3lite.viz.archmap import sources_at
+from k3lite.viz.attnres import (cost_curves_figure, depth_heatmap_figure, depth_matrix, load_residual_experiments,
+                                residual_experiment_claim, residual_experiment_figure)
+from k3lite.viz.diagrams import depth_reads, depth_reads_figure
 from k3lite.viz.memo import shared_figure
-from views.common import explain, push_url, url_state, user_errors
+from views.common import explain, push_url, reset_button, show_code, url_state, user_errors
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 st.title("Attention Residuals")
-st.markdown(
-    "A standard residual stream adds every sublayer's output into one running sum, so layer 60 cannot tell "
-    "layer 3's contribution from layer 59's. **Attention Residuals** (Kimi Team, arXiv 2603.15031) keep the "
-    "outputs apart and give each sublayer a learned pseudo-query `w` that attends over depth: "
-    "`h = Σ_i softmax_i(w · RMSNorm(v_i)) v_i`, with `v_0` the token embedding. The **block** variant K3 uses "
-    "sums the outputs inside blocks of S sublayers and attends over the block sums, so a token keeps "
-    "L·2/S vectors instead of 2L. Below: the real depth weights of the trained lite model on your prompt."
-)
-
-url_state("ar_prompt", "def add(a, b):\n    return a + b")
-url_state("ar_mode", "block", choices=["standard", "full", "block"])
-url_state("ar_block", 4, lo=1, hi=16)
-c1, c2, c3 = st.columns([3, 1, 1])
-c1.text_area(f"prompt (up to {MAX_PROMPT_CHARS} characters; any unicode)", key="ar_prompt", max_chars=MAX_PROMPT_CHARS,
-             height=90)
-c2.radio("residual", ["standard", "full", "block"], key="ar_mode")
-c3.slider("block size S (sublayers per block)", 1, 16, key="ar_block", disabled=st.session_state.ar_mode != "block")
-push_url("ar_mode", "ar_block")
+st.markdown("**Instead of adding every earlier layer's output into one sum, what if each layer chose which earlier "
+            "outputs to read, and how much does reading blocks of them instead save?**")
 
 
 @st.cache_resource(show_spinner="Loading the trained lite model…")
@@ -60,65 +52,143 @@ def depth_trace(prompt: str, mode: str, block: int):
 model, warning = base_model()
 if warning:
     st.warning(warning)
-mode, block = st.session_state.ar_mode, st.session_state.ar_block
+N_SUB = 2 * model.cfg.n_layers  # sublayers; N_SUB itself is the final mix before the LM head
+
+url_state("ar_prompt", "def add(a, b):\n    return a + b")
+url_state("ar_mode", "block", choices=["standard", "full", "block"])
+url_state("ar_block", 4, lo=1, hi=16)
+url_state("ar_reader", N_SUB, lo=0, hi=N_SUB)
+controls, picture = st.columns([1, 3])
+with controls:
+    st.radio("residual", ["standard", "full", "block"], key="ar_mode", horizontal=True)
+    st.slider("block size S (sublayers per block)", 1, 16, key="ar_block", disabled=st.session_state.ar_mode != "block")
+    st.slider(f"reading sublayer (0 = layer 0's mixer, {N_SUB} = the final mix)", 0, N_SUB, key="ar_reader")
+    st.text_area(f"prompt (up to {MAX_PROMPT_CHARS} characters; any unicode)", key="ar_prompt",
+                 max_chars=MAX_PROMPT_CHARS, height=90)
+    reset_button("ar_")
+push_url("ar_mode", "ar_block", "ar_reader")
+mode, block, reader = st.session_state.ar_mode, st.session_state.ar_block, st.session_state.ar_reader
 with user_errors():
     trace = depth_trace(st.session_state.ar_prompt, mode, block)
+    reads = depth_reads(model.cfg.n_layers, mode, block, reader, [lt.mixer_type for lt in trace.layers])
+weights = depth_matrix(trace)[reader][: len(reads.sources)] if mode != "standard" else None
+with picture:
+    st.plotly_chart(shared_figure(depth_reads_figure, reads, weights), width="stretch")
 
+reader_name = reads.names[reader + 1]
+full_count = len(sources_at("full", reader, 1))
+if mode == "standard":
+    st.markdown(f"With a standard residual, {reader_name} reads one running sum: every earlier output added with "
+                "weight 1, so it cannot tell them apart.")
+else:
+    top = int(max(range(len(reads.sources)), key=lambda j: weights[j]))
+    st.markdown(
+        f"{reader_name} reads **{len(reads.sources)}** vector{'s' * (len(reads.sources) != 1)} "
+        + (f"(blocks of {block_size_words(block)}; full AttnRes would read {full_count})" if mode == "block" else "")
+        + f" and mixes them with a softmax over depth; on this prompt (mean over its tokens) the largest weight, "
+          f"**{weights[top]:.2f}**, goes to the {reads.sources[top][0]}. Arc thickness = weight.")
 trained = (model.cfg.attn_res, model.cfg.attn_res_block_size)
-note = ""
 if mode != trained[0] or (mode == "block" and block != trained[1]):
-    note = (f" (the checkpoint was trained with {trained[0]} S = {trained[1]}; this view reuses its weights "
-            "under another residual, not retrained)")
-tok = st.radio("weights of", ["mean over the prompt's tokens", "last token"], horizontal=True, key="ar_token")
-fig = depth_heatmap_figure(trace, None if tok.startswith("mean") else len(trace.tokens) - 1,
-                           title=f"{mode} residual{f', S = {block}' if mode == 'block' else ''}: "
-                                 "what each sublayer reads")
-st.plotly_chart(fig, width="stretch")
-if note:  # under the figure, not in its title: a figure title does not wrap and was cut at this caveat
-    caveat = note.strip(" ()")
-    st.caption(caveat[0].upper() + caveat[1:] + ".")
-explain(
-    "What to notice: each row sums to 1 (full/block) — a sublayer's input is a convex mix of earlier outputs, "
-    "not their sum. Rows that put weight far from the diagonal are sublayers that reach back past their "
-    "neighbours, often to the embedding. With S = 1 block equals full; with one block (S ≥ 16 here) the only "
-    "sources are the embedding and the running sum. Standard shows the plain sum's coefficients (all 1)."
-)
+    st.caption(f"The checkpoint was trained with {trained[0]} S = {trained[1]}; this view reuses its weights under "
+               "another residual, not retrained.")
+show_code(depth_reads, sources_at, depth_reads_figure)
+with st.expander("How Attention Residuals work (the formula and the paper)"):
+    st.markdown(
+        "A standard residual stream adds every sublayer's output into one running sum, so layer 60 cannot tell "
+        "layer 3's contribution from layer 59's. **Attention Residuals** (Kimi Team, arXiv 2603.15031) keep the "
+        "outputs apart and give each sublayer a learned pseudo-query `w` that attends over depth: "
+        "`h = Σ_i softmax_i(w · RMSNorm(v_i)) v_i`, with `v_0` the token embedding. The **block** variant K3 uses "
+        "sums the outputs inside blocks of S sublayers and attends over the block sums (and the partial sum of the "
+        "current block), so a token keeps L·2/S vectors instead of 2L. The weights drawn are the trained lite "
+        "model's on your prompt (KDA = Kimi Delta Attention, MLA = Multi-head Latent Attention, the two mixers).")
 
-st.subheader("What block grouping saves as models grow")
+
+@st.fragment
+def heatmap_panel() -> None:
+    """Every sublayer's depth weights at once; the token choice reruns only this panel."""
+    st.subheader("Every sublayer's depth weights at once")
+    tok = st.radio("weights of", ["mean over the prompt's tokens", "last token"], horizontal=True, key="ar_token")
+    st.plotly_chart(shared_figure(depth_heatmap_figure, trace, None if tok.startswith("mean") else len(trace.tokens) - 1,
+                                  f"{mode} residual{f', S = {block}' if mode == 'block' else ''}: "
+                                  "what each sublayer reads"), width="stretch")
+    show_code(depth_matrix, depth_heatmap_figure)
+    with st.expander("What to notice in the heatmap"):
+        explain(
+            "Each row sums to 1 (full/block): a sublayer's input is a convex mix of earlier outputs, not their sum. "
+            "Rows that put weight far from the diagonal are sublayers that reach back past their neighbours, often to "
+            "the embedding. With S = 1 block equals full; with one block (S ≥ 16 here) the only sources are the "
+            "embedding and the running sum. Standard shows the plain sum's coefficients (all 1).")
+
+
+heatmap_panel()
+
+st.subheader("Does it train better? The shipped experiment")
+experiments = load_residual_experiments(ASSETS)
+if experiments:
+    st.plotly_chart(shared_figure(residual_experiment_figure, experiments), width="stretch")
+    st.markdown(residual_experiment_claim(experiments) + " The paper reports about 1.25x at scale.")
+    show_code(residual_experiment_figure, residual_experiment_claim)
+    with st.expander("How the experiment was run"):
+        first = experiments[0]
+        st.caption(f"Shipped result (not live): the `lite` preset, {first['steps']} steps of {first['batch']} x "
+                   f"{first['seq_len']} bytes (k3lite.experiments.lm_train's data), seeds "
+                   f"{', '.join(str(r['seed']) for r in experiments)}; made by `{first['command']}` (and the same with "
+                   "another seed). The AttnRes paper (arXiv 2603.15031) reports block AttnRes matching a baseline "
+                   "trained with ~1.25x more compute; a few hundred CPU steps are noisy, which the two seeds show.")
+else:
+    st.info("No shipped residual experiment in assets/ (lab_attnres*.json); `python -m k3lite.experiments.train --task attnres` "
+            "makes one.")
+
 K3, KIMI_LINEAR = get_preset("kimi-k3"), get_preset("kimi-linear-48b-a3b")
 WIDTHS = sorted({KIMI_LINEAR.d_model, 4096, K3.d_model})
-url_state("ar_d", K3.d_model, choices=WIDTHS)
-url_state("ar_S", K3.attn_res_block_size, lo=1, hi=64)  # K3's config: 12 layers = 24 sublayers
-d1, d2 = st.columns(2)
-d1.select_slider("d_model", WIDTHS, key="ar_d", help=f"{KIMI_LINEAR.d_model} = Kimi Linear 48B, {K3.d_model} = K2 / K3")
-d2.slider("block size S for the model (sublayers)", 1, 64, key="ar_S",
-          help=f"K3's released config.json states its block size in layers (attn_res_block_size "
-               f"{K3.attn_res_block_layers:g}); ours counts sublayers (2 per layer): "
-               f"{block_size_words(K3.attn_res_block_size)}")
-push_url("ar_d", "ar_S")
-d, S = st.session_state.ar_d, st.session_state.ar_S
-layers = list(range(4, 201, 4))
-costs = {"standard residual": [attnres_cost(n, d, "standard") for n in layers],
-         "full AttnRes": [attnres_cost(n, d, "full") for n in layers],
-         f"block AttnRes, S = {S}": [attnres_cost(n, d, "block", S) for n in layers]}
-e1, e2 = st.columns(2)
-e1.plotly_chart(shared_figure(cost_curves_figure, layers, costs, "read_bytes"), width="stretch")
-e2.plotly_chart(shared_figure(cost_curves_figure, layers, costs, "live_bytes"), width="stretch")
-k3_full, k3_block = attnres_cost(K3.n_layers, d, "full"), attnres_cost(K3.n_layers, d, "block", S)
-gpu = get_gpu("H100 SXM")  # the one GPU table (datasheet sources in k3lite/analytic/hardware.py)
-bw = gpu.hbm_bw  # bytes/s
-st.markdown(
-    f"At **{K3.n_layers} layers** (K3's config.json; {2 * K3.n_layers} sublayers + the final mix), d_model {d}, bf16: full AttnRes reads "
-    f"{k3_full.read_bytes / 1e6:.1f} MB per token across all mixes and keeps {k3_full.live_sources} vectors "
-    f"({k3_full.live_bytes / 1e6:.2f} MB) per token alive; blocks of {block_size_words(S)} read "
-    f"{k3_block.read_bytes / 1e6:.1f} MB and keep {k3_block.live_sources} ({k3_block.live_bytes / 1e6:.3f} MB): "
-    f"{k3_full.read_bytes / k3_block.read_bytes:.1f}x fewer reads, {k3_full.live_bytes / k3_block.live_bytes:.1f}x "
-    f"less memory. At {bw / 1e12:.2f} TB/s ({gpu.name} HBM, NVIDIA datasheet; `k3lite/analytic/hardware.py`) those reads "
-    f"cost {k3_block.read_bytes / bw * 1e6:.2f} µs per token "
-    f"vs {k3_full.read_bytes / bw * 1e6:.2f} µs for full. *Computed* by `k3lite.model.attnres.attnres_cost`: every "
-    "source vector each mix reads counts once. *Reported* (arXiv 2603.15031): about 8 blocks recover most of "
-    "full AttnRes's gain, block AttnRes matches a baseline trained with 1.25x more compute, at under 2% extra "
-    "inference latency; their Kimi Linear 48B test uses 54 sublayers in blocks of 6 (9 blocks + embedding)."
-)
-explain("What to notice: full AttnRes grows quadratically in depth (sublayer l reads l vectors), block grows "
-        "like L²/S, standard linearly; the memory a token must keep drops from 2L + 1 to 2L/S + 1 vectors.")
+
+
+@st.fragment
+def cost_panel() -> None:
+    """What block grouping saves as models grow: its own two controls rerun only this panel."""
+    st.subheader("What block grouping saves as models grow")
+    url_state("ar_d", K3.d_model, choices=WIDTHS)
+    url_state("ar_S", K3.attn_res_block_size, lo=1, hi=64)  # K3's config: 12 layers = 24 sublayers
+    d1, d2 = st.columns(2)
+    d1.select_slider("d_model", WIDTHS, key="ar_d", help=f"{KIMI_LINEAR.d_model} = Kimi Linear 48B, {K3.d_model} = K2 / K3")
+    d2.slider("block size S for the model (sublayers)", 1, 64, key="ar_S",
+              help=f"K3's released config.json states its block size in layers (attn_res_block_size "
+                   f"{K3.attn_res_block_layers:g}); ours counts sublayers (2 per layer): "
+                   f"{block_size_words(K3.attn_res_block_size)}")
+    push_url("ar_d", "ar_S")
+    d, S = st.session_state.ar_d, st.session_state.ar_S
+    layers = list(range(4, 201, 4))
+    costs = {"standard residual": [attnres_cost(n, d, "standard") for n in layers],
+             "full AttnRes": [attnres_cost(n, d, "full") for n in layers],
+             f"block AttnRes, S = {S}": [attnres_cost(n, d, "block", S) for n in layers]}
+    e1, e2 = st.columns(2)
+    e1.plotly_chart(shared_figure(cost_curves_figure, layers, costs, "read_bytes"), width="stretch")
+    e2.plotly_chart(shared_figure(cost_curves_figure, layers, costs, "live_bytes"), width="stretch")
+    k3_full, k3_block = attnres_cost(K3.n_layers, d, "full"), attnres_cost(K3.n_layers, d, "block", S)
+    gpu = get_gpu("H100 SXM")  # the one GPU table (datasheet sources in k3lite/analytic/hardware.py)
+    bw = gpu.hbm_bw  # bytes/s
+    st.markdown(
+        f"At {K3.n_layers} layers (K3), d_model {d}: blocks of {block_size_words(S)} read "
+        f"**{k3_full.read_bytes / k3_block.read_bytes:.1f}x fewer** bytes than full AttnRes "
+        f"({k3_block.read_bytes / 1e6:.1f} vs {k3_full.read_bytes / 1e6:.1f} MB per token) and keep "
+        f"{k3_full.live_bytes / k3_block.live_bytes:.1f}x less memory.")
+    show_code(attnres_cost, cost_curves_figure)
+    with st.expander("The numbers in full, and what the paper reports"):
+        st.markdown(
+            f"At **{K3.n_layers} layers** (K3's config.json; {2 * K3.n_layers} sublayers + the final mix), d_model {d}, "
+            f"bf16: full AttnRes reads {k3_full.read_bytes / 1e6:.1f} MB per token across all mixes and keeps "
+            f"{k3_full.live_sources} vectors ({k3_full.live_bytes / 1e6:.2f} MB) per token alive; blocks of "
+            f"{block_size_words(S)} read {k3_block.read_bytes / 1e6:.1f} MB and keep {k3_block.live_sources} "
+            f"({k3_block.live_bytes / 1e6:.3f} MB): {k3_full.read_bytes / k3_block.read_bytes:.1f}x fewer reads, "
+            f"{k3_full.live_bytes / k3_block.live_bytes:.1f}x less memory. At {bw / 1e12:.2f} TB/s ({gpu.name} HBM, "
+            f"NVIDIA datasheet; `k3lite/analytic/hardware.py`) those reads cost {k3_block.read_bytes / bw * 1e6:.2f} µs per "
+            f"token vs {k3_full.read_bytes / bw * 1e6:.2f} µs for full. *Computed* by `k3lite.model.attnres.attnres_cost`: "
+            "every source vector each mix reads counts once. *Reported* (arXiv 2603.15031): about 8 blocks recover "
+            "most of full AttnRes's gain, block AttnRes matches a baseline trained with 1.25x more compute, at under "
+            "2% extra inference latency; their Kimi Linear 48B test uses 54 sublayers in blocks of 6 (9 blocks + "
+            "embedding).")
+        explain("Full AttnRes grows quadratically in depth (sublayer l reads l vectors), block grows like L²/S, "
+                "standard linearly; the memory a token must keep drops from 2L + 1 to 2L/S + 1 vectors.")
+
+
+cost_panel()

@@ -11,18 +11,15 @@ from k3lite.viz.archmap import architecture_map, stage_index
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.model import WHAT, stage_figure, stages
 from k3lite.viz.style import fmt_bytes
-from views.common import explain, interconnect_query, push_url, url_state, user_errors
+from k3lite.viz.stepper import stepper_map
+from views.common import explain, interconnect_query, push_url, reset_button, show_code, url_state, user_errors
 from views.registry import by_url_path
 
 MAX_CHARS, MAX_BYTES = 200, 400  # bounded so every stage's picture stays readable and fast
 
 st.title("Step through a forward pass")
-st.markdown(
-    "This is the trained **lite** model (8 layers: KDA, KDA, KDA, MLA, …, last MLA; 32 latent experts top-4 + "
-    "1 shared; block Attention Residuals) running on this server's CPU. Type a prompt, then walk through "
-    "what happens to it: every picture below is read from the `Trace` the forward pass just recorded."
-)
-
+st.markdown("**What happens to your prompt inside the model, stage by stage, and which stages move bytes between "
+            "GPUs?**")
 
 @st.cache_resource(show_spinner="Loading the trained lite model…")
 def lite_model():
@@ -48,15 +45,17 @@ def continuation(prompt: str, n: int, temperature: float, seed: int) -> str:
 
 
 model, warning = lite_model()
-if warning:
-    st.warning(warning)
-elif (meta := checkpoint_meta()).get("val_loss"):
-    st.caption(f"Checkpoint: {meta.get('steps')} training steps, validation loss "
-               f"{meta['val_loss']:.2f} nats/byte (uniform guessing: 5.55). See assets/lite_train_log.json.")
-
 url_state("fp_prompt", "def greet(name):\n    return 'Hello, ' + name")
-st.text_area(f"prompt (≤ {MAX_CHARS} characters, ≤ {MAX_BYTES} UTF-8 bytes; any unicode)", key="fp_prompt",
-             max_chars=MAX_CHARS, height=80)
+controls, picture = st.columns([1, 3])
+with controls:
+    st.text_area(f"prompt (≤ {MAX_CHARS} characters, ≤ {MAX_BYTES} UTF-8 bytes; any unicode)", key="fp_prompt",
+                 max_chars=MAX_CHARS, height=110)
+    reset_button("fp_")
+    if warning:
+        st.warning(warning)
+    elif (meta := checkpoint_meta()).get("val_loss"):
+        st.caption(f"The trained **lite** model: {meta.get('steps')} training steps, validation loss "
+                   f"{meta['val_loss']:.2f} nats/byte (uniform guessing: 5.55).")
 push_url("fp_prompt")
 with user_errors():
     trace, top = run(st.session_state.fp_prompt)
@@ -76,79 +75,93 @@ def jump_to_clicked() -> None:
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)  # a figure costs ~0.2 s to build; plotly_chart only reads it
-def map_figure(prompt: str, kind: str, layer: int | None):
+def map_figure(prompt: str, start: int):
+    """The map with every stage as a frame: its slider steps through them in the browser (k3lite.viz.stepper)."""
     cfg, trace = lite_model()[0].cfg, run(prompt)[0]
-    return architecture_map(cfg, trace=trace, anatomy=anatomy(cfg, context=len(trace.tokens)),
-                            highlight=(kind, layer))
+    base = architecture_map(cfg, trace=trace, anatomy=anatomy(cfg, context=len(trace.tokens)))
+    return stepper_map(base, cfg, stages(trace), start)
 
 
-current = STAGES[st.session_state.fp_stage]
-st.plotly_chart(map_figure(st.session_state.fp_prompt, current.kind, current.layer),
-                key="fp_map", on_select=jump_to_clicked, selection_mode="points", width="stretch")
-st.caption(f"The whole model, drawn from its config; outlined: **{current.title}**. Click an element to jump to its "
-           "stage; hover for this prompt's numbers (state norm, max-violation, bytes so far), read from the same "
-           "Trace as the stage view below, and for each element's parameters and bytes per decoded token at this "
-           "prompt's length (`k3lite.analytic.anatomy`).")
+with picture:
+    st.plotly_chart(map_figure(st.session_state.fp_prompt, st.session_state.fp_stage),
+                    key="fp_map", on_select=jump_to_clicked, selection_mode="points", width="stretch")
+st.markdown(f"Your prompt is **{len(trace.tokens)} bytes**; the model's best guess for the next one is "
+            f"**“{token_label(top[0][0])}”** ({100 * top[1][0]:.1f}%). Drag the slider on the map to flip through the "
+            f"{len(STAGES)} stages in your browser; click an element to open its stage in detail below.")
+show_code(stepper_map, architecture_map)
+with st.expander("What the map shows"):
+    st.caption("The whole trained lite model (8 layers: KDA = Kimi Delta Attention, linear attention with a fixed-size "
+               "state; MLA = Multi-head Latent Attention, global attention with a compressed cache; 3 KDA per MLA; "
+               "32 latent experts top-4 + 1 shared; block Attention Residuals), drawn from its config. Hover for this "
+               "prompt's numbers (state norm, max-violation, bytes so far), read from the same Trace as the stage view "
+               "below, and for each element's parameters and bytes per decoded token at this prompt's length "
+               "(`k3lite.analytic.anatomy`). Every picture is read from the `Trace` the forward pass just recorded.")
 
 
-def move(step: int) -> None:
-    st.session_state.fp_stage = min(max(st.session_state.fp_stage + step, 0), last)
+@st.fragment
+def stage_panel() -> None:
+    """One stage in detail: Prev / Next / the stage slider rerun only this panel."""
+    def move(step: int) -> None:
+        st.session_state.fp_stage = min(max(st.session_state.fp_stage + step, 0), last)
+
+    b1, b2, b3 = st.columns([1, 1, 8])
+    b1.button("◀ Prev", on_click=move, args=(-1,), disabled=st.session_state.fp_stage == 0, key="fp_prev")
+    b2.button("Next ▶", on_click=move, args=(1,), disabled=st.session_state.fp_stage == last, key="fp_next")
+    # shows "n/N" like the heading below (a 0-based number read 41 beside "42/42"), with a visible label
+    b3.select_slider("stage", options=list(range(len(STAGES))), key="fp_stage",
+                     format_func=lambda i: f"{i + 1}/{len(STAGES)}")
+    push_url("fp_stage")
+    stage = STAGES[st.session_state.fp_stage]
+
+    st.subheader(f"{st.session_state.fp_stage + 1}/{len(STAGES)} · {stage.title}")
+    st.info(f"**What happens here.** {WHAT[stage.kind]}")
+    head = 0
+    if stage.kind == "kda":
+        head = st.slider("KDA head", 0, trace.layers[stage.layer].kda_beta.shape[-1] - 1, 0, key="fp_head")
+    with user_errors():
+        wire = deployment_bytes(model.cfg, REFERENCE)  # bytes per token per MoE layer (k3lite.interconnect)
+    st.plotly_chart(shared_figure(stage_figure, trace, stage, top, head, wire_per_layer=wire.total), width="stretch")
+    show_code(stage_figure)
+
+    cum = trace.bytes_cumulative(wire.total)
+    if stage.layer is None:  # before the first layer nothing moved; after the last, everything did
+        so_far = trace.bytes_per_token(wire.total) if stage.kind in ("logits", "next") else 0.0
+    else:  # a layer's MoE bytes count from its dispatch on
+        done = stage.layer if stage.kind in ("depth", "kda", "mla", "router") else stage.layer + 1
+        so_far = cum[done - 1] if done > 0 else 0.0
+    m1, m2, m3 = st.columns(3)
+    m1.metric("tokens", f"{len(trace.tokens)} bytes")
+    m2.metric("interconnect bytes per token so far", fmt_bytes(so_far),
+              help=f"dispatch + combine of every MoE layer up to here, {wire.total:,.0f} B per MoE layer: expected "
+                   f"copies x record bytes on {REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token; "
+                   "the link below opens the Interconnect page on the same setting, where it shows the same number)")
+    m3.metric("next byte (greedy)", f"{token_label(top[0][0])}  ({100 * top[1][0]:.1f}%)")
+    ic_spec, ic_query = by_url_path("interconnect"), interconnect_query(REFERENCE, "lite")
+    ic_label = f"{wire.total:,.0f} B per MoE layer on the Interconnect page: lite preset, {REFERENCE.describe()}"
+    try:
+        st.page_link(ic_spec.file, label=ic_label, icon=ic_spec.icon, query_params=ic_query)
+    except StreamlitAPIException:  # this file run on its own (AppTest of one page): no navigation to link into
+        st.caption(f"{ic_label} (`{ic_spec.file}`, settings {ic_query})")
+
+    if stage.kind == "next":
+        st.table({"next byte": [token_label(i) for i in top[0]], "id": top[0],
+                  "probability": [f"{100 * p:.1f}%" for p in top[1]]})
+        g1, g2, g3 = st.columns(3)
+        n = g1.slider("bytes to generate", 1, 120, 40, key="fp_gen_n")
+        temperature = g2.slider("temperature (0 = greedy)", 0.0, 1.5, 0.7, 0.1, key="fp_temp")
+        seed = g3.number_input("seed", 0, 10_000, 0, key="fp_seed")
+        if st.button("Generate", type="primary", key="fp_generate"):
+            with user_errors():
+                st.session_state.fp_generated = (st.session_state.fp_prompt,
+                                                 continuation(st.session_state.fp_prompt, n, temperature, int(seed)))
+        if st.session_state.get("fp_generated", ("", ""))[0] == st.session_state.fp_prompt:
+            st.code(st.session_state.fp_prompt + st.session_state.fp_generated[1], language=None)
+            st.caption("Generated with the decode caches: each new byte runs one token through every layer "
+                       "(KDA state + conv tail, MLA latent cache), not the whole prompt again.")
+
+    explain("What to notice: KDA layers are cheap per token and carry a fixed-size memory; the MLA layers are the "
+            "only ones whose cost grows with the prompt; only the MoE layers move bytes between GPUs, and the "
+            "latent projection is what keeps that number small.")
 
 
-b1, b2, b3 = st.columns([1, 1, 8])
-b1.button("◀ Prev", on_click=move, args=(-1,), disabled=st.session_state.fp_stage == 0, key="fp_prev")
-b2.button("Next ▶", on_click=move, args=(1,), disabled=st.session_state.fp_stage == last, key="fp_next")
-# shows "n/N" like the heading below (a 0-based number read 41 beside "42/42"), with a visible label
-b3.select_slider("stage", options=list(range(len(STAGES))), key="fp_stage",
-                 format_func=lambda i: f"{i + 1}/{len(STAGES)}")
-push_url("fp_stage")
-stage = STAGES[st.session_state.fp_stage]
-
-st.subheader(f"{st.session_state.fp_stage + 1}/{len(STAGES)} · {stage.title}")
-st.info(f"**What happens here.** {WHAT[stage.kind]}")
-head = 0
-if stage.kind == "kda":
-    head = st.slider("KDA head", 0, trace.layers[stage.layer].kda_beta.shape[-1] - 1, 0, key="fp_head")
-with user_errors():
-    wire = deployment_bytes(model.cfg, REFERENCE)  # bytes per token per MoE layer (k3lite.interconnect)
-st.plotly_chart(shared_figure(stage_figure, trace, stage, top, head, wire_per_layer=wire.total), width="stretch")
-
-cum = trace.bytes_cumulative(wire.total)
-if stage.layer is None:  # before the first layer nothing moved; after the last, everything did
-    so_far = trace.bytes_per_token(wire.total) if stage.kind in ("logits", "next") else 0.0
-else:  # a layer's MoE bytes count from its dispatch on
-    done = stage.layer if stage.kind in ("depth", "kda", "mla", "router") else stage.layer + 1
-    so_far = cum[done - 1] if done > 0 else 0.0
-m1, m2, m3 = st.columns(3)
-m1.metric("tokens", f"{len(trace.tokens)} bytes")
-m2.metric("interconnect bytes per token so far", fmt_bytes(so_far),
-          help=f"dispatch + combine of every MoE layer up to here, {wire.total:,.0f} B per MoE layer: expected "
-               f"copies x record bytes on {REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token; "
-               "the link below opens the Interconnect page on the same setting, where it shows the same number)")
-m3.metric("next byte (greedy)", f"{token_label(top[0][0])}  ({100 * top[1][0]:.1f}%)")
-ic_spec, ic_query = by_url_path("interconnect"), interconnect_query(REFERENCE, "lite")
-ic_label = f"{wire.total:,.0f} B per MoE layer on the Interconnect page: lite preset, {REFERENCE.describe()}"
-try:
-    st.page_link(ic_spec.file, label=ic_label, icon=ic_spec.icon, query_params=ic_query)
-except StreamlitAPIException:  # this file run on its own (AppTest of one page): no navigation to link into
-    st.caption(f"{ic_label} (`{ic_spec.file}`, settings {ic_query})")
-
-if stage.kind == "next":
-    st.table({"next byte": [token_label(i) for i in top[0]], "id": top[0],
-              "probability": [f"{100 * p:.1f}%" for p in top[1]]})
-    g1, g2, g3 = st.columns(3)
-    n = g1.slider("bytes to generate", 1, 120, 40, key="fp_gen_n")
-    temperature = g2.slider("temperature (0 = greedy)", 0.0, 1.5, 0.7, 0.1, key="fp_temp")
-    seed = g3.number_input("seed", 0, 10_000, 0, key="fp_seed")
-    if st.button("Generate", type="primary", key="fp_generate"):
-        with user_errors():
-            st.session_state.fp_generated = (st.session_state.fp_prompt,
-                                             continuation(st.session_state.fp_prompt, n, temperature, int(seed)))
-    if st.session_state.get("fp_generated", ("", ""))[0] == st.session_state.fp_prompt:
-        st.code(st.session_state.fp_prompt + st.session_state.fp_generated[1], language=None)
-        st.caption("Generated with the decode caches: each new byte runs one token through every layer "
-                   "(KDA state + conv tail, MLA latent cache), not the whole prompt again.")
-
-explain("What to notice: KDA layers are cheap per token and carry a fixed-size memory; the MLA layers are the "
-        "only ones whose cost grows with the prompt; only the MoE layers move bytes between GPUs, and the "
-        "latent projection is what keeps that number small.")
+stage_panel()

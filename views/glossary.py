@@ -2,7 +2,7 @@
 import streamlit as st
 
 from k3lite.tour.glossary import GLOSSARY, search
-from views.common import push_url, url_state
+from views.common import push_url, reset_button, url_state
 from views.registry import by_url_path
 
 st.title("Glossary")
@@ -13,6 +13,8 @@ url_state("gl_query", "")
 query = st.text_input("Find a term (abbreviation, word, or part of a definition)", key="gl_query",
                       placeholder="e.g. MLA, HBM, flips")
 push_url("gl_query")
+if query:
+    reset_button("gl_", label="Show every term")
 found = search(query)
 if not found:
     st.info(f"No term matches {query!r}. Clear the box to see all {len(GLOSSARY)}.")

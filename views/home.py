@@ -1,4 +1,5 @@
-"""Home: what K3 is, and where its parameters live (counted from the real modules on the meta device)."""
+"""Home: what K3 is, where its parameters live (counted from the real modules on the meta device), and where one
+token's bytes go (the ledger)."""
 import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
@@ -13,42 +14,39 @@ from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.params import ACTIVE_CONVENTION, PUBLISHED, breakdown_figure
 from k3lite.viz.style import fmt_bytes
-from views.common import explain, push_url, url_state, user_errors
+from views.common import explain, push_url, reset_button, show_code, url_state, user_errors
 from views.registry import PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")
 K3_CFG = get_preset("kimi-k3")
-st.markdown(
-    f"""
-**Kimi K3** is a {KIMI_K3_STATED_TOTAL / 1e12:.2f}-trillion-parameter model (its model card) that only *uses* a small
-slice of itself for each token: {K3_CFG.moe.n_routed_experts} routed experts, of which each token visits
-{K3_CFG.moe.top_k} (about {100 * routed_fraction(K3_CFG.moe.top_k, K3_CFG.moe.n_routed_experts):.1f}%), plus
-{K3_CFG.moe.n_shared_experts} always-on shared experts ({sources.EXPERT_COUNTS}). Five ideas make that cheap:
-
-1. **Stable LatentMoE** — tokens are squeezed into a smaller *latent* vector before they are sent to
-   experts on other GPUs, so less data crosses the wire and each expert does less work.
-2. **Quantile balancing** — each token still picks its top experts, but after subtracting a per-expert cut
-   read off the rank of earlier batches' scores ("grading on a curve"), so no expert is swamped and there is
-   no step size to tune.
-3. **Kimi Delta Attention (KDA)** — a linear-attention layer with a fixed-size memory that forgets
-   per channel and corrects itself (the delta rule), so long contexts cost no growing cache.
-4. **A 3:1 hybrid** — three KDA layers for every global attention (MLA) layer keeps full recall where it counts.
-5. **Attention Residuals** — each layer looks back over earlier layers' outputs with a softmax over depth,
-   grouped into blocks to stay cheap.
-
-Every page runs a small PyTorch implementation of one idea on this server's CPU. Most charts come from code
-that just executed; the exceptions are listed under "What is live and what is shipped" below. Below: the
-parameter count of each configuration, **counted by building the real k3lite modules on PyTorch's `meta`
-device** (shapes only, no memory), not from a formula.
-"""
-)
+K3_SHARE = routed_fraction(K3_CFG.moe.top_k, K3_CFG.moe.n_routed_experts)
+st.markdown(f"**Kimi K3 has {KIMI_K3_STATED_TOTAL / 1e12:.2f} trillion parameters, yet each token visits only "
+            f"{K3_CFG.moe.top_k} of its {K3_CFG.moe.n_routed_experts} experts ({100 * K3_SHARE:.1f}%): where do the "
+            "parameters live, and what does one token cost to move?**")
 
 MAP_CONTEXT = 131072  # tokens of context the cache bytes on the map assume (128K)
+names = list(PRESETS)
+url_state("home_preset", "kimi-k3", choices=names)
 
 
-@st.cache_resource(show_spinner="Drawing K3 from its config (parameters counted on the meta device)…")  # read-only
-def k3_map():
-    cfg = get_preset("kimi-k3")
+def _knobs(cfg):
+    return cfg.moe.n_routed_experts, cfg.moe.top_k, cfg.n_layers, cfg.moe.latent_dim
+
+
+def _config(preset: str, experts: int, top_k: int, layers: int, latent: int):
+    return get_preset(preset).with_(n_layers=layers, moe={"n_routed_experts": experts, "top_k": top_k,
+                                                          "latent_dim": latent})
+
+
+@st.cache_data(show_spinner="Counting parameters on the meta device…", max_entries=64)
+def cached_count(preset: str, experts: int, top_k: int, layers: int, latent: int):
+    return count_params(_config(preset, experts, top_k, layers, latent))
+
+
+@st.cache_resource(show_spinner="Drawing the model from its config (parameters counted on the meta device)…",
+                   max_entries=16)  # read-only figures
+def model_map(preset: str, experts: int, top_k: int, layers: int, latent: int):
+    cfg = _config(preset, experts, top_k, layers, latent)
     an = anatomy(cfg, context=MAP_CONTEXT)
     return architecture_map(cfg, anatomy=an), an.shares()
 
@@ -60,166 +58,127 @@ def open_part_page() -> None:
         st.session_state.home_go = PART_PAGE.get(points[0]["customdata"][2], "forward_pass")
 
 
-st.subheader("The whole of K3, drawn from its config")
-fig, shares = k3_map()
-st.plotly_chart(fig, width="stretch", key="home_map", on_select=open_part_page, selection_mode="points")
+controls, picture = st.columns([1, 3])
+with controls:
+    preset = st.selectbox("Configuration", names, key="home_preset",
+                          help="Published configs (K3's is its released config.json), and the tiny `lite` model this "
+                               "app runs.")
+    base = get_preset(preset)
+    with st.expander("Change it (the count updates live)"):
+        experts = st.number_input("routed experts", 1, 4096, base.moe.n_routed_experts, key=f"home_experts_{preset}")
+        top_k = st.number_input("top-k (experts per token)", 1, 64, base.moe.top_k, key=f"home_top_k_{preset}")
+        layers = st.number_input("layers", 1, 200, base.n_layers, key=f"home_layers_{preset}")
+        latent = st.number_input("latent dim (0 = classic MoE)", 0, 16384, base.moe.latent_dim,
+                                 key=f"home_latent_{preset}", help="LatentMoE: experts work in this smaller dimension.")
+    push_url("home_preset")
+    knobs = (int(experts), int(top_k), int(layers), int(latent))
+    with user_errors():
+        report = cached_count(preset, *knobs)
+    st.metric("total parameters", fmt(report.total))
+    st.metric("active per token", fmt(report.active))
+    st.metric("activation ratio (active / total params)", f"{100 * report.activation_ratio:.2f} %")
+    with user_errors():
+        st.metric("experts used per token (top-k / E)", f"{100 * routed_fraction(knobs[1], knobs[0]):.2f} %")
+    reset_button("home_", "ledger_")
+with picture, user_errors():
+    fig, shares = model_map(preset, *knobs)
+    st.plotly_chart(fig, width="stretch", key="home_map", on_select=open_part_page, selection_mode="points")
 if (go_to := st.session_state.pop("home_go", None)) is not None:
     st.switch_page(by_url_path(go_to).file)
-st.caption(f"Click an element to open its page; hover it for its parameters and the bytes one decoded token moves "
-           f"through it (batch 1, bf16 weights, {MAP_CONTEXT:,}-token context). The arcs: the block Attention "
-           "Residual sums the LM head reads; each layer reads the ones completed before it. Below: each part's "
-           "share of the whole.")
-st.dataframe(
-    pd.DataFrame([{"part": PART_LABEL[k], "share of parameters": p, "share of bytes per decoded token": b,
-                   "page": by_url_path(PART_PAGE[k]).short} for k, (p, b) in shares.items()]),
-    hide_index=True, width="stretch",
-    column_config={c: st.column_config.ProgressColumn(c, format="percent", min_value=0.0, max_value=1.0)
-                   for c in ("share of parameters", "share of bytes per decoded token")})
 top_params = max(shares, key=lambda k: shares[k][0])
 top_bytes = max(shares, key=lambda k: shares[k][1])
 why = " (a token visits only top-k of them)" if top_params == "routed_experts" else ""
-st.caption(f"What to notice: {PART_LABEL[top_params]} hold {100 * shares[top_params][0]:.1f}% of the parameters "
-           f"and take {100 * shares[top_params][1]:.1f}% of the bytes a token moves{why}; the biggest byte share is "
-           f"{PART_LABEL[top_bytes]} ({100 * shares[top_bytes][1]:.1f}%). Computed by `k3lite.analytic.anatomy` from the "
-           "functions the pages use.")
-link_cols = st.columns(4)
-for i, url in enumerate(dict.fromkeys(PART_PAGE[k] for k in shares)):
-    spec = by_url_path(url)
-    parts = ", ".join(PART_LABEL[k] for k in shares if PART_PAGE[k] == url)
-    try:
-        link_cols[i % 4].page_link(spec.file, label=f"{parts} → {spec.short}", icon=spec.icon)
-    except StreamlitAPIException:  # this file run on its own (AppTest of one page): no navigation to link into
-        link_cols[i % 4].markdown(f"{parts} → {spec.short} (`{spec.file}`)")
+st.markdown(f"In {preset}, {PART_LABEL[top_params].lower()} hold **{100 * shares[top_params][0]:.1f}%** of the "
+            f"parameters and take {100 * shares[top_params][1]:.1f}% of the bytes a decoded token moves{why}; the "
+            f"biggest byte share is {PART_LABEL[top_bytes].lower()} ({100 * shares[top_bytes][1]:.1f}%). Click an "
+            "element to open its page.")
+show_code(anatomy, architecture_map)
+with st.expander("Five ideas make K3 cheap (one line each), and how to read the map"):
+    st.markdown(f"""{K3_CFG.moe.n_routed_experts} routed experts of which each token visits {K3_CFG.moe.top_k}, plus
+{K3_CFG.moe.n_shared_experts} always-on shared experts ({sources.EXPERT_COUNTS}).
 
-names = list(PRESETS)
-url_state("home_preset", "kimi-k3", choices=names)
-preset = st.selectbox("Configuration", names, key="home_preset",
-                      help="Published configs (K3's is its released config.json), and the tiny `lite` model this "
-                           "app runs.")
-base = get_preset(preset)
+1. **Stable LatentMoE** — tokens are squeezed into a smaller *latent* vector before they are sent to
+   experts on other GPUs, so less data crosses the wire and each expert does less work.
+2. **Quantile balancing** — each token still picks its top experts, but after subtracting a per-expert cut
+   read off the rank of earlier batches' scores ("grading on a curve"), so no expert is swamped and there is
+   no step size to tune.
+3. **Kimi Delta Attention (KDA)** — a linear-attention layer with a fixed-size memory that forgets
+   per channel and corrects itself (the delta rule), so long contexts cost no growing cache.
+4. **A 3:1 hybrid** — three KDA layers for every global attention layer (MLA, Multi-head Latent Attention, DeepSeek's attention with a compressed KV cache) keeps full recall where it counts.
+5. **Attention Residuals** — each layer looks back over earlier layers' outputs with a softmax over depth,
+   grouped into blocks to stay cheap.
 
-with st.expander("Change the configuration (the count updates live)"):
-    c1, c2, c3, c4 = st.columns(4)
-    experts = c1.number_input("routed experts", 1, 4096, base.moe.n_routed_experts, key=f"home_experts_{preset}")
-    top_k = c2.number_input("top-k (experts per token)", 1, 64, base.moe.top_k, key=f"home_top_k_{preset}")
-    layers = c3.number_input("layers", 1, 200, base.n_layers, key=f"home_layers_{preset}")
-    latent = c4.number_input("latent dim (0 = classic MoE)", 0, 16384, base.moe.latent_dim,
-                             key=f"home_latent_{preset}", help="LatentMoE: experts work in this smaller dimension.")
-push_url("home_preset")
+Every page runs a small PyTorch implementation of one idea on this server's CPU. Most charts come from code that just
+executed; the exceptions are listed under "What is live and what is shipped" below. Parameter counts are **counted by
+building the real k3lite modules on PyTorch's `meta` device** (shapes only, no memory), not from a formula.""")
+    st.caption(f"Hover an element of the map for its parameters and the bytes one decoded token moves through it "
+               f"(batch 1, bf16 weights, {MAP_CONTEXT:,}-token context). The arcs: the block Attention Residual sums "
+               "the LM head reads; each layer reads the ones completed before it.")
+with st.expander("Each part's share of the parameters and of the bytes, with its page"):
+    st.dataframe(
+        pd.DataFrame([{"part": PART_LABEL[k], "share of parameters": p, "share of bytes per decoded token": b,
+                       "page": by_url_path(PART_PAGE[k]).short} for k, (p, b) in shares.items()]),
+        hide_index=True, width="stretch",
+        column_config={c: st.column_config.ProgressColumn(c, format="percent", min_value=0.0, max_value=1.0)
+                       for c in ("share of parameters", "share of bytes per decoded token")})
+    link_cols = st.columns(2)
+    for i, url in enumerate(dict.fromkeys(PART_PAGE[k] for k in shares)):
+        spec = by_url_path(url)
+        parts = ", ".join(PART_LABEL[k] for k in shares if PART_PAGE[k] == url)
+        try:
+            link_cols[i % 2].page_link(spec.file, label=f"{parts} → {spec.short}", icon=spec.icon)
+        except StreamlitAPIException:  # this file run on its own (AppTest of one page): no navigation to link into
+            link_cols[i % 2].markdown(f"{parts} → {spec.short} (`{spec.file}`)")
 
-
-def _knobs(cfg):
-    return cfg.moe.n_routed_experts, cfg.moe.top_k, cfg.n_layers, cfg.moe.latent_dim
-
-
-@st.cache_data(show_spinner="Counting parameters on the meta device…", max_entries=64)
-def cached_count(preset: str, experts: int, top_k: int, layers: int, latent: int):
-    cfg = get_preset(preset).with_(n_layers=layers, moe={"n_routed_experts": experts, "top_k": top_k,
-                                                          "latent_dim": latent})
-    return count_params(cfg)
-
-
-with user_errors():
-    report = cached_count(preset, int(experts), int(top_k), int(layers), int(latent))
-
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("total parameters", fmt(report.total))
-m2.metric("active per token", fmt(report.active))
-m3.metric("activation ratio (active / total params)", f"{100 * report.activation_ratio:.2f} %")
-with user_errors():
-    m4.metric("experts used per token (top-k / E)", f"{100 * routed_fraction(int(top_k), int(experts)):.2f} %")
+st.subheader("Where the parameters are")
 st.plotly_chart(shared_figure(breakdown_figure, report))
-st.caption(ACTIVE_RULE)
+show_code(count_params, breakdown_figure)
+with st.expander("How active parameters are counted, and our count against the published totals"):
+    st.caption(ACTIVE_RULE)
+    rows = []
+    for name, (total, active, source) in PUBLISHED.items():
+        ours = cached_count(name, *_knobs(get_preset(name)))
+        stated_active, with_embedding, active_source = ACTIVE_CONVENTION.get(name, (active, False, None))
+        ours_active = active_with_embedding(ours) if with_embedding else ours.active
+        rows.append({
+            "config": name, "stated total": fmt(total), "our total": fmt(ours.total),
+            "total diff": f"{100 * (ours.total / total - 1):+.1f} %",
+            "stated active": fmt(stated_active) if stated_active else "—",
+            "our active, same convention": fmt(ours_active),
+            "active diff": f"{100 * (ours_active / stated_active - 1):+.1f} %" if stated_active else "—",
+            "active convention": ("embedding counted (as the source states)" if with_embedding
+                                  else "not stated; ours leaves the embedding out" if stated_active else "—"),
+            "source": source + (f"; active: {active_source}" if active_source else ""),
+        })
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    k2 = cached_count("kimi-k2", *_knobs(get_preset("kimi-k2")))
+    k2_stated = PUBLISHED["kimi-k2"][0]
+    ds = cached_count("deepseek-v3", *_knobs(get_preset("deepseek-v3")))
+    k3_count = cached_count("kimi-k3", *_knobs(get_preset("kimi-k3")))
+    st.caption(
+        f"Kimi K2: its config.json counts to {fmt(k2.total)} ({k2.total / 1e12:.3f}T); the {fmt(k2_stated)} we quote is "
+        f"{100 * (k2_stated / k2.total - 1):.1f}% more, and we do not know why: it is *not* a multi-token-prediction "
+        "layer (K2's config.json sets `num_nextn_predict_layers: 0`), and its model card says 1 trillion total "
+        "parameters. DeepSeek-V3's active count is compared with its weights README, which says what it counts "
+        f"(the report's 37B does not): our count with the embedding in is {fmt(active_with_embedding(ds))}. "
+        f"Kimi K3: the preset is the released config.json (`k3lite/model/config.py`, `kimi_k3`); the stated "
+        f"{fmt(PUBLISHED['kimi-k3'][0])} includes the vision tower ({fmt(kimi_k3_vision_params())}, counted from its "
+        f"vision_config), which k3lite does not build: text {fmt(k3_count.total)} + vision "
+        f"{fmt(kimi_k3_vision_params())} = {(k3_count.total + kimi_k3_vision_params()) / 1e12:.4f}T."
+    )
+    if base.notes:
+        st.caption(" · ".join(f"**{k}**: {v}" for k, v in base.notes.items()))
 
-st.subheader("Our count vs the published totals")
-rows = []
-for name, (total, active, source) in PUBLISHED.items():
-    ours = cached_count(name, *_knobs(get_preset(name)))
-    stated_active, with_embedding, active_source = ACTIVE_CONVENTION.get(name, (active, False, None))
-    ours_active = active_with_embedding(ours) if with_embedding else ours.active
-    rows.append({
-        "config": name, "stated total": fmt(total), "our total": fmt(ours.total),
-        "total diff": f"{100 * (ours.total / total - 1):+.1f} %",
-        "stated active": fmt(stated_active) if stated_active else "—",
-        "our active, same convention": fmt(ours_active),
-        "active diff": f"{100 * (ours_active / stated_active - 1):+.1f} %" if stated_active else "—",
-        "active convention": ("embedding counted (as the source states)" if with_embedding
-                              else "not stated; ours leaves the embedding out" if stated_active else "—"),
-        "source": source + (f"; active: {active_source}" if active_source else ""),
-    })
-st.dataframe(pd.DataFrame(rows), hide_index=True)
-k2 = cached_count("kimi-k2", *_knobs(get_preset("kimi-k2")))
-k2_stated = PUBLISHED["kimi-k2"][0]
-ds = cached_count("deepseek-v3", *_knobs(get_preset("deepseek-v3")))
-k3_count = cached_count("kimi-k3", *_knobs(get_preset("kimi-k3")))
-st.caption(
-    f"Kimi K2: its config.json counts to {fmt(k2.total)} ({k2.total / 1e12:.3f}T); the {fmt(k2_stated)} we quote is "
-    f"{100 * (k2_stated / k2.total - 1):.1f}% more, and we do not know why: it is *not* a multi-token-prediction "
-    "layer (K2's config.json sets `num_nextn_predict_layers: 0`), and its model card says 1 trillion total "
-    "parameters. DeepSeek-V3's active count is compared with its weights README, which says what it counts "
-    f"(the report's 37B does not): our count with the embedding in is {fmt(active_with_embedding(ds))}. "
-    f"Kimi K3: the preset is the released config.json (`k3lite/model/config.py`, `kimi_k3`); the stated "
-    f"{fmt(PUBLISHED['kimi-k3'][0])} includes the vision tower ({fmt(kimi_k3_vision_params())}, counted from its "
-    f"vision_config), which k3lite does not build: text {fmt(k3_count.total)} + vision "
-    f"{fmt(kimi_k3_vision_params())} = {(k3_count.total + kimi_k3_vision_params()) / 1e12:.4f}T."
-)
-if base.notes:
-    st.caption(" · ".join(f"**{k}**: {v}" for k, v in base.notes.items()))
 
 st.subheader("Bytes per decoded token: where one token's bytes go")
-st.markdown(
-    "One decoded token, split by where its bytes move: **NVLink** and **NIC** (experts on other GPUs: dispatch "
-    "and combine), **HBM weights** (read once per step, shared by the batch), **HBM KV cache / KDA state** "
-    "(this token's own sequence) and **Attention Residual reads**. Every segment comes from the function the "
-    "mechanism page uses (interconnect, hybrid, Attention Residuals, parameter count); hatched bars are K3 with "
-    "an idea switched off. Formulas: `k3lite/analytic/ledger.py`."
-)
 CONTEXTS = [4_096, 32_768, 131_072, 1_048_576]
-url_state("ledger_models", list(byte_ledger.MODELS), choices=list(byte_ledger.MODELS))
-url_state("ledger_context", 131_072, choices=CONTEXTS)
-url_state("ledger_batch", 64, choices=[1, 8, 64, 256, 1024])
-l1, l2, l3 = st.columns([2, 1, 1])
-picked = l1.multiselect("models", list(byte_ledger.MODELS), key="ledger_models",
-                        format_func=byte_ledger.MODELS.get)
-l2.select_slider("context (tokens)", CONTEXTS, key="ledger_context")
-l3.select_slider("batch (sequences per step)", [1, 8, 64, 256, 1024], key="ledger_batch")
+PER = {"per decoded token": "decoded token",
+       "per token, per billion active parameters": "token per billion active parameters"}
 # The hatched bar is K3 with only the ticked ideas on. Latent starts unticked, so at the defaults the comparison has
 # "K3 without latent" beside it; K3 with every idea on is the K3 bar itself, so then no hatched bar is drawn.
 # (Before: K3 without latent was always drawn and unticking latent changed nothing.)
 TOGGLES = {"latent": ("latent experts", "ledger_latent", False), "hybrid": ("3:1 KDA hybrid", "ledger_hybrid", True),
            "block_attnres": ("block AttnRes", "ledger_block", True), "balancing": ("balancing", "ledger_balancing", True)}
-for _label, key, default in TOGGLES.values():
-    url_state(key, default)
-url_state("ledger_overload", 1.0, lo=0.0, hi=20.0)
-st.caption("The hatched bar: K3 with only the ideas ticked here (untick one to see what it saves):")
-t1, t2, t3, t4, t5 = st.columns(5)
-on = {idea: col.checkbox(label, key=key) for col, (idea, (label, key, _d)) in zip((t1, t2, t3, t4), TOGGLES.items())}
-overload = t5.number_input("busiest GPU's overload without balancing (max-violation)", 0.0, 20.0, step=0.25,
-                           key="ledger_overload", disabled=on["balancing"],
-                           help="our assumption, counted only with balancing unticked; the MoE page measures "
-                                "max-violation per method")
-push_url("ledger_models", "ledger_context", "ledger_batch", *(key for _l, key, _d in TOGGLES.values()),
-         "ledger_overload")
-with user_errors():
-    deploy = byte_ledger.Deploy(batch=st.session_state.ledger_batch, gpu_overload=float(overload))
-    context = st.session_state.ledger_context
-    chosen = byte_ledger.Toggles(**on)
-    rows = [byte_ledger.ledger(p, context, deploy=deploy) for p in picked]
-    if chosen != byte_ledger.ALL_ON:
-        rows.append(byte_ledger.ledger("kimi-k3", context, chosen, deploy))
-    saved = byte_ledger.savings(context, deploy)
-st.plotly_chart(shared_figure(ledger_figure, rows), width="stretch")
-parts_by_idea = byte_ledger.saving_parts(context, deploy)
-costs = []
-for col, (key, idea, suffix) in zip(st.columns(4), (("latent", "latent experts", "per token"),
-                                                    ("hybrid", "KDA hybrid", "per token"),
-                                                    ("block_attnres", "block AttnRes", "per token"),
-                                                    ("balancing", "balancing", "busiest GPU"))):
-    verb, amount, why = byte_ledger.saving_words(idea, parts_by_idea[key], fmt_bytes)
-    col.metric(f"{idea} {verb}, {suffix}", amount, help=f"bytes per decoded token of K3 with this idea off, minus K3 "
-                                                        f"as designed, all segments together. {why}")
-    if verb == "costs":
-        costs.append(why)
 
 
 @st.cache_data(show_spinner="Counting the counterfactual's parameters on the meta device…", max_entries=4)
@@ -229,39 +188,110 @@ def classic_counts():
     return k3, classic, count_params(k3), count_params(classic)
 
 
-k3_cfg, classic_cfg, k3_count, classic_count = classic_counts()
-wire_vs_hbm = [(r.hbm_weights + r.hbm_cache + r.attnres) / (r.nvlink + r.nic) for r in rows if r.nvlink + r.nic > 0]
-st.caption(
-    f"Deployment: {deploy.topology} rack, experts over {deploy.ep_size} GPUs, {deploy.dispatch.upper()} dispatch / "
-    f"{deploy.combine.upper()} combine (the interconnect page's defaults); {byte_ledger.WEIGHT_PRECISION.upper()} "
-    "weights; uniform routing. The bars: DeepSeek-V3 and Kimi K2 from their published configs; K3 is its released config.json "
-    "(home's table); **K3 without latent** is the same-sized classic MoE the serving page's waterfall starts from: "
-    f"{classic_cfg.moe.n_routed_experts} experts, top-{classic_cfg.moe.top_k}, working in d_model "
-    f"{classic_cfg.d_model} ({fmt(classic_count.total)} parameters, {fmt(classic_count.active)} active, against "
-    f"K3's {k3_cfg.moe.n_routed_experts} experts, top-{k3_cfg.moe.top_k}, in a {k3_cfg.moe.latent_dim} latent: "
-    f"{fmt(k3_count.total)} / {fmt(k3_count.active)}). Other hatched bars switch one idea off. "
-    + (f"HBM and interconnect bytes are drawn on separate axes: here HBM bytes are "
-       f"{min(wire_vs_hbm):,.0f}–{max(wire_vs_hbm):,.0f}x the wire bytes." if wire_vs_hbm else "")
-)
-if costs:
-    lat, hyb = parts_by_idea["latent"], parts_by_idea["hybrid"]
-    reasons = []
-    if "latent" in " ".join(costs) and lat["hbm_weights"] < 0:
-        reasons.append("the latent's projections (d_model → latent → d_model in every MoE layer) are weights every "
-                       "step reads, more than the wire it saves; the serving page's waterfall prices the same step "
-                       "in $/M")
-    if "KDA" in " ".join(costs):
-        if hyb["hbm_weights"] < 0:
-            reasons.append("KDA layers carry more weights than the MLA layers they replace")
-        if hyb["hbm_cache"] < 0:
-            reasons.append(f"at {context:,} tokens their fixed state is larger than the MLA cache it replaces")
-    explain("Where an idea *costs* bytes at this context and batch: " + "; ".join(costs) + "."
-            + (" Why: " + "; ".join(reasons) + "." if reasons else ""))
+@st.cache_data(show_spinner=False, max_entries=32)
+def active_of(preset: str, toggles: byte_ledger.Toggles) -> int:
+    return byte_ledger.active_params(preset, toggles)
 
-st.subheader("What is live and what is shipped")
-st.markdown("Everything not listed here is computed on this server when you open or change a page.\n"
-            + "\n".join(f"- **{spec.short}**: {SHIPPED_INPUTS[spec.stem]}" for spec in PAGES
-                         if spec.stem in SHIPPED_INPUTS))
+
+@st.fragment
+def ledger_panel() -> None:
+    """The ledger and its controls: moving them reruns only this panel."""
+    url_state("ledger_models", list(byte_ledger.MODELS), choices=list(byte_ledger.MODELS))
+    url_state("ledger_context", 131_072, choices=CONTEXTS)
+    url_state("ledger_batch", 64, choices=[1, 8, 64, 256, 1024])
+    url_state("ledger_per", list(PER)[0], choices=list(PER))
+    for _label, key, default in TOGGLES.values():
+        url_state(key, default)
+    url_state("ledger_overload", 1.0, lo=0.0, hi=20.0)
+    controls, picture = st.columns([1, 3])
+    with controls:
+        picked = st.multiselect("models", list(byte_ledger.MODELS), key="ledger_models",
+                                format_func=byte_ledger.MODELS.get)
+        st.select_slider("context (tokens)", CONTEXTS, key="ledger_context")
+        st.select_slider("batch (sequences per step)", [1, 8, 64, 256, 1024], key="ledger_batch")
+        per = st.radio("bytes", list(PER), key="ledger_per",
+                       help="Per billion active parameters: a model with more active parameters does more work per "
+                            "token and reads more weights; this divides that out (bytes per unit of work).")
+        st.caption("The hatched bar: K3 with only the ideas ticked here (untick one to see what it saves):")
+        on = {idea: st.checkbox(label, key=key) for idea, (label, key, _d) in TOGGLES.items()}
+        overload = st.number_input("busiest GPU's overload without balancing (max-violation)", 0.0, 20.0, step=0.25,
+                                   key="ledger_overload", disabled=on["balancing"],
+                                   help="our assumption, counted only with balancing unticked; the MoE page measures "
+                                        "max-violation per method")
+    push_url("ledger_models", "ledger_context", "ledger_batch", "ledger_per", *(key for _l, key, _d in TOGGLES.values()),
+             "ledger_overload")
+    with user_errors():
+        deploy = byte_ledger.Deploy(batch=st.session_state.ledger_batch, gpu_overload=float(overload))
+        context = st.session_state.ledger_context
+        chosen = byte_ledger.Toggles(**on)
+        rows = [byte_ledger.ledger(p, context, deploy=deploy) for p in picked]
+        keyed = [(p, byte_ledger.ALL_ON) for p in picked]
+        if chosen != byte_ledger.ALL_ON:
+            rows.append(byte_ledger.ledger("kimi-k3", context, chosen, deploy))
+            keyed.append(("kimi-k3", chosen))
+    normalised = per != list(PER)[0]
+    shown = [byte_ledger.per_active(r, active_of(p, t)) for r, (p, t) in zip(rows, keyed)] if normalised else rows
+    with picture:
+        st.plotly_chart(shared_figure(ledger_figure, shown, None, PER[per]), width="stretch")
+    if {"kimi-k3", "deepseek-v3"} <= set(picked):
+        k3_row, ds_row = rows[picked.index("kimi-k3")], rows[picked.index("deepseek-v3")]
+        st.markdown(byte_ledger.why_more_bytes(k3_row, ds_row, active_of("kimi-k3", byte_ledger.ALL_ON),
+                                               active_of("deepseek-v3", byte_ledger.ALL_ON), fmt_bytes))
+    show_code(byte_ledger.ledger, byte_ledger.per_active, ledger_figure)
+    parts_by_idea = byte_ledger.saving_parts(context, deploy)
+    costs = []
+    for col, (key, idea, suffix) in zip(st.columns(4), (("latent", "latent experts", "per token"),
+                                                        ("hybrid", "KDA hybrid", "per token"),
+                                                        ("block_attnres", "block AttnRes", "per token"),
+                                                        ("balancing", "balancing", "busiest GPU"))):
+        verb, amount, why = byte_ledger.saving_words(idea, parts_by_idea[key], fmt_bytes)
+        col.metric(f"{idea} {verb}, {suffix}", amount, help=f"bytes per decoded token of K3 with this idea off, minus "
+                                                            f"K3 as designed, all segments together. {why}")
+        if verb == "costs":
+            costs.append(why)
+    if costs:
+        lat, hyb = parts_by_idea["latent"], parts_by_idea["hybrid"]
+        reasons = []
+        if "latent" in " ".join(costs) and lat["hbm_weights"] < 0:
+            reasons.append("the latent's projections (d_model → latent → d_model in every MoE layer) are weights every "
+                           "step reads, more than the wire it saves; the serving page's waterfall prices the same step "
+                           "in $/M")
+        if "KDA" in " ".join(costs):
+            if hyb["hbm_weights"] < 0:
+                reasons.append("KDA layers carry more weights than the MLA layers they replace")
+            if hyb["hbm_cache"] < 0:
+                reasons.append(f"at {context:,} tokens their fixed state is larger than the MLA cache it replaces")
+        explain("Where an idea *costs* bytes at this context and batch: " + "; ".join(costs) + "."
+                + (" Why: " + "; ".join(reasons) + "." if reasons else ""))
+    with st.expander("What the bars are and the deployment they assume"):
+        st.markdown(
+            "One decoded token, split by where its bytes move: **NVLink** and **NIC** (experts on other GPUs: "
+            "dispatch and combine), **HBM weights** (read once per step, shared by the batch), **HBM KV cache / KDA "
+            "state** (this token's own sequence) and **Attention Residual reads**. Every segment comes from the "
+            "function the mechanism page uses (interconnect, hybrid, Attention Residuals, parameter count); hatched "
+            "bars are K3 with an idea switched off. Formulas: `k3lite/analytic/ledger.py`.")
+        k3_cfg, classic_cfg, k3_count, classic_count = classic_counts()
+        wire_vs_hbm = [(r.hbm_weights + r.hbm_cache + r.attnres) / (r.nvlink + r.nic) for r in rows if r.nvlink + r.nic > 0]
+        st.caption(
+            f"Deployment: {deploy.topology} rack, experts over {deploy.ep_size} GPUs, {deploy.dispatch.upper()} dispatch / "
+            f"{deploy.combine.upper()} combine (the interconnect page's defaults); {byte_ledger.WEIGHT_PRECISION.upper()} "
+            "weights; uniform routing. The bars: DeepSeek-V3 and Kimi K2 from their published configs; K3 is its released config.json "
+            "(home's table); **K3 without latent** is the same-sized classic MoE the serving page's waterfall starts from: "
+            f"{classic_cfg.moe.n_routed_experts} experts, top-{classic_cfg.moe.top_k}, working in d_model "
+            f"{classic_cfg.d_model} ({fmt(classic_count.total)} parameters, {fmt(classic_count.active)} active, against "
+            f"K3's {k3_cfg.moe.n_routed_experts} experts, top-{k3_cfg.moe.top_k}, in a {k3_cfg.moe.latent_dim} latent: "
+            f"{fmt(k3_count.total)} / {fmt(k3_count.active)}). Other hatched bars switch one idea off. "
+            + (f"HBM and interconnect bytes are drawn on separate axes: here HBM bytes are "
+               f"{min(wire_vs_hbm):,.0f}–{max(wire_vs_hbm):,.0f}x the wire bytes." if wire_vs_hbm else "")
+        )
+
+
+ledger_panel()
+
+with st.expander("What is live and what is shipped"):
+    st.markdown("Everything not listed here is computed on this server when you open or change a page.\n"
+                + "\n".join(f"- **{spec.short}**: {SHIPPED_INPUTS[spec.stem]}" for spec in PAGES
+                             if spec.stem in SHIPPED_INPUTS))
 
 st.subheader("Where to go next")
 cols = st.columns(4)

@@ -1,66 +1,40 @@
-"""Stable LatentMoE & routing: which experts each token visits, how balancing evens the load, what latent saves."""
-import os
-import threading
+"""Stable LatentMoE & routing: which experts each token visits, how balancing evens the load, what latent saves.
+
+Thin page: widgets -> one library call per panel -> figure. The live computations and their server-wide caches
+are in k3lite/viz/moe_live.py; the drawn path of one token in k3lite/viz/diagrams.py."""
 from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
-import torch
 
 from k3lite.base import sources
-from k3lite.model.checkpoint import checkpoint_meta, load_lite_model
+from k3lite.model.checkpoint import checkpoint_meta
 from k3lite.model.config import BALANCING_METHODS, MoEConfig, get_preset
-from k3lite.base.guards import heavy_work
 from k3lite.interconnect import REFERENCE, deployment_bytes
 from k3lite.analytic.latent import latent_cost_per_token
-from k3lite.model.nn import glu_curves
 from k3lite.experiments.moe_balance import run_balance, summary_rows, training_claim
-from k3lite.experiments.moe_demo import (MAX_PROMPT_BYTES, balance_claim, calibration_stream, check_prompt, fit_balancers,
-                             model_moe_inputs, notice_lines, prompt_demo, routing_cfg)
-from k3lite.analytic.placement import K3_SCALE_EXPERTS, gpu_view, mean_load_per_expert
-from k3lite.experiments.precomputed import BALANCE_ARGS, MOE_LAYER, MOE_PROMPT, moe_default_cfg, shipped
+from k3lite.experiments.moe_demo import MAX_PROMPT_BYTES, balance_claim, fit_balancers, notice_lines, prompt_demo
+from k3lite.model.nn import glu_curves, situ_glu
+from k3lite.analytic.placement import K3_SCALE_EXPERTS, chance_violation, gpu_view, mean_load_per_expert
+from k3lite.experiments.precomputed import moe_default_cfg
+from k3lite.viz import moe_live as live
+from k3lite.viz.diagrams import latent_path, latent_path_figure
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_tradeoff, load_bars, load_histogram,
-                            situ_vs_swiglu_figure,
-                            routing_heatmap, violation_curves, violation_vs_updates)
+                            routing_heatmap, situ_vs_swiglu_figure, violation_curves, violation_vs_updates)
 from k3lite.viz.style import fmt_bytes
-from views.common import explain, push_url, url_state, user_errors
+from views.common import explain, push_url, reset_button, show_code, url_state, user_errors
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
 K3 = get_preset("kimi-k3")  # the released config.json
-K3_D, K3_FFN = K3.d_model, K3.moe.expert_ffn_dim  # for (d)
+K3_D, K3_FFN = K3.d_model, K3.moe.expert_ffn_dim  # the drawn path and (d) are at K3 width
 RATIOS = {"1": 1.0, "1/2": 0.5, "1/4": 0.25, "1/8": 0.125}
 LITE = get_preset("lite")
 MOE_LAYERS = [i for i, kind in enumerate(LITE.ffn_types()) if kind == "moe"]
 
 st.title("Stable LatentMoE & routing")
-st.markdown(
-    f"""
-K3 has **896 routed experts** and sends each token to **16** of them, plus **2 shared experts** every token
-uses ({sources.EXPERT_COUNTS}). Three problems come with that many experts:
-the router must not pile tokens onto a few favourites (**balancing**), its choices should not flip at the
-slightest nudge (**stability**: every flip reroutes a token to another GPU), and each routed copy is a message
-on the interconnect (**bytes on the wire**). *LatentMoE* shrinks the message: the token is projected from
-`d` down to a latent `l` before it is sent, the experts work in that latent space, and the result is projected
-back up (NVIDIA, arXiv 2601.18089).
-
-**Quantile balancing is grading on a curve set by earlier classes.** Routing stays *token choice*: every
-token takes its top-k experts, but of `s − β` rather than of its raw scores `s`, where `β_j` is expert j's cut.
-After each batch the cuts are read off that batch's scores (Kimi K3 Technical Report, arXiv 2607.24653, §2.3.3
-Eq. 14; first written up by J. Su, kexue.fm/archives/11619): each token routes its top-(k+1) on the biased
-score, and the (k+1)-th is its own cut `α_i`; `β_j` becomes the `(1 − k/E)` quantile of expert j's scores,
-each lowered by its token's cut, `s_:,j − α`: the value that would have given expert j its share `k/E` of the
-batch, with no step size to tune. The cuts are centred (a shift common to all experts changes no choice),
-take effect from the next step, and are frozen at inference. At K3's scale the quantile comes from
-histograms that each GPU fills and one all-reduce adds (`k3lite.model.moe.quantile_bias_histogram`).
-New tokens are routed with cuts fitted on earlier ones, so their load is close to even, not exactly even.
-*Expert choice* (each expert takes the `N·k/E` tokens that rank highest for it in the batch; Zhou et al.,
-arXiv 2202.09368) would be exactly even, but it needs the whole batch before any token can be routed (no use
-when decoding one token at a time), and a token gets however many experts happen to pick it: some get none or
-fewer than k, others more; (b) counts it on this page's tokens. The bias method (DeepSeek-V3) instead nudges
-a per-expert offset by ±γ each step; the aux loss (Switch Transformer) adds a penalty to the training loss.
-"""
-)
+st.markdown(f"**How does one token reach {K3.moe.top_k} of {K3.moe.n_routed_experts} experts on other GPUs cheaply, "
+            "and how do those experts stay evenly loaded?**")
 
 url_state("moe_experts", 64, lo=8, hi=896)
 url_state("moe_top_k", 8, lo=1, hi=32)
@@ -69,242 +43,180 @@ url_state("moe_latent", "1/4", choices=list(RATIOS))
 url_state("moe_balancing", "quantile", choices=list(BALANCING_METHODS))
 url_state("moe_prompt", "The cat sat on the mat, and 42 dogs barked at 3.14 birds.")
 url_state("moe_layer", 4, choices=MOE_LAYERS)
-c1, c2, c3 = st.columns(3)
-c1.slider("routed experts E", 8, 896, key="moe_experts", help="K3: 896")
-c2.slider("top-k (experts per token)", 1, 32, key="moe_top_k", help="K3: 16")
-c3.slider("shared experts (always on, full d)", 0, 4, key="moe_shared", help="K3: 2")
-c4, c5 = st.columns(2)
-c4.select_slider("latent ratio l / d (1 = classic MoE)", list(RATIOS), key="moe_latent", help="Kimi K3: 3584 / 7168 = 1/2 (config.json)")
-c5.selectbox("balancing method", list(BALANCING_METHODS), key="moe_balancing",
-             format_func=lambda m: METHOD_LABELS[m])
-c6, c7 = st.columns([4, 1])
-c6.text_input(f"prompt (at most {MAX_PROMPT_BYTES} bytes of UTF-8; one token per byte)", key="moe_prompt")
-c7.selectbox("hidden states from layer", MOE_LAYERS, key="moe_layer", help="MoE layers of the trained lite model")
-push_url("moe_experts", "moe_top_k", "moe_shared", "moe_latent", "moe_balancing", "moe_prompt", "moe_layer")
+
+controls, picture = st.columns([1, 3])
+with controls:
+    st.slider("routed experts E", 8, 896, key="moe_experts", help="K3: 896")
+    st.slider("top-k (experts per token)", 1, 32, key="moe_top_k", help="K3: 16")
+    st.slider("shared experts (always on, full d)", 0, 4, key="moe_shared", help="K3: 2")
+    st.select_slider("latent ratio l / d (1 = classic MoE)", list(RATIOS), key="moe_latent",
+                     help="Kimi K3: 3584 / 7168 = 1/2 (config.json)")
+    st.selectbox("balancing method", list(BALANCING_METHODS), key="moe_balancing",
+                 format_func=lambda m: METHOD_LABELS[m])
+    reset_button("moe_")
+push_url("moe_experts", "moe_top_k", "moe_shared", "moe_latent", "moe_balancing")
 
 E, K, SHARED = st.session_state.moe_experts, st.session_state.moe_top_k, st.session_state.moe_shared
-RATIO, METHOD, PROMPT = RATIOS[st.session_state.moe_latent], st.session_state.moe_balancing, st.session_state.moe_prompt
-LAYER = st.session_state.moe_layer
+RATIO, METHOD = RATIOS[st.session_state.moe_latent], st.session_state.moe_balancing
+
+with picture, user_errors():  # the mechanism at K3 width: analytic, so it answers every slider at once
+    k3_moe = MoEConfig(n_routed_experts=E, top_k=K, expert_ffn_dim=K3_FFN, n_shared_experts=SHARED,
+                       shared_ffn_dim=K3_FFN, latent_dim=0 if RATIO == 1 else round(K3_D * RATIO),
+                       latent_norm=RATIO < 1, latent_norm_at=K3.moe.latent_norm_at)
+    path = latent_path(k3_moe, K3_D)
+    classic = latent_path(replace(k3_moe, latent_dim=0, latent_norm=False), K3_D)
+    st.plotly_chart(shared_figure(latent_path_figure, path,
+                                  f"One token at K3 width (d = {K3_D}): {fmt_bytes(path.wire.total)} on the wire "
+                                  "per MoE layer"), width="stretch")
+on_wire, classic_wire = path.wire.total, classic.wire.total
+st.markdown(
+    f"At latent ratio {st.session_state.moe_latent} each copy carries l = {path.latent} dims instead of d = {K3_D}: "
+    f"**{fmt_bytes(on_wire)}** on the wire per token per MoE layer against {fmt_bytes(classic_wire)} for a classic "
+    f"MoE ({classic_wire / on_wire:.1f}x less), {path.wire.copies.total:.2f} copies each way on "
+    f"{REFERENCE.describe()}. A token visits {K} of {E} routed experts ({100 * K / E:.1f}%); its {SHARED} shared "
+    "expert(s) run on its own GPU and never cross the wire.")
+show_code(latent_path, latent_path_figure)
+with st.expander("How LatentMoE and quantile balancing work (the formulas and the sources)"):
+    st.markdown(
+        f"""
+    K3 has **896 routed experts** and sends each token to **16** of them, plus **2 shared experts** every token
+    uses ({sources.EXPERT_COUNTS}). Three problems come with that many experts:
+    the router must not pile tokens onto a few favourites (**balancing**), its choices should not flip at the
+    slightest nudge (**stability**: every flip reroutes a token to another GPU), and each routed copy is a message
+    on the interconnect (**bytes on the wire**). *LatentMoE* shrinks the message: the token is projected from
+    `d` down to a latent `l` before it is sent, the experts work in that latent space, and the result is projected
+    back up (NVIDIA, arXiv 2601.18089).
+    
+    **Quantile balancing is grading on a curve set by earlier classes.** Routing stays *token choice*: every
+    token takes its top-k experts, but of `s − β` rather than of its raw scores `s`, where `β_j` is expert j's cut.
+    After each batch the cuts are read off that batch's scores (Kimi K3 Technical Report, arXiv 2607.24653, §2.3.3
+    Eq. 14; first written up by J. Su, kexue.fm/archives/11619): each token routes its top-(k+1) on the biased
+    score, and the (k+1)-th is its own cut `α_i`; `β_j` becomes the `(1 − k/E)` quantile of expert j's scores,
+    each lowered by its token's cut, `s_:,j − α`: the value that would have given expert j its share `k/E` of the
+    batch, with no step size to tune. The cuts are centred (a shift common to all experts changes no choice),
+    take effect from the next step, and are frozen at inference. At K3's scale the quantile comes from
+    histograms that each GPU fills and one all-reduce adds (`k3lite.model.moe.quantile_bias_histogram`).
+    New tokens are routed with cuts fitted on earlier ones, so their load is close to even, not exactly even.
+    *Expert choice* (each expert takes the `N·k/E` tokens that rank highest for it in the batch; Zhou et al.,
+    arXiv 2202.09368) would be exactly even, but it needs the whole batch before any token can be routed (no use
+    when decoding one token at a time), and a token gets however many experts happen to pick it: some get none or
+    fewer than k, others more; (b) counts it on this page's tokens. The bias method (DeepSeek-V3) instead nudges
+    a per-expert offset by ±γ each step; the aux loss (Switch Transformer) adds a penalty to the training loss.
+    """
+    )
 
 
-@st.cache_resource(show_spinner="Loading the trained lite model…")
-def lite_model():
-    return load_lite_model()  # (model, warning or None); never mutated here: read through hooks only
-
-
-@st.cache_resource(show_spinner="Running the trained model over 8 kB of text and code (once per server)…")
-def stream_states():
-    return model_moe_inputs(lite_model()[0], calibration_stream())  # {layer: (L, d)}
-
-
-@st.cache_resource(show_spinner=False)
-def warm_stream_states() -> threading.Thread:
-    """Once per server, when the page is first opened: compute the other layers' calibration states in the
-    background, so a visitor's first layer change finds them ready instead of paying a whole-model pass over the
-    stream (up to 7 s under a class's load, `bench load`), and warm torch's autograd for the aux-loss fit. The
-    default layer's states are shipped."""
-    def warm():
-        states = stream_states()
-        # torch's first autograd + Adam step in a process costs ~1 s once: pay it here, not in a visitor's rerun
-        fit_balancers(MoEConfig(n_routed_experts=8, top_k=2, expert_ffn_dim=8), states[MOE_LAYER].shape[-1],
-                      stream_x=states[MOE_LAYER][:512], updates=1, update_counts=(1,))
-
-    # not a daemon: a process that exits mid-warm-up waits a few seconds rather than killing a thread inside torch
-    # (which aborts the process: "terminate called without an active exception")
-    thread = threading.Thread(target=warm, name="k3lite-moe-warmup", daemon=False)  # else inherited (True)
-    thread.start()
-    return thread
-
-
-def stream_state(layer: int):
-    """(L, d) hidden states of the calibration text at `layer`: shipped for the default layer (the same numbers,
-    made by `python -m k3lite.experiments.precomputed`), else computed live once per server."""
-    shipped_x = shipped("moe_stream_layer4") if layer == MOE_LAYER and not lite_model()[1] else None
-    return shipped_x if shipped_x is not None else stream_states()[layer]
-
-
-def demo_is_shipped(cfg: MoEConfig, prompt: str, layer: int) -> bool:
-    model, warning = lite_model()
-    return (not warning and (cfg, prompt, layer) == (moe_default_cfg(model.cfg.d_model), MOE_PROMPT, MOE_LAYER)
-            and shipped("moe_demo_default") is not None)
-
-
-@st.cache_resource(max_entries=64, show_spinner="Fitting each balancing method on the calibration stream…")
-def balance_fit(rcfg: MoEConfig, layer: int):
-    """Every method's fitted router, shared by all sessions: only the routing fields (`routing_cfg`: experts,
-    top-k) and the layer key it, so moving the latent, the shared experts, the method or the prompt reuses it.
-    Never mutated (prompt_demo only reads it). 64 entries: two per visitor of a class of 30, so a visitor's own
-    fit is still there when they next move a control the fit does not depend on (~1 MB each at E = 896)."""
-    model, _ = lite_model()
-    # the methods side by side on the server's cores (the same numbers; 2 cores: 2.9 -> 1.7 s at E 896, top-16)
-    return fit_balancers(rcfg, model.cfg.d_model, stream_x=stream_state(layer), threads=min(3, os.cpu_count() or 1))
-
-
-@st.cache_resource(max_entries=64, show_spinner=False)
-def prompt_states(prompt: str) -> dict:
-    """{layer: (T, d)} the prompt's hidden states entering each MoE layer: one model pass per prompt, shared by
-    every (experts, top-k, layer) the page then routes it under. Read-only (prompt_demo only reads them)."""
-    return model_moe_inputs(lite_model()[0], check_prompt(prompt))
-
-
-@st.cache_data(max_entries=24, show_spinner="Routing the prompt under each balancing method…")
-def demo(cfg: MoEConfig, prompt: str, layer: int):
-    """The (a)-(c) demo. Every method is fitted and shown whatever `cfg.balancing` says (the page passes the
-    default's, so the method selector only picks which one (a) shows)."""
-    model, _ = lite_model()
-    if demo_is_shipped(cfg, prompt, layer):
-        return shipped("moe_demo_default")  # the page's defaults, computed by `python -m k3lite.experiments.precomputed`
-    prompt_x = prompt_states(prompt)[layer]  # (T, d)
-    return prompt_demo(cfg, model.cfg.d_model, prompt, prompt_x=prompt_x, fit=balance_fit(routing_cfg(cfg), layer))
-
-
-@st.cache_data(max_entries=24, show_spinner=False)
-def own_routing(prompt: str, layer: int):
-    model, _ = lite_model()
-    with torch.inference_mode():
-        lt = model(torch.tensor([list(check_prompt(prompt))]), trace=True).trace.layers[layer]
-    return lt.router_topk_idx[0].numpy(), lt.router_topk_weight[0].numpy(), lt.load_max_violation
-
-
-@st.cache_data(max_entries=1, show_spinner="Training a small MoE under each balancing method (once)…")
-def balance_runs():
-    runs = shipped("moe_balance_runs")  # run_balance(**BALANCE_ARGS), made by `python -m k3lite.experiments.precomputed`
-    if runs is not None:
-        return runs, True
-    with heavy_work("the balancing experiment"):
-        return run_balance(**BALANCE_ARGS), False
-
-
-model, warning = lite_model()
-warm_stream_states()
+live.warm_stream_states()  # once per server, in the background (k3lite.viz.moe_live)
+model, warning = live.lite_model()
 if warning:
     st.warning(warning)
 D = model.cfg.d_model
-with user_errors():
-    cfg = MoEConfig(n_routed_experts=E, top_k=K, expert_ffn_dim=EXPERT_FFN, n_shared_experts=SHARED,
-                    shared_ffn_dim=SHARED_FFN, latent_dim=0 if RATIO == 1 else round(D * RATIO),
-                    latent_norm=RATIO < 1, balancing=METHOD, bias_gamma=0.01)
-    demo_cfg = replace(cfg, balancing=moe_default_cfg(D).balancing)  # every method is in the demo: one key
-    result = demo(demo_cfg, PROMPT, LAYER)
-stats = result.stats[METHOD]
 
-st.subheader("(a) Which experts each token of the prompt visits")
-st.caption(
-    f"The prompt runs through the trained lite model (assets/lite.safetensors, {checkpoint_meta().get('steps', '?')} "
-    f"training steps); the hidden states entering its MoE at layer {LAYER} (d = {D}) then go into a fresh seeded "
-    f"LatentMoE built from your settings (l = {stats.dispatch_dim}, expert FFN {EXPERT_FFN}). Its router is "
-    "untrained, so which expert gets which byte is arbitrary; how *evenly* they spread is the point. Each "
-    f"method's balancing state was fitted first with {result.updates} updates (batches of {result.batch} bytes "
-    f"drawn from {result.fit_tokens:,} bytes of text and code)."
-)
-m1, m2, m3, m4 = st.columns(4)
-per_expert = mean_load_per_expert(len(result.labels), K, E)
-m1.metric(f"max-violation, {result.eval_tokens:,} held-out bytes", f"{result.eval_violation[METHOD]:.2f}",
-          help=f"max(load)/mean(load) - 1; 0 = even. On the prompt alone it reads {stats.max_violation:.2f}, but "
-               f"{len(result.labels)} bytes x top-{K} spread over {E} experts is {per_expert:.2f} assignments per "
-               "expert: too few to measure balance (chance alone overloads some expert), so it is measured on "
-               "held-out text the balancer did not see.")
-m2.metric("load CV on the prompt", f"{stats.cv:.2f}", help="std/mean of tokens per expert")
-with user_errors():
-    wire = deployment_bytes(cfg, REFERENCE, d_model=D)  # the one wire-bytes function (k3lite.interconnect)
-m3.metric("bytes on the wire per token", fmt_bytes(wire.total),
-          help=f"dispatch {wire.dispatch:,.0f} B + combine {wire.combine:,.0f} B per MoE layer, expected under uniform "
-               f"routing on {REFERENCE.describe()}: {wire.copies.total:.2f} copies x ({wire.dispatch_record} + "
-               f"{wire.combine_record}) B records of the {stats.dispatch_dim}-dim latent. The Interconnect page "
-               "shows every other deployment.")
-m4.metric("selection flips under noise", f"{100 * result.stability[METHOD]:.1f}%",
-          help="share of top-k choices that change when scores get noise of std 0.01 (held-out tokens)")
-K3_SCALE = E > K3_SCALE_EXPERTS
-if K3_SCALE:  # a tokens x experts heatmap is hairline static here: show where the experts live instead
-    GPU_CHOICES = [8, 16, 32, 64, 128]
-    url_state("moe_gpus", 64, choices=GPU_CHOICES)
-    st.select_slider("GPUs the experts are spread over (expert parallelism)", GPU_CHOICES, key="moe_gpus")
-    push_url("moe_gpus")
-    view = gpu_view(stats.topk_idx[0].numpy(), E, st.session_state.moe_gpus)
-    st.plotly_chart(shared_figure(gpu_heatmap, result.labels, view.counts, view.touched, view.expected_touched,
-                                  title=f"{METHOD_LABELS[METHOD]}: {E} experts in blocks of {view.experts_per_gpu:.0f} "
-                                        f"over {view.n_gpus} GPUs"), width="stretch")
-    explain(f"Above {K3_SCALE_EXPERTS} experts the question is not which expert but which GPU: each token's {K} "
-            f"experts sit on {view.touched.mean():.1f} of {view.n_gpus} GPUs on average here (uniform routing: "
-            f"{view.expected_touched:.1f}, the interconnect page's formula); every GPU touched other than the "
-            "token's own costs one dispatch and one combine copy on the interconnect.")
-else:
-    st.plotly_chart(shared_figure(routing_heatmap, result.labels, stats.topk_idx[0].numpy(), stats.topk_weight[0].numpy(), E,
-                                  title=f"{METHOD_LABELS[METHOD]}: gate weight of each chosen expert"),
-                    width="stretch")
-with st.expander(f"The trained model's own router at layer {LAYER} ({LITE.moe.n_routed_experts} experts, "
-                 f"top-{LITE.moe.top_k}, {LITE.moe.balancing} balancing)"):
-    idx, weight, own_violation = own_routing(PROMPT, LAYER)
-    st.plotly_chart(shared_figure(routing_heatmap, result.labels, idx, weight, LITE.moe.n_routed_experts,
-                                  title=f"trained router, max-violation {own_violation:.2f} on this prompt"),
-                    width="stretch")
 
-st.subheader("(b) Tokens per expert under each method, same router, same number of updates, held-out tokens")
-if K3_SCALE:  # 896 bars per panel are unreadable: how many experts got how many tokens
-    st.plotly_chart(shared_figure(load_histogram, result.eval_load, result.eval_tokens * K / E), width="stretch")
-else:
-    st.plotly_chart(shared_figure(load_bars, result.eval_load, result.eval_violation, result.stability), width="stretch")
-ec = result.expert_choice
-explain(f"{result.eval_tokens:,} held-out bytes x top-{K} = {result.eval_tokens * K:,} assignments; dashed line = "
-        f"the ideal even load ({result.eval_tokens * K / E:.1f} tokens per expert). Every method got {result.updates} "
-        f"updates of {result.batch} bytes: bias ±γ = 0.01 each (10x DeepSeek-V3's 0.001, which is meant for "
-        "thousands of steps); quantile: β re-read from each batch; aux loss: an Adam step (lr 1e-3) on the router "
-        "minimising the Switch aux loss alone, with no task loss pulling back (its best case; in (c) it trains against "
-        "a task loss). flips = share of top-k choices that change when the scores get noise of std 0.01. Expert "
-        f"choice on the same held-out bytes and raw scores would give every expert exactly {ec.per_expert}, but "
-        f"{ec.over_k:,} of the {ec.tokens:,} bytes would get more than {K} experts (up to {ec.most}), {ec.under_k:,} "
-        f"fewer and {ec.no_expert:,} none. "
-        + ("At the page's default settings (a)–(b) are shipped, computed by this same code with "
-           "`python -m k3lite.experiments.precomputed` and checked by hash; changing any control but the balancing method "
-           "(all four methods are in them) computes them here, live."
-           if demo_is_shipped(demo_cfg, PROMPT, LAYER) else "Computed on this page."))
-st.plotly_chart(shared_figure(violation_vs_updates, result.curves, result.update_counts, result.updates), width="stretch")
-explain(balance_claim(result, METHOD_LABELS) + " Each line is one calibration run per method on the same batches, "
-        "measured on the held-out bytes after each number of updates.")
+@st.fragment
+def routing_panels() -> None:
+    """(a) and (b): the prompt and the layer are this panel's own controls, so moving them reruns only it."""
+    st.subheader("(a) Which experts each token of the prompt visits")
+    c6, c7 = st.columns([4, 1])
+    c6.text_input(f"prompt (at most {MAX_PROMPT_BYTES} bytes of UTF-8; one token per byte)", key="moe_prompt")
+    c7.selectbox("hidden states from layer", MOE_LAYERS, key="moe_layer", help="MoE layers of the trained lite model")
+    push_url("moe_prompt", "moe_layer")
+    prompt, layer = st.session_state.moe_prompt, st.session_state.moe_layer
+    with user_errors():
+        cfg = MoEConfig(n_routed_experts=E, top_k=K, expert_ffn_dim=EXPERT_FFN, n_shared_experts=SHARED,
+                        shared_ffn_dim=SHARED_FFN, latent_dim=0 if RATIO == 1 else round(D * RATIO),
+                        latent_norm=RATIO < 1, balancing=METHOD, bias_gamma=0.01)
+        demo_cfg = replace(cfg, balancing=moe_default_cfg(D).balancing)  # every method is in the demo: one key
+        if live.demo_ready(demo_cfg, prompt, layer):
+            result = live.demo(demo_cfg, prompt, layer)
+        else:
+            with st.spinner(f"Fitting each balancing method for {E} experts, top-{K}, then routing the prompt…"):
+                result = live.demo(demo_cfg, prompt, layer)
+    stats = result.stats[METHOD]
+    m1, m2, m3, m4 = st.columns(4)
+    per_expert = mean_load_per_expert(len(result.labels), K, E)
+    m1.metric(f"max-violation, {result.eval_tokens:,} held-out bytes", f"{result.eval_violation[METHOD]:.2f}",
+              help=f"max(load)/mean(load) - 1; 0 = even. On the prompt alone it reads {stats.max_violation:.2f}, but "
+                   f"{len(result.labels)} bytes x top-{K} spread over {E} experts is {per_expert:.2f} assignments per "
+                   "expert: too few to measure balance (chance alone overloads some expert), so it is measured on "
+                   "held-out text the balancer did not see.")
+    m2.metric("load CV on the prompt", f"{stats.cv:.2f}", help="std/mean of tokens per expert")
+    with user_errors():
+        wire = deployment_bytes(cfg, REFERENCE, d_model=D)  # the one wire-bytes function (k3lite.interconnect)
+    m3.metric("bytes on the wire per token", fmt_bytes(wire.total),
+              help=f"dispatch {wire.dispatch:,.0f} B + combine {wire.combine:,.0f} B per MoE layer, expected under uniform "
+                   f"routing on {REFERENCE.describe()}: {wire.copies.total:.2f} copies x ({wire.dispatch_record} + "
+                   f"{wire.combine_record}) B records of the {stats.dispatch_dim}-dim latent. The Interconnect page "
+                   "shows every other deployment.")
+    m4.metric("selection flips under noise", f"{100 * result.stability[METHOD]:.1f}%",
+              help="share of top-k choices that change when scores get noise of std 0.01 (held-out tokens)")
+    if E > K3_SCALE_EXPERTS:  # a tokens x experts heatmap is hairline static here: show where the experts live
+        gpu_choices = [8, 16, 32, 64, 128]
+        url_state("moe_gpus", 64, choices=gpu_choices)
+        st.select_slider("GPUs the experts are spread over (expert parallelism)", gpu_choices, key="moe_gpus")
+        push_url("moe_gpus")
+        view = gpu_view(stats.topk_idx[0].numpy(), E, st.session_state.moe_gpus)
+        st.plotly_chart(shared_figure(gpu_heatmap, result.labels, view.counts, view.touched, view.expected_touched,
+                                      title=f"{METHOD_LABELS[METHOD]}: {E} experts in blocks of "
+                                            f"{view.experts_per_gpu:.0f} over {view.n_gpus} GPUs"), width="stretch")
+        st.caption(f"Each token's {K} experts sit on {view.touched.mean():.1f} of {view.n_gpus} GPUs on average here "
+                   f"(uniform routing: {view.expected_touched:.1f}); every GPU touched other than the token's own "
+                   "costs one dispatch and one combine copy.")
+        show_code(gpu_view, gpu_heatmap)
+    else:
+        st.plotly_chart(shared_figure(routing_heatmap, result.labels, stats.topk_idx[0].numpy(),
+                                      stats.topk_weight[0].numpy(), E,
+                                      title=f"{METHOD_LABELS[METHOD]}: gate weight of each chosen expert"),
+                        width="stretch")
+        show_code(prompt_demo, routing_heatmap)
+    with st.expander("Where these hidden states and routers come from"):
+        st.caption(
+            f"The prompt runs through the trained lite model (assets/lite.safetensors, "
+            f"{checkpoint_meta().get('steps', '?')} training steps); the hidden states entering its MoE at layer {layer} "
+            f"(d = {D}) then go into a fresh seeded LatentMoE built from your settings (l = {stats.dispatch_dim}, "
+            f"expert FFN {EXPERT_FFN}). Its router is untrained, so which expert gets which byte is arbitrary; how "
+            f"*evenly* they spread is the point. Each method's balancing state was fitted first with {result.updates} "
+            f"updates (batches of {result.batch} bytes drawn from {result.fit_tokens:,} bytes of text and code).")
+    with st.expander(f"The trained model's own router at layer {layer} ({LITE.moe.n_routed_experts} experts, "
+                     f"top-{LITE.moe.top_k}, {LITE.moe.balancing} balancing)"):
+        idx, weight, own_violation = live.own_routing(prompt, layer)
+        st.plotly_chart(shared_figure(routing_heatmap, result.labels, idx, weight, LITE.moe.n_routed_experts,
+                                      title=f"trained router, max-violation {own_violation:.2f} on this prompt"),
+                        width="stretch")
 
-st.subheader("(c) Max-violation over training steps (small MoE trained on a skewed stream)")
-with user_errors():  # ServerBusy while another heavy job runs
-    runs, runs_shipped = balance_runs()
-st.plotly_chart(shared_figure(violation_curves, {m: r.max_violation for m, r in runs.items()}), width="stretch")
-table = pd.DataFrame(summary_rows(runs)).rename(columns={
-    "first_viol": "max-violation, first 10% of steps", "last_viol": "max-violation, last 10%",
-    "eval_viol": "held-out max-violation", "eval_loss": "held-out MSE (quality proxy)",
-    "stability": "choices flipped by noise 0.01 (fraction)", "seconds": "train time (s)"})
-st.dataframe(table, hide_index=True, width="stretch")
-explain(training_claim(runs, METHOD_LABELS)
-        + (" Shipped (made by `python -m k3lite.experiments.precomputed`, checked by hash; computed here if stale) by "
-           if runs_shipped else " Trained here (once, then cached) by ")
-        + "`k3lite.experiments.moe_balance.run_balance(steps=150, batch=128)`: d 32, "
-        "16 experts top-2, tokens from 32 clusters with Zipf(1.2) frequencies, target a per-cluster linear map; "
-        "same initial weights and batches for every method. `python -m k3lite.bench balance` runs the longer version.")
-
-st.subheader("(d) Bytes on the wire and expert FLOPs per token vs latent ratio, at K3 width")
-with user_errors():
-    costs = [latent_cost_per_token(K3_D, K3_FFN, K, SHARED, K3_FFN, r, n_experts=E) for r in RATIOS.values()]
-st.plotly_chart(shared_figure(latent_tradeoff, costs, RATIO), width="stretch")
-explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3's config.json), top-{K}, "
-        f"{SHARED} shared, {E} experts: wire = expected copies x (FP8 dispatch + BF16 combine record) on "
-        f"{REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token); "
-        "routed FLOPs = 2 x 3 x l x FFN x k. Outlined = your latent ratio. Shared experts never cross the wire.")
-
-st.subheader("(e) Activation ratio: routed experts a token visits")
-st.dataframe(pd.DataFrame(activation_rows(K, E)), hide_index=True, width="stretch")
-
-st.subheader("(f) The experts' activation: SiTU-GLU vs SwiGLU")
-glu = glu_curves(beta=K3.situ_beta, linear_beta=K3.situ_linear_beta)
-st.plotly_chart(shared_figure(situ_vs_swiglu_figure, glu.z.tolist(), glu.swiglu.tolist(), glu.situ.tolist(), glu.bound),
-                width="stretch")
-at = int(len(glu.z) * 0.75)  # z = 30 on the default range
-explain(f"K3's experts, shared experts and dense layer use SiTU-GLU (report Eq. 12; `hidden_act` situ, b1 = "
-        f"{K3.situ_beta:g}, b2 = {K3.situ_linear_beta:g} in config.json; `k3lite.model.nn.situ_glu`, in fp32 as the released "
-        f"code). Near zero it is SwiGLU; further out both branches saturate, so a hidden unit never exceeds b1 b2 = "
-        f"{glu.bound:g} (largest on this range: {float(glu.situ.abs().max()):.1f}), where SwiGLU grows like z²: at z = "
-        f"{float(glu.z[at]):g} it gives {float(glu.swiglu[at]):,.0f} against SiTU's {float(glu.situ[at]):.1f}. "
-        f"The lite model here uses {LITE.hidden_act}; `kimi-linear-48b-a3b`, `kimi-k2` and `deepseek-v3` keep SwiGLU.")
-
-notice_b, notice_flips = notice_lines(result, METHOD_LABELS)
-st.markdown(
-    f"""
+    st.subheader("(b) Tokens per expert under each method, same router, same number of updates, held-out tokens")
+    if E > K3_SCALE_EXPERTS:  # 896 bars per panel are unreadable: how many experts got how many tokens
+        st.plotly_chart(shared_figure(load_histogram, result.eval_load, result.eval_tokens * K / E), width="stretch")
+    else:
+        st.plotly_chart(shared_figure(load_bars, result.eval_load, result.eval_violation, result.stability),
+                        width="stretch")
+    st.markdown(live.violation_reading(result, METHOD, METHOD_LABELS))
+    show_code(fit_balancers, load_histogram if E > K3_SCALE_EXPERTS else load_bars, violation_vs_updates,
+              live.violation_reading, chance_violation)
+    ec = result.expert_choice
+    with st.expander("How (b) was measured, and expert choice for comparison"):
+        explain(f"{result.eval_tokens:,} held-out bytes x top-{K} = {result.eval_tokens * K:,} assignments; dashed line = "
+                f"the ideal even load ({result.eval_tokens * K / E:.1f} tokens per expert). Every method got {result.updates} "
+                f"updates of {result.batch} bytes: bias ±γ = 0.01 each (10x DeepSeek-V3's 0.001, which is meant for "
+                "thousands of steps); quantile: β re-read from each batch; aux loss: an Adam step (lr 1e-3) on the router "
+                "minimising the Switch aux loss alone, with no task loss pulling back (its best case; in (c) it trains against "
+                "a task loss). flips = share of top-k choices that change when the scores get noise of std 0.01. Expert "
+                f"choice on the same held-out bytes and raw scores would give every expert exactly {ec.per_expert}, but "
+                f"{ec.over_k:,} of the {ec.tokens:,} bytes would get more than {K} experts (up to {ec.most}), {ec.under_k:,} "
+                f"fewer and {ec.no_expert:,} none. "
+                + ("At the page's default settings (a)–(b) are shipped, computed by this same code with "
+                   "`python -m k3lite.experiments.precomputed` and checked by hash; changing any control but the balancing method "
+                   "(all four methods are in them) computes them here, live."
+                   if live.demo_is_shipped(demo_cfg, prompt, layer) else "Computed on this page."))
+    with st.expander("How fast each method evens the load (held-out max-violation after 1 to 64 updates)",
+                     expanded=False):
+        st.plotly_chart(shared_figure(violation_vs_updates, result.curves, result.update_counts, result.updates),
+                        width="stretch")
+        explain(balance_claim(result, METHOD_LABELS) + " Each line is one calibration run per method on the same "
+                "batches, measured on the held-out bytes after each number of updates.")
+        notice_b, notice_flips = notice_lines(result, METHOD_LABELS)
+        st.markdown(
+            f"""
 **What to notice**
 - {notice_b} How the methods compare once each has had enough updates is in the sentences under (b) and (c),
   computed from those runs.
@@ -313,4 +225,56 @@ st.markdown(
 - Halving l halves the bytes on the wire and the routed-expert FLOPs (d); LatentMoE spends the saving on more
   experts and a higher top-k, which is how K3 affords 16 of 896.
 """
-)
+        )
+
+
+routing_panels()
+
+st.subheader("(c) Max-violation over training steps (small MoE trained on a skewed stream)")
+with user_errors():  # ServerBusy while another heavy job runs
+    runs, runs_shipped = live.balance_runs()
+st.plotly_chart(shared_figure(violation_curves, {m: r.max_violation for m, r in runs.items()}), width="stretch")
+show_code(run_balance, violation_curves)
+with st.expander("(c) in numbers: the runs' table and how they were made"):
+    table = pd.DataFrame(summary_rows(runs)).rename(columns={
+        "first_viol": "max-violation, first 10% of steps", "last_viol": "max-violation, last 10%",
+        "eval_viol": "held-out max-violation", "eval_loss": "held-out MSE (quality proxy)",
+        "stability": "choices flipped by noise 0.01 (fraction)", "seconds": "train time (s)"})
+    st.dataframe(table, hide_index=True, width="stretch")
+    explain(training_claim(runs, METHOD_LABELS)
+            + (" Shipped (made by `python -m k3lite.experiments.precomputed`, checked by hash; computed here if stale) by "
+               if runs_shipped else " Trained here (once, then cached) by ")
+            + "`k3lite.experiments.moe_balance.run_balance(steps=150, batch=128)`: d 32, "
+            "16 experts top-2, tokens from 32 clusters with Zipf(1.2) frequencies, target a per-cluster linear map; "
+            "same initial weights and batches for every method. `python -m k3lite.bench balance` runs the longer "
+            "version.")
+
+st.subheader("(d) Bytes on the wire and expert FLOPs per token vs latent ratio, at K3 width")
+with user_errors():
+    costs = [latent_cost_per_token(K3_D, K3_FFN, K, SHARED, K3_FFN, r, n_experts=E) for r in RATIOS.values()]
+st.plotly_chart(shared_figure(latent_tradeoff, costs, RATIO), width="stretch")
+show_code(latent_cost_per_token, deployment_bytes, latent_tradeoff)
+with st.expander("How (d) is computed"):
+    explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3's config.json), top-{K}, "
+            f"{SHARED} shared, {E} experts: wire = expected copies x (FP8 dispatch + BF16 combine record) on "
+            f"{REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token); "
+            "routed FLOPs = 2 x 3 x l x FFN x k. Outlined = your latent ratio. Shared experts never cross the wire.")
+
+st.subheader("(e) Activation ratio: routed experts a token visits")
+with st.expander("The table: K3 and other models' activation ratios (with their sources)"):
+    st.dataframe(pd.DataFrame(activation_rows(K, E)), hide_index=True, width="stretch")
+show_code(activation_rows)
+
+st.subheader("(f) The experts' activation: SiTU-GLU vs SwiGLU")
+glu = glu_curves(beta=K3.situ_beta, linear_beta=K3.situ_linear_beta)
+st.plotly_chart(shared_figure(situ_vs_swiglu_figure, glu.z.tolist(), glu.swiglu.tolist(), glu.situ.tolist(), glu.bound),
+                width="stretch")
+show_code(situ_glu, glu_curves)
+at = int(len(glu.z) * 0.75)  # z = 30 on the default range
+with st.expander("What (f) shows, and where K3 uses it"):
+    explain(f"K3's experts, shared experts and dense layer use SiTU-GLU (report Eq. 12; `hidden_act` situ, b1 = "
+            f"{K3.situ_beta:g}, b2 = {K3.situ_linear_beta:g} in config.json; `k3lite.model.nn.situ_glu`, in fp32 as the released "
+            f"code). Near zero it is SwiGLU; further out both branches saturate, so a hidden unit never exceeds b1 b2 = "
+            f"{glu.bound:g} (largest on this range: {float(glu.situ.abs().max()):.1f}), where SwiGLU grows like z²: at z = "
+            f"{float(glu.z[at]):g} it gives {float(glu.swiglu[at]):,.0f} against SiTU's {float(glu.situ[at]):.1f}. "
+            f"The lite model here uses {LITE.hidden_act}; `kimi-linear-48b-a3b`, `kimi-k2` and `deepseek-v3` keep SwiGLU.")

@@ -2,8 +2,8 @@
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from k3lite.tour.steps import STEPS, gap_text, with_unit
-from views.common import push_url, url_state, user_errors
+from k3lite.tour.steps import STEPS, gap_text, summary, with_unit
+from views.common import push_url, reset_button, show_code, url_state, user_errors
 from views.registry import by_url_path
 
 N = len(STEPS)
@@ -15,12 +15,12 @@ def md(text: str) -> str:
 
 
 st.title(f"The K3 argument in {N} steps")
-st.markdown(
-    "The K3 design comes with a handful of quantitative claims (most as quoted in the seed article, a third-party "
-    "blog post; each step says where its number comes from). For each one: **predict** first (a number or a "
-    "direction), then **reveal** what the computation gives, using the same functions and default settings as the "
-    "page that goes deeper. Your step and your answers stay in the link, so a teacher can share step 4."
-)
+st.markdown("**Can you predict what K3's design buys before the computation tells you?** For each claim (most as "
+            "quoted in the seed article, a third-party blog post; each step says where its number comes from): "
+            "**predict** first, then **reveal** what the page that goes deeper computes at its defaults.")
+with st.expander("How the tour works"):
+    st.caption("Your step and your answers stay in the link, so a teacher can share step 4. The last step ends with a "
+               "summary of every guess against its computed answer.")
 
 url_state("tour_step", 1, lo=1, hi=N)
 url_state("tour_revealed", [])
@@ -87,3 +87,15 @@ b1.button("◀ Previous step", on_click=go, args=(i - 1,), disabled=i == 1, key=
 b2.button("Next step ▶", on_click=go, args=(i + 1,), disabled=i == N, key="tour_next", width="stretch")
 if len(revealed) == N:
     st.success("All steps revealed. Share this page's link: it carries every answer you gave.")
+
+if i == N or len(revealed) == N:  # the closing summary: every guess beside its computed answer
+    st.subheader("Summary: the K3 argument, your guesses and the computation")
+    revealed_now = {int(x) for x in st.session_state.tour_revealed if str(x).isdigit()}
+    guesses = {k: st.session_state.get(f"tour_g{k}") for k in range(1, N + 1)}
+    with user_errors():
+        rows, sentence = summary(guesses, revealed_now, computed)
+    st.markdown(sentence)
+    st.dataframe(rows, hide_index=True, width="stretch",
+                 column_config={"page": st.column_config.TextColumn("go deeper (page)")})
+    show_code(summary)
+reset_button("tour_")

@@ -5,6 +5,7 @@
     hardware.py   the cited GPU table (HBM, FLOPs, NVLink, NIC)
     decode.py     THE decode step: bytes read, FLOPs, roofline time (hybrid, serving and the ledger call it)
     latent.py     a LatentMoE layer's wire bytes and FLOPs per token at a latent ratio
+    sparsity.py   the seed article's 1.8% of experts vs the share of parameters a token uses
     hybrid.py     the KDA:MLA hybrid's cache and decode on one GPU
     serving.py    serving physics over many GPUs (placement, decode, prefill, $ per M tokens);
                   serving_compare.py, serving_frontier.py build on it

@@ -170,3 +170,44 @@ def saving_words(idea: str, parts: dict[str, float], fmt) -> tuple[str, str, str
     moved = sorted(((seg, -v) for seg, v in parts.items() if abs(v) > 0), key=lambda sv: -abs(sv[1]))
     why = ", ".join(f"{label[seg]} {'+' if d > 0 else '−'}{fmt(abs(d))}" for seg, d in moved) or "nothing moves"
     return ("saves" if net >= 0 else "costs"), fmt(abs(net)), f"K3 with {idea} vs without, per token: {why}"
+
+
+# ------------------------------------------------------------------------------------------ per unit of work
+PER_ACTIVE = 1e9  # normalise to bytes per decoded token per billion active parameters
+
+
+def active_params(preset: str, toggles: Toggles = ALL_ON) -> int:
+    """Active parameters per token of the ledger's config (with the toggled ideas off), counted on the meta
+    device (`k3lite.analytic.params.count_params`, the home table's count)."""
+    from k3lite.analytic.params import count_params  # here: it builds the torch model classes; the ledger needs none of that
+
+    if preset not in MODELS:
+        raise ValueError(f"model must be one of {list(MODELS)}, got {preset!r}")
+    return count_params(variant(get_preset(preset), toggles)).active
+
+
+def per_active(row: Ledger, active: int) -> Ledger:
+    """`row` per billion active parameters: a model with more active parameters does more work per token
+    (2 FLOPs per active parameter) and must read more weights, so this is bytes per unit of work."""
+    if active <= 0:
+        raise ValueError(f"active parameters must be positive, got {active}")
+    scale = PER_ACTIVE / active
+    return row._replace(**{key: getattr(row, key) * scale for key, _ in SEGMENTS})
+
+
+def why_more_bytes(k3: Ledger, other: Ledger, k3_active: int, other_active: int, fmt) -> str:
+    """Why K3's bar is longer (or shorter) than `other`'s, in words built from the two rows: the ratio of bytes,
+    the ratio of active parameters, and the ratio once both are per billion active parameters."""
+    def ratio_words(a: float, b: float) -> str:
+        return f"{a / b:.2f}x" if b else "n/a"
+
+    hbm = lambda r: r.hbm_weights + r.hbm_cache + r.attnres  # noqa: E731
+    wire = lambda r: r.nvlink + r.nic  # noqa: E731
+    k3n, on = per_active(k3, k3_active), per_active(other, other_active)
+    name, other_name = k3.name.split(" (")[0], other.name.split(" (")[0]
+    return (f"{name} reads {fmt(hbm(k3))} of HBM and moves {fmt(wire(k3))} over the interconnect per decoded token: "
+            f"{ratio_words(hbm(k3), hbm(other))} and {ratio_words(wire(k3), wire(other))} {other_name}'s. It also has "
+            f"{ratio_words(k3_active, other_active)} as many active parameters ({k3_active / 1e9:.0f}B against "
+            f"{other_active / 1e9:.0f}B), so each token does that much more work (2 FLOPs per active parameter). Per billion active parameters "
+            f"{name} reads {fmt(hbm(k3n))} against {fmt(hbm(on))} ({ratio_words(hbm(k3n), hbm(on))}) and moves "
+            f"{fmt(wire(k3n))} against {fmt(wire(on))} ({ratio_words(wire(k3n), wire(on))}).")

@@ -49,3 +49,20 @@ def mean_load_per_expert(n_tokens: int, top_k: int, n_experts: int) -> float:
     if n_experts < 1:
         raise ValueError(f"n_experts must be >= 1, got {n_experts}")
     return n_tokens * top_k / n_experts
+
+
+def chance_violation(n_tokens: int, top_k: int, n_experts: int, seeds: int = 16, seed: int = 0) -> float:
+    """Max-violation a perfectly fair router would show on `n_tokens` tokens: each token takes `top_k` distinct
+    experts uniformly at random; the mean over `seeds` draws of max(load) / mean(load) - 1. The floor any
+    balancer is judged against at this many tokens (with few assignments per expert, chance alone is uneven)."""
+    if not 0 < top_k <= n_experts:
+        raise ValueError(f"top_k must be in 1..n_experts ({n_experts}), got {top_k}")
+    if n_tokens < 1 or seeds < 1:
+        raise ValueError("n_tokens and seeds must be >= 1")
+    rng = np.random.default_rng(seed)
+    mean = mean_load_per_expert(n_tokens, top_k, n_experts)
+    worst = []
+    for _ in range(seeds):
+        picks = np.argpartition(rng.random((n_tokens, n_experts)), top_k - 1, axis=1)[:, :top_k]  # (N, k) distinct
+        worst.append(np.bincount(picks.ravel(), minlength=n_experts).max() / mean - 1)
+    return float(np.mean(worst))

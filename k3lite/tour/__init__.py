@@ -1,3 +1,3 @@
-"""The teaching layer on top: the guided tour's steps (each a question and the computation that answers it), the
-seed article's claims beside the app's numbers, the glossary. May import every layer below, figures included.
+"""The teaching layer on top: the guided tour's steps (each a question and the computation that answers it) and the
+glossary. May import every layer below, figures included.
 """

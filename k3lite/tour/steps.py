@@ -14,7 +14,7 @@ from typing import Callable, NamedTuple
 from k3lite.model import kda
 
 from k3lite.base import sources
-from k3lite.tour.article import sparsity_shares
+from k3lite.analytic.sparsity import sparsity_shares
 from k3lite.model.attnres import attnres_cost, block_size_words
 from k3lite.model.config import get_preset
 from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker, single_model
@@ -59,6 +59,14 @@ def with_unit(value: float, unit: str) -> str:
     return f"${value:g}" if unit == "$" else f"{value:g} {unit}".strip()
 
 
+def is_close(step: Step, guess, reveal: Reveal) -> bool:
+    """A choice: the right one. A number: within 25% of the computed answer (factor 0.8 to 1.25)."""
+    if step.kind == "choice":
+        return guess == step.choices[int(reveal.answer)]
+    guess, answer = float(guess), float(reveal.answer)
+    return answer != 0 and guess != 0 and 0.8 <= guess / answer <= 1.25
+
+
 def gap_text(step: Step, guess, reveal: Reveal) -> str:
     """How far the guess was, in words: a factor for numbers, right/wrong for a choice."""
     if step.kind == "choice":
@@ -70,7 +78,7 @@ def gap_text(step: Step, guess, reveal: Reveal) -> str:
     if answer == 0 or guess == 0:
         return f"You guessed {with_unit(guess, step.unit)}; the computation gives {reveal.answer_text}."
     factor = guess / answer
-    if 0.8 <= factor <= 1.25:
+    if is_close(step, guess, reveal):
         return (f"Close: you guessed {with_unit(guess, step.unit)}, the computation gives {reveal.answer_text} "
                 "(within 25%).")
     word = "high" if factor > 1 else "low"
@@ -287,8 +295,8 @@ STEPS: tuple[Step, ...] = (
          "flushing recent noise.", f"In the KDA page's recall probe, {DECAY_WRITES - 1} pairs are written after a "
          "fact. Which still recalls the fact: KDA (one decay per channel) or Gated DeltaNet (one per head)?", "choice", "kda", decay,
          choices=("only KDA", "only Gated DeltaNet", "both", "neither")),
-    Step("hybrid", "The 3:1 hybrid", "Three KDA layers per global MLA layer keep full recall where it counts and cut "
-         "the cache.", "Kimi Linear 48B at a 1M-token context: how much smaller is the KV cache with 3:1 than with "
+    Step("hybrid", "The 3:1 hybrid", "Three KDA layers per global MLA (Multi-head Latent Attention) layer keep full "
+         "recall where it counts and cut the cache.", "Kimi Linear 48B at a 1M-token context: how much smaller is the KV cache with 3:1 than with "
          "every layer MLA (in %)?", "number", "hybrid_attention", hybrid, "%", 50.0, 0.0, 100.0),
     Step("residuals", "Block residuals", "Attention Residuals let each layer attend over earlier layers; blocks keep "
          "that cheap.", f"K3's {_K3.n_layers} layers, d = {_K3.d_model}: full AttnRes vs blocks of "
@@ -304,3 +312,29 @@ STEPS: tuple[Step, ...] = (
          "fit). What do a million output tokens cost in GPU time, in dollars?", "number", "serving", serving_price,
          "$", 1.0, 0.001, 1000.0),
 )
+
+
+# ------------------------------------------------------------------------------------------ the closing summary
+def summary(guesses: dict[int, object], revealed: set[int], compute: Callable[[int], Reveal] | None = None
+            ) -> tuple[list[dict], str]:
+    """The tour's closing summary: one row per step (your guess, the computed answer, close or not, the page) and a
+    sentence counting how many revealed guesses were close. `guesses`/`revealed` use 1-based step numbers;
+    `compute(index)` (0-based) defaults to the step's own compute (the page passes its cached one)."""
+    compute = compute or (lambda index: STEPS[index].compute())
+    rows, close = [], 0
+    for i, step in enumerate(STEPS, start=1):
+        guess = guesses.get(i)
+        shown = "—" if guess is None else (with_unit(float(guess), step.unit) if step.kind == "number" else str(guess))
+        if i in revealed:
+            reveal = compute(i - 1)
+            hit = guess is not None and is_close(step, guess, reveal)
+            close += hit
+            rows.append({"step": f"{i}. {step.title}", "your guess": shown, "computed": reveal.answer_text,
+                         "close?": "yes" if hit else "no", "page": step.page})
+        else:
+            rows.append({"step": f"{i}. {step.title}", "your guess": shown, "computed": "not revealed yet",
+                         "close?": "—", "page": step.page})
+    n = len(revealed & set(range(1, len(STEPS) + 1)))
+    sentence = (f"You revealed {n} of {len(STEPS)} steps; {close} of your {n} revealed guesses were close (a number "
+                "within 25%, or the right choice)." if n else f"No step revealed yet: all {len(STEPS)} are waiting.")
+    return rows, sentence

@@ -1,12 +1,15 @@
 """Figures for Attention Residuals (no Streamlit): depth-weight heatmaps from a Trace, and the cost model."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import plotly.graph_objects as go
 
 from k3lite.model.attnres import AttnResCost
 from k3lite.model.trace import Trace
-from k3lite.viz.style import SEQUENTIAL_SCALE, fit_titles, log_axis, series_color
+from k3lite.viz.style import NEUTRAL, SEQUENTIAL_SCALE, color, fit_titles, log_axis, series_color
 
 
 def sublayer_names(n_layers: int, layer_types: list[str] | None = None) -> list[str]:
@@ -77,3 +80,60 @@ def cost_curves_figure(layers: list[int], costs: dict[str, list[AttnResCost]], w
                       xaxis=dict(title="layers (2 sublayers each)"), yaxis=log_axis("MB per token (log)"),
                       legend=dict(orientation="h", y=-0.25))
     return fig
+
+
+# ------------------------------------------------------------------------------------------ the residual experiment
+RESIDUAL_EXPERIMENTS = "lab_attnres*.json"  # assets/, made by `python -m k3lite.experiments.train --task attnres ...`
+
+
+def load_residual_experiments(assets_dir) -> list[dict]:
+    """The shipped residual experiments (one JSON per seed, sorted by file name): the lite LM trained with a
+    standard residual, full and block Attention Residuals, plus longer standard runs (k3lite.experiments.lm_train)."""
+    return [json.loads(p.read_text()) for p in sorted(Path(assets_dir).glob(RESIDUAL_EXPERIMENTS))]
+
+
+def _run_name(run: dict, shortest: int) -> str:
+    if run["mode"] != "standard":
+        return f"{run['mode']} AttnRes"
+    return "standard residual" if run["steps"] == shortest else f"standard, {run['steps']} steps"
+
+
+def residual_experiment_figure(results: list[dict]) -> go.Figure:
+    """Validation loss (nats/byte) against training steps, one panel line per run and seed: solid = AttnRes
+    (full, block), grey = the standard residual, dotted = the longer standard runs used to find how many steps
+    standard needs to match AttnRes (`standard_steps_to_match`)."""
+    fig = go.Figure()
+    mode_colour = {"full": color("attnres"), "block": color("mla")}
+    for s, res in enumerate(results):
+        shortest = min(r["steps"] for r in res["runs"])
+        for run in res["runs"]:
+            steps = [e["step"] for e in run["evals"]]  # (the untrained model's 5.57 nats/byte is off the scale)
+            loss = [e["mean"] for e in run["evals"]]
+            longer = run["mode"] == "standard" and run["steps"] > shortest
+            colour = mode_colour.get(run["mode"], NEUTRAL)
+            fig.add_scatter(x=steps, y=loss, mode="lines+markers", name=f"{_run_name(run, shortest)}, seed {res['seed']}",
+                            legendgroup=f"seed {res['seed']}", marker=dict(size=5, symbol=["circle", "diamond"][s % 2]),
+                            line=dict(color=colour, width=1.5 if longer else 2.5, dash="dot" if longer else
+                                      ("solid" if s == 0 else "dash")),
+                            hovertemplate="step %{x}: %{y:.3f} nats/byte<extra>%{fullData.name}</extra>")
+    first = results[0]
+    last_step = max(e["step"] for res in results for run in res["runs"] for e in run["evals"])
+    fig.update_layout(height=400, margin=dict(l=10, r=10, t=50, b=10),
+                      title=f"Validation loss of the lite LM ({first['batch']} x {first['seq_len']} bytes per step)",
+                      xaxis=dict(title="training steps", range=[40, last_step + 10]),
+                      yaxis=dict(title="validation loss (nats/byte)", range=[1.9, 3.2]))
+    return fig
+
+
+def residual_experiment_claim(results: list[dict]) -> str:
+    """How many steps the standard residual needed to match each AttnRes variant, per seed, from the files."""
+    parts = []
+    for res in results:
+        shortest = min(r["steps"] for r in res["runs"])
+        said = [f"{m['ratio']:.2f}x ({mode})" if m["reached"] else f"not reached ({mode})"
+                for mode, m in res["standard_steps_to_match"].items()]
+        parts.append(f"seed {res['seed']}: " + ", ".join(said))
+    ratios = [m["ratio"] for res in results for m in res["standard_steps_to_match"].values() if m["reached"]]
+    span = f" ({min(ratios):.2f}–{max(ratios):.2f}x)" if ratios else ""
+    return (f"Steps the standard residual needed to match the validation loss AttnRes reached in {shortest} steps: "
+            + "; ".join(parts) + f"{span}, interpolated on its longer runs (dotted).")

@@ -24,9 +24,10 @@ def _row_label(name: str) -> str:
     return name
 
 
-def ledger_figure(rows: list[Ledger], counterfactual: set[str] | None = None) -> go.Figure:
+def ledger_figure(rows: list[Ledger], counterfactual: set[str] | None = None, per: str = "decoded token") -> go.Figure:
     """Horizontal stacked bars, one row per ledger; top panel HBM, bottom panel interconnect.
-    `counterfactual`: names drawn hatched (default: every name containing " without ")."""
+    `counterfactual`: names drawn hatched (default: every name containing " without "). `per`: what one bar's
+    bytes are per (the ledger's rows, or `ledger.per_active` rows: "decoded token per billion active parameters")."""
     if counterfactual is None:
         counterfactual = {r.name for r in rows if " without " in r.name}
     labels = {key: label for key, label in SEGMENTS}
@@ -34,8 +35,8 @@ def ledger_figure(rows: list[Ledger], counterfactual: set[str] | None = None) ->
     hbm_unit, hbm_div = byte_unit(max((sum(getattr(r, k) for k in HBM) for r in rows), default=1))
     wire_unit, wire_div = byte_unit(max((sum(getattr(r, k) for k in WIRE) for r in rows), default=1) or 1)
     fig = make_subplots(rows=2, cols=1, vertical_spacing=0.16, row_heights=[0.5, 0.5],
-                        subplot_titles=(f"HBM read per decoded token ({hbm_unit})",
-                                        f"interconnect per decoded token ({wire_unit})"))
+                        subplot_titles=(f"HBM read per {per} ({hbm_unit})",
+                                        f"interconnect per {per} ({wire_unit})"))
     pattern = [COUNTERFACTUAL_PATTERN if r.name in counterfactual else dict(shape="") for r in rows]
     for panel, keys, div in ((1, HBM, hbm_div), (2, WIRE, wire_div)):
         for key in keys:

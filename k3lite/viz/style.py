@@ -221,3 +221,7 @@ def log_vline(fig, x: float, annotation_text: str | None = None, **kwargs):
 def bytes_log_axis(quantity: str) -> dict:
     """A log axis of raw byte counts labelled once per decade in decimal units: 1kB, 10kB, ..., 1GB."""
     return {**log_axis(f"{quantity} (bytes, log)"), "ticksuffix": "B"}
+
+
+# ------------------------------------------------------------------------------------------- drawn diagrams
+WHITE = "#FFFFFF"  # the page background: behind a diagram's labels (k3lite.viz.diagrams), in PALETTE already

@@ -162,7 +162,7 @@ def test_kda_probe_text_is_the_probes_own_claims():
 
 def test_attention_residuals_standard_heatmap_has_a_label_per_coefficient():
     at = render("attention_residuals.py", state={"ar_mode": "standard"})
-    heat = figures(at)[0].data[0]
+    heat = next(f.data[0] for f in figures(at) if f.data and f.data[0].type == "heatmap")  # the drawn reads come first
     z = array(heat.z)
     assert len(heat.x) == z.shape[1] == 2 * get_preset("lite").n_layers + 1
     assert not any(str(x).startswith("B") for x in heat.x)

@@ -196,3 +196,62 @@ def test_interconnect_comparison_shows_k3_without_latent_beside_k3():
     totals = [sum(t["y"][i] for t in compare["data"] if t["type"] == "bar") for i in range(len(names))]
     k3 = totals[names.index("kimi-k3")]
     assert totals[names.index("K3 without latent")] > k3
+
+
+# ------------------------------------------------------------------------------------------ per unit of work (#26 item 4)
+def test_per_active_divides_every_segment_by_the_active_count():
+    from k3lite.analytic.params import count_params
+
+    row = L.ledger("kimi-k3", CTX)
+    active = L.active_params("kimi-k3")
+    assert active == count_params(get_preset("kimi-k3")).active
+    norm = L.per_active(row, active)
+    for key, _ in L.SEGMENTS:
+        assert getattr(norm, key) == pytest.approx(getattr(row, key) * 1e9 / active)
+    assert norm.total == pytest.approx(row.total * 1e9 / active)
+    # the counterfactual bar is normalised by its own count (K3 without latent has its own active parameters)
+    off = L.Toggles(latent=False)
+    assert L.active_params("kimi-k3", off) == count_params(L.variant(get_preset("kimi-k3"), off)).active
+    with pytest.raises(ValueError, match="active parameters must be positive"):
+        L.per_active(row, 0)
+
+
+def test_why_k3_moves_more_bytes_than_deepseek_is_computed():
+    k3, ds = L.ledger("kimi-k3", CTX), L.ledger("deepseek-v3", CTX)
+    a3, ads = L.active_params("kimi-k3"), L.active_params("deepseek-v3")
+    text = L.why_more_bytes(k3, ds, a3, ads, fmt_bytes)
+    wire = lambda r: r.nvlink + r.nic  # noqa: E731
+    assert f"{wire(k3) / wire(ds):.2f}x" in text and f"{a3 / ads:.2f}x as many active parameters" in text
+    k3n, dsn = L.per_active(k3, a3), L.per_active(ds, ads)
+    assert f"({wire(k3n) / wire(dsn):.2f}x)" in text
+    # the point of the sentence: K3's larger bar is its larger active count; per unit of work the order flips
+    assert wire(k3) > wire(ds) and wire(k3n) < wire(dsn)
+
+
+def test_ledger_figure_says_what_its_bars_are_per():
+    rows = [L.per_active(L.ledger(p, CTX), L.active_params(p)) for p in L.MODELS]
+    fig = ledger_figure(rows, per="token per billion active parameters")
+    titles = [a.text for a in fig.layout.annotations]
+    assert any(t.startswith("HBM read per token per billion active parameters") for t in titles)
+
+
+def test_home_ledger_explains_and_normalises_k3_against_deepseek():
+    at = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=300).run()
+    assert not at.exception, [e.message for e in at.exception]
+    k3, ds = L.ledger("kimi-k3", CTX, deploy=DEP), L.ledger("deepseek-v3", CTX, deploy=DEP)
+    why = L.why_more_bytes(k3, ds, L.active_params("kimi-k3"), L.active_params("deepseek-v3"), fmt_bytes)
+    assert why in " ".join(m.value for m in at.markdown)
+
+    def ledger_fig():
+        figs = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+        return next(f for f in figs if any(t.get("name", "").startswith("NVLink") for t in f["data"]))
+
+    raw = ledger_fig()
+    at.radio(key="ledger_per").set_value("per token, per billion active parameters").run()
+    assert not at.exception, [e.message for e in at.exception]
+    normed = ledger_fig()
+    assert "per billion active parameters" in normed["layout"]["annotations"][0]["text"]
+    nvlink = lambda f: next(t for t in f["data"] if t.get("name", "").startswith("NVLink"))["customdata"]  # noqa: E731
+    k3_index = raw["data"][0]["y"].index("Kimi K3")
+    assert nvlink(normed)[k3_index] == fmt_bytes(k3.nvlink * 1e9 / L.active_params("kimi-k3"))
+    assert at.query_params["ledger_per"] == "per token, per billion active parameters"

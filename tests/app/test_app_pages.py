@@ -72,12 +72,12 @@ def test_moe_warm_up_thread_finishes_cleanly_and_is_not_a_daemon(monkeypatch):
     process (exit 134), so it must be a non-daemon thread, and it must not fail."""
     import threading
 
-    import streamlit as st
+    from k3lite.viz import moe_live
 
     for t in threading.enumerate():  # an earlier test's warm-up (the cache is per process) must not be counted
         if t.name == "k3lite-moe-warmup":
             t.join(timeout=120)
-    st.cache_resource.clear()  # so this run starts its own warm-up
+    moe_live.clear_all()  # so this run starts its own warm-up (the caches live in k3lite.viz.moe_live)
     failures = []
     monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
     at = AppTest.from_file(str(ROOT / "views" / "moe.py"), default_timeout=120).run()

@@ -420,8 +420,9 @@ def test_page_renders_at_default(root):
     assert "grading on a curve" in md
     # quantile balancing is token choice on s - beta; exact-by-construction evenness belongs to expert choice
     assert "token choice" in md and "s − β" in md and "comes out even by construction" not in md
-    # panels (a)-(d): 6 charts, as before issue 30; (f) adds the SiTU-GLU vs SwiGLU curves
-    assert len(at.get("plotly_chart")) == 7 and len(at.dataframe) == 2
+    # panels (a)-(d): 6 charts, as before issue 30; (f) adds the SiTU-GLU vs SwiGLU curves; the drawn path of one
+    # token (issue 26) opens the page
+    assert len(at.get("plotly_chart")) == 8 and len(at.dataframe) == 2
     captions = " ".join(c.value for c in at.caption)
     assert "trained lite model" in captions
     assert "Every method got 32 updates" in captions  # one budget for all methods (it was 6 for quantile, 30 else)
@@ -436,7 +437,10 @@ def test_page_renders_at_extremes(root, state):
     at = _page(root, **state)
     assert not at.exception, [e.message for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) == 7  # the default's 7: panel (f) added one (issue 30)
+    assert len(at.get("plotly_chart")) == 8  # the default's 8: (f) added one (issue 30), the token's path one (26)
+    # what max-violation means at this scale is said in words built from the run (issue 26: 3.51 at 896/16 was bare)
+    reading = [m.value for m in at.markdown if "means the busiest of the" in m.value]
+    assert reading and f"busiest of the {state['moe_experts']} experts" in reading[0]
 
 
 @pytest.mark.parametrize("state, message", [

@@ -173,9 +173,37 @@ def test_serving_step_says_the_gpu_hour_price_is_assumed():
 def test_sparsity_step_reconciles_the_articles_share():
     """Issue 26: a student who answered the article's 1.8% was told they were 2.0x too low with no word why; the
     reveal now says 1.8% counts experts and this counts parameters, with the always-on parameters between them."""
-    from k3lite.tour.article import sparsity_shares
+    from k3lite.analytic.sparsity import sparsity_shares
 
     s = sparsity_shares()
     text = BY_KEY["sparsity"].compute().explanation
     assert f"article's {100 * s.expert_share:.1f}%: that counts experts" in text
     assert f"{s.always_on / 1e9:.0f}B" in text
+
+
+def test_closing_summary_counts_close_guesses_from_the_computed_answers():
+    from k3lite.tour.steps import is_close, summary
+
+    fake = {i: Reveal(10.0, "10 x", "", {}) if s.kind == "number" else Reveal(0.0, s.choices[0], "", {})
+            for i, s in enumerate(STEPS)}
+    guesses = {i + 1: (11.0 if s.kind == "number" else s.choices[0]) if i % 2 == 0 else
+               (40.0 if s.kind == "number" else s.choices[-1]) for i, s in enumerate(STEPS)}
+    revealed = set(range(1, len(STEPS) + 1)) - {len(STEPS)}  # the last one still hidden
+    rows, sentence = summary(guesses, revealed, fake.__getitem__)
+    want = sum(is_close(STEPS[k - 1], guesses[k], fake[k - 1]) for k in revealed)
+    assert want == len([k for k in revealed if (k - 1) % 2 == 0])  # 11 vs 10 is close, 40 vs 10 is not
+    assert f"You revealed {len(revealed)} of {len(STEPS)} steps; {want} of your" in sentence
+    assert [r["close?"] for r in rows].count("yes") == want and rows[-1]["computed"] == "not revealed yet"
+    for k in revealed:  # is_close and the words under each reveal agree
+        words = gap_text(STEPS[k - 1], guesses[k], fake[k - 1])
+        assert is_close(STEPS[k - 1], guesses[k], fake[k - 1]) == words.startswith(("Close", "Right"))
+
+
+def test_tour_shows_the_summary_on_its_last_step():
+    n = len(STEPS)
+    at = page("views/tour.py", {"tour_step": str(n), "tour_revealed": "1,2"})
+    assert not at.exception, [e.message for e in at.exception]
+    assert any(h.value.startswith("Summary") for h in at.subheader)
+    assert any(m.value.startswith(f"You revealed 2 of {n} steps") for m in at.markdown)
+    early = page("views/tour.py", {"tour_step": "1"})
+    assert not any(h.value.startswith("Summary") for h in early.subheader)

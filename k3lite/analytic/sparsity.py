@@ -1,9 +1,10 @@
-"""The seed article beside the app: each of its claims with what the app computes for it, and where to see it.
+"""The seed article's "about 1.8%" beside the share of parameters a token uses: both right, counting different things.
 
-The claims and their computations are the guided tour's steps (k3lite/tour/steps.py: the pages' own functions at their
-default settings), so the article page, the tour and the pages show one number per claim. One reconciliation
-is spelled out here because a student meets it first: the article's "about 1.8%" and the app's 3.54% are both
-right, and count different things.
+The article's claims and their computations are the guided tour's steps (k3lite/tour/steps.py: the pages' own
+functions at their default settings), so the article page, the tour and the pages show one number per claim.
+This reconciliation is spelled out here because a student meets it first: 16 of 896 routed experts is a share
+of experts; the parameters a token multiplies with (its experts plus everything no router skips) are a larger
+share of all parameters, computed from the one parameter count.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ class SparsityShares(NamedTuple):
     routed_active: int  # parameters of the top_k experts one token visits: routed_total x top_k / n_routed
     always_on: int  # parameters every token uses: attention, shared experts, router, latent projections, head, ...
     active: int  # routed_active + always_on
-    param_share: float  # active / total: the app's activation ratio (3.54% for K3)
+    param_share: float  # active / total: the app's activation ratio (computed from the parameter count)
 
     def sentence(self) -> str:
         """The reconciliation in words, from the numbers."""

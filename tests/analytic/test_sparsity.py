@@ -4,7 +4,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from k3lite.tour.article import sparsity_shares
+from k3lite.analytic.sparsity import sparsity_shares
 from k3lite.model.config import get_preset, routed_fraction
 from k3lite.analytic.params import count_params
 from k3lite.tour.steps import STEPS
@@ -39,3 +39,15 @@ def test_article_page_shows_each_claim_with_the_computed_answer():
         assert f"**{answer}**" in text, step.key
         assert f"(tour?tour_step={i})" in text and f"({step.page})" in text
     assert "Six B300s" in text
+
+
+def test_shares_figure_draws_both_shares_from_the_counts():
+    from k3lite.viz.article import shares_figure
+
+    s = sparsity_shares()
+    fig = shares_figure(s)
+    experts, routed, always = fig.data
+    assert experts.x[0] == pytest.approx(100 * s.expert_share)
+    assert routed.x[0] + always.x[0] == pytest.approx(100 * s.param_share)  # the two parts add up to the app's share
+    assert always.x[0] == pytest.approx(100 * s.always_on / s.total)
+    assert f"{100 * s.param_share:.2f}%" in fig.layout.title.text

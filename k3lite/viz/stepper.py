@@ -1,0 +1,70 @@
+"""The architecture map as a flip-book of the forward pass's stages, stepped in the browser (no Streamlit).
+
+`stepper_map` takes a map built without a highlight and adds one Plotly frame per stage (k3lite.viz.model.stages):
+each frame moves the highlight band to that stage's row(s) and names the stage in the title. A slider under the
+map plays the frames in the browser, so stepping through the 42 stages of the lite model costs no server round
+trip (issue 27 item 3). The band is drawn as architecture_map draws it (same shape, same colour).
+"""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from k3lite.model.config import K3Config
+from k3lite.viz.archmap import BRACKET_X, LANE, layout
+from k3lite.viz.style import HIGHLIGHT_LINE, HIGHLIGHT_MARKER, color
+
+
+def stage_rows(cfg: K3Config, stage_list) -> list[list[int]]:
+    """For each stage, the map rows its nodes sit on (the rows the band covers)."""
+    nodes = layout(cfg).nodes
+    return [sorted({n.row for n in nodes if (n.stage, n.layer) == (s.kind, s.layer) and n.row >= 0})
+            for s in stage_list]
+
+
+def stage_points(cfg: K3Config, stage_list) -> list[tuple[list[float], list[int]]]:
+    """For each stage, (x, y) of its nodes on the map: the ring that marks the stage inside its row."""
+    nodes = layout(cfg).nodes
+    out = []
+    for s in stage_list:
+        on = [n for n in nodes if (n.stage, n.layer) == (s.kind, s.layer) and n.row >= 0]
+        out.append(([n.x for n in on], [n.row for n in on]))
+    return out
+
+
+def _ring(points: tuple[list[float], list[int]]) -> go.Scatter:
+    return go.Scatter(x=points[0], y=points[1], mode="markers", hoverinfo="skip", showlegend=False,
+                      marker=dict(size=34, color=HIGHLIGHT_MARKER["color"], line=dict(width=3, color=HIGHLIGHT_LINE["color"])))
+
+
+def _band(row: int) -> dict:
+    return dict(type="rect", x0=LANE + 0.1, x1=BRACKET_X - 0.2, y0=row - 0.45, y1=row + 0.45, layer="below",
+                line=dict(width=0), fillcolor=color("baseline"), opacity=0.35)
+
+
+def stepper_map(base: go.Figure, cfg: K3Config, stage_list, start: int = 0) -> go.Figure:
+    """`base` (an architecture map of `cfg` with no highlight) with a browser-side slider over `stage_list`."""
+    if not 0 <= start < len(stage_list):
+        raise ValueError(f"start must be a stage in 0..{len(stage_list) - 1}, got {start}")
+    fixed = [s.to_plotly_json() for s in base.layout.shapes]
+    rows = stage_rows(cfg, stage_list)
+    n = len(stage_list)
+    titles = [f"stage {i + 1}/{n} · {s.title}" for i, s in enumerate(stage_list)]
+    points = stage_points(cfg, stage_list)
+    fig = go.Figure(base)
+    fig.add_trace(_ring(points[start]))
+    ring = len(fig.data) - 1
+    # a frame changes the band (shapes) and the ring (its own trace); the stage's name is the slider's label, shown
+    # as its current value (a frame's title or annotations are not redrawn by Plotly.animate; shapes and traces are)
+    fig.frames = [go.Frame(name=str(i), data=[_ring(points[i])], traces=[ring],
+                           layout=dict(shapes=[_band(r) for r in rows[i]] + fixed)) for i in range(n)]
+    fig.update_layout(
+        shapes=[_band(r) for r in rows[start]] + fixed, title=None,
+        sliders=[dict(active=start, x=0, len=1, y=1.0, yanchor="bottom", pad=dict(t=0, b=30),
+                      currentvalue=dict(prefix="", font=dict(size=12, color=HIGHLIGHT_LINE["color"])),
+                      font=dict(size=1, color=HIGHLIGHT_MARKER["color"]),  # 42 tick labels would overprint: hidden
+                      steps=[dict(method="animate", label=titles[i],
+                                  args=[[str(i)], dict(mode="immediate", frame=dict(duration=0, redraw=True),
+                                                       transition=dict(duration=0))])
+                             for i in range(n)])])
+    fig.update_layout(margin=dict(t=90))
+    return fig

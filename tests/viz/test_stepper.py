@@ -1,0 +1,31 @@
+"""k3lite/viz/stepper.py: the forward pass's stages as frames of the map, stepped in the browser (issue 27 item 3)."""
+import pytest
+
+from k3lite.model.config import get_preset
+from k3lite.viz.archmap import architecture_map
+from k3lite.viz.model import stages
+from k3lite.viz.stepper import stage_points, stage_rows, stepper_map
+
+LITE = get_preset("lite")
+STAGES = stages(list(zip(LITE.layer_types(), LITE.ffn_types())))
+
+
+def test_one_frame_per_stage_with_the_band_on_its_row():
+    fig = stepper_map(architecture_map(LITE), LITE, STAGES, start=3)
+    assert len(fig.frames) == len(STAGES) == len(fig.layout.sliders[0].steps)
+    rows, points = stage_rows(LITE, STAGES), stage_points(LITE, STAGES)
+    n_fixed = len(architecture_map(LITE).layout.shapes)
+    for i, frame in enumerate(fig.frames):
+        bands = frame.layout.shapes[: len(frame.layout.shapes) - n_fixed]
+        assert sorted(round(b.y0 + 0.45) for b in bands) == rows[i]
+        assert list(frame.data[0].x) == points[i][0] and list(frame.data[0].y) == points[i][1]
+        assert fig.layout.sliders[0].steps[i].label.startswith(f"stage {i + 1}/{len(STAGES)} · {STAGES[i].title}")
+    # stages in one row are told apart by the ring, not the band
+    same_row = [i for i in range(len(STAGES)) if rows[i] == rows[3]]
+    assert len(same_row) > 1 and len({tuple(points[i][0]) for i in same_row}) == len(same_row)
+    assert fig.layout.sliders[0].active == 3 and list(fig.data[-1].x) == points[3][0]
+
+
+def test_stepper_rejects_a_stage_outside_the_list():
+    with pytest.raises(ValueError, match="start must be a stage in 0..41"):
+        stepper_map(architecture_map(LITE), LITE, STAGES, start=len(STAGES))
