@@ -82,6 +82,7 @@ def map_figure(prompt: str, start: int):
     return stepper_map(base, cfg, stages(trace), start)
 
 
+st.session_state.fp_map_stage = st.session_state.fp_stage  # the stage the map below marks
 with picture:
     st.plotly_chart(map_figure(st.session_state.fp_prompt, st.session_state.fp_stage),
                     key="fp_map", on_select=jump_to_clicked, selection_mode="points", width="stretch")
@@ -111,6 +112,8 @@ def stage_panel() -> None:
     b3.select_slider("stage", options=list(range(len(STAGES))), key="fp_stage",
                      format_func=lambda i: f"{i + 1}/{len(STAGES)}")
     push_url("fp_stage")
+    if st.session_state.fp_stage != st.session_state.get("fp_map_stage"):
+        st.rerun(scope="app")  # the map above marks the stage too: redraw it (its figure is cached per stage)
     stage = STAGES[st.session_state.fp_stage]
 
     st.subheader(f"{st.session_state.fp_stage + 1}/{len(STAGES)} · {stage.title}")

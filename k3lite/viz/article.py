@@ -18,9 +18,10 @@ def shares_figure(s: SparsityShares) -> go.Figure:
                 name="in those routed experts", marker_color=color("routed"), showlegend=False,
                 hovertemplate="routed experts visited: %{x:.2f}%<extra></extra>")
     fig.add_bar(y=["parameters a token uses"], x=[100 * s.always_on / s.total], orientation="h",
-                name="always on (attention, shared experts, router, projections, embedding …)",
+                name="always on (no router skips it)",
                 marker_color=color("shared"), text=[f"total {100 * s.param_share:.2f}%"], textposition="outside",
-                cliponaxis=False, hovertemplate="always on: %{x:.2f}%<extra></extra>")
+                cliponaxis=False, hovertemplate="always on (attention, shared experts, router, latent projections, dense layers, LM head): "
+                              "%{x:.2f}%<extra></extra>")
     fig.update_layout(barmode="stack", height=230, margin=dict(l=10, r=60, t=40, b=10),
                       title=f"K3: {100 * s.expert_share:.1f}% of experts, {100 * s.param_share:.2f}% of parameters",
                       xaxis=dict(title="% of the model", range=[0, 100 * s.param_share * 1.45]),

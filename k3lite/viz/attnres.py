@@ -119,10 +119,9 @@ def residual_experiment_figure(results: list[dict]) -> go.Figure:
     first = results[0]
     last_step = max(e["step"] for res in results for run in res["runs"] for e in run["evals"])
     fig.update_layout(height=400, margin=dict(l=10, r=10, t=50, b=10),
-                      title=f"Validation loss of the lite LM ({first['batch']} x {first['seq_len']} bytes per step)",
                       xaxis=dict(title="training steps", range=[40, last_step + 10]),
-                      yaxis=dict(title="validation loss (nats/byte)", range=[1.9, 3.2]))
-    return fig
+                      yaxis=dict(title="loss (nats/byte)", range=[1.9, 3.2]))
+    return fit_titles(fig, f"Validation loss of the lite LM ({first['batch']} x {first['seq_len']} bytes per step)")
 
 
 def residual_experiment_claim(results: list[dict]) -> str:

@@ -74,6 +74,9 @@ def latent_path(moe: MoEConfig, d_model: int, deployment: Deployment = REFERENCE
     return LatentPath(d_model, latent, moe.top_k, moe.n_shared_experts, norm_at, wire, tuple(hops))
 
 
+LABEL_ABOVE = 0.33  # a hop's byte label above its arrow, clear of the boxes' text (they overlapped at 390 px)
+
+
 def _box(fig: go.Figure, x: float, y: float, text: str, fill: str, w: float = 0.9, h: float = 0.42,
          hover: str = "") -> None:
     fig.add_shape(type="rect", x0=x - w / 2, x1=x + w / 2, y0=y - h / 2, y1=y + h / 2, line=dict(color=fill, width=2),
@@ -114,12 +117,12 @@ def latent_path_figure(path: LatentPath, title: str = "") -> go.Figure:
     _box(fig, 0.3, top, f"token<br>d = {path.d_model}", color("embedding"), hover=token.label)
     x = 0.3
     if latent:
-        _box(fig, 2.2, top, f"W↓<br>{path.d_model}→{path.latent}", color("latent"), hover=down.label)
-        _arrow(fig, x + 0.45, top, 2.2 - 0.45, top, NEUTRAL, fmt_bytes(token.bytes))
+        _box(fig, 2.2, top, f"W↓<br>{path.d_model}→<br>{path.latent}", color("latent"), hover=down.label)
+        _arrow(fig, x + 0.45, top, 2.2 - 0.45, top, NEUTRAL, fmt_bytes(token.bytes), dy=LABEL_ABOVE)
         x = 2.2
         if path.norm_at == "dispatch":
             _box(fig, 3.7, top, "RMS<br>Norm", color("latent"), w=0.7)
-            _arrow(fig, x + 0.45, top, 3.7 - 0.4, top, NEUTRAL, fmt_bytes(down.bytes))
+            _arrow(fig, x + 0.45, top, 3.7 - 0.4, top, NEUTRAL, fmt_bytes(down.bytes), dy=LABEL_ABOVE)
             x = 3.7
     send_from = (x + 0.45, top - 0.21)
     # bottom lane: the k experts
@@ -137,8 +140,8 @@ def latent_path_figure(path: LatentPath, title: str = "") -> go.Figure:
     _arrow(fig, send_from[0], send_from[1], 4.2, bottom + 0.17, wire_colour,
            f"dispatch {fmt_bytes(dispatch.bytes)}", dy=0.0, width=3)
     # back up: combine -> (RMSNorm at combine) -> W_up -> out
-    sum_x = 7.1
-    _box(fig, sum_x, top, "Σ gate ·<br>expert out", color("routed"), w=1.0, hover="weighted sum of the k outputs, "
+    sum_x = 7.0
+    _box(fig, sum_x, top, "Σ gate ·<br>out", color("routed"), w=0.9, hover="weighted sum of the k outputs, "
                                                                                   f"{path.latent} dims")
     _arrow(fig, 6.4, bottom + 0.17, sum_x - 0.3, top - 0.21, back_colour, f"combine {fmt_bytes(combine.bytes)}",
            dy=0.0, width=3)
@@ -148,9 +151,9 @@ def latent_path_figure(path: LatentPath, title: str = "") -> go.Figure:
             _box(fig, 8.3, top, "RMS<br>Norm", color("latent"), w=0.7)
             _arrow(fig, x, top, 7.95, top, NEUTRAL)
             x = 8.65
-        _box(fig, 9.5, top, f"W↑<br>{path.latent}→{path.d_model}", color("latent"), w=0.85, hover=up.label)
-        _arrow(fig, x, top, 9.5 - 0.43, top, NEUTRAL)
-        fig.add_annotation(x=9.5, y=top - 0.33, text=f"out {fmt_bytes(up.bytes)}", showarrow=False,
+        _box(fig, 9.6, top, f"W↑<br>{path.latent}→<br>{path.d_model}", color("latent"), w=0.85, hover=up.label)
+        _arrow(fig, x, top, 9.6 - 0.43, top, NEUTRAL)
+        fig.add_annotation(x=9.6, y=top - 0.4, text=f"out {fmt_bytes(up.bytes)}", showarrow=False,
                            font=dict(size=11, color=NEUTRAL))
     else:
         fig.add_annotation(x=9.3, y=top, text=f"out: d = {path.d_model}<br>(classic MoE: no projections)",

@@ -31,8 +31,11 @@ def stage_points(cfg: K3Config, stage_list) -> list[tuple[list[float], list[int]
     return out
 
 
+RING_NAME = "current stage"  # the ring trace's name (the browser tests find the marked stage by it)
+
+
 def _ring(points: tuple[list[float], list[int]]) -> go.Scatter:
-    return go.Scatter(x=points[0], y=points[1], mode="markers", hoverinfo="skip", showlegend=False,
+    return go.Scatter(x=points[0], y=points[1], mode="markers", hoverinfo="skip", showlegend=False, name=RING_NAME,
                       marker=dict(size=34, color=HIGHLIGHT_MARKER["color"], line=dict(width=3, color=HIGHLIGHT_LINE["color"])))
 
 
@@ -66,5 +69,10 @@ def stepper_map(base: go.Figure, cfg: K3Config, stage_list, start: int = 0) -> g
                                   args=[[str(i)], dict(mode="immediate", frame=dict(duration=0, redraw=True),
                                                        transition=dict(duration=0))])
                              for i in range(n)])])
+    # the slider takes the top margin; the figure grows by what the margin grows so the map's rows keep their
+    # spacing (a fixed height squeezed them: 26 px rows for 25 px boxes at 390 px)
+    old_top = base.layout.margin.t if base.layout.margin.t is not None else 80
+    if base.layout.height:
+        fig.update_layout(height=base.layout.height + max(0, 90 - old_top))
     fig.update_layout(margin=dict(t=90))
     return fig

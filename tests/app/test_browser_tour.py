@@ -44,12 +44,20 @@ NODE_XY_JS = """
 # customdata of the outlined (highlighted) nodes
 OUTLINED_JS = """
 () => {
+  // the stage marked on the map: the nodes under the ring trace ("current stage", k3lite.viz.stepper), or, on a map
+  // without a stepper, the nodes drawn with a thick outline
   const gd = [...document.querySelectorAll('.js-plotly-plot')].find(
       g => (g.data || []).some(t => t.customdata && t.customdata.length && Array.isArray(t.customdata[0])));
   const out = [];
+  const ring = gd.data.find(t => t.name === 'current stage');
   for (const t of gd.data) (t.customdata || []).forEach((cd, i) => {
-    const w = t.marker && t.marker.line && t.marker.line.width;
-    if (Array.isArray(w) && w[i] >= 3) out.push(cd.slice(0, 2));
+    if (!Array.isArray(cd)) return;
+    if (ring) {
+      if (ring.x.some((x, j) => x === t.x[i] && ring.y[j] === t.y[i])) out.push(cd.slice(0, 2));
+    } else {
+      const w = t.marker && t.marker.line && t.marker.line.width;
+      if (Array.isArray(w) && w[i] >= 3) out.push(cd.slice(0, 2));
+    }
   });
   return out;
 }
