@@ -96,7 +96,8 @@ def open_page(context, url: str) -> dict:
 
 def move_first_slider(page) -> dict:
     """The first slider one step right with the keyboard; seconds until the picture changed (or None)."""
-    handle = page.locator("[data-testid='stSlider'] [role='slider']").first
+    # this Streamlit renders a slider's thumb as a range input (older ones: role="slider"): take whichever exists
+    handle = page.locator("[data-testid='stSlider'] input[type='range'], [data-testid='stSlider'] [role='slider']").first
     if not handle.count():
         return {"control": None, "control_s": None}
     label = page.locator("[data-testid='stSlider']").first.inner_text().split("\n")[0]
