@@ -29,10 +29,9 @@ LIVE_DEFAULT_LEN, LIVE_DEFAULT_STEPS = 32, 250
 LIVE_DEFAULT_MIXERS = ("linear", "kda")
 
 st.title("The lab: where a fixed-size memory runs out")
-st.markdown("A recurrent mixer reads the next token from a **fixed-size state**; softmax attention from a KV cache "
-            "that grows with the text. How much can the fixed state recall, and does the **update rule** matter "
-            "once it runs short? Tiny 2-layer models, trained here on "
-            "[MQAR](https://arxiv.org/abs/2312.04927) (key-value pairs, then the keys again).")
+st.markdown("How much can a **fixed-size state** recall, and does the **update rule** matter once it runs short? "
+            "Tiny 2-layer models trained on [MQAR](https://arxiv.org/abs/2312.04927) (key-value pairs, then the keys "
+            "again); softmax attention, whose cache grows with the text, is the ceiling.")
 
 
 @st.cache_data(ttl=300)  # the sweeps may still be adding files: reread every 5 minutes at most
@@ -54,13 +53,13 @@ else:
     rows_shown = [r for r in state_rows if r["mixer"] in shown]
     st.plotly_chart(shared_figure(state_figure, [r for r in state_runs if r["job"]["mixer"] in shown], rows_shown),
                     key="lab_state_fig")
-    st.caption(f"MQAR, T = {state.SEQ_LEN} tokens, {state.NUM_PAIRS} pairs; {state.N_HEADS} heads of dim K = "
-               + ", ".join(map(str, sorted(state.HEAD_DIMS))) + ": a recurrent layer keeps H·K·K numbers whatever the "
-               "length, softmax attention 2·T·H·K.")
     for text in (state.ceiling_sentence(state_rows), state.rule_sentence(state_rows)):
         if text:
             st.markdown(text)
     with st.expander("The numbers, the protocol, the report's setting, the init ablation"):
+        st.caption(f"MQAR, T = {state.SEQ_LEN} tokens, {state.NUM_PAIRS} pairs; {state.N_HEADS} heads of dim K = "
+                   + ", ".join(map(str, sorted(state.HEAD_DIMS))) + ": a recurrent layer keeps H·K·K numbers whatever "
+                   "the length, softmax attention 2·T·H·K.")
         st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "K": r["head_dim"],
                                     "memory per layer": fmt_bytes(r["state_bytes"]), "learning rate": r["lr"],
                                     "held-out recall (%)": f"{100 * r['mean']:.1f} ± {100 * r['std']:.1f}",
