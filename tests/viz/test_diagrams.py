@@ -28,7 +28,7 @@ def test_latent_path_bytes_are_the_wire_function_s():
     assert f"dispatch {fmt_bytes(wire.dispatch)}" in shown and f"combine {fmt_bytes(wire.combine)}" in shown
     assert fmt_bytes(wire.total) in fig.layout.title.text
     assert fig.layout.meta["hops"]["dispatch"] == wire.dispatch
-    assert f"top-{K3.moe.top_k} routed experts" in shown and f"{K3.d_model}→{K3.moe.latent_dim}" in shown
+    assert f"top-{K3.moe.top_k} routed experts" in shown and f"{K3.d_model}→<br>{K3.moe.latent_dim}" in shown
 
 
 def test_latent_path_changes_with_the_config():
