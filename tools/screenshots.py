@@ -14,6 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "app"))  # test_browser.py lives with the other app tests
 sys.path.insert(0, str(ROOT))
 
 from test_browser import CHROMIUM, CHROMIUM_ARGS, LOAD_TIMEOUT_MS, streamlit_server, url_of, wait_idle  # noqa: E402
