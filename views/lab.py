@@ -198,9 +198,13 @@ else:
             "numbers.")
 
 # ------------------------------------------------------------------------------------------- live run
+MAX_LIVE_RUNS = 256  # completed live runs kept for every session (each a few tens of kB of curves): a bound, not a leak
+
+
 @st.cache_resource
 def finished_runs() -> dict:
-    """Completed runs, shared by every session: (config) -> {"curve", "evals", "seconds", ...}."""
+    """Completed runs, shared by every session: (config) -> {"curve", "evals", "seconds", ...}, the oldest dropped
+    beyond MAX_LIVE_RUNS (dicts keep insertion order)."""
     return {}
 
 
@@ -287,6 +291,8 @@ def train_panel() -> None:
                     return
                 limit.check(rec.step)
             store[key] = run
+            while len(store) > MAX_LIVE_RUNS:  # another session may drop the same oldest entry: then it is gone
+                store.pop(next(iter(store), None), None)
 
     if train_clicked:
         st.session_state["lab_stop"] = False
