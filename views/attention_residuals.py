@@ -1,6 +1,5 @@
 """Attention Residuals: which earlier outputs each sublayer reads (drawn, with the trained lite model's depth weights),
 what block grouping saves, and the shipped training experiment's loss curves."""
-from pathlib import Path
 
 import streamlit as st
 import torch
@@ -12,13 +11,12 @@ from k3lite.model.config import get_preset
 from k3lite.analytic.hardware import get_gpu
 from k3lite.base.tokenizer import MAX_PROMPT_CHARS, encode
 from k3lite.viz.archmap import sources_at
-from k3lite.viz.attnres import (cost_curves_figure, depth_heatmap_figure, depth_matrix, load_residual_experiments,
-                                residual_experiment_claim, residual_experiment_figure)
+from k3lite.experiments.lm_train import attnres_results
+from k3lite.viz.attnres import (cost_curves_figure, depth_heatmap_figure, depth_matrix, residual_experiment_claim, residual_experiment_figure)
 from k3lite.viz.diagrams import depth_reads, depth_reads_figure
 from k3lite.viz.memo import shared_figure
 from views.common import explain, push_url, reset_button, show_code, url_state, user_errors
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 st.title("Attention Residuals")
 st.markdown("**Instead of adding every earlier layer's output into one sum, what if each layer chose which earlier "
@@ -123,7 +121,7 @@ def heatmap_panel() -> None:
 heatmap_panel()
 
 st.subheader("Does it train better? The shipped experiment")
-experiments = load_residual_experiments(ASSETS)
+experiments = attnres_results()
 if experiments:
     st.plotly_chart(shared_figure(residual_experiment_figure, experiments), width="stretch")
     st.markdown(residual_experiment_claim(experiments) + " The paper reports about 1.25x at scale.")

@@ -1,8 +1,6 @@
 """Figures for Attention Residuals (no Streamlit): depth-weight heatmaps from a Trace, and the cost model."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -83,15 +81,6 @@ def cost_curves_figure(layers: list[int], costs: dict[str, list[AttnResCost]], w
 
 
 # ------------------------------------------------------------------------------------------ the residual experiment
-RESIDUAL_EXPERIMENTS = "lab_attnres*.json"  # assets/, made by `python -m k3lite.experiments.train --task attnres ...`
-
-
-def load_residual_experiments(assets_dir) -> list[dict]:
-    """The shipped residual experiments (one JSON per seed, sorted by file name): the lite LM trained with a
-    standard residual, full and block Attention Residuals, plus longer standard runs (k3lite.experiments.lm_train)."""
-    return [json.loads(p.read_text()) for p in sorted(Path(assets_dir).glob(RESIDUAL_EXPERIMENTS))]
-
-
 def _run_name(run: dict, shortest: int) -> str:
     if run["mode"] != "standard":
         return f"{run['mode']} AttnRes"

@@ -104,10 +104,10 @@ def test_attention_residuals_page_draws_the_reads_of_its_block_size():
 
 
 def test_residual_experiment_figure_draws_every_shipped_run():
-    from conftest import ROOT
-    from k3lite.viz.attnres import load_residual_experiments, residual_experiment_claim, residual_experiment_figure
+    from k3lite.experiments.lm_train import attnres_results
+    from k3lite.viz.attnres import residual_experiment_claim, residual_experiment_figure
 
-    results = load_residual_experiments(ROOT / "assets")
+    results = attnres_results()
     assert results, "assets/lab_attnres*.json are shipped"
     fig = residual_experiment_figure(results)
     assert len(fig.data) == sum(len(r["runs"]) for r in results)
