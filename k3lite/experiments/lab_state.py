@@ -305,8 +305,8 @@ def format_table(rows: list[dict]) -> str:
 
 # ----------------------------------------------------------------------------------------------- driver
 def pending(results_dir: Path) -> tuple[list[Job], bool]:
-    """Runs still to do, in order: per head dim (HEAD_DIMS order) each mixer's LR grid at seed 0, then its seeds
-    once its LR is chosen; the init ablation after the first two head dims. The flag: some runs wait on a grid."""
+    """Runs still to do, in order: per head dim (HEAD_DIMS order) every mixer's LR grid at seed 0, then the
+    seeds round-robin across the mixers whose LR is chosen; the init ablation after the first two head dims. The flag: some runs wait on a grid."""
     runs = load_runs(results_dir)
     done = {Job(**r["job"]).name for r in runs}
     todo, waiting = [], False
@@ -315,11 +315,11 @@ def pending(results_dir: Path) -> tuple[list[Job], bool]:
         nonlocal waiting
         for mixer in MIXERS:
             todo.extend(j for j in (Job(mixer, K, lr, 0) for lr in LRS) if j.name not in done)
-            lr = chosen_lr(runs, mixer, K)
-            if lr is None:
-                waiting = True
-                continue
-            todo.extend(j for j in (Job(mixer, K, lr, s) for s in SEEDS) if j.name not in done)
+        chosen = {mixer: chosen_lr(runs, mixer, K) for mixer in MIXERS}
+        waiting = waiting or None in chosen.values()
+        for s in SEEDS:  # seed by seed across mixers: a sweep cut short still has every mixer at equal n
+            todo.extend(j for j in (Job(m, K, lr, s) for m, lr in chosen.items() if lr is not None)
+                        if j.name not in done)
 
     for i, K in enumerate(HEAD_DIMS):
         cell(K)

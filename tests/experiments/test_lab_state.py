@@ -61,6 +61,13 @@ def test_pending_runs_the_grid_then_the_seeds_in_size_order(tmp_path):
     assert "mqar_T128_K16_kda_lr0.01_s1" in names and "mqar_T128_K16_kda_lr0.01_s0" not in names
     assert not any("K16_kda_lr0.003_s1" in n for n in names), "seeds only at the chosen LR"
     assert names.index("mqar_T128_K16_kda_lr0.01_s4") < names.index(f"mqar_T128_K8_attention_lr{state.LRS[0]:g}_s0")
+    assert names.index(f"mqar_T128_K16_linear_lr{state.LRS[-1]:g}_s0") < names.index("mqar_T128_K16_kda_lr0.01_s1"), \
+        "every grid run of a head dim before its seeds"
+    for rec in [_rec("gdn", 16, lr, 0, a) for lr, a in zip(state.LRS, (0.5, 0.6, 0.7))]:
+        state.Job(**rec["job"]).path(tmp_path).write_text(json.dumps(rec))
+    names = [j.name for j in state.pending(tmp_path)[0]]
+    assert names.index("mqar_T128_K16_kda_lr0.01_s1") < names.index("mqar_T128_K16_gdn_lr0.03_s4"), \
+        "seeds round-robin across mixers"
     ablation = [j for j in todo if j.init == "reference"]
     assert [(j.mixer, j.head_dim, j.lr) for j in ablation] == [("kda", 16, 1e-2)] * 3
 
