@@ -91,10 +91,15 @@ def test_sentences_follow_the_numbers():
     assert "30 points apart" in ceiling
     rule = state.rule_sentence(rows)
     assert "KDA 70% ≈ GDN 70% > Mamba-2 50% > linear 30%" in rule
-    assert rule.endswith("at every state size the update rule separates some mixers beyond seed spread.")
+    assert rule.endswith("at K = 16 the update rule matters: KDA beats linear beyond seed spread.")
     assert "matches up to ties" in state.report_sentence(rows)
     tied = state.aggregate(_cells({("kda", 8): [0.3, 0.5, 0.4], ("linear", 8): [0.35, 0.45, 0.4]}))
-    assert state.rule_sentence(tied).endswith("the size of the state decides.")
+    assert state.rule_sentence(tied).endswith("at K = 8 all are within seed spread: the size of the state decides.")
+    run_out = state.aggregate(_cells({("kda", 8): [0.02, 0.02, 0.02], ("linear", 8): [0.09, 0.1, 0.11]}))
+    assert "linear 10% > KDA 2%" in state.rule_sentence(run_out), "beyond spread, so '>'"
+    assert "K = 8: not a test of the order" in state.report_sentence(state.aggregate(_cells(
+        {("kda", 8): [0.02] * 3, ("gdn", 8): [0.1] * 3, ("mamba2", 8): [0.15] * 3})))
+    assert state.rule_sentence(run_out).endswith("at K = 8 every update rule has run out of state (the best recalls 10%).")
 
 
 def test_report_sentence_prices_the_reports_setting_from_measured_time():
@@ -114,4 +119,5 @@ def test_ablation_compares_the_same_seeds_and_rate():
     assert rows["deltanet"]["seeds"] == [0, 1] and rows["deltanet"]["ref_mean"] == pytest.approx(0.01)
     text = state.ablation_sentence(list(rows.values()))
     assert "DeltaNet 70% → 1%" in text and "Beyond seed spread: DeltaNet." in text
-    assert "The order of these mixers is the same under both inits." in text
+    assert "Order with the lab's init: KDA 80% > DeltaNet 70%; with the reference init: KDA 79% > DeltaNet 1%." in text
+    assert "With the reference init DeltaNet stays under 20%" in text and "KDA stay" not in text
