@@ -1,4 +1,5 @@
 import inspect
+import os
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,6 +11,10 @@ ROOT = Path(__file__).resolve().parent.parent
 import torch  # noqa: E402
 
 torch.set_num_threads(1)  # small matmuls: 1 thread is faster, and 2 oversubscribe a busy 2-core box badly
+
+# Pages send a lazy expander's body only once it is opened (views/common.py lazy_expander); the tests read every
+# body on the first run, as before. tests/app/test_pages.py unsets this to check the lazy path itself.
+os.environ["K3LITE_EXPANDERS"] = "open"
 
 from views.registry import PAGES  # noqa: E402  (the one page list app.py navigates)
 

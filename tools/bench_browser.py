@@ -33,7 +33,7 @@ from views.registry import PAGES
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-TIMEOUT_MS = 120_000
+TIMEOUT_MS = 60_000
 
 FIRST_CHART_JS = "() => document.querySelectorAll('.js-plotly-plot .main-svg').length > 0"
 IDLE_JS = """() => {
@@ -181,28 +181,35 @@ def main(argv: list[str] | None = None) -> int:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             for route in routes:  # warm the server: every page's caches built once before timing
+                print(f"warming {route}", file=sys.stderr, flush=True)
                 ctx = browser.new_context()
                 open_page(ctx, f"{app_url}/{route}")["page"].close()
                 ctx.close()
             report["floor"] = measure(browser, floor_url, args.repeats, control=False)
-            for route in routes:
-                report["pages"][route] = measure(browser, f"{app_url}/{route}", args.repeats, not args.no_control)
+            floor = report["floor"]["fresh_first_chart_s"]
+            print(f"load average {report['load_average'][0]:.2f}; floor (one-chart page): first chart "
+                  f"{_fmt(floor)} s fresh, {_fmt(report['floor']['cached_first_chart_s'])} s cached")
+            print(f"{'page':<20}{'1st chart':>10}{'x floor':>8}{'idle':>7}{'cached':>8}{'kB':>8}{'figs':>5}"
+                  f"{'points':>8}{'control s':>10}  control", flush=True)
+            for route in routes:  # each row printed and the report written as soon as it is measured
+                try:
+                    r = measure(browser, f"{app_url}/{route}", args.repeats, not args.no_control)
+                except Exception as exc:  # a page that times out is reported, and the run goes on
+                    report["pages"][route] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+                    print(f"{route:<20}error: {report['pages'][route]['error']}", flush=True)
+                    continue
+                r["ratio_to_floor"] = r["fresh_first_chart_s"] / floor if r["fresh_first_chart_s"] and floor else None
+                report["pages"][route] = r
+                print(f"{route:<20}{_fmt(r['fresh_first_chart_s']):>10}{_fmt(r['ratio_to_floor']):>8}"
+                      f"{_fmt(r['fresh_idle_s']):>7}{_fmt(r['cached_first_chart_s']):>8}{r['bytes'] / 1e3:>8.0f}"
+                      f"{r['figures']:>5}{r['points']:>8}{_fmt(r['control_s']):>10}  {r['control'] or '-'}", flush=True)
+                if args.json:
+                    Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
             browser.close()
     finally:
         for proc in procs:
             proc.terminate()
             proc.wait(10)
-    floor = report["floor"]["fresh_first_chart_s"]
-    print(f"load average {report['load_average'][0]:.2f}; floor (one-chart page): first chart "
-          f"{_fmt(floor)} s fresh, {_fmt(report['floor']['cached_first_chart_s'])} s cached")
-    print(f"{'page':<20}{'1st chart':>10}{'x floor':>8}{'idle':>7}{'cached':>8}{'kB':>8}{'figs':>5}{'points':>8}"
-          f"{'control s':>10}  control")
-    for route, r in report["pages"].items():
-        ratio = r["fresh_first_chart_s"] / floor if r["fresh_first_chart_s"] and floor else None
-        r["ratio_to_floor"] = ratio
-        print(f"{route:<20}{_fmt(r['fresh_first_chart_s']):>10}{_fmt(ratio):>8}{_fmt(r['fresh_idle_s']):>7}"
-              f"{_fmt(r['cached_first_chart_s']):>8}{r['bytes'] / 1e3:>8.0f}{r['figures']:>5}{r['points']:>8}"
-              f"{_fmt(r['control_s']):>10}  {r['control'] or '-'}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
     return 0

@@ -5,6 +5,7 @@ Not a page itself: app.py builds its navigation from `views.registry`.
 from __future__ import annotations
 
 import inspect
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -108,11 +109,28 @@ def reset_button(*prefixes: str, label: str = "Reset to defaults") -> None:
     st.rerun()
 
 
+@contextmanager
+def lazy_expander(label: str, key: str, **kwargs):
+    """An expander whose body runs only while it is open: yields whether it is. Streamlit's state-tracking expander
+    (on_change="rerun") reruns the page, or the fragment it sits in, when it is opened, so a closed one costs the
+    browser nothing to draw; its open state lives in st.session_state[key], as any widget's. With the environment
+    variable K3LITE_EXPANDERS=open it is a plain expander again, its body sent closed on the first run: the tests set
+    it (tests/conftest.py) to read every body; tests/app/test_pages.py checks the lazy path itself."""
+    if os.environ.get("K3LITE_EXPANDERS") == "open":  # every body sent at once, as a plain expander: the tests
+        with st.expander(label, **kwargs):
+            yield True
+        return
+    with st.expander(label, on_change="rerun", key=key, **kwargs) as box:
+        yield bool(box.open)
+
+
 def show_code(*functions, title: str = "The code behind this figure") -> None:
     """An expander with the readable source of the functions that computed a figure, each with its file and line
     (the library's own code, as it just ran)."""
     root = Path(__file__).resolve().parent.parent
-    with st.expander(title):
+    with lazy_expander(title, "code_" + "_".join(inspect.unwrap(fn).__qualname__ for fn in functions)) as is_open:
+        if not is_open:  # a closed expander sends nothing: highlighted code is the slowest thing a page draws
+            return
         for fn in functions:
             fn = inspect.unwrap(fn)
             path = Path(inspect.getsourcefile(fn)).resolve()

@@ -11,7 +11,7 @@ from k3lite.analytic.serving import MIN_TOKENS_PER_USER
 from k3lite.analytic.serving_compare import FAST_TOKENS_PER_USER, frontier_prices, physics_price, task_vs_token_ranking
 from k3lite.viz.cost import cost_bars_figure, distribution_figure, savings_figure
 from k3lite.viz.memo import shared_figure
-from views.common import explain, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
 
 
 def dollars(text: str) -> str:
@@ -107,20 +107,21 @@ fig_col.markdown(dollars(
     + (" The article's ~9-10x per-task saving is for K3 *planning* with a small worker doing most turns (the split "
        "below), not for K3 alone." if st.session_state.cost_scenario == "article" else "")))
 show_code(analyze, comparison_sentence)
-with st.expander("Where the numbers come from"):
-    st.caption(dollars(f"Scenario: {scenario.note}."))
-    st.caption("Prices: " + " · ".join(f"**{p.name}**: {p.source}" for key, p in PRICES.items() if key != "small-worker")
-               + ". Success and turns per model are *your* assumptions (edit the table).")
-    if st.session_state.cost_physics:
-        st.caption(f"**{physics.name}**: {physics.source}; \\${physics.input_per_m:.3f} / \\${physics.output_per_m:.3f} per "
-                   "M input / output tokens: what producing the tokens costs at the bound, no margin, against the "
-                   "list prices above.")
-    st.dataframe([r.row() for r in rows], hide_index=True, width="stretch")
-    explain("What to notice: " + "; ".join(
-        f"{s_.name} breaks even with K3 at {100 * break_even_success(k3, s_):.0f}% success per attempt "
-        f"(K3: {100 * k3.profile.success_rate:.0f}%)" for s_ in strategies[1:])
-        + ". Below that success rate the cheaper-per-token model costs more per finished task. "
-          "Computed: $ per attempt = turns / (1 - re-sent share) x $ per call; $ per completed task = that / success.")
+with lazy_expander("Where the numbers come from", key="cost_per_task_x_numbers") as is_open:
+    if is_open:
+        st.caption(dollars(f"Scenario: {scenario.note}."))
+        st.caption("Prices: " + " · ".join(f"**{p.name}**: {p.source}" for key, p in PRICES.items() if key != "small-worker")
+                   + ". Success and turns per model are *your* assumptions (edit the table).")
+        if st.session_state.cost_physics:
+            st.caption(f"**{physics.name}**: {physics.source}; \\${physics.input_per_m:.3f} / \\${physics.output_per_m:.3f} per "
+                       "M input / output tokens: what producing the tokens costs at the bound, no margin, against the "
+                       "list prices above.")
+        st.dataframe([r.row() for r in rows], hide_index=True, width="stretch")
+        explain("What to notice: " + "; ".join(
+            f"{s_.name} breaks even with K3 at {100 * break_even_success(k3, s_):.0f}% success per attempt "
+            f"(K3: {100 * k3.profile.success_rate:.0f}%)" for s_ in strategies[1:])
+            + ". Below that success rate the cheaper-per-token model costs more per finished task. "
+              "Computed: $ per attempt = turns / (1 - re-sent share) x $ per call; $ per completed task = that / success.")
 
 
 @st.cache_data(max_entries=64)
@@ -189,19 +190,20 @@ def planner_panel() -> None:
                                               st.session_state.cost_worker_success / 100)
         explain((ranking + f" Slow point: {slow.source}. Fast point: {fast.source}.").replace("$", "\\$"))
 
-    with st.expander("Not just the mean: the distribution of cost per task"):
-        samples = _distribution(alone, split)
-        st.plotly_chart(shared_figure(distribution_figure, samples), width="stretch")
-        st.dataframe([{"strategy": s_.name, "$ / completed task (Monte-Carlo)": round(s_.per_completed_task, 4),
-                       **{f"p{q} $ / task": round(v, 4) for q, v in s_.percentiles().items()},
-                       "tasks abandoned (%)": round(100 * (1 - s_.completed.mean()), 2)} for s_ in samples],
-                     hide_index=True, width="stretch")
-        explain(
-            "Monte-Carlo over 20,000 tasks (seeded): turns per attempt ~ 1 + Poisson, re-sent calls ~ negative "
-            "binomial, tokens per call ~ Gamma (coefficient of variation 0.3), success ~ Bernoulli per attempt. The "
-            "dashed lines are $ per completed task; the right tail is tasks that needed a retry - the tail, not the "
-            "mean, is what a budget per task has to cover.")
-        show_code(simulate)
+    with lazy_expander("Not just the mean: the distribution of cost per task", key="cost_per_task_x_not_just_mean_distribution") as is_open:
+        if is_open:
+            samples = _distribution(alone, split)
+            st.plotly_chart(shared_figure(distribution_figure, samples), width="stretch")
+            st.dataframe([{"strategy": s_.name, "$ / completed task (Monte-Carlo)": round(s_.per_completed_task, 4),
+                           **{f"p{q} $ / task": round(v, 4) for q, v in s_.percentiles().items()},
+                           "tasks abandoned (%)": round(100 * (1 - s_.completed.mean()), 2)} for s_ in samples],
+                         hide_index=True, width="stretch")
+            explain(
+                "Monte-Carlo over 20,000 tasks (seeded): turns per attempt ~ 1 + Poisson, re-sent calls ~ negative "
+                "binomial, tokens per call ~ Gamma (coefficient of variation 0.3), success ~ Bernoulli per attempt. The "
+                "dashed lines are $ per completed task; the right tail is tasks that needed a retry - the tail, not the "
+                "mean, is what a budget per task has to cover.")
+            show_code(simulate)
 
 
 planner_panel()

@@ -12,7 +12,7 @@ from k3lite.viz.hybrid import (
 )
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import fmt_bytes
-from views.common import explain, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
 
 CONTEXTS = [4096, 16384, 65536, 131072, 262144, 524288, 1048576]
 ONE_M = 1048576
@@ -109,21 +109,22 @@ def main_panel() -> None:
                         f"H100 SXM's {get_gpu('H100 SXM').hbm_bytes / 1e9:.0f} GB holds "
                         f"{'not even the weights' if h100.weight_bytes_total > get_gpu('H100 SXM').hbm_bytes else 'less'}.")
     show_code(decode_cost, kv_reduction)
-    with st.expander("Ours vs the reported figures, and the speedup at every ratio"):
-        m1, m2, m3, m4 = st.columns(4)
-        m1.metric(f"KV cache per sequence at 1M, ours ({ratio}:1)", f"{at_1m.cache_bytes / 1e9:.2f} GB",
-                  f"-{100 * ours_kv:.1f}% vs all-MLA", delta_color="inverse")
-        m2.metric("KV reduction at 1M: ours vs reported (3:1)", f"{100 * kv_reduction(3, ONE_M):.1f}% vs 75%")
-        m3.metric("decode speedup at 1M, batch 1: ours vs reported (3:1)", f"{batch1[3]:.2f}x vs {rep1}x",
-                  help=REPORTED["tpot_speedup_1m_batch1"][1])
-        m4.metric("speedup at 1M, each at the batch its HBM allows: ours vs reported (3:1)", f"{filled[3]:.2f}x vs {rep_full}x",
-                  help=f"Ours: all-MLA batch {full_b.batch} vs 3:1 batch {mix_b.batch} on {full_b.n_gpus} × {hw}. "
-                       f"Reported: {REPORTED['tpot_speedup_1m'][1]}")
-        st.plotly_chart(shared_figure(speedup_by_ratio_figure, list(range(8)),
-                                      {"batch 1": batch1, "batch the HBM allows": filled}, [bytes_ceiling(r) for r in range(8)],
-                                      {"batch 1": rep1, "theoretical, larger batches": rep_full}), width="stretch")
+    with lazy_expander("Ours vs the reported figures, and the speedup at every ratio", key="hybrid_attention_x_ours_reported_figures_speedup") as is_open:
+        if is_open:
+            m1, m2, m3, m4 = st.columns(4)
+            m1.metric(f"KV cache per sequence at 1M, ours ({ratio}:1)", f"{at_1m.cache_bytes / 1e9:.2f} GB",
+                      f"-{100 * ours_kv:.1f}% vs all-MLA", delta_color="inverse")
+            m2.metric("KV reduction at 1M: ours vs reported (3:1)", f"{100 * kv_reduction(3, ONE_M):.1f}% vs 75%")
+            m3.metric("decode speedup at 1M, batch 1: ours vs reported (3:1)", f"{batch1[3]:.2f}x vs {rep1}x",
+                      help=REPORTED["tpot_speedup_1m_batch1"][1])
+            m4.metric("speedup at 1M, each at the batch its HBM allows: ours vs reported (3:1)", f"{filled[3]:.2f}x vs {rep_full}x",
+                      help=f"Ours: all-MLA batch {full_b.batch} vs 3:1 batch {mix_b.batch} on {full_b.n_gpus} × {hw}. "
+                           f"Reported: {REPORTED['tpot_speedup_1m'][1]}")
+            st.plotly_chart(shared_figure(speedup_by_ratio_figure, list(range(8)),
+                                          {"batch 1": batch1, "batch the HBM allows": filled}, [bytes_ceiling(r) for r in range(8)],
+                                          {"batch 1": rep1, "theoretical, larger batches": rep_full}), width="stretch")
 
-        show_code(batch_limited_speedup, bytes_ceiling)
+            show_code(batch_limited_speedup, bytes_ceiling)
 
     with st.expander("How we compute it, and how it compares with the reported figures"):
         cfg3 = hybrid_config(3)

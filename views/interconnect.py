@@ -16,7 +16,7 @@ from k3lite.viz.interconnect import compare_figure, measured_figure, node_limit_
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import fmt_bytes, fmt_seconds
 from k3lite.viz.topology import draw_topology, topology_figure
-from views.common import explain, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
 
 PRESETS = ("kimi-k3", "kimi-k2", "deepseek-v3", "lite")
 BIG = ("deepseek-v3", "kimi-k2", "kimi-k3")
@@ -131,49 +131,51 @@ def main_panel() -> None:
             f"token (one seeded routing draw) sends copies to {hit_gpus} GPU{'s' if hit_gpus != 1 else ''}; "
             "the expected numbers are averages over uniform routing.")
         show_code(draw_topology, deployment_bytes, link_copies)
-        with st.expander("Bytes per layer and per forward pass, by link and direction"):
-            m1, m2, m3, m4 = st.columns(4)
-            m1.metric("bytes / token / MoE layer", fmt_bytes(b.total))
-            m2.metric(f"per forward pass ({t.n_moe_layers} MoE layers)", fmt_bytes(t.per_forward))
-            m3.metric("copies per token: NVLink + NIC", f"{t.copies.intra:.2f} + {t.copies.inter:.2f}")
-            m4.metric("time on the wire / token / forward", fmt_seconds(t.wire_s_forward))
-            l1, l2 = st.columns(2)
-            l1.metric("NVLink bytes / layer, time", f"{fmt_bytes(b.intra)}, {fmt_seconds(b.intra / topo.intra_bw)}")
-            l2.metric("NIC bytes / layer, time", f"{fmt_bytes(b.inter)}, {fmt_seconds(b.inter / topo.inter_bw)}")
-            st.plotly_chart(shared_figure(traffic_figure, t), width="stretch")
-            explain(
-                f"Computed, not measured: expected copies under uniform routing ({SCHEME_LABELS[scheme]}; formulas "
-                f"in k3lite/interconnect/analytic.py) x the bytes of one record: {b.dispatch_record} B out "
-                f"({t.dim_on_wire} elements in {dep.dispatch} + routing metadata), {b.combine_record} B back "
-                f"({dep.combine}); {fmt_bytes(b.metadata)} of the {fmt_bytes(b.total)} are metadata and padding. "
-                f"Time = intra bytes / {topo.intra_bw / 1e9:.0f} GB/s + inter bytes / {topo.inter_bw / 1e9:.0f} "
-                f"GB/s per GPU per direction (not overlapped). Bandwidths: {topo.source}.")
-            show_code(analytic_traffic)
-
-    with st.expander("Node-limited routing: NIC bytes vs node limit M, three schemes"):
-        if t is None:
-            st.info("Pick a setting the model can route (above) to see the node-limit sweep.")
-        elif dep.n_domains < 2:
-            st.info(f"EP {dep.ep_size} on {topo.name} is one NVLink domain: nothing crosses a NIC, so the node "
-                    "limit has nothing to cut. Pick the 8 x 8 topology to see it.")
-        elif not st.toggle("compute the sweep (it samples node-limited routing: the slowest part of this page)", key="ic_sweep"):
-            st.caption("Off by default, so that moving a control above does not wait for it.")
-        else:
-            sweep = sweep_cached(st.session_state.ic_preset, st.session_state.ic_experts, st.session_state.ic_top_k, cfg.moe.latent_dim,
-                                 st.session_state.ic_topology, dep.ep_size, dep.dispatch, dep.combine, cfg)
-            st.plotly_chart(shared_figure(node_limit_figure, sweep, limit), width="stretch")
-            limits = [m for m, _ in sweep["direct"]]
-            at = max((m for m in limits if m <= min(4, dep.n_domains - 1)), default=None)
-            if at is not None:
-                cut = {s_: 1 - dict(pts)[at] / pts[-1][1] for s_, pts in sweep.items()}
+        with lazy_expander("Bytes per layer and per forward pass, by link and direction", key="interconnect_x_bytes_per_layer_per") as is_open:
+            if is_open:
+                m1, m2, m3, m4 = st.columns(4)
+                m1.metric("bytes / token / MoE layer", fmt_bytes(b.total))
+                m2.metric(f"per forward pass ({t.n_moe_layers} MoE layers)", fmt_bytes(t.per_forward))
+                m3.metric("copies per token: NVLink + NIC", f"{t.copies.intra:.2f} + {t.copies.inter:.2f}")
+                m4.metric("time on the wire / token / forward", fmt_seconds(t.wire_s_forward))
+                l1, l2 = st.columns(2)
+                l1.metric("NVLink bytes / layer, time", f"{fmt_bytes(b.intra)}, {fmt_seconds(b.intra / topo.intra_bw)}")
+                l2.metric("NIC bytes / layer, time", f"{fmt_bytes(b.inter)}, {fmt_seconds(b.inter / topo.inter_bw)}")
+                st.plotly_chart(shared_figure(traffic_figure, t), width="stretch")
                 explain(
-                    f"Limiting each token to M = {at} of {dep.n_domains} domains cuts the NIC bytes by "
-                    f"{100 * cut['direct']:.0f}% with direct copies, {100 * cut['normal']:.0f}% with DeepEP's "
-                    f"normal kernels (one RDMA copy per node: at most M) and {100 * cut['low-latency']:.0f}% with "
-                    f"low-latency messages (one per expert, wherever it is). At M = {at} the normal kernels send "
-                    f"{dict(sweep['direct'])[at] / dict(sweep['normal'])[at]:.2f}x fewer NIC bytes than direct "
-                    "copies: the node limit is a lever only for the hierarchical kernels.")
-            show_code(node_limit_sweep)
+                    f"Computed, not measured: expected copies under uniform routing ({SCHEME_LABELS[scheme]}; formulas "
+                    f"in k3lite/interconnect/analytic.py) x the bytes of one record: {b.dispatch_record} B out "
+                    f"({t.dim_on_wire} elements in {dep.dispatch} + routing metadata), {b.combine_record} B back "
+                    f"({dep.combine}); {fmt_bytes(b.metadata)} of the {fmt_bytes(b.total)} are metadata and padding. "
+                    f"Time = intra bytes / {topo.intra_bw / 1e9:.0f} GB/s + inter bytes / {topo.inter_bw / 1e9:.0f} "
+                    f"GB/s per GPU per direction (not overlapped). Bandwidths: {topo.source}.")
+                show_code(analytic_traffic)
+
+    with lazy_expander("Node-limited routing: NIC bytes vs node limit M, three schemes", key="interconnect_x_node_limited_routing_nic") as is_open:
+        if is_open:
+            if t is None:
+                st.info("Pick a setting the model can route (above) to see the node-limit sweep.")
+            elif dep.n_domains < 2:
+                st.info(f"EP {dep.ep_size} on {topo.name} is one NVLink domain: nothing crosses a NIC, so the node "
+                        "limit has nothing to cut. Pick the 8 x 8 topology to see it.")
+            elif not st.toggle("compute the sweep (it samples node-limited routing: the slowest part of this page)", key="ic_sweep"):
+                st.caption("Off by default, so that moving a control above does not wait for it.")
+            else:
+                sweep = sweep_cached(st.session_state.ic_preset, st.session_state.ic_experts, st.session_state.ic_top_k, cfg.moe.latent_dim,
+                                     st.session_state.ic_topology, dep.ep_size, dep.dispatch, dep.combine, cfg)
+                st.plotly_chart(shared_figure(node_limit_figure, sweep, limit), width="stretch")
+                limits = [m for m, _ in sweep["direct"]]
+                at = max((m for m in limits if m <= min(4, dep.n_domains - 1)), default=None)
+                if at is not None:
+                    cut = {s_: 1 - dict(pts)[at] / pts[-1][1] for s_, pts in sweep.items()}
+                    explain(
+                        f"Limiting each token to M = {at} of {dep.n_domains} domains cuts the NIC bytes by "
+                        f"{100 * cut['direct']:.0f}% with direct copies, {100 * cut['normal']:.0f}% with DeepEP's "
+                        f"normal kernels (one RDMA copy per node: at most M) and {100 * cut['low-latency']:.0f}% with "
+                        f"low-latency messages (one per expert, wherever it is). At M = {at} the normal kernels send "
+                        f"{dict(sweep['direct'])[at] / dict(sweep['normal'])[at]:.2f}x fewer NIC bytes than direct "
+                        "copies: the node limit is a lever only for the hierarchical kernels.")
+                show_code(node_limit_sweep)
 
     with st.expander("DeepSeek-V3 vs Kimi K2 vs Kimi K3: 8 nodes x 8 GPUs and one NVL72 rack, EP 64"):
         comparison(dispatch, combine, limit, scheme)
@@ -222,24 +224,25 @@ def comparison(dispatch: str, combine: str, limit: int, scheme: str) -> None:
 
 main_panel()
 
-with st.expander("Against DeepEP's published numbers"):
-    rows = comparison_table()
-    st.dataframe(rows, hide_index=True, width="stretch")
-    ll8 = next(r for r in rows if r["kernels"] == "low-latency" and r["EP"] == 8 and r["direction"] == "dispatch")
-    n16 = next(r for r in rows if r["kernels"] == "normal" and r["EP"] == 16 and r["direction"] == "dispatch")
-    over_nic = sorted({r["EP"] for r in rows if r["bottleneck link"] == "RDMA" and r["kernels"] == "low-latency"
-                       and r["implied wire bandwidth (GB/s)"] * 1e9 > 1.1 * RDMA_PEAK})
-    explain(
-        f"{DEEPEP_SOURCE}. Their bandwidth is logical: bytes they count / time. For the low-latency rows their bytes "
-        f"at their bandwidth reproduce the reported latency (EP 8 dispatch: {ll8['their time (µs)']} µs vs "
-        f"{ll8['reported latency (µs)']} µs reported), so the accounting is the same as ours except for what is "
-        f"counted: they count messages to the token's own GPU and, for the normal kernels, the copy to the token's "
-        f"own node; we count only what leaves it, plus metadata. Our bytes take {ll8['ours / theirs']:.3f}x their "
-        f"time on EP 8 low-latency ((G-1)/G of the messages leave the GPU) and {n16['ours / theirs']:.3f}x on EP 16 "
-        f"normal (two nodes: about half the node copies are the own node). Low-latency rows whose implied wire "
-        f"bandwidth (our bytes / their time) exceeds the NIC's ~50 GB/s by over 10% (EP {over_nic}) cannot have been "
-        "pure RDMA: part of that traffic took NVLink (internode_ll.cu uses a peer-to-peer pointer when one exists).")
-    show_code(comparison_table)
+with lazy_expander("Against DeepEP's published numbers", key="interconnect_x_against_deepep_s_published") as is_open:
+    if is_open:
+        rows = comparison_table()
+        st.dataframe(rows, hide_index=True, width="stretch")
+        ll8 = next(r for r in rows if r["kernels"] == "low-latency" and r["EP"] == 8 and r["direction"] == "dispatch")
+        n16 = next(r for r in rows if r["kernels"] == "normal" and r["EP"] == 16 and r["direction"] == "dispatch")
+        over_nic = sorted({r["EP"] for r in rows if r["bottleneck link"] == "RDMA" and r["kernels"] == "low-latency"
+                           and r["implied wire bandwidth (GB/s)"] * 1e9 > 1.1 * RDMA_PEAK})
+        explain(
+            f"{DEEPEP_SOURCE}. Their bandwidth is logical: bytes they count / time. For the low-latency rows their bytes "
+            f"at their bandwidth reproduce the reported latency (EP 8 dispatch: {ll8['their time (µs)']} µs vs "
+            f"{ll8['reported latency (µs)']} µs reported), so the accounting is the same as ours except for what is "
+            f"counted: they count messages to the token's own GPU and, for the normal kernels, the copy to the token's "
+            f"own node; we count only what leaves it, plus metadata. Our bytes take {ll8['ours / theirs']:.3f}x their "
+            f"time on EP 8 low-latency ((G-1)/G of the messages leave the GPU) and {n16['ours / theirs']:.3f}x on EP 16 "
+            f"normal (two nodes: about half the node copies are the own node). Low-latency rows whose implied wire "
+            f"bandwidth (our bytes / their time) exceeds the NIC's ~50 GB/s by over 10% (EP {over_nic}) cannot have been "
+            "pure RDMA: part of that traffic took NVLink (internode_ll.cu uses a peer-to-peer pointer when one exists).")
+        show_code(comparison_table)
 
 
 @st.fragment

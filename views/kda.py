@@ -20,7 +20,7 @@ from k3lite.viz.style import fmt_bytes
 from k3lite.model.kda.layer import KimiDeltaAttention
 from k3lite.model.kda.naive import naive_kda_matrix
 from k3lite.model.kda.reference import chunk_kda_reference
-from views.common import explain, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
 
 MAX_T = 256  # tokens run live (the state trajectory keeps T x H x K x V numbers); the animation shows MAX_FRAMES
 SEED = 0
@@ -145,18 +145,20 @@ In the animation the red bars are what the rule writes (times β_t) along k_t; p
 write all of v_t (grey) every time and the state would only grow.
 """)
 
-    with st.expander("(a) The decay: one factor per key channel, per token"):
-        st.plotly_chart(shared_figure(decay_heatmap, res["a"][:, head], res["labels"], head), width="stretch")
-        spread = np.log(res["a"][:, head]).std(axis=1).mean()
-        explain(f"Each row is one token; bright = keep (a ≈ 1), dark = forget. Within a row the channels differ "
-                f"(mean spread of log a across channels: {spread:.2f} nats): KDA can keep some key directions while "
-                "flushing others. The right column is the single scalar Gated DeltaNet would apply to all channels "
-                "(the geometric mean of the row, same total forgetting).")
-        show_code(decay_heatmap)
-    with st.expander("(b) The state's size over time"):
-        st.plotly_chart(shared_figure(state_norm_figure, res["norm"][:, head], T - 1, head), width="stretch")
-        explain("‖S_t‖_F after each token: the decay pulls it down, each write pushes it up; it never needs more "
-                "than K × V numbers.")
+    with lazy_expander("(a) The decay: one factor per key channel, per token", key="kda_x_decay_one_factor_per") as is_open:
+        if is_open:
+            st.plotly_chart(shared_figure(decay_heatmap, res["a"][:, head], res["labels"], head), width="stretch")
+            spread = np.log(res["a"][:, head]).std(axis=1).mean()
+            explain(f"Each row is one token; bright = keep (a ≈ 1), dark = forget. Within a row the channels differ "
+                    f"(mean spread of log a across channels: {spread:.2f} nats): KDA can keep some key directions while "
+                    "flushing others. The right column is the single scalar Gated DeltaNet would apply to all channels "
+                    "(the geometric mean of the row, same total forgetting).")
+            show_code(decay_heatmap)
+    with lazy_expander("(b) The state's size over time", key="kda_x_b_state_s_size") as is_open:
+        if is_open:
+            st.plotly_chart(shared_figure(state_norm_figure, res["norm"][:, head], T - 1, head), width="stretch")
+            explain("‖S_t‖_F after each token: the decay pulls it down, each write pushes it up; it never needs more "
+                    "than K × V numbers.")
     with st.expander("(f) The bounded decay: what e⁻⁵ per token means for memory"):
         bounded_decay(float(np.log(res["a"]).min()))
 
@@ -189,30 +191,31 @@ state_panel()
 
 @st.fragment
 def memory_panel() -> None:
-    with st.expander("Memory for decoding vs context length: a fixed state against a growing cache"):
-        url_state("kda_preset", "kimi-linear-48b-a3b", choices=["kimi-linear-48b-a3b", "kimi-k3", "lite"])
-        st.selectbox("model", ["kimi-linear-48b-a3b", "kimi-k3", "lite"], key="kda_preset")
-        push_url("kda_preset")
-        preset = get_preset(st.session_state.kda_preset)
-        contexts = np.unique(np.logspace(0, 6, 61).astype(int)).tolist()
-        curves = memory.memory_vs_context(preset, contexts)
-        st.plotly_chart(shared_figure(memory_figure, contexts, curves, f"{preset.name}: fp32 KDA state + bf16 conv tail, bf16 caches"),
-                        width="stretch")
-        hybrid = memory.sequence_cache_bytes(preset, contexts[-1]).total
-        full = len(preset.layer_types()) * memory.mla_cache_bytes_per_token(preset.mla) * contexts[-1]
-        state = memory.kda_layer_state_bytes(preset.kda)
-        explain(f"Computed from the preset's dimensions by `k3lite.analytic.memory` (the same function as the hybrid and serving "
-                f"pages): a KDA layer keeps {fmt_bytes(state)} at any length ({preset.kda.n_heads} × "
-                f"{preset.kda.head_dim} × {preset.kda.head_dim} fp32 state, as `KDACache` and fla keep it, plus a "
-                f"{preset.kda.conv_size - 1}-token bf16 conv tail of q, k, v); an MLA (Multi-head Latent Attention) layer keeps (kv_lora "
-                f"{preset.mla.kv_lora_rank} + rope {preset.mla.qk_rope_head_dim}) bf16 numbers per token. At "
-                f"{contexts[-1]:,} tokens the hybrid needs {fmt_bytes(hybrid)} against {fmt_bytes(full)} for "
-                f"all-MLA: {100 * (1 - hybrid / full):.0f}% less; below ~{memory.break_even_context(preset):,} tokens a "
-                "fixed state costs more than the short cache it replaces. The Kimi Linear report (arXiv 2510.26692) states "
-                "\"up to 75%\" smaller KV cache for its 3:1 hybrid, and at 1M context 2.3x faster decoding at batch 1 and a "
-                "theoretical 6.3x from the larger batch the small cache allows (the hybrid page models both).")
+    with lazy_expander("Memory for decoding vs context length: a fixed state against a growing cache", key="kda_x_memory_decoding_context_length") as is_open:
+        if is_open:
+            url_state("kda_preset", "kimi-linear-48b-a3b", choices=["kimi-linear-48b-a3b", "kimi-k3", "lite"])
+            st.selectbox("model", ["kimi-linear-48b-a3b", "kimi-k3", "lite"], key="kda_preset")
+            push_url("kda_preset")
+            preset = get_preset(st.session_state.kda_preset)
+            contexts = np.unique(np.logspace(0, 6, 61).astype(int)).tolist()
+            curves = memory.memory_vs_context(preset, contexts)
+            st.plotly_chart(shared_figure(memory_figure, contexts, curves, f"{preset.name}: fp32 KDA state + bf16 conv tail, bf16 caches"),
+                            width="stretch")
+            hybrid = memory.sequence_cache_bytes(preset, contexts[-1]).total
+            full = len(preset.layer_types()) * memory.mla_cache_bytes_per_token(preset.mla) * contexts[-1]
+            state = memory.kda_layer_state_bytes(preset.kda)
+            explain(f"Computed from the preset's dimensions by `k3lite.analytic.memory` (the same function as the hybrid and serving "
+                    f"pages): a KDA layer keeps {fmt_bytes(state)} at any length ({preset.kda.n_heads} × "
+                    f"{preset.kda.head_dim} × {preset.kda.head_dim} fp32 state, as `KDACache` and fla keep it, plus a "
+                    f"{preset.kda.conv_size - 1}-token bf16 conv tail of q, k, v); an MLA (Multi-head Latent Attention) layer keeps (kv_lora "
+                    f"{preset.mla.kv_lora_rank} + rope {preset.mla.qk_rope_head_dim}) bf16 numbers per token. At "
+                    f"{contexts[-1]:,} tokens the hybrid needs {fmt_bytes(hybrid)} against {fmt_bytes(full)} for "
+                    f"all-MLA: {100 * (1 - hybrid / full):.0f}% less; below ~{memory.break_even_context(preset):,} tokens a "
+                    "fixed state costs more than the short cache it replaces. The Kimi Linear report (arXiv 2510.26692) states "
+                    "\"up to 75%\" smaller KV cache for its 3:1 hybrid, and at 1M context 2.3x faster decoding at batch 1 and a "
+                    "theoretical 6.3x from the larger batch the small cache allows (the hybrid page models both).")
 
-        show_code(memory.memory_vs_context)
+            show_code(memory.memory_vs_context)
 
 
 memory_panel()

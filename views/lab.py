@@ -16,7 +16,7 @@ from k3lite.experiments.lab import BETA_INIT_LOGIT, MIXER_LABELS, iter_train, sa
 from k3lite.viz.lab import curves_figure, state_figure, sweep_figure
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.memo import shared_figure
-from views.common import explain, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
 
 LIVE_TASKS = tuple(sweep.SEQ_LENS)
 LIVE_MIXERS = sweep.MIXERS
@@ -56,40 +56,41 @@ else:
     for text in (state.ceiling_sentence(state_rows), state.rule_sentence(state_rows)):
         if text:
             st.markdown(text)
-    with st.expander("The numbers, the protocol, the report's setting, the init ablation"):
-        st.caption(f"MQAR, T = {state.SEQ_LEN} tokens, {state.NUM_PAIRS} pairs; {state.N_HEADS} heads of dim K = "
-                   + ", ".join(map(str, sorted(state.HEAD_DIMS))) + ": a recurrent layer keeps H·K·K numbers whatever "
-                   "the length, softmax attention 2·T·H·K.")
-        st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "K": r["head_dim"],
-                                    "memory per layer": fmt_bytes(r["state_bytes"]), "learning rate": r["lr"],
-                                    "held-out recall (%)": f"{100 * r['mean']:.1f} ± {100 * r['std']:.1f}",
-                                    "seeds": r["n"], "not flat at the end": r["not_flat"]} for r in state_rows]),
-                     hide_index=True, width="stretch")
-        report = state.report_sentence(state_rows)
-        if report:
-            st.markdown(report)
-        ablation = state.ablation_sentence(state.ablation_rows(state_runs))
-        st.markdown(ablation or "Init ablation: not run yet (`python -m k3lite.experiments.lab_state all` runs it after the "
-                                "K = 8 and 16 cells).")
-        st.markdown(
-            f"**Why the lab changes the init.** At fla's defaults the delta-rule mixers start with a write strength "
-            f"beta ≈ 0.5, which erases earlier pairs before training can say which to keep, and with decays that "
-            f"forget a write within a few hundred tokens; the lab starts beta at {1 / (1 + math.exp(-BETA_INIT_LOGIT)):.2f} and "
-            f"the decays near 1 (measurements next to `BETA_INIT_LOGIT` and `DECAY_A_INIT` in `k3lite/experiments/lab.py`). "
-            f"KDA here is the library's layer in K3's released form: decay bounded below by e^{K3_DECAY_LOWER_BOUND:g} "
-            f"per token, g = {K3_DECAY_LOWER_BOUND:g}·sigmoid(A·f). Under that form fla's default init saturates "
-            f"the sigmoid: {100 * saturated_decay_share():.0f}% of KDA's channels start at a decay of ~1 with a "
-            "slope below 1e-6 (mean over the ablation's seeds), so gradients barely move them.")
-        n_runs = len(state_runs)
-        cpu_h = sum(r["wall_s"] for r in state_runs) / 3600
-        st.caption(
-            f"Protocol: per mixer and K the learning rate is the best of {list(state.LRS)} on seed 0, then "
-            f"{len(state.SEEDS)} seeds run at it; every run trains {state.STEPS} steps of {state.BATCH_SIZE} sequences "
-            f"(a run that reaches {100 * state.SOLVED:.0f}% stops there), no plateau rule; 'not flat' = the best "
-            f"held-out recall still gained ≥ {100 * state.FLAT_GAIN:.0f} points over the last "
-            f"{100 * state.FLAT_WINDOW:.0f}% of the steps. Recall: answer tokens of {state.EVAL_EXAMPLES} fresh "
-            f"sequences; chance is 1/{state.VOCAB // 2}. {n_runs} runs so far, {cpu_h:.1f} CPU-hours; each file in "
-            "assets/lab/state/ stores the command that reproduces it.")
+    with lazy_expander("The numbers, the protocol, the report's setting, the init ablation", key="lab_x_numbers_protocol_report_s") as is_open:
+        if is_open:
+            st.caption(f"MQAR, T = {state.SEQ_LEN} tokens, {state.NUM_PAIRS} pairs; {state.N_HEADS} heads of dim K = "
+                       + ", ".join(map(str, sorted(state.HEAD_DIMS))) + ": a recurrent layer keeps H·K·K numbers whatever "
+                       "the length, softmax attention 2·T·H·K.")
+            st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "K": r["head_dim"],
+                                        "memory per layer": fmt_bytes(r["state_bytes"]), "learning rate": r["lr"],
+                                        "held-out recall (%)": f"{100 * r['mean']:.1f} ± {100 * r['std']:.1f}",
+                                        "seeds": r["n"], "not flat at the end": r["not_flat"]} for r in state_rows]),
+                         hide_index=True, width="stretch")
+            report = state.report_sentence(state_rows)
+            if report:
+                st.markdown(report)
+            ablation = state.ablation_sentence(state.ablation_rows(state_runs))
+            st.markdown(ablation or "Init ablation: not run yet (`python -m k3lite.experiments.lab_state all` runs it after the "
+                                    "K = 8 and 16 cells).")
+            st.markdown(
+                f"**Why the lab changes the init.** At fla's defaults the delta-rule mixers start with a write strength "
+                f"beta ≈ 0.5, which erases earlier pairs before training can say which to keep, and with decays that "
+                f"forget a write within a few hundred tokens; the lab starts beta at {1 / (1 + math.exp(-BETA_INIT_LOGIT)):.2f} and "
+                f"the decays near 1 (measurements next to `BETA_INIT_LOGIT` and `DECAY_A_INIT` in `k3lite/experiments/lab.py`). "
+                f"KDA here is the library's layer in K3's released form: decay bounded below by e^{K3_DECAY_LOWER_BOUND:g} "
+                f"per token, g = {K3_DECAY_LOWER_BOUND:g}·sigmoid(A·f). Under that form fla's default init saturates "
+                f"the sigmoid: {100 * saturated_decay_share():.0f}% of KDA's channels start at a decay of ~1 with a "
+                "slope below 1e-6 (mean over the ablation's seeds), so gradients barely move them.")
+            n_runs = len(state_runs)
+            cpu_h = sum(r["wall_s"] for r in state_runs) / 3600
+            st.caption(
+                f"Protocol: per mixer and K the learning rate is the best of {list(state.LRS)} on seed 0, then "
+                f"{len(state.SEEDS)} seeds run at it; every run trains {state.STEPS} steps of {state.BATCH_SIZE} sequences "
+                f"(a run that reaches {100 * state.SOLVED:.0f}% stops there), no plateau rule; 'not flat' = the best "
+                f"held-out recall still gained ≥ {100 * state.FLAT_GAIN:.0f} points over the last "
+                f"{100 * state.FLAT_WINDOW:.0f}% of the steps. Recall: answer tokens of {state.EVAL_EXAMPLES} fresh "
+                f"sequences; chance is 1/{state.VOCAB // 2}. {n_runs} runs so far, {cpu_h:.1f} CPU-hours; each file in "
+                "assets/lab/state/ stores the command that reproduces it.")
 
 # ------------------------------------------------------------------------------------- length sweep
 st.header("Recall vs length, at a state that does not run out")
@@ -111,91 +112,92 @@ else:
         st.caption(f"{len(stale)} cells ({', '.join(sorted({sweep.short_name(r['mixer']) for r in stale}))}) still "
                    "show runs of the lab's earlier KDA copy (unbounded decay, low-rank output gate); "
                    "`python -m k3lite.experiments.lab_sweep all` reruns them on the library's layer.")
-    with st.expander("Order per length, tables, the longer cap and the learning-rate check"):
-        for task in sorted({r["task"] for r in rows}):
-            st.markdown(f"**{task}: the order per length** (report: KDA ≥ GDN > Mamba-2)")
-            st.markdown("\n".join(f"- {s}" for s in sweep.order_sentences(rows, task)))
-        for task in sorted({r["task"] for r in rows}):  # one table per task: its own lengths as columns
-            table = []
-            for mixer in sweep.MIXERS:
-                sel = {r["seq_len"]: r for r in rows if r["task"] == task and r["mixer"] == mixer}
-                if sel:
-                    table.append({"mixer": MIXER_LABELS[mixer], "learning rate": next(iter(sel.values()))["lr"],
-                                  **{f"T={T} (%)": (f"{100 * sel[T]['mean']:.1f} ± {100 * sel[T]['std']:.1f} (n={sel[T]['n']}"
-                                                    + (f", {sel[T]['extended']} at {sweep.LONG_STEPS}" if sel[T]["extended"]
-                                                       else "") + ")"
-                                                    if T in sel else "not run yet") for T in sweep.SEQ_LENS[task]}})
-            st.markdown(f"**{task}**: held-out accuracy (%), mean ± std over seeds (n; how many of them are the "
-                        f"{sweep.LONG_STEPS}-step reruns)")
-            st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")  # full width: key columns stay on screen
-        n_cap = sum(r["not_plateaued"] for r in rows)  # with the reruns in place
-        n_capped = sum(r["not_plateaued"] for r in rows_cap)
-        n_ext = sum(r["extended"] + r["rerun_shorter"] for r in rows)  # capped runs with a rerun
-        n_short = sum(r["rerun_shorter"] for r in rows)
-        so_far = f" so far (the others show their {sweep.MAX_STEPS}-step number)" if n_ext < n_capped else ""
-        st.caption(
-            f"Held-out accuracy on the answer tokens of {sweep.EVAL_EXAMPLES} fresh sequences, mean ± std over seeds (n). "
-            f"Model: {sweep.D_MODEL}-wide, 2 layers x {sweep.N_HEADS} heads, no FFN, vocabulary {sweep.VOCAB}, batch "
-            f"{sweep.BATCH_SIZE}. Protocol: per task and mixer the learning rate is the best of {list(sweep.LRS)} at "
-            f"T = " + " / ".join(f"{T} ({t})" for t, T in sweep.LR_SEQ_LEN.items()) + " (seed 0), then used at every length and seed; a run stops when held-out accuracy "
-            f"reaches {100 * sweep.SOLVED:.0f}%, or its best held-out accuracy gained less than "
-            f"{100 * sweep.MIN_GAIN:.0f} point{'s' if sweep.MIN_GAIN != 0.01 else ''} over {sweep.PATIENCE} steps (after {sweep.MIN_STEPS}), or at "
-            f"{sweep.MAX_STEPS} steps (a run still at chance, below {100 * sweep.ESCAPE_ACC:.0f}%, is never called a "
-            f"plateau). A run that cap stopped (still gaining, or still at chance) is run again from scratch with a "
-            f"{sweep.LONG_STEPS}-step cap and the same rule, and the table shows the rerun in its place unless the rerun "
-            f"stopped on a plateau after fewer steps than the capped run had trained (its learning rate anneals over "
-            f"{sweep.LONG_STEPS} steps, so a plateau can be called while it is still high; then the longer-trained "
-            f"capped run stands: {n_short} seeds): {n_ext} of the {n_capped} capped runs have a rerun{so_far}; {n_cap} "
-            f"of the {sum(r['n'] for r in rows)} runs shown ended at their step cap rather than a plateau "
-            f"({sum(r['rising'] for r in rows)} of them still gaining). {len(runs)} runs in all (LR sweep included) "
-            f"and {len(long_runs)} reruns; each file in "
-            "assets/lab/ and assets/lab/long/ stores the command that reproduces it; `python -m k3lite.experiments.lab_sweep all` "
-            "then `python -m k3lite.experiments.lab_sweep long` make (or complete) the set.")
-        for task, (long_rows, long_sentence) in checks.items():
-            if not long_rows:
-                continue
-            T_max = max(sweep.SEQ_LENS[task])
-            at_max = [r for r in rows_cap if r["task"] == task and r["seq_len"] == T_max]
-            st.markdown(f"**What the longer cap changed ({task}, T = {T_max}, {sum(r['n'] for r in at_max)} runs).** "
-                        + long_sentence)
-            st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "seeds": ", ".join(map(str, r["seeds"])),
-                                        f"held-out % ({sweep.MAX_STEPS}-step cap)":
-                                            None if r["short_mean"] is None else round(100 * r["short_mean"], 1),
-                                        f"held-out % ({sweep.LONG_STEPS}-step cap)":
-                                            f"{100 * r['long_mean']:.1f} ± {100 * r['long_std']:.1f}",
-                                        "steps run": ", ".join(map(str, r["steps"])),
-                                        "still gaining at the cap": r["still_rising"]}
-                                       for r in long_rows]), hide_index=True, width="stretch")
-        for task in sweep.SEQ_LENS:
-            lr_rows, lr_sentence = sweep.lr_check(runs, long_runs, task)
-            if lr_rows:
-                st.markdown(lr_sentence)
-                st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]],
-                                            "chosen LR": r["lr"], "held-out % (chosen LR)": round(100 * r["mean"], 1),
-                                            "seeds at chance (chosen LR)": f"{r['at_chance']} of {r['n']}",
-                                            "lower LR": r["low_lr"],
-                                            "held-out % (lower LR)": f"{100 * r['low_mean']:.1f} ± {100 * r['low_std']:.1f}",
-                                            "seeds at chance (lower LR)": f"{r['low_at_chance']} of {r['low_n']}",
-                                            "still gaining (lower LR)": r["low_rising"]}
-                                           for r in lr_rows]), hide_index=True, width="stretch")
-        mechanisms = [m for m in (sweep.mechanism_sentence(rows, t) for t in sorted({r["task"] for r in rows})) if m]
-        if mechanisms:
-            st.markdown("**One idea at a time** (DeltaNet is the control: the delta rule without decay). "
-                        + " ".join(f"{t}: {m}" for t, m in zip(sorted({r["task"] for r in rows}), mechanisms)))
-        n_chance = sum(r["at_chance"] for r in rows)
-        at_chance = sorted({(r["task"], r["seq_len"], r["mixer"]) for r in rows if r["at_chance"]})
-        explain(
-            (f"{n_chance} of the {sum(r['n'] for r in rows)} runs shown never left chance (best held-out accuracy "
-               f"below {100 * sweep.ESCAPE_ACC:.0f}%) within their step cap ("
-               + ", ".join(f"{t} T={T} {sweep.short_name(m)}" for t, T, m in at_chance) + "): these tasks are learned in a "
-               "sudden jump after a flat stretch at chance, so such a number says 'had not started within the step "
-               "cap', not where a learning model levels off. " if n_chance else "")
-            + "What would change a verdict that differs from the report: the report's models are larger and trained "
-            "far longer, with learning rates swept at every length. Here the learning rate is chosen at one length, "
-            f"training stops at {sweep.LONG_STEPS} steps at most, and the sequences may not be long enough for the "
-            "state to run out of room; a learning-rate grid per length (the runs that never left chance are the first "
-            "place it would change a number), more steps, and longer sequences are the evidence that would move these "
-            "numbers.")
+    with lazy_expander("Order per length, tables, the longer cap and the learning-rate check", key="lab_x_order_per_length_tables") as is_open:
+        if is_open:
+            for task in sorted({r["task"] for r in rows}):
+                st.markdown(f"**{task}: the order per length** (report: KDA ≥ GDN > Mamba-2)")
+                st.markdown("\n".join(f"- {s}" for s in sweep.order_sentences(rows, task)))
+            for task in sorted({r["task"] for r in rows}):  # one table per task: its own lengths as columns
+                table = []
+                for mixer in sweep.MIXERS:
+                    sel = {r["seq_len"]: r for r in rows if r["task"] == task and r["mixer"] == mixer}
+                    if sel:
+                        table.append({"mixer": MIXER_LABELS[mixer], "learning rate": next(iter(sel.values()))["lr"],
+                                      **{f"T={T} (%)": (f"{100 * sel[T]['mean']:.1f} ± {100 * sel[T]['std']:.1f} (n={sel[T]['n']}"
+                                                        + (f", {sel[T]['extended']} at {sweep.LONG_STEPS}" if sel[T]["extended"]
+                                                           else "") + ")"
+                                                        if T in sel else "not run yet") for T in sweep.SEQ_LENS[task]}})
+                st.markdown(f"**{task}**: held-out accuracy (%), mean ± std over seeds (n; how many of them are the "
+                            f"{sweep.LONG_STEPS}-step reruns)")
+                st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")  # full width: key columns stay on screen
+            n_cap = sum(r["not_plateaued"] for r in rows)  # with the reruns in place
+            n_capped = sum(r["not_plateaued"] for r in rows_cap)
+            n_ext = sum(r["extended"] + r["rerun_shorter"] for r in rows)  # capped runs with a rerun
+            n_short = sum(r["rerun_shorter"] for r in rows)
+            so_far = f" so far (the others show their {sweep.MAX_STEPS}-step number)" if n_ext < n_capped else ""
+            st.caption(
+                f"Held-out accuracy on the answer tokens of {sweep.EVAL_EXAMPLES} fresh sequences, mean ± std over seeds (n). "
+                f"Model: {sweep.D_MODEL}-wide, 2 layers x {sweep.N_HEADS} heads, no FFN, vocabulary {sweep.VOCAB}, batch "
+                f"{sweep.BATCH_SIZE}. Protocol: per task and mixer the learning rate is the best of {list(sweep.LRS)} at "
+                f"T = " + " / ".join(f"{T} ({t})" for t, T in sweep.LR_SEQ_LEN.items()) + " (seed 0), then used at every length and seed; a run stops when held-out accuracy "
+                f"reaches {100 * sweep.SOLVED:.0f}%, or its best held-out accuracy gained less than "
+                f"{100 * sweep.MIN_GAIN:.0f} point{'s' if sweep.MIN_GAIN != 0.01 else ''} over {sweep.PATIENCE} steps (after {sweep.MIN_STEPS}), or at "
+                f"{sweep.MAX_STEPS} steps (a run still at chance, below {100 * sweep.ESCAPE_ACC:.0f}%, is never called a "
+                f"plateau). A run that cap stopped (still gaining, or still at chance) is run again from scratch with a "
+                f"{sweep.LONG_STEPS}-step cap and the same rule, and the table shows the rerun in its place unless the rerun "
+                f"stopped on a plateau after fewer steps than the capped run had trained (its learning rate anneals over "
+                f"{sweep.LONG_STEPS} steps, so a plateau can be called while it is still high; then the longer-trained "
+                f"capped run stands: {n_short} seeds): {n_ext} of the {n_capped} capped runs have a rerun{so_far}; {n_cap} "
+                f"of the {sum(r['n'] for r in rows)} runs shown ended at their step cap rather than a plateau "
+                f"({sum(r['rising'] for r in rows)} of them still gaining). {len(runs)} runs in all (LR sweep included) "
+                f"and {len(long_runs)} reruns; each file in "
+                "assets/lab/ and assets/lab/long/ stores the command that reproduces it; `python -m k3lite.experiments.lab_sweep all` "
+                "then `python -m k3lite.experiments.lab_sweep long` make (or complete) the set.")
+            for task, (long_rows, long_sentence) in checks.items():
+                if not long_rows:
+                    continue
+                T_max = max(sweep.SEQ_LENS[task])
+                at_max = [r for r in rows_cap if r["task"] == task and r["seq_len"] == T_max]
+                st.markdown(f"**What the longer cap changed ({task}, T = {T_max}, {sum(r['n'] for r in at_max)} runs).** "
+                            + long_sentence)
+                st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "seeds": ", ".join(map(str, r["seeds"])),
+                                            f"held-out % ({sweep.MAX_STEPS}-step cap)":
+                                                None if r["short_mean"] is None else round(100 * r["short_mean"], 1),
+                                            f"held-out % ({sweep.LONG_STEPS}-step cap)":
+                                                f"{100 * r['long_mean']:.1f} ± {100 * r['long_std']:.1f}",
+                                            "steps run": ", ".join(map(str, r["steps"])),
+                                            "still gaining at the cap": r["still_rising"]}
+                                           for r in long_rows]), hide_index=True, width="stretch")
+            for task in sweep.SEQ_LENS:
+                lr_rows, lr_sentence = sweep.lr_check(runs, long_runs, task)
+                if lr_rows:
+                    st.markdown(lr_sentence)
+                    st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]],
+                                                "chosen LR": r["lr"], "held-out % (chosen LR)": round(100 * r["mean"], 1),
+                                                "seeds at chance (chosen LR)": f"{r['at_chance']} of {r['n']}",
+                                                "lower LR": r["low_lr"],
+                                                "held-out % (lower LR)": f"{100 * r['low_mean']:.1f} ± {100 * r['low_std']:.1f}",
+                                                "seeds at chance (lower LR)": f"{r['low_at_chance']} of {r['low_n']}",
+                                                "still gaining (lower LR)": r["low_rising"]}
+                                               for r in lr_rows]), hide_index=True, width="stretch")
+            mechanisms = [m for m in (sweep.mechanism_sentence(rows, t) for t in sorted({r["task"] for r in rows})) if m]
+            if mechanisms:
+                st.markdown("**One idea at a time** (DeltaNet is the control: the delta rule without decay). "
+                            + " ".join(f"{t}: {m}" for t, m in zip(sorted({r["task"] for r in rows}), mechanisms)))
+            n_chance = sum(r["at_chance"] for r in rows)
+            at_chance = sorted({(r["task"], r["seq_len"], r["mixer"]) for r in rows if r["at_chance"]})
+            explain(
+                (f"{n_chance} of the {sum(r['n'] for r in rows)} runs shown never left chance (best held-out accuracy "
+                   f"below {100 * sweep.ESCAPE_ACC:.0f}%) within their step cap ("
+                   + ", ".join(f"{t} T={T} {sweep.short_name(m)}" for t, T, m in at_chance) + "): these tasks are learned in a "
+                   "sudden jump after a flat stretch at chance, so such a number says 'had not started within the step "
+                   "cap', not where a learning model levels off. " if n_chance else "")
+                + "What would change a verdict that differs from the report: the report's models are larger and trained "
+                "far longer, with learning rates swept at every length. Here the learning rate is chosen at one length, "
+                f"training stops at {sweep.LONG_STEPS} steps at most, and the sequences may not be long enough for the "
+                "state to run out of room; a learning-rate grid per length (the runs that never left chance are the first "
+                "place it would change a number), more steps, and longer sequences are the evidence that would move these "
+                "numbers.")
 
 # ------------------------------------------------------------------------------------------- live run
 MAX_LIVE_RUNS = 256  # completed live runs kept for every session (each a few tens of kB of curves): a bound, not a leak
@@ -313,14 +315,15 @@ def train_panel() -> None:
                     f"({r['seconds']:.1f} s)" for m, r in done.items())
                 + (f"; {MIXER_LABELS[best]} is ahead." if len(done) > 1 else ".")
                 + f" Chance is about {100 / sweep.VOCAB:.0f}% per answer token.")
-        with st.expander("the numbers of this run"):
-            st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[m], "learning rate": lrs.get(m),
-                                        "steps trained": r["steps_done"], "seconds": round(r.get("seconds", 0.0), 1),
-                                        "held-out accuracy (%)": round(100 * r["evals"]["acc"][-1], 1)
-                                        if r["evals"]["acc"] else None}
-                                       for m, r in live.items()]), hide_index=True, width="stretch")
-            st.caption("Held-out accuracy: answer tokens only (MQAR: the query positions) of 128 fresh sequences, every "
-                       "tenth of the run. Lines: training batches, smoothed over 10 steps.")
+        with lazy_expander("the numbers of this run", key="lab_x_numbers_run") as is_open:
+            if is_open:
+                st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[m], "learning rate": lrs.get(m),
+                                            "steps trained": r["steps_done"], "seconds": round(r.get("seconds", 0.0), 1),
+                                            "held-out accuracy (%)": round(100 * r["evals"]["acc"][-1], 1)
+                                            if r["evals"]["acc"] else None}
+                                           for m, r in live.items()]), hide_index=True, width="stretch")
+                st.caption("Held-out accuracy: answer tokens only (MQAR: the query positions) of 128 fresh sequences, every "
+                           "tenth of the run. Lines: training batches, smoothed over 10 steps.")
     else:
         draw({})
         sentence.info("Press **Train**: each mixer trains in turn and the curves grow as it trains; the same "

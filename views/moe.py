@@ -23,7 +23,7 @@ from k3lite.viz.memo import shared_figure
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_tradeoff, load_bars, load_histogram,
                             routing_heatmap, situ_vs_swiglu_figure, violation_curves, violation_vs_updates)
 from k3lite.viz.style import fmt_bytes
-from views.common import explain, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
 K3 = get_preset("kimi-k3")  # the released config.json
@@ -177,12 +177,13 @@ def routing_panels() -> None:
             f"expert FFN {EXPERT_FFN}). Its router is untrained, so which expert gets which byte is arbitrary; how "
             f"*evenly* they spread is the point. Each method's balancing state was fitted first with {result.updates} "
             f"updates (batches of {result.batch} bytes drawn from {result.fit_tokens:,} bytes of text and code).")
-    with st.expander(f"The trained model's own router at layer {layer} ({LITE.moe.n_routed_experts} experts, "
-                     f"top-{LITE.moe.top_k}, {LITE.moe.balancing} balancing)"):
-        idx, weight, own_violation = live.own_routing(prompt, layer)
-        st.plotly_chart(shared_figure(routing_heatmap, result.labels, idx, weight, LITE.moe.n_routed_experts,
-                                      title=f"trained router, max-violation {own_violation:.2f} on this prompt"),
-                        width="stretch")
+    with lazy_expander(f"The trained model's own router at layer {layer} ({LITE.moe.n_routed_experts} experts, "
+                     f"top-{LITE.moe.top_k}, {LITE.moe.balancing} balancing)", key="moe_x_trained_model_s_own") as is_open:
+        if is_open:
+            idx, weight, own_violation = live.own_routing(prompt, layer)
+            st.plotly_chart(shared_figure(routing_heatmap, result.labels, idx, weight, LITE.moe.n_routed_experts,
+                                          title=f"trained router, max-violation {own_violation:.2f} on this prompt"),
+                            width="stretch")
 
     st.subheader("(b) Tokens per expert under each method, same router, same number of updates, held-out tokens")
     if E > K3_SCALE_EXPERTS:  # 896 bars per panel are unreadable: how many experts got how many tokens
@@ -208,15 +209,16 @@ def routing_panels() -> None:
                    "`python -m k3lite.experiments.precomputed` and checked by hash; changing any control but the balancing method "
                    "(all four methods are in them) computes them here, live."
                    if live.demo_is_shipped(demo_cfg, prompt, layer) else "Computed on this page."))
-    with st.expander("How fast each method evens the load (held-out max-violation after 1 to 64 updates)",
-                     expanded=False):
-        st.plotly_chart(shared_figure(violation_vs_updates, result.curves, result.update_counts, result.updates),
-                        width="stretch")
-        explain(balance_claim(result, METHOD_LABELS) + " Each line is one calibration run per method on the same "
-                "batches, measured on the held-out bytes after each number of updates.")
-        notice_b, notice_flips = notice_lines(result, METHOD_LABELS)
-        st.markdown(
-            f"""
+    with lazy_expander("How fast each method evens the load (held-out max-violation after 1 to 64 updates)",
+                     expanded=False, key="moe_x_fast_method_evens_load") as is_open:
+        if is_open:
+            st.plotly_chart(shared_figure(violation_vs_updates, result.curves, result.update_counts, result.updates),
+                            width="stretch")
+            explain(balance_claim(result, METHOD_LABELS) + " Each line is one calibration run per method on the same "
+                    "batches, measured on the held-out bytes after each number of updates.")
+            notice_b, notice_flips = notice_lines(result, METHOD_LABELS)
+            st.markdown(
+                f"""
 **What to notice**
 - {notice_b} How the methods compare once each has had enough updates is in the sentences under (b) and (c),
   computed from those runs.
@@ -225,7 +227,7 @@ def routing_panels() -> None:
 - Halving l halves the bytes on the wire and the routed-expert FLOPs (d); LatentMoE spends the saving on more
   experts and a higher top-k, which is how K3 affords 16 of 896.
 """
-        )
+            )
 
 
 routing_panels()
@@ -235,19 +237,20 @@ with user_errors():  # ServerBusy while another heavy job runs
     runs, runs_shipped = live.balance_runs()
 st.plotly_chart(shared_figure(violation_curves, {m: r.max_violation for m, r in runs.items()}), width="stretch")
 show_code(run_balance, violation_curves)
-with st.expander("(c) in numbers: the runs' table and how they were made"):
-    table = pd.DataFrame(summary_rows(runs)).rename(columns={
-        "first_viol": "max-violation, first 10% of steps", "last_viol": "max-violation, last 10%",
-        "eval_viol": "held-out max-violation", "eval_loss": "held-out MSE (quality proxy)",
-        "stability": "choices flipped by noise 0.01 (fraction)", "seconds": "train time (s)"})
-    st.dataframe(table, hide_index=True, width="stretch")
-    explain(training_claim(runs, METHOD_LABELS)
-            + (" Shipped (made by `python -m k3lite.experiments.precomputed`, checked by hash; computed here if stale) by "
-               if runs_shipped else " Trained here (once, then cached) by ")
-            + "`k3lite.experiments.moe_balance.run_balance(steps=150, batch=128)`: d 32, "
-            "16 experts top-2, tokens from 32 clusters with Zipf(1.2) frequencies, target a per-cluster linear map; "
-            "same initial weights and batches for every method. `python -m k3lite.bench balance` runs the longer "
-            "version.")
+with lazy_expander("(c) in numbers: the runs' table and how they were made", key="moe_x_c_numbers_runs_table") as is_open:
+    if is_open:
+        table = pd.DataFrame(summary_rows(runs)).rename(columns={
+            "first_viol": "max-violation, first 10% of steps", "last_viol": "max-violation, last 10%",
+            "eval_viol": "held-out max-violation", "eval_loss": "held-out MSE (quality proxy)",
+            "stability": "choices flipped by noise 0.01 (fraction)", "seconds": "train time (s)"})
+        st.dataframe(table, hide_index=True, width="stretch")
+        explain(training_claim(runs, METHOD_LABELS)
+                + (" Shipped (made by `python -m k3lite.experiments.precomputed`, checked by hash; computed here if stale) by "
+                   if runs_shipped else " Trained here (once, then cached) by ")
+                + "`k3lite.experiments.moe_balance.run_balance(steps=150, batch=128)`: d 32, "
+                "16 experts top-2, tokens from 32 clusters with Zipf(1.2) frequencies, target a per-cluster linear map; "
+                "same initial weights and batches for every method. `python -m k3lite.bench balance` runs the longer "
+                "version.")
 
 st.subheader("(d) Bytes on the wire and expert FLOPs per token vs latent ratio, at K3 width")
 with user_errors():
@@ -261,8 +264,9 @@ with st.expander("How (d) is computed"):
             "routed FLOPs = 2 x 3 x l x FFN x k. Outlined = your latent ratio. Shared experts never cross the wire.")
 
 st.subheader("(e) Activation ratio: routed experts a token visits")
-with st.expander("The table: K3 and other models' activation ratios (with their sources)"):
-    st.dataframe(pd.DataFrame(activation_rows(K, E)), hide_index=True, width="stretch")
+with lazy_expander("The table: K3 and other models' activation ratios (with their sources)", key="moe_x_table_k3_other_models") as is_open:
+    if is_open:
+        st.dataframe(pd.DataFrame(activation_rows(K, E)), hide_index=True, width="stretch")
 show_code(activation_rows)
 
 st.subheader("(f) The experts' activation: SiTU-GLU vs SwiGLU")

@@ -89,3 +89,20 @@ def test_moe_warm_up_thread_finishes_cleanly_and_is_not_a_daemon(monkeypatch):
         t.join(timeout=120)
         assert not t.is_alive()
     assert not failures, failures
+
+
+def test_lazy_expanders_send_their_body_only_once_opened(monkeypatch):
+    """views/common.lazy_expander: closed, a chart's expander and show_code's send nothing (the browser draws only
+    what is on screen); opened (its key set, as a click does), the body is there. The tests' K3LITE_EXPANDERS=open
+    switches this off, so it is unset here."""
+    monkeypatch.delenv("K3LITE_EXPANDERS")
+    at = AppTest.from_file(str(ROOT / "views" / "moe.py"), default_timeout=120).run()
+    assert not at.exception, [e.message for e in at.exception]
+    closed_charts = len(at.get("plotly_chart"))
+    assert not at.code, "show_code's expanders are closed: no source is sent"
+    at.session_state["moe_x_trained_model_s_own"] = True
+    at.session_state["code_latent_path_latent_path_figure"] = True
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert len(at.get("plotly_chart")) == closed_charts + 1, "the trained router's heatmap, once its expander opens"
+    assert any("def latent_path(" in c.value for c in at.code)
