@@ -10,7 +10,7 @@ Per page (Debian's Chromium through playwright, a warm server: every page is ope
   bytes     what the server sent for the fresh view: HTTP bodies (scripts, CSS, fonts) and websocket frames
             (the page's elements and figures)
   figures   Plotly charts on the page, and the points they draw (x values over all traces)
-  control   the first slider moved one step with the keyboard -> the picture changed (the charts' data, or a
+  control   the first slider moved one step with the keyboard (right; left at its maximum) -> the picture changed (the charts' data, or a
             metric / text, differ from before; "unchanged" if nothing changed within the rerun timeout)
 The floor is `tools/floor_page.py` (st.title + one st.plotly_chart of 200 points), served by its own server,
 measured the same way in the same run; each page's ratio is its median over the floor's median.
@@ -42,6 +42,9 @@ IDLE_JS = """() => {
     && app.getAttribute('data-test-connection-state') === 'CONNECTED'
     && document.querySelectorAll("[data-testid='stSkeleton']").length === 0;
 }"""
+# the first chart, or the sign that the first run drew none: the script finished and nothing is still loading (a
+# Plotly chart shows a skeleton until Plotly has loaded)
+CHART_OR_NONE_JS = f"() => ({FIRST_CHART_JS})() || ({IDLE_JS})()"
 PICTURE_JS = """() => {
   const main = document.querySelector('[data-testid="stMain"]') || document.body;
   const plots = [...main.querySelectorAll('.js-plotly-plot')];
@@ -49,7 +52,7 @@ PICTURE_JS = """() => {
   const text = [...main.querySelectorAll('[data-testid="stMetric"], [data-testid="stMarkdown"]')]
     .map(e => e.innerText);
   const points = plots.reduce((n, el) => n + (el.data || []).reduce(
-      (m, t) => m + (t.x ? t.x.length : (t.values ? t.values.length : 0)), 0), 0);
+      (m, t) => m + ((t.x && t.x.length) || (t.values && t.values.length) || 0), 0), 0);  // encoded arrays: 0
   return {key: JSON.stringify([data, text]), figures: plots.length, points};
 }"""
 
@@ -81,11 +84,9 @@ def open_page(context, url: str) -> dict:
     start = time.perf_counter()
     page.goto(url)
     first_chart = None
-    try:
-        page.wait_for_function(FIRST_CHART_JS, timeout=TIMEOUT_MS, polling=20)
+    page.wait_for_function(CHART_OR_NONE_JS, timeout=TIMEOUT_MS, polling=20)
+    if page.evaluate(FIRST_CHART_JS):  # else a page without a chart on its first run
         first_chart = time.perf_counter() - start
-    except Exception:  # a page without a chart on its first screen
-        pass
     _idle(page)
     idle = time.perf_counter() - start
     picture = page.evaluate(PICTURE_JS)
@@ -95,16 +96,19 @@ def open_page(context, url: str) -> dict:
 
 
 def move_first_slider(page) -> dict:
-    """The first slider one step right with the keyboard; seconds until the picture changed (or None)."""
+    """The first slider one step with the keyboard (right, or left from its maximum); seconds until the picture
+    changed (or None)."""
     # this Streamlit renders a slider's thumb as a range input (older ones: role="slider"): take whichever exists
     handle = page.locator("[data-testid='stSlider'] input[type='range'], [data-testid='stSlider'] [role='slider']").first
     if not handle.count():
         return {"control": None, "control_s": None}
     label = page.locator("[data-testid='stSlider']").first.inner_text().split("\n")[0]
     before = page.evaluate(PICTURE_JS)["key"]
+    at_max = handle.evaluate("(el) => { const v = el.getAttribute('aria-valuenow') ?? el.value;"
+                             " const m = el.getAttribute('aria-valuemax') ?? el.max; return Number(v) >= Number(m); }")
     handle.focus()
     start = time.perf_counter()
-    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")  # one step, whichever way the slider can move
     deadline = start + TIMEOUT_MS / 1000
     while time.perf_counter() < deadline:
         if page.evaluate(PICTURE_JS)["key"] != before:
