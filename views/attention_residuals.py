@@ -15,7 +15,7 @@ from k3lite.experiments.lm_train import attnres_results
 from k3lite.viz.attnres import (cost_curves_figure, depth_heatmap_figure, depth_matrix, residual_experiment_claim, residual_experiment_figure)
 from k3lite.viz.diagrams import depth_reads, depth_reads_figure
 from k3lite.viz.memo import shared_figure
-from views.common import explain, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, lazy_tabs, push_url, reset_button, show_code, url_state, user_errors
 
 
 st.title("Attention Residuals")
@@ -118,24 +118,30 @@ def heatmap_panel() -> None:
             "embedding and the running sum. Standard shows the plain sum's coefficients (all 1).")
 
 
-heatmap_panel()
+SECTIONS = ["Every sublayer's weights", "Does it train better?", "What blocks save at scale"]
+tab_heatmap, tab_train, tab_cost = lazy_tabs(SECTIONS, key="ar_section")  # one section drawn at a time
+with tab_heatmap as is_open:
+    if is_open:
+        heatmap_panel()
 
-st.subheader("Does it train better? The shipped experiment")
-experiments = attnres_results()
-if experiments:
-    st.plotly_chart(shared_figure(residual_experiment_figure, experiments), width="stretch")
-    st.markdown(residual_experiment_claim(experiments) + " The paper reports about 1.25x at scale.")
-    show_code(residual_experiment_figure, residual_experiment_claim)
-    with st.expander("How the experiment was run"):
-        first = experiments[0]
-        st.caption(f"Shipped result (not live): the `lite` preset, {first['steps']} steps of {first['batch']} x "
-                   f"{first['seq_len']} bytes (k3lite.experiments.lm_train's data), seeds "
-                   f"{', '.join(str(r['seed']) for r in experiments)}; made by `{first['command']}` (and the same with "
-                   "another seed). The AttnRes paper (arXiv 2603.15031) reports block AttnRes matching a baseline "
-                   "trained with ~1.25x more compute; a few hundred CPU steps are noisy, which the two seeds show.")
-else:
-    st.info("No shipped residual experiment in assets/ (lab_attnres*.json); `python -m k3lite.experiments.train --task attnres` "
-            "makes one.")
+with tab_train as is_open:
+    if is_open:
+        st.subheader("Does it train better? The shipped experiment")
+        experiments = attnres_results()
+        if experiments:
+            st.plotly_chart(shared_figure(residual_experiment_figure, experiments), width="stretch")
+            st.markdown(residual_experiment_claim(experiments) + " The paper reports about 1.25x at scale.")
+            show_code(residual_experiment_figure, residual_experiment_claim)
+            with st.expander("How the experiment was run"):
+                first = experiments[0]
+                st.caption(f"Shipped result (not live): the `lite` preset, {first['steps']} steps of {first['batch']} x "
+                           f"{first['seq_len']} bytes (k3lite.experiments.lm_train's data), seeds "
+                           f"{', '.join(str(r['seed']) for r in experiments)}; made by `{first['command']}` (and the same with "
+                           "another seed). The AttnRes paper (arXiv 2603.15031) reports block AttnRes matching a baseline "
+                           "trained with ~1.25x more compute; a few hundred CPU steps are noisy, which the two seeds show.")
+        else:
+            st.info("No shipped residual experiment in assets/ (lab_attnres*.json); `python -m k3lite.experiments.train --task attnres` "
+                    "makes one.")
 
 K3, KIMI_LINEAR = get_preset("kimi-k3"), get_preset("kimi-linear-48b-a3b")
 WIDTHS = sorted({KIMI_LINEAR.d_model, 4096, K3.d_model})
@@ -189,4 +195,6 @@ def cost_panel() -> None:
                 "standard linearly; the memory a token must keep drops from 2L + 1 to 2L/S + 1 vectors.")
 
 
-cost_panel()
+with tab_cost as is_open:
+    if is_open:
+        cost_panel()

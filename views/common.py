@@ -124,6 +124,30 @@ def lazy_expander(label: str, key: str, **kwargs):
         yield bool(box.open)
 
 
+class _LazyTab:
+    """One tab of `lazy_tabs`: `with tab as is_open:` enters the tab and says whether it is the selected one."""
+
+    def __init__(self, container, is_open: bool):
+        self._container, self.is_open = container, is_open
+
+    def __enter__(self) -> bool:
+        self._container.__enter__()
+        return self.is_open
+
+    def __exit__(self, *exc):
+        return self._container.__exit__(*exc)
+
+
+def lazy_tabs(labels: list[str], key: str) -> list[_LazyTab]:
+    """Tabs of which only the selected one's body runs (`with tab as is_open: if is_open: ...`): the sections below
+    a page's first picture, so its first load draws that picture and one section, not every chart of the page
+    (Streamlit's state-tracking tabs, on_change="rerun"; picking a tab reruns the page). K3LITE_EXPANDERS=open
+    (the tests) makes them plain tabs with every body sent, as `lazy_expander`."""
+    if os.environ.get("K3LITE_EXPANDERS") == "open":
+        return [_LazyTab(t, True) for t in st.tabs(labels)]
+    return [_LazyTab(t, bool(t.open)) for t in st.tabs(labels, on_change="rerun", key=key)]
+
+
 def show_code(*functions, title: str = "The code behind this figure") -> None:
     """An expander with the readable source of the functions that computed a figure, each with its file and line
     (the library's own code, as it just ran)."""

@@ -16,7 +16,7 @@ from k3lite.experiments.lab import BETA_INIT_LOGIT, MIXER_LABELS, iter_train, sa
 from k3lite.viz.lab import curves_figure, state_figure, sweep_figure
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.memo import shared_figure
-from views.common import explain, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, lazy_expander, lazy_tabs, push_url, reset_button, show_code, url_state, user_errors
 
 LIVE_TASKS = tuple(sweep.SEQ_LENS)
 LIVE_MIXERS = sweep.MIXERS
@@ -93,111 +93,115 @@ else:
                 "assets/lab/state/ stores the command that reproduces it.")
 
 # ------------------------------------------------------------------------------------- length sweep
-st.header("Recall vs length, at a state that does not run out")
-runs, long_runs = shipped_runs(), shipped_runs(sweep.LONG_DIR)
+runs, long_runs = shipped_runs(), shipped_runs(sweep.LONG_DIR)  # the length sweep: its tab and the live run's sentences
 rows = sweep.aggregate(runs, long_runs)  # each seed's final number: the LONG_STEPS rerun where the cap stopped it
 rows_cap = sweep.aggregate(runs)  # every run at the MAX_STEPS cap (what the longer cap is compared with)
 checks = {t: sweep.long_check(runs, long_runs, t) for t in sweep.SEQ_LENS}  # what the longer cap changed
-if not rows:
-    st.warning("No finished sweep runs under assets/lab/: `python -m k3lite.experiments.lab_sweep all` makes them (resumable).")
-else:
-    cols = st.columns(len({r["task"] for r in rows}))
-    for col, task in zip(cols, sorted({r["task"] for r in rows})):
-        col.plotly_chart(shared_figure(sweep_figure, rows, task), key=f"lab_sweep_{task}")
-        spread = sweep.spread_sentence(rows, task)
-        if spread:
-            col.markdown(spread)
-    stale = sweep.stale_rows(rows)
-    if stale:
-        st.caption(f"{len(stale)} cells ({', '.join(sorted({sweep.short_name(r['mixer']) for r in stale}))}) still "
-                   "show runs of the lab's earlier KDA copy (unbounded decay, low-rank output gate); "
-                   "`python -m k3lite.experiments.lab_sweep all` reruns them on the library's layer.")
-    with lazy_expander("Order per length, tables, the longer cap and the learning-rate check", key="lab_x_order_per_length_tables") as is_open:
-        if is_open:
-            for task in sorted({r["task"] for r in rows}):
-                st.markdown(f"**{task}: the order per length** (report: KDA ≥ GDN > Mamba-2)")
-                st.markdown("\n".join(f"- {s}" for s in sweep.order_sentences(rows, task)))
-            for task in sorted({r["task"] for r in rows}):  # one table per task: its own lengths as columns
-                table = []
-                for mixer in sweep.MIXERS:
-                    sel = {r["seq_len"]: r for r in rows if r["task"] == task and r["mixer"] == mixer}
-                    if sel:
-                        table.append({"mixer": MIXER_LABELS[mixer], "learning rate": next(iter(sel.values()))["lr"],
-                                      **{f"T={T} (%)": (f"{100 * sel[T]['mean']:.1f} ± {100 * sel[T]['std']:.1f} (n={sel[T]['n']}"
-                                                        + (f", {sel[T]['extended']} at {sweep.LONG_STEPS}" if sel[T]["extended"]
-                                                           else "") + ")"
-                                                        if T in sel else "not run yet") for T in sweep.SEQ_LENS[task]}})
-                st.markdown(f"**{task}**: held-out accuracy (%), mean ± std over seeds (n; how many of them are the "
-                            f"{sweep.LONG_STEPS}-step reruns)")
-                st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")  # full width: key columns stay on screen
-            n_cap = sum(r["not_plateaued"] for r in rows)  # with the reruns in place
-            n_capped = sum(r["not_plateaued"] for r in rows_cap)
-            n_ext = sum(r["extended"] + r["rerun_shorter"] for r in rows)  # capped runs with a rerun
-            n_short = sum(r["rerun_shorter"] for r in rows)
-            so_far = f" so far (the others show their {sweep.MAX_STEPS}-step number)" if n_ext < n_capped else ""
-            st.caption(
-                f"Held-out accuracy on the answer tokens of {sweep.EVAL_EXAMPLES} fresh sequences, mean ± std over seeds (n). "
-                f"Model: {sweep.D_MODEL}-wide, 2 layers x {sweep.N_HEADS} heads, no FFN, vocabulary {sweep.VOCAB}, batch "
-                f"{sweep.BATCH_SIZE}. Protocol: per task and mixer the learning rate is the best of {list(sweep.LRS)} at "
-                f"T = " + " / ".join(f"{T} ({t})" for t, T in sweep.LR_SEQ_LEN.items()) + " (seed 0), then used at every length and seed; a run stops when held-out accuracy "
-                f"reaches {100 * sweep.SOLVED:.0f}%, or its best held-out accuracy gained less than "
-                f"{100 * sweep.MIN_GAIN:.0f} point{'s' if sweep.MIN_GAIN != 0.01 else ''} over {sweep.PATIENCE} steps (after {sweep.MIN_STEPS}), or at "
-                f"{sweep.MAX_STEPS} steps (a run still at chance, below {100 * sweep.ESCAPE_ACC:.0f}%, is never called a "
-                f"plateau). A run that cap stopped (still gaining, or still at chance) is run again from scratch with a "
-                f"{sweep.LONG_STEPS}-step cap and the same rule, and the table shows the rerun in its place unless the rerun "
-                f"stopped on a plateau after fewer steps than the capped run had trained (its learning rate anneals over "
-                f"{sweep.LONG_STEPS} steps, so a plateau can be called while it is still high; then the longer-trained "
-                f"capped run stands: {n_short} seeds): {n_ext} of the {n_capped} capped runs have a rerun{so_far}; {n_cap} "
-                f"of the {sum(r['n'] for r in rows)} runs shown ended at their step cap rather than a plateau "
-                f"({sum(r['rising'] for r in rows)} of them still gaining). {len(runs)} runs in all (LR sweep included) "
-                f"and {len(long_runs)} reruns; each file in "
-                "assets/lab/ and assets/lab/long/ stores the command that reproduces it; `python -m k3lite.experiments.lab_sweep all` "
-                "then `python -m k3lite.experiments.lab_sweep long` make (or complete) the set.")
-            for task, (long_rows, long_sentence) in checks.items():
-                if not long_rows:
-                    continue
-                T_max = max(sweep.SEQ_LENS[task])
-                at_max = [r for r in rows_cap if r["task"] == task and r["seq_len"] == T_max]
-                st.markdown(f"**What the longer cap changed ({task}, T = {T_max}, {sum(r['n'] for r in at_max)} runs).** "
-                            + long_sentence)
-                st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "seeds": ", ".join(map(str, r["seeds"])),
-                                            f"held-out % ({sweep.MAX_STEPS}-step cap)":
-                                                None if r["short_mean"] is None else round(100 * r["short_mean"], 1),
-                                            f"held-out % ({sweep.LONG_STEPS}-step cap)":
-                                                f"{100 * r['long_mean']:.1f} ± {100 * r['long_std']:.1f}",
-                                            "steps run": ", ".join(map(str, r["steps"])),
-                                            "still gaining at the cap": r["still_rising"]}
-                                           for r in long_rows]), hide_index=True, width="stretch")
-            for task in sweep.SEQ_LENS:
-                lr_rows, lr_sentence = sweep.lr_check(runs, long_runs, task)
-                if lr_rows:
-                    st.markdown(lr_sentence)
-                    st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]],
-                                                "chosen LR": r["lr"], "held-out % (chosen LR)": round(100 * r["mean"], 1),
-                                                "seeds at chance (chosen LR)": f"{r['at_chance']} of {r['n']}",
-                                                "lower LR": r["low_lr"],
-                                                "held-out % (lower LR)": f"{100 * r['low_mean']:.1f} ± {100 * r['low_std']:.1f}",
-                                                "seeds at chance (lower LR)": f"{r['low_at_chance']} of {r['low_n']}",
-                                                "still gaining (lower LR)": r["low_rising"]}
-                                               for r in lr_rows]), hide_index=True, width="stretch")
-            mechanisms = [m for m in (sweep.mechanism_sentence(rows, t) for t in sorted({r["task"] for r in rows})) if m]
-            if mechanisms:
-                st.markdown("**One idea at a time** (DeltaNet is the control: the delta rule without decay). "
-                            + " ".join(f"{t}: {m}" for t, m in zip(sorted({r["task"] for r in rows}), mechanisms)))
-            n_chance = sum(r["at_chance"] for r in rows)
-            at_chance = sorted({(r["task"], r["seq_len"], r["mixer"]) for r in rows if r["at_chance"]})
-            explain(
-                (f"{n_chance} of the {sum(r['n'] for r in rows)} runs shown never left chance (best held-out accuracy "
-                   f"below {100 * sweep.ESCAPE_ACC:.0f}%) within their step cap ("
-                   + ", ".join(f"{t} T={T} {sweep.short_name(m)}" for t, T, m in at_chance) + "): these tasks are learned in a "
-                   "sudden jump after a flat stretch at chance, so such a number says 'had not started within the step "
-                   "cap', not where a learning model levels off. " if n_chance else "")
-                + "What would change a verdict that differs from the report: the report's models are larger and trained "
-                "far longer, with learning rates swept at every length. Here the learning rate is chosen at one length, "
-                f"training stops at {sweep.LONG_STEPS} steps at most, and the sequences may not be long enough for the "
-                "state to run out of room; a learning-rate grid per length (the runs that never left chance are the first "
-                "place it would change a number), more steps, and longer sequences are the evidence that would move these "
-                "numbers.")
+SECTIONS = ["Recall vs length", "Train it yourself", "Residual experiment (shipped)"]
+tab_length, tab_train, tab_residual = lazy_tabs(SECTIONS, key="lab_section")  # one section drawn at a time
+with tab_length as is_open:
+    if is_open:
+        st.header("Recall vs length, at a state that does not run out")
+        if not rows:
+            st.warning("No finished sweep runs under assets/lab/: `python -m k3lite.experiments.lab_sweep all` makes them (resumable).")
+        else:
+            cols = st.columns(len({r["task"] for r in rows}))
+            for col, task in zip(cols, sorted({r["task"] for r in rows})):
+                col.plotly_chart(shared_figure(sweep_figure, rows, task), key=f"lab_sweep_{task}")
+                spread = sweep.spread_sentence(rows, task)
+                if spread:
+                    col.markdown(spread)
+            stale = sweep.stale_rows(rows)
+            if stale:
+                st.caption(f"{len(stale)} cells ({', '.join(sorted({sweep.short_name(r['mixer']) for r in stale}))}) still "
+                           "show runs of the lab's earlier KDA copy (unbounded decay, low-rank output gate); "
+                           "`python -m k3lite.experiments.lab_sweep all` reruns them on the library's layer.")
+            with lazy_expander("Order per length, tables, the longer cap and the learning-rate check", key="lab_x_order_per_length_tables") as is_open:
+                if is_open:
+                    for task in sorted({r["task"] for r in rows}):
+                        st.markdown(f"**{task}: the order per length** (report: KDA ≥ GDN > Mamba-2)")
+                        st.markdown("\n".join(f"- {s}" for s in sweep.order_sentences(rows, task)))
+                    for task in sorted({r["task"] for r in rows}):  # one table per task: its own lengths as columns
+                        table = []
+                        for mixer in sweep.MIXERS:
+                            sel = {r["seq_len"]: r for r in rows if r["task"] == task and r["mixer"] == mixer}
+                            if sel:
+                                table.append({"mixer": MIXER_LABELS[mixer], "learning rate": next(iter(sel.values()))["lr"],
+                                              **{f"T={T} (%)": (f"{100 * sel[T]['mean']:.1f} ± {100 * sel[T]['std']:.1f} (n={sel[T]['n']}"
+                                                                + (f", {sel[T]['extended']} at {sweep.LONG_STEPS}" if sel[T]["extended"]
+                                                                   else "") + ")"
+                                                                if T in sel else "not run yet") for T in sweep.SEQ_LENS[task]}})
+                        st.markdown(f"**{task}**: held-out accuracy (%), mean ± std over seeds (n; how many of them are the "
+                                    f"{sweep.LONG_STEPS}-step reruns)")
+                        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")  # full width: key columns stay on screen
+                    n_cap = sum(r["not_plateaued"] for r in rows)  # with the reruns in place
+                    n_capped = sum(r["not_plateaued"] for r in rows_cap)
+                    n_ext = sum(r["extended"] + r["rerun_shorter"] for r in rows)  # capped runs with a rerun
+                    n_short = sum(r["rerun_shorter"] for r in rows)
+                    so_far = f" so far (the others show their {sweep.MAX_STEPS}-step number)" if n_ext < n_capped else ""
+                    st.caption(
+                        f"Held-out accuracy on the answer tokens of {sweep.EVAL_EXAMPLES} fresh sequences, mean ± std over seeds (n). "
+                        f"Model: {sweep.D_MODEL}-wide, 2 layers x {sweep.N_HEADS} heads, no FFN, vocabulary {sweep.VOCAB}, batch "
+                        f"{sweep.BATCH_SIZE}. Protocol: per task and mixer the learning rate is the best of {list(sweep.LRS)} at "
+                        f"T = " + " / ".join(f"{T} ({t})" for t, T in sweep.LR_SEQ_LEN.items()) + " (seed 0), then used at every length and seed; a run stops when held-out accuracy "
+                        f"reaches {100 * sweep.SOLVED:.0f}%, or its best held-out accuracy gained less than "
+                        f"{100 * sweep.MIN_GAIN:.0f} point{'s' if sweep.MIN_GAIN != 0.01 else ''} over {sweep.PATIENCE} steps (after {sweep.MIN_STEPS}), or at "
+                        f"{sweep.MAX_STEPS} steps (a run still at chance, below {100 * sweep.ESCAPE_ACC:.0f}%, is never called a "
+                        f"plateau). A run that cap stopped (still gaining, or still at chance) is run again from scratch with a "
+                        f"{sweep.LONG_STEPS}-step cap and the same rule, and the table shows the rerun in its place unless the rerun "
+                        f"stopped on a plateau after fewer steps than the capped run had trained (its learning rate anneals over "
+                        f"{sweep.LONG_STEPS} steps, so a plateau can be called while it is still high; then the longer-trained "
+                        f"capped run stands: {n_short} seeds): {n_ext} of the {n_capped} capped runs have a rerun{so_far}; {n_cap} "
+                        f"of the {sum(r['n'] for r in rows)} runs shown ended at their step cap rather than a plateau "
+                        f"({sum(r['rising'] for r in rows)} of them still gaining). {len(runs)} runs in all (LR sweep included) "
+                        f"and {len(long_runs)} reruns; each file in "
+                        "assets/lab/ and assets/lab/long/ stores the command that reproduces it; `python -m k3lite.experiments.lab_sweep all` "
+                        "then `python -m k3lite.experiments.lab_sweep long` make (or complete) the set.")
+                    for task, (long_rows, long_sentence) in checks.items():
+                        if not long_rows:
+                            continue
+                        T_max = max(sweep.SEQ_LENS[task])
+                        at_max = [r for r in rows_cap if r["task"] == task and r["seq_len"] == T_max]
+                        st.markdown(f"**What the longer cap changed ({task}, T = {T_max}, {sum(r['n'] for r in at_max)} runs).** "
+                                    + long_sentence)
+                        st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "seeds": ", ".join(map(str, r["seeds"])),
+                                                    f"held-out % ({sweep.MAX_STEPS}-step cap)":
+                                                        None if r["short_mean"] is None else round(100 * r["short_mean"], 1),
+                                                    f"held-out % ({sweep.LONG_STEPS}-step cap)":
+                                                        f"{100 * r['long_mean']:.1f} ± {100 * r['long_std']:.1f}",
+                                                    "steps run": ", ".join(map(str, r["steps"])),
+                                                    "still gaining at the cap": r["still_rising"]}
+                                                   for r in long_rows]), hide_index=True, width="stretch")
+                    for task in sweep.SEQ_LENS:
+                        lr_rows, lr_sentence = sweep.lr_check(runs, long_runs, task)
+                        if lr_rows:
+                            st.markdown(lr_sentence)
+                            st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]],
+                                                        "chosen LR": r["lr"], "held-out % (chosen LR)": round(100 * r["mean"], 1),
+                                                        "seeds at chance (chosen LR)": f"{r['at_chance']} of {r['n']}",
+                                                        "lower LR": r["low_lr"],
+                                                        "held-out % (lower LR)": f"{100 * r['low_mean']:.1f} ± {100 * r['low_std']:.1f}",
+                                                        "seeds at chance (lower LR)": f"{r['low_at_chance']} of {r['low_n']}",
+                                                        "still gaining (lower LR)": r["low_rising"]}
+                                                       for r in lr_rows]), hide_index=True, width="stretch")
+                    mechanisms = [m for m in (sweep.mechanism_sentence(rows, t) for t in sorted({r["task"] for r in rows})) if m]
+                    if mechanisms:
+                        st.markdown("**One idea at a time** (DeltaNet is the control: the delta rule without decay). "
+                                    + " ".join(f"{t}: {m}" for t, m in zip(sorted({r["task"] for r in rows}), mechanisms)))
+                    n_chance = sum(r["at_chance"] for r in rows)
+                    at_chance = sorted({(r["task"], r["seq_len"], r["mixer"]) for r in rows if r["at_chance"]})
+                    explain(
+                        (f"{n_chance} of the {sum(r['n'] for r in rows)} runs shown never left chance (best held-out accuracy "
+                           f"below {100 * sweep.ESCAPE_ACC:.0f}%) within their step cap ("
+                           + ", ".join(f"{t} T={T} {sweep.short_name(m)}" for t, T, m in at_chance) + "): these tasks are learned in a "
+                           "sudden jump after a flat stretch at chance, so such a number says 'had not started within the step "
+                           "cap', not where a learning model levels off. " if n_chance else "")
+                        + "What would change a verdict that differs from the report: the report's models are larger and trained "
+                        "far longer, with learning rates swept at every length. Here the learning rate is chosen at one length, "
+                        f"training stops at {sweep.LONG_STEPS} steps at most, and the sequences may not be long enough for the "
+                        "state to run out of room; a learning-rate grid per length (the runs that never left chance are the first "
+                        "place it would change a number), more steps, and longer sequences are the evidence that would move these "
+                        "numbers.")
 
 # ------------------------------------------------------------------------------------------- live run
 MAX_LIVE_RUNS = 256  # completed live runs kept for every session (each a few tens of kB of curves): a bound, not a leak
@@ -351,20 +355,24 @@ def train_panel() -> None:
         "learning rate sooner than the shipped runs do.")
 
 
-train_panel()
+with tab_train as is_open:
+    if is_open:
+        train_panel()
 
 # --------------------------------------------------------------------------------- residual experiment
-res_files = attnres_results()
-if res_files:
-    st.header("3. Residual experiment: the lite LM with standard vs Attention Residuals")
-    st.dataframe(pd.DataFrame([{"seed": res["seed"], "residual": r["mode"], "steps": r["steps"],
-                                "validation loss (nats/byte)": round(r["final_val"]["mean"], 4),
-                                "train time (s)": r["seconds"]} for res in res_files for r in res["runs"]]),
-                 hide_index=True)
-    for res in res_files:
-        st.write(f"Seed {res['seed']}: " + "; ".join(
-            f"standard residuals needed **{m['ratio']:.2f}x** the steps to match {mode} AttnRes" if m["reached"]
-            else f"{mode} AttnRes: {m['note']}" for mode, m in res["standard_steps_to_match"].items()))
-    st.caption(f"Shipped result (not live). `lite` preset, {res['steps']} steps of {res['batch']} x {res['seq_len']} "
-               f"bytes (k3lite.experiments.lm_train's data); made by `{res['command']}`. The AttnRes paper (arXiv 2603.15031) "
-               "reports ~1.25x compute-equivalent at scale; a few hundred CPU steps are noisy.")
+with tab_residual as is_open:
+    if is_open:
+        res_files = attnres_results()
+        if res_files:
+            st.header("3. Residual experiment: the lite LM with standard vs Attention Residuals")
+            st.dataframe(pd.DataFrame([{"seed": res["seed"], "residual": r["mode"], "steps": r["steps"],
+                                        "validation loss (nats/byte)": round(r["final_val"]["mean"], 4),
+                                        "train time (s)": r["seconds"]} for res in res_files for r in res["runs"]]),
+                         hide_index=True)
+            for res in res_files:
+                st.write(f"Seed {res['seed']}: " + "; ".join(
+                    f"standard residuals needed **{m['ratio']:.2f}x** the steps to match {mode} AttnRes" if m["reached"]
+                    else f"{mode} AttnRes: {m['note']}" for mode, m in res["standard_steps_to_match"].items()))
+            st.caption(f"Shipped result (not live). `lite` preset, {res['steps']} steps of {res['batch']} x {res['seq_len']} "
+                       f"bytes (k3lite.experiments.lm_train's data); made by `{res['command']}`. The AttnRes paper (arXiv 2603.15031) "
+                       "reports ~1.25x compute-equivalent at scale; a few hundred CPU steps are noisy.")

@@ -23,7 +23,7 @@ from k3lite.viz.memo import shared_figure
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_tradeoff, load_bars, load_histogram,
                             routing_heatmap, situ_vs_swiglu_figure, violation_curves, violation_vs_updates)
 from k3lite.viz.style import fmt_bytes
-from views.common import explain, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, lazy_expander, lazy_tabs, push_url, reset_button, show_code, url_state, user_errors
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
 K3 = get_preset("kimi-k3")  # the released config.json
@@ -230,55 +230,68 @@ def routing_panels() -> None:
             )
 
 
-routing_panels()
-
-st.subheader("(c) Max-violation over training steps (small MoE trained on a skewed stream)")
-with user_errors():  # ServerBusy while another heavy job runs
-    runs, runs_shipped = live.balance_runs()
-st.plotly_chart(shared_figure(violation_curves, {m: r.max_violation for m, r in runs.items()}), width="stretch")
-show_code(run_balance, violation_curves)
-with lazy_expander("(c) in numbers: the runs' table and how they were made", key="moe_x_c_numbers_runs_table") as is_open:
+SECTIONS = ["(a)–(b) Routing and balance on a prompt", "(c) Balance during training", "(d) The latent trade-off",
+            "(e) Activation ratio", "(f) SiTU-GLU"]
+tab_ab, tab_c, tab_d, tab_e, tab_f = lazy_tabs(SECTIONS, key="moe_section")  # one section drawn at a time
+with tab_ab as is_open:
     if is_open:
-        table = pd.DataFrame(summary_rows(runs)).rename(columns={
-            "first_viol": "max-violation, first 10% of steps", "last_viol": "max-violation, last 10%",
-            "eval_viol": "held-out max-violation", "eval_loss": "held-out MSE (quality proxy)",
-            "stability": "choices flipped by noise 0.01 (fraction)", "seconds": "train time (s)"})
-        st.dataframe(table, hide_index=True, width="stretch")
-        explain(training_claim(runs, METHOD_LABELS)
-                + (" Shipped (made by `python -m k3lite.experiments.precomputed`, checked by hash; computed here if stale) by "
-                   if runs_shipped else " Trained here (once, then cached) by ")
-                + "`k3lite.experiments.moe_balance.run_balance(steps=150, batch=128)`: d 32, "
-                "16 experts top-2, tokens from 32 clusters with Zipf(1.2) frequencies, target a per-cluster linear map; "
-                "same initial weights and batches for every method. `python -m k3lite.bench balance` runs the longer "
-                "version.")
+        routing_panels()
 
-st.subheader("(d) Bytes on the wire and expert FLOPs per token vs latent ratio, at K3 width")
-with user_errors():
-    costs = [latent_cost_per_token(K3_D, K3_FFN, K, SHARED, K3_FFN, r, n_experts=E) for r in RATIOS.values()]
-st.plotly_chart(shared_figure(latent_tradeoff, costs, RATIO), width="stretch")
-show_code(latent_cost_per_token, deployment_bytes, latent_tradeoff)
-with st.expander("How (d) is computed"):
-    explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3's config.json), top-{K}, "
-            f"{SHARED} shared, {E} experts: wire = expected copies x (FP8 dispatch + BF16 combine record) on "
-            f"{REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token); "
-            "routed FLOPs = 2 x 3 x l x FFN x k. Outlined = your latent ratio. Shared experts never cross the wire.")
-
-st.subheader("(e) Activation ratio: routed experts a token visits")
-with lazy_expander("The table: K3 and other models' activation ratios (with their sources)", key="moe_x_table_k3_other_models") as is_open:
+with tab_c as is_open:
     if is_open:
-        st.dataframe(pd.DataFrame(activation_rows(K, E)), hide_index=True, width="stretch")
-show_code(activation_rows)
+        st.subheader("(c) Max-violation over training steps (small MoE trained on a skewed stream)")
+        with user_errors():  # ServerBusy while another heavy job runs
+            runs, runs_shipped = live.balance_runs()
+        st.plotly_chart(shared_figure(violation_curves, {m: r.max_violation for m, r in runs.items()}), width="stretch")
+        show_code(run_balance, violation_curves)
+        with lazy_expander("(c) in numbers: the runs' table and how they were made", key="moe_x_c_numbers_runs_table") as is_open:
+            if is_open:
+                table = pd.DataFrame(summary_rows(runs)).rename(columns={
+                    "first_viol": "max-violation, first 10% of steps", "last_viol": "max-violation, last 10%",
+                    "eval_viol": "held-out max-violation", "eval_loss": "held-out MSE (quality proxy)",
+                    "stability": "choices flipped by noise 0.01 (fraction)", "seconds": "train time (s)"})
+                st.dataframe(table, hide_index=True, width="stretch")
+                explain(training_claim(runs, METHOD_LABELS)
+                        + (" Shipped (made by `python -m k3lite.experiments.precomputed`, checked by hash; computed here if stale) by "
+                           if runs_shipped else " Trained here (once, then cached) by ")
+                        + "`k3lite.experiments.moe_balance.run_balance(steps=150, batch=128)`: d 32, "
+                        "16 experts top-2, tokens from 32 clusters with Zipf(1.2) frequencies, target a per-cluster linear map; "
+                        "same initial weights and batches for every method. `python -m k3lite.bench balance` runs the longer "
+                        "version.")
 
-st.subheader("(f) The experts' activation: SiTU-GLU vs SwiGLU")
-glu = glu_curves(beta=K3.situ_beta, linear_beta=K3.situ_linear_beta)
-st.plotly_chart(shared_figure(situ_vs_swiglu_figure, glu.z.tolist(), glu.swiglu.tolist(), glu.situ.tolist(), glu.bound),
-                width="stretch")
-show_code(situ_glu, glu_curves)
-at = int(len(glu.z) * 0.75)  # z = 30 on the default range
-with st.expander("What (f) shows, and where K3 uses it"):
-    explain(f"K3's experts, shared experts and dense layer use SiTU-GLU (report Eq. 12; `hidden_act` situ, b1 = "
-            f"{K3.situ_beta:g}, b2 = {K3.situ_linear_beta:g} in config.json; `k3lite.model.nn.situ_glu`, in fp32 as the released "
-            f"code). Near zero it is SwiGLU; further out both branches saturate, so a hidden unit never exceeds b1 b2 = "
-            f"{glu.bound:g} (largest on this range: {float(glu.situ.abs().max()):.1f}), where SwiGLU grows like z²: at z = "
-            f"{float(glu.z[at]):g} it gives {float(glu.swiglu[at]):,.0f} against SiTU's {float(glu.situ[at]):.1f}. "
-            f"The lite model here uses {LITE.hidden_act}; `kimi-linear-48b-a3b`, `kimi-k2` and `deepseek-v3` keep SwiGLU.")
+with tab_d as is_open:
+    if is_open:
+        st.subheader("(d) Bytes on the wire and expert FLOPs per token vs latent ratio, at K3 width")
+        with user_errors():
+            costs = [latent_cost_per_token(K3_D, K3_FFN, K, SHARED, K3_FFN, r, n_experts=E) for r in RATIOS.values()]
+        st.plotly_chart(shared_figure(latent_tradeoff, costs, RATIO), width="stretch")
+        show_code(latent_cost_per_token, deployment_bytes, latent_tradeoff)
+        with st.expander("How (d) is computed"):
+            explain(f"Computed from d = {K3_D} and expert FFN {K3_FFN} (K3's config.json), top-{K}, "
+                    f"{SHARED} shared, {E} experts: wire = expected copies x (FP8 dispatch + BF16 combine record) on "
+                    f"{REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token); "
+                    "routed FLOPs = 2 x 3 x l x FFN x k. Outlined = your latent ratio. Shared experts never cross the wire.")
+
+with tab_e as is_open:
+    if is_open:
+        st.subheader("(e) Activation ratio: routed experts a token visits")
+        with lazy_expander("The table: K3 and other models' activation ratios (with their sources)", key="moe_x_table_k3_other_models") as is_open:
+            if is_open:
+                st.dataframe(pd.DataFrame(activation_rows(K, E)), hide_index=True, width="stretch")
+        show_code(activation_rows)
+
+with tab_f as is_open:
+    if is_open:
+        st.subheader("(f) The experts' activation: SiTU-GLU vs SwiGLU")
+        glu = glu_curves(beta=K3.situ_beta, linear_beta=K3.situ_linear_beta)
+        st.plotly_chart(shared_figure(situ_vs_swiglu_figure, glu.z.tolist(), glu.swiglu.tolist(), glu.situ.tolist(), glu.bound),
+                        width="stretch")
+        show_code(situ_glu, glu_curves)
+        at = int(len(glu.z) * 0.75)  # z = 30 on the default range
+        with st.expander("What (f) shows, and where K3 uses it"):
+            explain(f"K3's experts, shared experts and dense layer use SiTU-GLU (report Eq. 12; `hidden_act` situ, b1 = "
+                    f"{K3.situ_beta:g}, b2 = {K3.situ_linear_beta:g} in config.json; `k3lite.model.nn.situ_glu`, in fp32 as the released "
+                    f"code). Near zero it is SwiGLU; further out both branches saturate, so a hidden unit never exceeds b1 b2 = "
+                    f"{glu.bound:g} (largest on this range: {float(glu.situ.abs().max()):.1f}), where SwiGLU grows like z²: at z = "
+                    f"{float(glu.z[at]):g} it gives {float(glu.swiglu[at]):,.0f} against SiTU's {float(glu.situ[at]):.1f}. "
+                    f"The lite model here uses {LITE.hidden_act}; `kimi-linear-48b-a3b`, `kimi-k2` and `deepseek-v3` keep SwiGLU.")

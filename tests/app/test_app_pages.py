@@ -106,3 +106,39 @@ def test_lazy_expanders_send_their_body_only_once_opened(monkeypatch):
     assert not at.exception, [e.message for e in at.exception]
     assert len(at.get("plotly_chart")) == closed_charts + 1, "the trained router's heatmap, once its expander opens"
     assert any("def latent_path(" in c.value for c in at.code)
+
+
+def test_lazy_tabs_send_only_the_selected_section(monkeypatch):
+    """views/common.lazy_tabs on the MoE page: the first load sends the top picture and section (a)-(b) only;
+    picking (c) sends (c)'s chart and not (a)'s heatmap."""
+    monkeypatch.delenv("K3LITE_EXPANDERS")
+    at = AppTest.from_file(str(ROOT / "views" / "moe.py"), default_timeout=120).run()
+    assert not at.exception, [e.message for e in at.exception]
+    subheaders = [s.value for s in at.subheader]
+    assert any(s.startswith("(a)") for s in subheaders) and not any(s.startswith("(c)") for s in subheaders)
+    at.session_state["moe_section"] = "(c) Balance during training"
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    subheaders = [s.value for s in at.subheader]
+    assert any(s.startswith("(c)") for s in subheaders) and not any(s.startswith("(a)") for s in subheaders)
+
+
+LAZY_TAB_PAGES = sorted(p.name for p in (ROOT / "views").glob("*.py") if "lazy_tabs(" in p.read_text()
+                        and p.name != "common.py")
+
+
+@pytest.mark.parametrize("page", LAZY_TAB_PAGES)
+def test_every_lazy_tab_renders_on_its_own(page, monkeypatch):
+    """A section in a lazy tab runs only when picked, so it must not lean on names another tab's body defines:
+    each tab, picked alone on a fresh session, renders without an exception."""
+    import re
+    monkeypatch.delenv("K3LITE_EXPANDERS")
+    key = re.search(r'lazy_tabs\(\w+, key="(\w+)"\)', (ROOT / "views" / page).read_text()).group(1)
+    at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=180).run()
+    labels = [t.label for t in at.tabs]
+    assert len(labels) >= 2, labels
+    for label in labels[1:]:
+        at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=180)
+        at.session_state[key] = label
+        at.run()
+        assert not at.exception, (label, [e.message for e in at.exception])
