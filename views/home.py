@@ -14,7 +14,7 @@ from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.params import ACTIVE_CONVENTION, PUBLISHED, breakdown_figure
 from k3lite.viz.style import fmt_bytes
-from views.common import explain, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, lazy_expander, lazy_tabs, push_url, reset_button, show_code, url_state, user_errors
 from views.registry import PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")
@@ -131,48 +131,51 @@ with lazy_expander("Each part's share of the parameters and of the bytes, with i
             except StreamlitAPIException:  # this file run on its own (AppTest of one page): no navigation to link into
                 link_cols[i % 2].markdown(f"{parts} → {spec.short} (`{spec.file}`)")
 
-st.subheader("Where the parameters are")
-st.plotly_chart(shared_figure(breakdown_figure, report))
-show_code(count_params, breakdown_figure)
-with lazy_expander("How active parameters are counted, and our count against the published totals", key="home_x_active_parameters_are_counted") as is_open:
+SECTIONS = ["Bytes per decoded token", "Where the parameters are"]
+tab_bytes, tab_params = lazy_tabs(SECTIONS, key="home_section")  # one section drawn at a time
+with tab_params as is_open:
     if is_open:
-        st.caption(ACTIVE_RULE)
-        rows = []
-        for name, (total, active, source) in PUBLISHED.items():
-            ours = cached_count(name, *_knobs(get_preset(name)))
-            stated_active, with_embedding, active_source = ACTIVE_CONVENTION.get(name, (active, False, None))
-            ours_active = active_with_embedding(ours) if with_embedding else ours.active
-            rows.append({
-                "config": name, "stated total": fmt(total), "our total": fmt(ours.total),
-                "total diff": f"{100 * (ours.total / total - 1):+.1f} %",
-                "stated active": fmt(stated_active) if stated_active else "—",
-                "our active, same convention": fmt(ours_active),
-                "active diff": f"{100 * (ours_active / stated_active - 1):+.1f} %" if stated_active else "—",
-                "active convention": ("embedding counted (as the source states)" if with_embedding
-                                      else "not stated; ours leaves the embedding out" if stated_active else "—"),
-                "source": source + (f"; active: {active_source}" if active_source else ""),
-            })
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
-        k2 = cached_count("kimi-k2", *_knobs(get_preset("kimi-k2")))
-        k2_stated = PUBLISHED["kimi-k2"][0]
-        ds = cached_count("deepseek-v3", *_knobs(get_preset("deepseek-v3")))
-        k3_count = cached_count("kimi-k3", *_knobs(get_preset("kimi-k3")))
-        st.caption(
-            f"Kimi K2: its config.json counts to {fmt(k2.total)} ({k2.total / 1e12:.3f}T); the {fmt(k2_stated)} we quote is "
-            f"{100 * (k2_stated / k2.total - 1):.1f}% more, and we do not know why: it is *not* a multi-token-prediction "
-            "layer (K2's config.json sets `num_nextn_predict_layers: 0`), and its model card says 1 trillion total "
-            "parameters. DeepSeek-V3's active count is compared with its weights README, which says what it counts "
-            f"(the report's 37B does not): our count with the embedding in is {fmt(active_with_embedding(ds))}. "
-            f"Kimi K3: the preset is the released config.json (`k3lite/model/config.py`, `kimi_k3`); the stated "
-            f"{fmt(PUBLISHED['kimi-k3'][0])} includes the vision tower ({fmt(kimi_k3_vision_params())}, counted from its "
-            f"vision_config), which k3lite does not build: text {fmt(k3_count.total)} + vision "
-            f"{fmt(kimi_k3_vision_params())} = {(k3_count.total + kimi_k3_vision_params()) / 1e12:.4f}T."
-        )
-        if base.notes:
-            st.caption(" · ".join(f"**{k}**: {v}" for k, v in base.notes.items()))
+        st.subheader("Where the parameters are")
+        st.plotly_chart(shared_figure(breakdown_figure, report))
+        show_code(count_params, breakdown_figure)
+        with lazy_expander("How active parameters are counted, and our count against the published totals", key="home_x_active_parameters_are_counted") as is_open:
+            if is_open:
+                st.caption(ACTIVE_RULE)
+                rows = []
+                for name, (total, active, source) in PUBLISHED.items():
+                    ours = cached_count(name, *_knobs(get_preset(name)))
+                    stated_active, with_embedding, active_source = ACTIVE_CONVENTION.get(name, (active, False, None))
+                    ours_active = active_with_embedding(ours) if with_embedding else ours.active
+                    rows.append({
+                        "config": name, "stated total": fmt(total), "our total": fmt(ours.total),
+                        "total diff": f"{100 * (ours.total / total - 1):+.1f} %",
+                        "stated active": fmt(stated_active) if stated_active else "—",
+                        "our active, same convention": fmt(ours_active),
+                        "active diff": f"{100 * (ours_active / stated_active - 1):+.1f} %" if stated_active else "—",
+                        "active convention": ("embedding counted (as the source states)" if with_embedding
+                                              else "not stated; ours leaves the embedding out" if stated_active else "—"),
+                        "source": source + (f"; active: {active_source}" if active_source else ""),
+                    })
+                st.dataframe(pd.DataFrame(rows), hide_index=True)
+                k2 = cached_count("kimi-k2", *_knobs(get_preset("kimi-k2")))
+                k2_stated = PUBLISHED["kimi-k2"][0]
+                ds = cached_count("deepseek-v3", *_knobs(get_preset("deepseek-v3")))
+                k3_count = cached_count("kimi-k3", *_knobs(get_preset("kimi-k3")))
+                st.caption(
+                    f"Kimi K2: its config.json counts to {fmt(k2.total)} ({k2.total / 1e12:.3f}T); the {fmt(k2_stated)} we quote is "
+                    f"{100 * (k2_stated / k2.total - 1):.1f}% more, and we do not know why: it is *not* a multi-token-prediction "
+                    "layer (K2's config.json sets `num_nextn_predict_layers: 0`), and its model card says 1 trillion total "
+                    "parameters. DeepSeek-V3's active count is compared with its weights README, which says what it counts "
+                    f"(the report's 37B does not): our count with the embedding in is {fmt(active_with_embedding(ds))}. "
+                    f"Kimi K3: the preset is the released config.json (`k3lite/model/config.py`, `kimi_k3`); the stated "
+                    f"{fmt(PUBLISHED['kimi-k3'][0])} includes the vision tower ({fmt(kimi_k3_vision_params())}, counted from its "
+                    f"vision_config), which k3lite does not build: text {fmt(k3_count.total)} + vision "
+                    f"{fmt(kimi_k3_vision_params())} = {(k3_count.total + kimi_k3_vision_params()) / 1e12:.4f}T."
+                )
+                if base.notes:
+                    st.caption(" · ".join(f"**{k}**: {v}" for k, v in base.notes.items()))
 
 
-st.subheader("Bytes per decoded token: where one token's bytes go")
 CONTEXTS = [4_096, 32_768, 131_072, 1_048_576]
 PER = {"per decoded token": "decoded token",
        "per token, per billion active parameters": "token per billion active parameters"}
@@ -288,7 +291,10 @@ def ledger_panel() -> None:
         )
 
 
-ledger_panel()
+with tab_bytes as is_open:
+    if is_open:
+        st.subheader("Bytes per decoded token: where one token's bytes go")
+        ledger_panel()
 
 with st.expander("What is live and what is shipped"):
     st.markdown("Everything not listed here is computed on this server when you open or change a page.\n"
