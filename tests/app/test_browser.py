@@ -57,6 +57,7 @@ def url_of(route: str) -> str:
 #   button: label of the main button, or None for "no button to press"
 #   timeout_s: how long the button's work may take
 #   query:  a query string to open the page with (a shared link, e.g. small sizes for heavy pages)
+#   tab:    a tab to open first (a section below the first picture, views/common.lazy_tabs)
 SPECS: dict[str, dict] = {
     "home": {"move": ("select", "Configuration", "lite")},
     # the last stage (End key) shows the next-byte table and the "Generate" button
@@ -65,8 +66,8 @@ SPECS: dict[str, dict] = {
     "tour": {"query": "tour_revealed=1", "move": ("number", "your guess"), "button": "Next step ▶"},
     # training behind "Train": opened from a shared link with one mixer and 10 steps so the suite stays short;
     # the move is sequence length 64 -> 32 tokens
-    "lab": {"query": "lab_mixers=linear&lab_steps=10", "move": ("slider", "sequence length"), "keys": ["ArrowLeft"],
-            "button": "Train", "timeout_s": 180},
+    "lab": {"query": "lab_mixers=linear&lab_steps=10", "tab": "Train it yourself", "move": ("slider", "sequence length"),
+            "keys": ["ArrowLeft"], "button": "Train", "timeout_s": 180},
 }
 
 LOAD_TIMEOUT_MS = 120_000  # first page: the server imports torch and builds caches
@@ -381,6 +382,9 @@ def test_page_in_real_browser(landed, browser, route):
         assert not errors_at_defaults, f"/{route} shows st.error at its default settings: {errors_at_defaults}"
         assert _main(page).locator("h1").count() >= 1, f"/{route} shows no title"
         assert NAV_TITLE in sidebar_nav(page), f"/{route} is not running under app.py's navigation"
+        if spec.get("tab"):  # a section in a tab (views/common.lazy_tabs): open it as a reader would
+            _main(page).get_by_role("tab", name=spec["tab"]).click()
+            wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS)
         before = fingerprint(page)
         has_button = bool(spec.get("button")) or (
             "button" not in spec and any(b.is_visible() and b.is_enabled() for b in main_buttons(page, spec).all()))
