@@ -13,7 +13,7 @@ from k3lite.model.config import K3_DECAY_LOWER_BOUND
 from k3lite.base.guards import bounded_threads, deadline, heavy_work
 from k3lite.experiments.lm_train import attnres_results
 from k3lite.experiments.lab import BETA_INIT_LOGIT, MIXER_LABELS, iter_train, saturated_decay_share
-from k3lite.viz.lab import curves_figure, state_figure, sweep_figure
+from k3lite.viz.lab import curves_figure, seed_explorer, state_figure, sweep_figure
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.memo import shared_figure
 from views.common import explain, lazy_expander, lazy_tabs, push_url, reset_button, show_code, url_state, user_errors
@@ -56,6 +56,15 @@ else:
     for text in (state.ceiling_sentence(state_rows), state.rule_sentence(state_rows)):
         if text:
             st.markdown(text)
+    with lazy_expander("Each seed's training curve: click a point", key="lab_x_seed_curves") as is_open:
+        if is_open:
+            rising = max(state_rows, key=lambda r: (r["not_flat"], r["head_dim"]))  # the cell the cap cut short most
+            pick = (rising["mixer"], rising["head_dim"])
+            st.altair_chart(seed_explorer(state_runs, state_rows, pick), key="lab_seed_explorer")
+            st.caption("Top: every seed's final held-out recall, per mixer and head dim (the headline figure's points). "
+                       "Bottom: the held-out recall of the picked cell's seeds, every "
+                       f"{state.EVAL_EVERY} steps: a line still climbing at step {state.STEPS} is a run the cap cut short "
+                       "(the table's 'not flat'). Altair: the selection is linked in the browser.")
     with lazy_expander("The numbers, the protocol, the report's setting, the init ablation", key="lab_x_numbers_protocol_report_s") as is_open:
         if is_open:
             st.caption(f"MQAR, T = {state.SEQ_LEN} tokens, {state.NUM_PAIRS} pairs; {state.N_HEADS} heads of dim K = "

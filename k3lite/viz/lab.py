@@ -5,9 +5,12 @@ a plotly figure out, so they are tested without a browser.
 """
 from __future__ import annotations
 
+import altair as alt
+import pandas as pd
 import plotly.graph_objects as go
 
 from k3lite.experiments.lab import MIXER_LABELS, MIXERS
+from k3lite.experiments.lab_sweep import short_name
 from k3lite.viz.style import CONCEPT, fit_titles, fmt_bytes, translucent
 
 # one colour per mixer, the same on every page (k3lite.viz.style)
@@ -87,15 +90,13 @@ def state_figure(runs: list[dict], rows: list[dict]) -> go.Figure:
     """The lab's headline: held-out recall vs the memory one mixer layer keeps (log bytes). Every seed is a point
     (`runs`: records of `k3lite.experiments.lab_state`, lab init, each (mixer, head dim) at its chosen LR), the mean over seeds
     a line per mixer (`rows`: `k3lite.experiments.lab_state.aggregate`). Softmax attention's points sit at its KV cache."""
-    chosen = {(r["mixer"], r["head_dim"]): r["lr"] for r in rows}
     fig = go.Figure()
     mixers = [m for m in MIXERS if any(r["mixer"] == m for r in rows)]
     for i, mixer in enumerate(mixers):
         color = COLORS.get(mixer, CONCEPT["baseline"])
         label = MIXER_LABELS.get(mixer, mixer)
         pts = sorted((r for r in rows if r["mixer"] == mixer), key=lambda r: r["state_bytes"])
-        seeds = [r for r in runs if r["job"].get("init", "lab") == "lab"
-                 and chosen.get((r["job"]["mixer"], r["job"]["head_dim"])) == r["job"]["lr"] and r["job"]["mixer"] == mixer]
+        seeds = [r for r in seed_runs(runs, rows) if r["job"]["mixer"] == mixer]
         # a small per-mixer offset along x so the seeds of mixers with the same state do not hide each other
         nudge = 1.0 + 0.035 * (i - (len(mixers) - 1) / 2) if mixer != "attention" else 1.0
         fig.add_trace(go.Scatter(
@@ -117,3 +118,44 @@ def state_figure(runs: list[dict], rows: list[dict]) -> go.Figure:
                                  tickvals=ticks, ticktext=[fmt_bytes(t) for t in ticks]),
                       yaxis=dict(title="held-out recall (%)", range=[0, 102]))
     return fit_titles(fig, "MQAR recall vs memory size (points: seeds; lines: mean)")
+
+
+def seed_runs(runs: list[dict], rows: list[dict]) -> list[dict]:
+    """The runs the headline figure draws as points: lab init, each (mixer, head dim) at its chosen LR."""
+    chosen = {(r["mixer"], r["head_dim"]): r["lr"] for r in rows}
+    return [r for r in runs if r["job"].get("init", "lab") == "lab"
+            and chosen.get((r["job"]["mixer"], r["job"]["head_dim"])) == r["job"]["lr"]]
+
+
+def seed_explorer(runs: list[dict], rows: list[dict], pick: tuple[str, int] | None = None):
+    """A linked pair (altair): on top, every seed's final held-out recall per (mixer, head dim); click a point and
+    the lower chart shows that cell's seeds' held-out recall over training, one line per seed, so whether a number is
+    flat or still rising at the step cap can be seen per seed. `pick` = the (mixer, head dim) shown first."""
+    shown = seed_runs(runs, rows)
+    if not shown:
+        raise ValueError("seed_explorer needs at least one finished run at a chosen learning rate")
+    finals = pd.DataFrame([{"mixer": short_name(r["job"]["mixer"]),
+                            "K": r["job"]["head_dim"], "seed": r["job"]["seed"],
+                            "recall": round(100 * r["final_eval_acc"], 2), "steps": r["steps_done"]} for r in shown])
+    curves = pd.DataFrame([{"mixer": short_name(r["job"]["mixer"]), "K": r["job"]["head_dim"],
+                            "seed": r["job"]["seed"], "step": step, "recall": round(100 * acc, 2)}
+                           for r in shown for step, acc in zip(r["evals"]["step"], r["evals"]["acc"])])
+    mixer, K = pick or (shown[0]["job"]["mixer"], shown[0]["job"]["head_dim"])
+    cell = alt.selection_point(fields=["mixer", "K"], on="click", empty=False, name="cell",
+                               value=[{"mixer": short_name(mixer), "K": K}])
+    order = [short_name(m) for m in MIXERS if any(r["job"]["mixer"] == m for r in shown)]
+    colour = alt.Color("mixer:N", scale=alt.Scale(domain=order, range=[COLORS.get(m, CONCEPT["baseline"]) for m in MIXERS
+                                                                       if short_name(m) in order]),
+                       legend=alt.Legend(orient="bottom", columns=3, title=None))
+    left = alt.Chart(finals).mark_circle(size=70).encode(
+        x=alt.X("K:O", title="head dim K", axis=alt.Axis(labelAngle=0)), xOffset="mixer:N",
+        y=alt.Y("recall:Q", title="final held-out recall (%)", scale=alt.Scale(domain=[0, 100])),
+        color=colour, opacity=alt.condition(cell, alt.value(1.0), alt.value(0.35)),
+        tooltip=["mixer", "K", "seed", "recall", "steps"],
+    ).add_params(cell).properties(width=340, height=260, title="every seed (click a point)")
+    right = alt.Chart(curves).mark_line(point=True).encode(
+        x=alt.X("step:Q", title="training step"),
+        y=alt.Y("recall:Q", title="held-out recall (%)", scale=alt.Scale(domain=[0, 100])),
+        detail="seed:N", color=colour, tooltip=["mixer", "K", "seed", "step", "recall"],
+    ).transform_filter(cell).properties(width=340, height=260, title="that cell's seeds over training")
+    return alt.vconcat(left, right).resolve_scale(color=alt.ResolveMode("shared"))  # stacked: fits a phone as well as a desktop

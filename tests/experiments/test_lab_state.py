@@ -121,3 +121,31 @@ def test_ablation_compares_the_same_seeds_and_rate():
     assert "DeltaNet 70% → 1%" in text and "Beyond seed spread: DeltaNet." in text
     assert "Order with the lab's init: KDA 80% > DeltaNet 70%; with the reference init: KDA 79% > DeltaNet 1%." in text
     assert "With the reference init DeltaNet stays under 20%" in text and "KDA stay" not in text
+
+
+def test_seed_explorer_links_each_seed_to_its_own_curve():
+    """The per-seed explorer (k3lite.viz.lab.seed_explorer): the points are the headline figure's seeds (chosen LR,
+    lab init; not the LR grid, not the ablation), the curves are those runs' stored held-out evals, and clicking
+    a point filters the curves to its (mixer, K) cell, which starts at `pick`."""
+    from k3lite.viz.lab import seed_explorer, seed_runs
+    runs = _cells({("kda", 16): [0.6, 0.7, 0.8], ("gdn", 8): [0.1, 0.2, 0.3]})
+    runs[-1]["evals"] = {"step": [100, 200, 300, 400], "acc": [0.05, 0.1, 0.2, 0.3]}
+    runs.append(_rec("kda", 16, 1e-2, 0, 0.01, init="reference"))
+    rows = state.aggregate(runs)
+    shown = seed_runs(runs, rows)
+    assert sorted((r["job"]["mixer"], r["job"]["seed"]) for r in shown) == [("gdn", s) for s in range(3)] + \
+        [("kda", s) for s in range(3)], "the chosen-LR, lab-init runs only"
+    spec = seed_explorer(runs, rows, pick=("kda", 16)).to_dict()
+    data = spec["datasets"]
+    finals = next(v for v in data.values() if v and "steps" in v[0])
+    curves = next(v for v in data.values() if v and "step" in v[0])
+    assert len(finals) == 6 and sorted(p["recall"] for p in finals) == [10, 20, 30, 60, 70, 80]
+    assert len(curves) == sum(len(r["evals"]["step"]) for r in shown)
+    assert [c["recall"] for c in curves if c["K"] == 8 and c["seed"] == 2] == [5, 10, 20, 30]
+    top, bottom = spec["vconcat"]
+    cell = next(p for p in spec["params"] if p["name"] == "cell")  # altair lifts a concat's params to the top
+    assert cell["select"]["fields"] == ["mixer", "K"] and cell["views"] == [top["name"]]
+    assert cell["value"] == [{"mixer": "KDA", "K": 16}]
+    assert bottom["transform"] == [{"filter": {"param": "cell", "empty": False}}]
+    with pytest.raises(ValueError, match="at least one finished run"):
+        seed_explorer([], [])
