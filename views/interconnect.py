@@ -177,8 +177,10 @@ def main_panel() -> None:
                         "copies: the node limit is a lever only for the hierarchical kernels.")
                 show_code(node_limit_sweep)
 
-    with st.expander("DeepSeek-V3 vs Kimi K2 vs Kimi K3: 8 nodes x 8 GPUs and one NVL72 rack, EP 64"):
-        comparison(dispatch, combine, limit, scheme)
+    with lazy_expander("DeepSeek-V3 vs Kimi K2 vs Kimi K3: 8 nodes x 8 GPUs and one NVL72 rack, EP 64",
+                       key="interconnect_x_model_comparison") as is_open:
+        if is_open:
+            comparison(dispatch, combine, limit, scheme)
 
 
 def comparison(dispatch: str, combine: str, limit: int, scheme: str) -> None:

@@ -159,8 +159,9 @@ write all of v_t (grey) every time and the state would only grow.
             st.plotly_chart(shared_figure(state_norm_figure, res["norm"][:, head], T - 1, head), width="stretch")
             explain("‖S_t‖_F after each token: the decay pulls it down, each write pushes it up; it never needs more "
                     "than K × V numbers.")
-    with st.expander("(f) The bounded decay: what e⁻⁵ per token means for memory"):
-        bounded_decay(float(np.log(res["a"]).min()))
+    with lazy_expander("(f) The bounded decay: what e⁻⁵ per token means for memory", key="kda_x_bounded_decay") as is_open:
+        if is_open:
+            bounded_decay(float(np.log(res["a"]).min()))
 
 
 def bounded_decay(lite_min: float) -> None:
