@@ -142,3 +142,30 @@ def test_every_lazy_tab_renders_on_its_own(page, monkeypatch):
         at.session_state[key] = label
         at.run()
         assert not at.exception, (label, [e.message for e in at.exception])
+
+
+HEAVY = {"PlotlyChart", "Dataframe", "Code", "UnknownElement", "Table"}  # charts, tables, highlighted code
+# expanders that must stay eager, and why: an input whose values the page reads even while it is closed
+EAGER = {"Per-model assumptions": "cost_per_task: an st.data_editor; Streamlit keeps a widget's edits only while "
+                                  "the widget is drawn, and the costs read them"}
+
+
+def _heavy_in_expanders(node, inside=None, found=None) -> list[tuple[str, str]]:
+    found = [] if found is None else found
+    kind = type(node).__name__
+    inside = node.label if kind == "Expander" else inside
+    if inside and kind in HEAVY and not any(inside.startswith(k) for k in EAGER):
+        found.append((inside[:60], kind))
+    for child in getattr(node, "children", {}).values():
+        _heavy_in_expanders(child, inside, found)
+    return found
+
+
+@pytest.mark.parametrize("page", PAGE_FILES)
+def test_closed_expanders_send_no_chart_table_or_code(page, monkeypatch):
+    """At a page's defaults every expander is closed: one holding a chart, a table or highlighted code must be a
+    `lazy_expander`, or the browser draws it with the first screen (docs: README, 'What the browser draws first')."""
+    monkeypatch.delenv("K3LITE_EXPANDERS")
+    at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=180).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not _heavy_in_expanders(at._tree), f"{page}: sent inside closed expanders: {_heavy_in_expanders(at._tree)}"
