@@ -55,6 +55,7 @@ SEQ_LEN, NUM_PAIRS, VOCAB = 128, 32, 512
 LRS: tuple[float, ...] = (3e-3, 1e-2, 3e-2)
 SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
 STEPS, BATCH_SIZE, EVAL_EVERY, EVAL_EXAMPLES = 2000, 32, 100, 256
+LONG_STEPS = 6000  # a seed still rising at STEPS is run again from scratch with this cap; its number replaces the first
 SOLVED = 0.99
 FLAT_WINDOW, FLAT_GAIN = 0.25, 0.02  # flat: best held-out accuracy gained < 2 points over the last 25% of steps
 BYTES_PER_ELEM = 4  # fp32, as the lab trains and as KDACache keeps the state
@@ -77,10 +78,11 @@ class Job:
     lr: float
     seed: int
     init: str = "lab"
+    steps: int = STEPS
 
     @property
     def name(self) -> str:
-        tail = "" if self.init == "lab" else f"_{self.init}"
+        tail = ("" if self.init == "lab" else f"_{self.init}") + ("" if self.steps == STEPS else f"_steps{self.steps}")
         return f"mqar_T{SEQ_LEN}_K{self.head_dim}_{self.mixer}_lr{self.lr:g}_s{self.seed}{tail}"
 
     def path(self, results_dir: Path = STATE_DIR) -> Path:
@@ -88,19 +90,19 @@ class Job:
 
     @property
     def command(self) -> str:
-        tail = "" if self.init == "lab" else f" --init {self.init}"
+        tail = ("" if self.init == "lab" else f" --init {self.init}") + ("" if self.steps == STEPS else f" --steps {self.steps}")
         return (f"python -m k3lite.experiments.lab_state run --mixer {self.mixer} --head-dim {self.head_dim} --lr {self.lr:g} "
                 f"--seed {self.seed}{tail}")
 
     def config(self) -> LabConfig:
         return LabConfig(task="mqar", mixer=self.mixer, seq_len=SEQ_LEN, vocab_size=VOCAB, num_pairs=NUM_PAIRS,
-                         d_model=N_HEADS * self.head_dim, n_heads=N_HEADS, ffn_mult=0, steps=STEPS,
+                         d_model=N_HEADS * self.head_dim, n_heads=N_HEADS, ffn_mult=0, steps=self.steps,
                          batch_size=BATCH_SIZE, lr=self.lr, eval_every=EVAL_EVERY, eval_examples=EVAL_EXAMPLES,
                          seed=self.seed, init=self.init)
 
 
 def run_job(job: Job, results_dir: Path = STATE_DIR, quiet: bool = True) -> dict:
-    """Train one run (STEPS steps, or until solved) and write its JSON atomically. Returns the record."""
+    """Train one run (job.steps steps, or until solved) and write its JSON atomically. Returns the record."""
     cfg = job.config()
 
     def on_step(rec):
@@ -134,9 +136,15 @@ def flat(run: dict) -> bool:
     return bool(earlier) and max(accs) - max(earlier) < FLAT_GAIN
 
 
-def _runs_of(runs: list[dict], mixer: str, head_dim: int, init: str = "lab") -> list[dict]:
+def _runs_of(runs: list[dict], mixer: str, head_dim: int, init: str = "lab", steps: int = STEPS) -> list[dict]:
+    """The runs of one cell at one step cap (the grid and the seeds: STEPS; the longer reruns: LONG_STEPS)."""
     return [r for r in runs if r["job"]["mixer"] == mixer and r["job"]["head_dim"] == head_dim
-            and r["job"].get("init", "lab") == init]
+            and r["job"].get("init", "lab") == init and r["job"].get("steps", STEPS) == steps]
+
+
+def extended(runs: list[dict], mixer: str, head_dim: int, lr: float) -> dict[int, dict]:
+    """seed -> its LONG_STEPS rerun, for the cell's seeds at `lr` that have one."""
+    return {r["job"]["seed"]: r for r in _runs_of(runs, mixer, head_dim, steps=LONG_STEPS) if r["job"]["lr"] == lr}
 
 
 def chosen_lr(runs: list[dict], mixer: str, head_dim: int) -> float | None:
@@ -150,20 +158,23 @@ def chosen_lr(runs: list[dict], mixer: str, head_dim: int) -> float | None:
 
 def aggregate(runs: list[dict], init: str = "lab") -> list[dict]:
     """One row per (mixer, head_dim) whose LR is chosen: state bytes, mean, std, min, max, per-seed accuracies,
-    n, and how many runs were not flat at the end. Accuracies are held-out fractions."""
+    n, how many seeds are their LONG_STEPS rerun (a seed still rising at STEPS is replaced by it), and how many
+    runs shown were not flat at the end. Accuracies are held-out fractions."""
     rows = []
     for K in sorted(HEAD_DIMS):
         for mixer in MIXERS:
             lr = chosen_lr(runs, mixer, K)
             if lr is None:
                 continue
-            sel = sorted((r for r in _runs_of(runs, mixer, K, init) if r["job"]["lr"] == lr
-                          and r["job"]["seed"] in SEEDS), key=lambda r: r["job"]["seed"])
+            longer = extended(runs, mixer, K, lr) if init == "lab" else {}
+            sel = sorted((longer.get(r["job"]["seed"], r) for r in _runs_of(runs, mixer, K, init)
+                          if r["job"]["lr"] == lr and r["job"]["seed"] in SEEDS), key=lambda r: r["job"]["seed"])
             if not sel:
                 continue
             accs = [r["final_eval_acc"] for r in sel]
             rows.append({"mixer": mixer, "head_dim": K, "init": init, "lr": lr, "state_bytes": state_bytes(mixer, K),
-                         "n": len(accs), **dict(zip(("mean", "std"), mean_std(accs))), "min": min(accs),
+                         "n": len(accs), "extended": sum(r["job"].get("steps", STEPS) != STEPS for r in sel),
+                         **dict(zip(("mean", "std"), mean_std(accs))), "min": min(accs),
                          "max": max(accs), "accs": accs, "seeds": [r["job"]["seed"] for r in sel],
                          "not_flat": sum(not flat(r) for r in sel),
                          "wall_s": statistics.median(r["wall_s"] for r in sel)})
@@ -310,7 +321,8 @@ def ablation_sentence(rows: list[dict]) -> str:
 
 def format_table(rows: list[dict]) -> str:
     dims = sorted({r["head_dim"] for r in rows})
-    lines = [f"MQAR T={SEQ_LEN}, {NUM_PAIRS} pairs: held-out accuracy %, mean ± std (n) [not flat], per head dim K"]
+    lines = [f"MQAR T={SEQ_LEN}, {NUM_PAIRS} pairs: held-out accuracy %, mean ± std (n) [not flat] "
+             f"{{seeds at {LONG_STEPS} steps}}, per head dim K"]
     lines.append(f"{'mixer':<10}" + "".join(f"{'K=' + str(K):>24}" for K in dims))
     for mixer in MIXERS:
         cells = []
@@ -318,7 +330,7 @@ def format_table(rows: list[dict]) -> str:
             r = next((r for r in rows if r["mixer"] == mixer and r["head_dim"] == K), None)
             cells.append(f"{'-':>24}" if r is None else
                          f"{100 * r['mean']:>9.1f} ±{100 * r['std']:4.1f} ({r['n']}) lr {r['lr']:<6g}"
-                         + (f"[{r['not_flat']}]" if r["not_flat"] else ""))
+                         + (f"[{r['not_flat']}]" if r["not_flat"] else "") + (f"{{{r['extended']}}}" if r["extended"] else ""))
         lines.append(f"{mixer:<10}" + "".join(cells))
     return "\n".join(lines)
 
@@ -349,6 +361,13 @@ def pending(results_dir: Path) -> tuple[list[Job], bool]:
                 if lr is not None:
                     todo.extend(j for j in (Job(mixer, ABLATION_HEAD_DIM, lr, s, "reference") for s in SEEDS[:3])
                                 if j.name not in done)
+    for K in HEAD_DIMS:  # last: every seed the STEPS cap cut short, again with LONG_STEPS (HEAD_DIMS order)
+        for mixer in MIXERS:
+            lr = chosen_lr(runs, mixer, K)
+            rising = [r for r in _runs_of(runs, mixer, K) if lr is not None and r["job"]["lr"] == lr
+                      and r["job"]["seed"] in SEEDS and not flat(r)]
+            todo.extend(j for j in (Job(mixer, K, lr, r["job"]["seed"], steps=LONG_STEPS) for r in rising)
+                        if j.name not in done)
     return todo, waiting
 
 
@@ -381,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--lr", type=float, required=True)
     r.add_argument("--seed", type=int, required=True)
     r.add_argument("--init", default="lab", choices=INITS)
+    r.add_argument("--steps", type=int, default=STEPS, help=f"step cap (the longer reruns: {LONG_STEPS})")
     r.add_argument("--results", default=str(STATE_DIR))
     t = sub.add_parser("table", help="print mean, spread and n per (mixer, head dim) of the finished runs")
     t.add_argument("--results", default=str(STATE_DIR))
@@ -388,7 +408,10 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     results = Path(args.results)
     if args.cmd == "run":
-        rec = run_job(Job(args.mixer, args.head_dim, args.lr, args.seed, args.init), results, quiet=False)
+        if args.steps < 1:
+            print("error: --steps must be >= 1", file=sys.stderr)
+            return 2
+        rec = run_job(Job(args.mixer, args.head_dim, args.lr, args.seed, args.init, args.steps), results, quiet=False)
         print(f"acc {rec['final_eval_acc']:.3f} after {rec['steps_done']} steps")
         return 0
     if args.cmd == "table":

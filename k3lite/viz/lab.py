@@ -121,10 +121,17 @@ def state_figure(runs: list[dict], rows: list[dict]) -> go.Figure:
 
 
 def seed_runs(runs: list[dict], rows: list[dict]) -> list[dict]:
-    """The runs the headline figure draws as points: lab init, each (mixer, head dim) at its chosen LR."""
+    """The runs the headline figure draws as points: lab init, each (mixer, head dim) at its chosen LR, one per
+    seed (the longer-cap rerun where there is one)."""
     chosen = {(r["mixer"], r["head_dim"]): r["lr"] for r in rows}
-    return [r for r in runs if r["job"].get("init", "lab") == "lab"
-            and chosen.get((r["job"]["mixer"], r["job"]["head_dim"])) == r["job"]["lr"]]
+    best: dict[tuple, dict] = {}  # one run per seed: its longer-cap rerun where it has one (as lab_state.aggregate)
+    for r in runs:
+        j = r["job"]
+        if j.get("init", "lab") == "lab" and chosen.get((j["mixer"], j["head_dim"])) == j["lr"]:
+            key = (j["mixer"], j["head_dim"], j["seed"])
+            if key not in best or j.get("steps", 0) > best[key]["job"].get("steps", 0):
+                best[key] = r
+    return list(best.values())
 
 
 def seed_explorer(runs: list[dict], rows: list[dict], pick: tuple[str, int] | None = None):

@@ -149,3 +149,29 @@ def test_seed_explorer_links_each_seed_to_its_own_curve():
     assert bottom["transform"] == [{"filter": {"param": "cell", "empty": False}}]
     with pytest.raises(ValueError, match="at least one finished run"):
         seed_explorer([], [])
+
+
+def test_a_seed_the_cap_cut_short_is_rerun_longer_and_replaced(tmp_path):
+    """A seed still rising at STEPS gets a LONG_STEPS rerun (queued after every other run); the table then shows
+    the rerun in its place and counts it; the LR grid and the ablation keep reading the STEPS runs."""
+    runs = _cells({("kda", 16): [0.6, 0.7, 0.8]})
+    rising = next(r for r in runs if r["job"]["seed"] == 1 and r["job"]["lr"] == 1e-2)
+    rising["evals"] = {"step": [500, 1000, 1500, 2000], "acc": [0.1, 0.3, 0.5, 0.7]}
+    for r in runs:
+        state.Job(**r["job"]).path(tmp_path).write_text(json.dumps(r))
+    todo, _ = state.pending(tmp_path)
+    long_jobs = [j for j in todo if j.steps == state.LONG_STEPS]
+    assert [(j.mixer, j.head_dim, j.seed, j.lr) for j in long_jobs] == [("kda", 16, 1, 1e-2)]
+    assert todo.index(long_jobs[0]) > max(i for i, j in enumerate(todo) if j.steps == state.STEPS), "long runs last"
+    assert long_jobs[0].name.endswith("_s1_steps6000") and "--steps 6000" in long_jobs[0].command
+    assert long_jobs[0].config().steps == state.LONG_STEPS
+    longer = _rec("kda", 16, 1e-2, 1, 0.95)
+    longer["job"]["steps"] = state.LONG_STEPS
+    row = next(r for r in state.aggregate(runs + [longer]) if r["mixer"] == "kda")
+    assert row["accs"] == [0.6, 0.95, 0.8] and row["extended"] == 1 and row["n"] == 3
+    assert state.chosen_lr(runs + [longer], "kda", 16) == 1e-2
+    from k3lite.viz.lab import seed_runs
+    shown = seed_runs(runs + [longer], [row])
+    assert sorted(r["final_eval_acc"] for r in shown) == [0.6, 0.8, 0.95], "one point per seed, the rerun's"
+    state.Job(**longer["job"]).path(tmp_path).write_text(json.dumps(longer))
+    assert not [j for j in state.pending(tmp_path)[0] if j.steps == state.LONG_STEPS]
