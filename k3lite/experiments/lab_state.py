@@ -37,8 +37,8 @@ from pathlib import Path
 import torch
 
 from k3lite.experiments.lab import INITS, LabConfig, train
-from k3lite.experiments.lab_sweep import (REPORT_ORDER, RESULTS_DIR, _claim, load_runs, mean_std, report_verdict, run_workers,
-                              save_record, short_name)
+from k3lite.experiments.lab_sweep import (REPORT_ORDER, RESULTS_DIR, _claim, load_runs, mean_std, ranked_chain,
+                                          report_verdict, run_workers, save_record, short_name)
 from k3lite.analytic.memory import kda_state_bytes, kv_cache_bytes
 from k3lite.base.units import fmt_bytes
 
@@ -214,12 +214,8 @@ def ceiling_sentence(rows: list[dict]) -> str:
 
 
 def _chain(cells: list[tuple[str, float, float]]) -> str:
-    """(mixer, mean, std) best first, joined by '>' (beyond seed spread) or '≈' (within), as `_tie` decides."""
-    out = f"{short_name(cells[0][0])} {100 * cells[0][1]:.0f}%"
-    for (_, m0, s0), (mixer, m, sd) in zip(cells, cells[1:]):
-        tie = abs(m0 - m) <= max(0.02, s0, sd)
-        out += f" {'≈' if tie else '>'} {short_name(mixer)} {100 * m:.0f}%"
-    return out
+    """(mixer, mean, std) best first, joined by '>' (beyond seed spread) or '≈' (within): `lab_sweep.ranked_chain`."""
+    return ranked_chain(cells)
 
 
 # A recurrent mixer that recalls under a fifth of the pairs has run out of state, whatever its update rule: a

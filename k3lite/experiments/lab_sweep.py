@@ -455,6 +455,19 @@ def order_at(rows: list[dict], task: str, seq_len: int, min_seeds: int = 1) -> l
     return [(r["mixer"], r["mean"], r["std"]) for r in sorted(sel, key=lambda r: (-r["mean"], MIXERS.index(r["mixer"])))]
 
 
+def within_spread(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Two (mean, std) cells tie: their means differ by at most the larger seed spread, or by 0.02."""
+    return abs(a[0] - b[0]) <= max(0.02, a[1], b[1])
+
+
+def ranked_chain(order: list[tuple[str, float, float]]) -> str:
+    """(mixer, mean, std) best first as 'KDA 97% ≈ GDN 96% > linear 94%': '>' only beyond seed spread."""
+    out = f"{short_name(order[0][0])} {100 * order[0][1]:.0f}%"
+    for (_, m0, s0), (mixer, m, sd) in zip(order, order[1:]):
+        out += f" {'≈' if within_spread((m0, s0), (m, sd)) else '>'} {short_name(mixer)} {100 * m:.0f}%"
+    return out
+
+
 def report_verdict(order: list[tuple[str, float, float]]) -> str:
     """Does KDA >= GDN > Mamba-2 (the report's direction) hold at this length? Differences within the larger
     of the two seed spreads (std), or within 0.02, count as ties."""
@@ -495,7 +508,7 @@ def order_sentences(rows: list[dict], task: str) -> list[str]:
         order = order_at(rows, task, T)
         if not order:
             continue
-        ranked = " > ".join(f"{short_name(m)} {100 * mean:.0f}%" for m, mean, _ in order)
+        ranked = ranked_chain(order)
         seeds = seeds_phrase([r["n"] for r in rows if r["task"] == task and r["seq_len"] == T])
         rising = [r for r in rows if r["task"] == task and r["seq_len"] == T and r.get("rising")]
         caveat = ""
