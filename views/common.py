@@ -115,7 +115,7 @@ def lazy_expander(label: str, key: str, **kwargs):
     (on_change="rerun") reruns the page, or the fragment it sits in, when it is opened, so a closed one costs the
     browser nothing to draw; its open state lives in st.session_state[key], as any widget's. With the environment
     variable K3LITE_EXPANDERS=open it is a plain expander again, its body sent closed on the first run: the tests set
-    it (tests/conftest.py) to read every body; tests/app/test_pages.py checks the lazy path itself."""
+    it (tests/conftest.py) to read every body; tests/app/test_app_pages.py checks the lazy path itself."""
     if os.environ.get("K3LITE_EXPANDERS") == "open":  # every body sent at once, as a plain expander: the tests
         with st.expander(label, **kwargs):
             yield True
@@ -153,7 +153,7 @@ def show_code(*functions, title: str = "The code behind this figure") -> None:
     (the library's own code, as it just ran)."""
     root = Path(__file__).resolve().parent.parent
     with lazy_expander(title, "code_" + "_".join(inspect.unwrap(fn).__qualname__ for fn in functions)) as is_open:
-        if not is_open:  # a closed expander sends nothing: highlighted code is the slowest thing a page draws
+        if not is_open:  # closed: nothing sent for the browser to highlight and draw
             return
         for fn in functions:
             fn = inspect.unwrap(fn)
