@@ -13,7 +13,7 @@ import torch  # noqa: E402
 torch.set_num_threads(1)  # small matmuls: 1 thread is faster, and 2 oversubscribe a busy 2-core box badly
 
 # Pages send a lazy expander's body only once it is opened (views/common.py lazy_expander); the tests read every
-# body on the first run, as before. tests/app/test_pages.py unsets this to check the lazy path itself.
+# body on the first run, as before. tests/app/test_app_pages.py unsets this to check the lazy path itself.
 os.environ["K3LITE_EXPANDERS"] = "open"
 
 from views.registry import PAGES  # noqa: E402  (the one page list app.py navigates)
