@@ -102,11 +102,14 @@ def reset_button(*prefixes: str, label: str = "Reset to defaults") -> None:
     their session state and their values in the URL (url_state then seeds the defaults again on the rerun)."""
     if not st.button(label, key=f"reset_{'_'.join(prefixes)}", help="Every control on this page back to its default"):
         return
-    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(prefixes)]:
-        del st.session_state[key]
+    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(prefixes) and k not in LAZY_KEYS]:
+        del st.session_state[key]  # which expanders and tab are open is where the reader is, not a setting
     for key in [k for k in st.query_params if k.startswith(prefixes)]:
         del st.query_params[key]
     st.rerun()
+
+
+LAZY_KEYS: set[str] = set()  # the keys of lazy expanders and tabs (fixed strings in the pages): Reset keeps them
 
 
 @contextmanager
@@ -120,6 +123,7 @@ def lazy_expander(label: str, key: str, **kwargs):
         with st.expander(label, **kwargs):
             yield True
         return
+    LAZY_KEYS.add(key)
     with st.expander(label, on_change="rerun", key=key, **kwargs) as box:
         yield bool(box.open)
 
@@ -145,6 +149,7 @@ def lazy_tabs(labels: list[str], key: str) -> list[_LazyTab]:
     (the tests) makes them plain tabs with every body sent, as `lazy_expander`."""
     if os.environ.get("K3LITE_EXPANDERS") == "open":
         return [_LazyTab(t, True) for t in st.tabs(labels)]
+    LAZY_KEYS.add(key)
     return [_LazyTab(t, bool(t.open)) for t in st.tabs(labels, on_change="rerun", key=key)]
 
 

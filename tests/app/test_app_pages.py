@@ -169,3 +169,19 @@ def test_closed_expanders_send_no_chart_table_or_code(page, monkeypatch):
     at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=180).run()
     assert not at.exception, [e.message for e in at.exception]
     assert not _heavy_in_expanders(at._tree), f"{page}: sent inside closed expanders: {_heavy_in_expanders(at._tree)}"
+
+
+def test_reset_keeps_the_reader_in_the_tab_they_are_in(monkeypatch):
+    """Reset to defaults on the lab's Train tab forgets the controls, not which tab is open (its key starts with
+    the page's prefix too): the reader stays on Train."""
+    monkeypatch.delenv("K3LITE_EXPANDERS")
+    at = AppTest.from_file(str(ROOT / "views" / "lab.py"), default_timeout=180)
+    at.session_state["lab_section"] = "Train it yourself"
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    at.selectbox(key="lab_task").set_value("palindrome").run()
+    at.button(key="reset_lab_").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.session_state["lab_section"] == "Train it yourself"
+    assert any(h.value == "Train it yourself" for h in at.header), "the Train panel is still the one drawn"
+    assert at.selectbox(key="lab_task").value != "palindrome", "the control itself went back to its default"
