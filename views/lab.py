@@ -63,8 +63,9 @@ else:
             st.altair_chart(seed_explorer(state_runs, state_rows, pick), key="lab_seed_explorer")
             st.caption("Top: every seed's final held-out recall, per mixer and head dim (the headline figure's points). "
                        "Bottom: the held-out recall of the picked cell's seeds, every "
-                       f"{state.EVAL_EVERY} steps: a line still climbing at step {state.STEPS} is a run the cap cut short "
-                       "(the table's 'not flat'). Altair: the selection is linked in the browser.")
+                       f"{state.EVAL_EVERY} steps: a line still climbing at its last step is a run its cap cut short "
+                       f"(the table's 'not flat'; such a seed is rerun to {state.LONG_STEPS} steps, which replaces it). "
+                       "Altair: the selection is linked in the browser.")
     with lazy_expander("The numbers, the protocol, the report's setting, the init ablation", key="lab_x_numbers_protocol_report_s") as is_open:
         if is_open:
             st.caption(f"MQAR, T = {state.SEQ_LEN} tokens, {state.NUM_PAIRS} pairs; {state.N_HEADS} heads of dim K = "

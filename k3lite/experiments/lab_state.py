@@ -177,7 +177,9 @@ def aggregate(runs: list[dict], init: str = "lab") -> list[dict]:
                          **dict(zip(("mean", "std"), mean_std(accs))), "min": min(accs),
                          "max": max(accs), "accs": accs, "seeds": [r["job"]["seed"] for r in sel],
                          "not_flat": sum(not flat(r) for r in sel),
-                         "wall_s": statistics.median(r["wall_s"] for r in sel)})
+                         "names": [Job(**r["job"]).name for r in sel],  # the runs behind the row (seed_runs)
+                         "wall_s": statistics.median(r["wall_s"] for r in sel),
+                         "step_s": statistics.median(r["wall_s"] / max(r["steps_done"], 1) for r in sel)})
     return rows
 
 
@@ -205,7 +207,9 @@ def ceiling_sentence(rows: list[dict]) -> str:
         if att is None or not rec:
             continue
         best = max(rec, key=lambda r: r["mean"])
-        verdict = "within seed spread" if _tie(att, best) else f"{100 * (att['mean'] - best['mean']):.0f} points apart"
+        apart = f"{100 * (att['mean'] - best['mean']):.0f} points apart"
+        verdict = (f"{apart}; {min(att['n'], best['n'])} seed so far, no spread yet" if min(att["n"], best["n"]) < 2 else
+                   "within seed spread" if _tie(att, best) else apart)
         parts.append(f"at K = {K}, softmax attention recalls {100 * att['mean']:.0f}% from a "
                      f"{fmt_bytes(att['state_bytes'])} KV cache and the best recurrent mixer, {short_name(best['mixer'])}, "
                      f"{100 * best['mean']:.0f}% ± {100 * best['std']:.0f} ({best['n']} seed{'s' if best['n'] > 1 else ''}) "
@@ -235,12 +239,18 @@ def rule_sentence(rows: list[dict]) -> str:
         parts.append(f"K = {K} ({fmt_bytes(rec[0]['state_bytes'])}): "
                      + _chain([(r["mixer"], r["mean"], r["std"]) for r in rec]))
         top, bottom = rec[0], rec[-1]
+        apart = [(a, b) for a, b in zip(rec, rec[1:]) if not _tie(a, b)]  # neighbours beyond seed spread
         if top["mean"] < RUN_OUT:
             verdicts.append(f"at K = {K} every update rule has run out of state (the best recalls "
                             f"{100 * top['mean']:.0f}%)")
+        elif min(r["n"] for r in rec) < 2:
+            verdicts.append(f"at K = {K} too few seeds yet to tell ({min(r['n'] for r in rec)} for some mixer)")
         elif not _tie(top, bottom):
             verdicts.append(f"at K = {K} the update rule matters: {short_name(top['mixer'])} beats "
                             f"{short_name(bottom['mixer'])} beyond seed spread")
+        elif apart:
+            verdicts.append(f"at K = {K} the update rule matters: {short_name(apart[0][0]['mixer'])} beats "
+                            f"{short_name(apart[0][1]['mixer'])} beyond seed spread")
         else:
             verdicts.append(f"at K = {K} all are within seed spread: the size of the state decides")
     if not parts:
@@ -264,7 +274,7 @@ def report_sentence(rows: list[dict]) -> str:
     text = "The report's order, KDA ≥ GDN > Mamba-2: " + "; ".join(f"K = {K}: {v}" for K, v in verdicts) + "."
     if any(v.startswith("differs") or "ties" in v for _, v in verdicts):
         K = max(r["head_dim"] for r in rows if r["mixer"] in RECURRENT)
-        per_step = statistics.median(r["wall_s"] / STEPS for r in rows if r["head_dim"] == K and r["mixer"] in RECURRENT)
+        per_step = statistics.median(r["step_s"] for r in rows if r["head_dim"] == K and r["mixer"] in RECURRENT)
         rep = REPORT_SETTING
         hours = per_step * (rep["head_dim"] / K) ** 2 * (rep["seq_len"] / SEQ_LEN) * rep["steps"] / 3600
         text += (f" The report trained head dim {rep['head_dim']} at lengths 256–{rep['seq_len']:,} for up to "

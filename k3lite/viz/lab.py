@@ -11,6 +11,11 @@ import plotly.graph_objects as go
 
 from k3lite.experiments.lab import MIXER_LABELS, MIXERS
 from k3lite.experiments.lab_sweep import short_name
+from k3lite.experiments.lab_state import Job
+
+
+def run_name(run: dict) -> str:
+    return Job(**run["job"]).name
 from k3lite.viz.style import CONCEPT, fit_titles, fmt_bytes, translucent
 
 # one colour per mixer, the same on every page (k3lite.viz.style)
@@ -121,17 +126,10 @@ def state_figure(runs: list[dict], rows: list[dict]) -> go.Figure:
 
 
 def seed_runs(runs: list[dict], rows: list[dict]) -> list[dict]:
-    """The runs the headline figure draws as points: lab init, each (mixer, head dim) at its chosen LR, one per
-    seed (the longer-cap rerun where there is one)."""
-    chosen = {(r["mixer"], r["head_dim"]): r["lr"] for r in rows}
-    best: dict[tuple, dict] = {}  # one run per seed: its longer-cap rerun where it has one (as lab_state.aggregate)
-    for r in runs:
-        j = r["job"]
-        if j.get("init", "lab") == "lab" and chosen.get((j["mixer"], j["head_dim"])) == j["lr"]:
-            key = (j["mixer"], j["head_dim"], j["seed"])
-            if key not in best or j.get("steps", 0) > best[key]["job"].get("steps", 0):
-                best[key] = r
-    return list(best.values())
+    """The runs the headline figure draws as points: exactly the runs behind `rows` (`lab_state.aggregate`: lab
+    init, the chosen LR, one run per seed, its longer-cap rerun where it has one)."""
+    names = {n for r in rows for n in r["names"]}
+    return [r for r in runs if run_name(r) in names]
 
 
 def seed_explorer(runs: list[dict], rows: list[dict], pick: tuple[str, int] | None = None):

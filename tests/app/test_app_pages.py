@@ -137,11 +137,14 @@ def test_every_lazy_tab_renders_on_its_own(page, monkeypatch):
     at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=180).run()
     labels = [t.label for t in at.tabs]
     assert len(labels) >= 2, labels
-    for label in labels[1:]:
+    for i, label in enumerate(labels):
         at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=180)
         at.session_state[key] = label
         at.run()
         assert not at.exception, (label, [e.message for e in at.exception])
+        assert [len(t.children) > 0 for t in at.tabs] == [j == i for j in range(len(labels))], \
+            f"{label}: only the picked tab has a body"
+        assert not _heavy_in_expanders(at._tree), f"{page} / {label}: {_heavy_in_expanders(at._tree)}"
 
 
 HEAVY = {"PlotlyChart", "Dataframe", "Code", "UnknownElement", "Table"}  # charts, tables, highlighted code

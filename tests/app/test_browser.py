@@ -96,7 +96,10 @@ def streamlit_server(script: str, cwd: Path, log_path: Path):
     cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
            "--server.address", "127.0.0.1", "--server.headless", "true",
            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    # the app as a visitor gets it: lazy expanders and tabs send their body only once opened (conftest turns that
+    # off for the in-process AppTest runs, which read every body)
+    env = {k: v for k, v in os.environ.items() if k != "K3LITE_EXPANDERS"}
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90

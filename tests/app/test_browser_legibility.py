@@ -31,11 +31,15 @@ WIDTHS = (1400, 390)
 TOLERANCE_PX = 2
 
 # (name, route, query): every page at its defaults, plus the views issue 16 found broken
-VIEWS = [(r, r, "") for r in ROUTES] + [
-    ("moe-896-top16", "moe", "moe_experts=896&moe_top_k=16"),  # K3 scale: GPU view + load histogram
-    ("forward-pass-kda", "forward_pass", "fp_stage=3"),  # a KDA stage (0-based index): legend vs colourbar
-    ("attention-residuals-full", "attention_residuals", "ar_mode=full"),  # the caveat that cut the title
-]
+VIEWS = [(r, r, "", None) for r in ROUTES] + [
+    ("moe-896-top16", "moe", "moe_experts=896&moe_top_k=16", None),  # K3 scale: GPU view + load histogram
+    ("forward-pass-kda", "forward_pass", "fp_stage=3", None),  # a KDA stage (0-based index): legend vs colourbar
+    ("attention-residuals-full", "attention_residuals", "ar_mode=full", None),  # the caveat that cut the title
+] + [  # sections in tabs below the first picture (views/common.lazy_tabs): each drawn once its tab is picked
+    (f"{route}-tab-{i}", route, "", tab) for route, tabs in (
+        ("moe", ("(c) Balance during training", "(d) The latent trade-off", "(f) SiTU-GLU")),
+        ("attention_residuals", ("Does it train better?", "What blocks save at scale")),
+        ("home", ("Where the parameters are",))) for i, tab in enumerate(tabs)]
 
 MEASURE_JS = """
 (tol) => {
@@ -141,14 +145,17 @@ def page_problems(whole: dict, measured: list[dict], width: int) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name, route, query", VIEWS, ids=[v[0] for v in VIEWS])
-def test_figures_are_legible_at_both_widths(app_server, browser, name, route, query):
+@pytest.mark.parametrize("name, route, query, tab", VIEWS, ids=[v[0] for v in VIEWS])
+def test_figures_are_legible_at_both_widths(app_server, browser, name, route, query, tab):
     context = browser.new_context(viewport={"width": WIDTHS[0], "height": 1000})
     page = context.new_page()
     found = {}
     try:
         page.goto(f"{app_server['url']}/{url_of(route)}{'?' + query if query else ''}", timeout=LOAD_TIMEOUT_MS)
         wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS * 3)
+        if tab:
+            page.get_by_test_id("stMain").get_by_role("tab", name=tab).click()
+            wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS)
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 1000})
             page.wait_for_timeout(1500)  # Streamlit re-flows columns, plotly re-lays out its figures

@@ -175,3 +175,25 @@ def test_a_seed_the_cap_cut_short_is_rerun_longer_and_replaced(tmp_path):
     assert sorted(r["final_eval_acc"] for r in shown) == [0.6, 0.8, 0.95], "one point per seed, the rerun's"
     state.Job(**longer["job"]).path(tmp_path).write_text(json.dumps(longer))
     assert not [j for j in state.pending(tmp_path)[0] if j.steps == state.LONG_STEPS]
+
+
+def test_verdicts_need_two_seeds_and_read_the_whole_chain():
+    """A cell with one seed has no spread: no 'within seed spread' for it. Ties are not transitive: 'A ≈ B > C'
+    with A ≈ C is still a separation, named."""
+    one = state.aggregate(_cells({("attention", 32): [1.0], ("kda", 32): [0.99], ("gdn", 32): [0.98]}))
+    assert "1 seed so far, no spread yet" in state.ceiling_sentence(one)
+    assert state.rule_sentence(one).endswith("at K = 32 too few seeds yet to tell (1 for some mixer).")
+    chain = state.aggregate(_cells({("kda", 16): [0.2, 0.5, 0.8], ("gdn", 16): [0.45, 0.45, 0.45],
+                                    ("linear", 16): [0.3, 0.3, 0.3]}))
+    text = state.rule_sentence(chain)
+    assert "KDA 50% ≈ GDN 45% > linear 30%" in text
+    assert text.endswith("at K = 16 the update rule matters: GDN beats linear beyond seed spread.")
+
+
+def test_report_cost_uses_time_per_step_done():
+    """Runs that solve stop early: the per-step time is wall time over the steps each run did, not over STEPS."""
+    runs = _cells({("kda", 32): [0.5, 0.5, 0.5], ("gdn", 32): [0.8, 0.8, 0.8], ("mamba2", 32): [0.9, 0.9, 0.9]})
+    for r in runs:
+        r["steps_done"] = 1000  # 10 s each over 1,000 steps: 10 ms a step, not 5
+    text = state.report_sentence(state.aggregate(runs))
+    assert "(10 ms median)" in text
