@@ -11,6 +11,8 @@ rule's correction, times beta) against the new value v_t.
 """
 from __future__ import annotations
 
+import threading
+
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -45,14 +47,19 @@ def layer_input(model, tokens: torch.Tensor, layer: int) -> torch.Tensor:
     """The input (B, T, d_model) the mixer of `layer` receives when the model runs on `tokens`."""
     if layer not in kda_layers(model):
         raise ValueError(f"layer must be one of the KDA layers {kda_layers(model)}, got {layer}")
-    seen = []
-    hook = model.layers[layer].mixer.register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach()))
+    seen, owner = [], threading.get_ident()
+
+    def hook(_module, args):  # the model is shared by every session: keep only this thread's call, or another
+        if threading.get_ident() == owner:  # visitor's input (another prompt, another length) lands in this one's run
+            seen.append(args[0].detach())
+
+    hook = model.layers[layer].mixer.register_forward_pre_hook(hook)
     try:
         with torch.inference_mode():
             model(tokens)
     finally:
         hook.remove()
-    return seen[0]
+    return seen[0].clone()  # clone: leave inference mode
 
 
 def run_kda_layer(mixer, x: torch.Tensor, layer: int = -1) -> KDARun:

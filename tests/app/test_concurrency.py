@@ -168,3 +168,30 @@ def test_hidden_states_read_from_a_shared_model_are_this_sessions_own():
     for i in alone:
         assert together[i].shape == alone[i].shape == (len(data), model.cfg.d_model)
         torch.testing.assert_close(together[i], alone[i])
+
+
+def test_the_kda_pages_layer_input_is_this_sessions_own():
+    """layer_input hooks a KDA mixer of the cached model that other sessions run at the same time (found by the
+    30-session soak: a 36-byte prompt came back with another visitor's longer input, and the page's animation
+    raised IndexError). Another thread running the model meanwhile must not change this thread's result."""
+    from k3lite.viz.kda_state import kda_layers, layer_input
+    torch.manual_seed(0)
+    model = K3Model(get_preset("lite")).eval()
+    layer = kda_layers(model)[0]
+    tokens = torch.tensor([list(b"a prompt of some length")])
+    alone = layer_input(model, tokens, layer)
+    stop = threading.Event()
+
+    def other_visitor():
+        with torch.inference_mode():
+            while not stop.is_set():
+                model(torch.randint(0, 256, (1, 40)))
+
+    t = threading.Thread(target=other_visitor)
+    t.start()
+    try:
+        for _ in range(30):
+            torch.testing.assert_close(layer_input(model, tokens, layer), alone)
+    finally:
+        stop.set()
+        t.join(30)
