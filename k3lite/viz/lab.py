@@ -84,8 +84,12 @@ def sweep_figure(rows: list[dict], task: str) -> go.Figure:
             hovertemplate="T=%{x}: mean %{y:.1f}% over %{customdata[0]} seeds (min %{customdata[1]:.1f}, "
                           "max %{customdata[2]:.1f}), lr %{customdata[3]}<extra>%{fullData.name}</extra>"))
     lengths = sorted({r["seq_len"] for r in rows})
-    fig.update_layout(xaxis_title="sequence length (tokens)", yaxis_title="held-out accuracy (%)", height=360,
-                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.3))
+    # the legend sits below, one mixer per line on a phone: 30 px more per mixer keeps the plot area from being
+    # squeezed under its own axis title (six mixers with softmax attention overlapped the title at 390 px)
+    n_mixers = len({r["mixer"] for r in rows if r["task"] == task})
+    fig.update_layout(xaxis_title="sequence length (tokens)", yaxis_title="held-out accuracy (%)",
+                      height=240 + 30 * max(n_mixers, 4), margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", y=-0.3))
     fig.update_xaxes(type="log", tickvals=lengths, ticktext=[str(t) for t in lengths])
     fig.update_yaxes(range=[0, 101])
     return fit_titles(fig, f"{task}: held-out accuracy vs length (band: worst to best seed)")
