@@ -13,7 +13,6 @@ read through forward pre-hooks.
 from __future__ import annotations
 
 import copy
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import NamedTuple, Sequence
 import torch
 
 from k3lite.model.config import BALANCING_METHODS, MoEConfig
+from k3lite.model.trace import own_inputs
 from k3lite.model.moe import (LatentMoE, Router, capacity_for, capacity_mask, routing_metrics, routing_stats,
                         selection_stability)
 from k3lite.base.rng import seeded
@@ -82,37 +82,20 @@ def byte_features(data: bytes, dim: int, seed: int = 0, context: int = 4) -> tor
 
 def model_moe_inputs(model, data: bytes, chunk: int = 512) -> dict[int, torch.Tensor]:
     """{layer index: (T, d)} the normalised hidden state entering each MoE layer of a trained K3Model, for
-    the bytes `data` (run in chunks of `chunk` tokens, each from a fresh context). Read with forward
-    pre-hooks, so the model itself is not changed (safe on a cached model). The hooks sit on a shared module
-    that other sessions may run at the same moment (each in its own thread): they keep only this thread's
-    calls, or another visitor's hidden states would land in this one's result."""
+    the bytes `data` (run in chunks of `chunk` tokens, each from a fresh context). Read with
+    `k3lite.model.trace.own_inputs`: the model is not changed, and another session running the same cached
+    model meanwhile adds nothing to this result."""
     if not data:
         raise ValueError("data must not be empty")
-    captured: dict[int, list[torch.Tensor]] = {}
-    owner = threading.get_ident()
-
-    def capture(index: int):
-        def hook(module, args):
-            if threading.get_ident() == owner:
-                captured[index].append(args[0].detach().reshape(-1, args[0].shape[-1]))  # (B*T, d)
-        return hook
-
-    hooks = []
-    for layer in model.layers:
-        if isinstance(layer.ffn, LatentMoE):
-            captured[layer.index] = []
-            hooks.append(layer.ffn.register_forward_pre_hook(capture(layer.index)))
-    if not hooks:
+    moe = {layer.index: layer.ffn for layer in model.layers if isinstance(layer.ffn, LatentMoE)}
+    if not moe:
         raise ValueError("this model has no MoE layer")
-    try:
-        with torch.inference_mode():
-            ids = list(data)
-            for start in range(0, len(ids), chunk):
-                model(torch.tensor([ids[start : start + chunk]]))
-    finally:
-        for h in hooks:
-            h.remove()
-    return {i: torch.cat(parts).clone() for i, parts in captured.items()}  # clone: leave inference mode
+    with own_inputs(moe) as captured, torch.inference_mode():
+        ids = list(data)
+        for start in range(0, len(ids), chunk):
+            model(torch.tensor([ids[start : start + chunk]]))
+    return {i: torch.cat([p.reshape(-1, p.shape[-1]) for p in parts]).clone()  # (B*T, d); clone: leave
+            for i, parts in captured.items()}  # inference mode
 
 
 # ------------------------------------------------------------------------------------ calibration

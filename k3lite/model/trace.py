@@ -7,6 +7,8 @@ N = depth sources of that sublayer (embedding, earlier outputs / block sums).
 """
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -94,3 +96,25 @@ class Trace:
 def detach(t: torch.Tensor | None) -> torch.Tensor | None:
     return None if t is None else t.detach().to("cpu")
 
+
+@contextmanager
+def own_inputs(modules: dict):
+    """Read what each of `modules` ({key: nn.Module}) receives while the block runs: yields {key: [first input
+    of each call, detached]}, through forward pre-hooks, so the model is not changed (safe on a cached model).
+    A cached model is shared by every session, each in its own thread: the hooks keep only this thread's calls,
+    or another visitor's input (another prompt, another length) lands in this one's result."""
+    seen = {key: [] for key in modules}
+    owner = threading.get_ident()
+
+    def capture(key):
+        def hook(_module, args):
+            if threading.get_ident() == owner:
+                seen[key].append(args[0].detach())
+        return hook
+
+    hooks = [module.register_forward_pre_hook(capture(key)) for key, module in modules.items()]
+    try:
+        yield seen
+    finally:
+        for h in hooks:
+            h.remove()

@@ -11,7 +11,6 @@ rule's correction, times beta) against the new value v_t.
 """
 from __future__ import annotations
 
-import threading
 
 from typing import NamedTuple, Sequence
 
@@ -21,6 +20,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from k3lite.model.kda import kda_trajectory
+from k3lite.model.trace import own_inputs
 from k3lite.viz.style import CONCEPT, DIVERGING_SCALE
 
 MAX_FRAMES = 128  # tokens animated: each frame carries one K x V state (128 x 32 x 32 numbers ~ 1 MB of JSON)
@@ -47,19 +47,9 @@ def layer_input(model, tokens: torch.Tensor, layer: int) -> torch.Tensor:
     """The input (B, T, d_model) the mixer of `layer` receives when the model runs on `tokens`."""
     if layer not in kda_layers(model):
         raise ValueError(f"layer must be one of the KDA layers {kda_layers(model)}, got {layer}")
-    seen, owner = [], threading.get_ident()
-
-    def hook(_module, args):  # the model is shared by every session: keep only this thread's call, or another
-        if threading.get_ident() == owner:  # visitor's input (another prompt, another length) lands in this one's run
-            seen.append(args[0].detach())
-
-    hook = model.layers[layer].mixer.register_forward_pre_hook(hook)
-    try:
-        with torch.inference_mode():
-            model(tokens)
-    finally:
-        hook.remove()
-    return seen[0].clone()  # clone: leave inference mode
+    with own_inputs({layer: model.layers[layer].mixer}) as seen, torch.inference_mode():
+        model(tokens)
+    return seen[layer][0].clone()  # clone: leave inference mode
 
 
 def run_kda_layer(mixer, x: torch.Tensor, layer: int = -1) -> KDARun:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,26 @@ def test_page_survives_a_busy_server(page, monkeypatch):
                 assert not at.exception, (page, b.label, [e.message for e in at.exception])
 
 
+@contextmanager
+def another_visitor(model, length: int):
+    """Another session's thread running `model` on random prompts of `length` bytes, over and over, while the
+    block runs."""
+    stop = threading.Event()
+
+    def visit():
+        with torch.inference_mode():
+            while not stop.is_set():
+                model(torch.randint(0, 256, (1, length)))
+
+    t = threading.Thread(target=visit)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join(30)
+
+
 def test_hidden_states_read_from_a_shared_model_are_this_sessions_own():
     """model_moe_inputs hooks a cached model that other sessions run at the same time (found by
     `python -m k3lite.bench load`: a prompt of 37 bytes came back with 94 hidden states). Another thread
@@ -150,20 +171,8 @@ def test_hidden_states_read_from_a_shared_model_are_this_sessions_own():
     model = K3Model(get_preset("lite")).eval()
     data = bytes(range(32, 127)) * 4  # 380 tokens, run in chunks of 16: many forwards to interleave with
     alone = model_moe_inputs(model, data, chunk=16)
-    stop = threading.Event()
-
-    def other_visitor():
-        with torch.inference_mode():
-            while not stop.is_set():
-                model(torch.randint(0, 256, (1, 24)))
-
-    t = threading.Thread(target=other_visitor)
-    t.start()
-    try:
+    with another_visitor(model, length=24):
         together = model_moe_inputs(model, data, chunk=16)
-    finally:
-        stop.set()
-        t.join(30)
     assert together.keys() == alone.keys()
     for i in alone:
         assert together[i].shape == alone[i].shape == (len(data), model.cfg.d_model)
@@ -180,18 +189,6 @@ def test_the_kda_pages_layer_input_is_this_sessions_own():
     layer = kda_layers(model)[0]
     tokens = torch.tensor([list(b"a prompt of some length")])
     alone = layer_input(model, tokens, layer)
-    stop = threading.Event()
-
-    def other_visitor():
-        with torch.inference_mode():
-            while not stop.is_set():
-                model(torch.randint(0, 256, (1, 40)))
-
-    t = threading.Thread(target=other_visitor)
-    t.start()
-    try:
+    with another_visitor(model, length=40):
         for _ in range(30):
             torch.testing.assert_close(layer_input(model, tokens, layer), alone)
-    finally:
-        stop.set()
-        t.join(30)
