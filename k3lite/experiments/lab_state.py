@@ -38,7 +38,7 @@ import torch
 
 from k3lite.experiments.lab import INITS, LabConfig, train
 from k3lite.experiments.lab_sweep import (REPORT_ORDER, RESULTS_DIR, _claim, load_runs, mean_std, ranked_chain,
-                                          report_verdict, run_workers, save_record, short_name)
+                                          report_verdict, run_workers, save_record, short_name, within_spread)
 from k3lite.analytic.memory import kda_state_bytes, kv_cache_bytes
 from k3lite.base.units import fmt_bytes
 
@@ -193,8 +193,8 @@ def _cell(rows: list[dict], mixer: str, head_dim: int) -> dict | None:
 
 
 def _tie(a: dict, b: dict) -> bool:
-    """Two cells within seed spread: |mean difference| <= max(2 points, either std) (`lab_sweep.report_verdict`)."""
-    return abs(a["mean"] - b["mean"]) <= max(0.02, a["std"], b["std"])
+    """Two cells within seed spread (`lab_sweep.within_spread`, the rule every verdict of both sweeps uses)."""
+    return within_spread((a["mean"], a["std"]), (b["mean"], b["std"]))
 
 
 def ceiling_sentence(rows: list[dict]) -> str:
@@ -217,11 +217,6 @@ def ceiling_sentence(rows: list[dict]) -> str:
     return ("Per layer memory: " + "; ".join(parts) + ".") if parts else ""
 
 
-def _chain(cells: list[tuple[str, float, float]]) -> str:
-    """(mixer, mean, std) best first, joined by '>' (beyond seed spread) or '≈' (within): `lab_sweep.ranked_chain`."""
-    return ranked_chain(cells)
-
-
 # A recurrent mixer that recalls under a fifth of the pairs has run out of state, whatever its update rule: a
 # difference between two such mixers (say 9% against 2%) is not a lesson about the rule.
 RUN_OUT = 0.2
@@ -237,7 +232,7 @@ def rule_sentence(rows: list[dict]) -> str:
         if len(rec) < 2:
             continue
         parts.append(f"K = {K} ({fmt_bytes(rec[0]['state_bytes'])}): "
-                     + _chain([(r["mixer"], r["mean"], r["std"]) for r in rec]))
+                     + ranked_chain([(r["mixer"], r["mean"], r["std"]) for r in rec]))
         top, bottom = rec[0], rec[-1]
         apart = [(a, b) for a, b in zip(rec, rec[1:]) if not _tie(a, b)]  # neighbours beyond seed spread
         if top["mean"] < RUN_OUT:
@@ -310,11 +305,11 @@ def ablation_sentence(rows: list[dict]) -> str:
     if not rows:
         return ""
     parts = [f"{short_name(r['mixer'])} {100 * r['lab_mean']:.0f}% → {100 * r['ref_mean']:.0f}%" for r in rows]
-    moved = [r for r in rows if abs(r["ref_mean"] - r["lab_mean"]) > max(0.02, r["lab_std"], r["ref_std"])]
+    moved = [r for r in rows if not within_spread((r["lab_mean"], r["lab_std"]), (r["ref_mean"], r["ref_std"]))]
     by_lab, by_ref = (sorted(rows, key=lambda r: -r[k]) for k in ("lab_mean", "ref_mean"))
     stuck = [r for r in rows if r["ref_mean"] < RUN_OUT <= r["lab_mean"]]
-    tail = (f" Order with the lab's init: {_chain([(r['mixer'], r['lab_mean'], r['lab_std']) for r in by_lab])}; "
-            f"with the reference init: {_chain([(r['mixer'], r['ref_mean'], r['ref_std']) for r in by_ref])}.")
+    tail = (f" Order with the lab's init: {ranked_chain([(r['mixer'], r['lab_mean'], r['lab_std']) for r in by_lab])}; "
+            f"with the reference init: {ranked_chain([(r['mixer'], r['ref_mean'], r['ref_std']) for r in by_ref])}.")
     if stuck:
         tail += (f" With the reference init {', '.join(short_name(r['mixer']) for r in stuck)} "
                  f"stay{'s' if len(stuck) == 1 else ''} under "

@@ -478,12 +478,10 @@ def report_verdict(order: list[tuple[str, float, float]]) -> str:
     reversed_pairs, ties = [], []
     for i, a in enumerate(present):
         for b in present[i + 1:]:
-            (ma, sa), (mb, sb) = means[a], means[b]
-            margin = max(0.02, sa, sb)
-            if mb - ma > margin:
-                reversed_pairs.append(f"{short_name(b)} > {short_name(a)}")
-            elif abs(ma - mb) <= margin:
+            if within_spread(means[a], means[b]):
                 ties.append(f"{short_name(a)} ≈ {short_name(b)}")
+            elif means[b][0] > means[a][0]:
+                reversed_pairs.append(f"{short_name(b)} > {short_name(a)}")
     if reversed_pairs:
         return "differs from the report (" + ", ".join(reversed_pairs) + ")"
     if ties:
