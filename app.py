@@ -5,7 +5,7 @@ import streamlit as st
 
 from k3lite.base.guards import bounded_threads
 from k3lite.viz.style import APP_CSS
-from views.registry import PAGES
+from views.registry import LEDGER_SECTION, PAGES
 
 bounded_threads()  # process-wide torch thread cap, once for every page: one session cannot take every core
 # the favicon is a file this server serves: a ":material/..." page icon makes the browser fetch an SVG from
@@ -38,7 +38,8 @@ with st.sidebar:
         "page's defaults): the home page lists which, and each page says so."
     )
     # the byte story in one picture, reachable from every page (it lives on the home page)
-    st.page_link(home, label="Bytes per decoded token: the ledger (on Home)", icon=":material/stacked_bar_chart:")
+    st.page_link(home, label="Bytes per decoded token: the ledger (on Home)", icon=":material/stacked_bar_chart:",
+                 query_params={"home_section": LEDGER_SECTION})
     # every abbreviation spelled out, reachable from every page and readable on touch (no hover needed)
     st.page_link(glossary, label="Glossary: MLA, EP, HBM, TPOT, ... spelled out", icon=":material/menu_book:")
 

@@ -15,7 +15,7 @@ from k3lite.experiments.lm_train import attnres_results
 from k3lite.viz.attnres import (cost_curves_figure, depth_heatmap_figure, depth_matrix, residual_experiment_claim, residual_experiment_figure)
 from k3lite.viz.diagrams import depth_reads, depth_reads_figure
 from k3lite.viz.memo import shared_figure
-from views.common import explain, lazy_tabs, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, lazy_sections, push_url, reset_button, show_code, url_state, user_errors
 
 
 st.title("Attention Residuals")
@@ -119,7 +119,7 @@ def heatmap_panel() -> None:
 
 
 SECTIONS = ["Every sublayer's weights", "Does it train better?", "What blocks save at scale"]
-tab_heatmap, tab_train, tab_cost = lazy_tabs(SECTIONS, key="ar_section")  # one section drawn at a time
+tab_heatmap, tab_train, tab_cost = lazy_sections(SECTIONS, key="ar_section")  # none drawn until picked
 with tab_heatmap as is_open:
     if is_open:
         heatmap_panel()

@@ -128,8 +128,8 @@ def lazy_expander(label: str, key: str, **kwargs):
         yield bool(box.open)
 
 
-class _LazyTab:
-    """One tab of `lazy_tabs`: `with tab as is_open:` enters the tab and says whether it is the selected one."""
+class _LazySection:
+    """One section of `lazy_sections`: `with section as is_open:` enters it and says whether it is the picked one."""
 
     def __init__(self, container, is_open: bool):
         self._container, self.is_open = container, is_open
@@ -142,15 +142,25 @@ class _LazyTab:
         return self._container.__exit__(*exc)
 
 
-def lazy_tabs(labels: list[str], key: str) -> list[_LazyTab]:
-    """Tabs of which only the selected one's body runs (`with tab as is_open: if is_open: ...`): the sections below
-    a page's first picture, so its first load draws that picture and one section, not every chart of the page
-    (Streamlit's state-tracking tabs, on_change="rerun"; picking a tab reruns the page). K3LITE_EXPANDERS=open
-    (the tests) makes them plain tabs with every body sent, as `lazy_expander`."""
+SECTIONS_LABEL = "Go deeper: pick a section"
+
+
+def lazy_sections(labels: list[str], key: str) -> list[_LazySection]:
+    """The sections below a page's first picture, as a row of buttons of which none is picked at first: only the
+    picked section's body runs (`with section as is_open: if is_open: ...`), so a page's first load draws its first
+    screen and nothing below it (Streamlit sends every chart of a first run together, and the browser draws them
+    in one go: the first picture waits for the last). Picking one reruns the page, ~0.1 s; picking it again closes
+    it. The picked one is mirrored in the URL (`?key=<label>`), so a link can open a section. K3LITE_EXPANDERS=open (the tests) makes them plain tabs with every body sent, as `lazy_expander`."""
     if os.environ.get("K3LITE_EXPANDERS") == "open":
-        return [_LazyTab(t, True) for t in st.tabs(labels)]
+        return [_LazySection(t, True) for t in st.tabs(labels)]
     LAZY_KEYS.add(key)
-    return [_LazyTab(t, bool(t.open)) for t in st.tabs(labels, on_change="rerun", key=key)]
+    url_state(key, None, choices=labels)  # `?key=<label>` opens that section: a shared link, the sidebar's ledger
+    picked = st.segmented_control(SECTIONS_LABEL, labels, key=key, selection_mode="single")
+    if picked is None:
+        st.query_params.pop(key, None)
+    else:
+        st.query_params[key] = picked
+    return [_LazySection(st.container(), picked == label) for label in labels]
 
 
 def show_code(*functions, title: str = "The code behind this figure") -> None:

@@ -14,8 +14,8 @@ from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.params import ACTIVE_CONVENTION, PUBLISHED, breakdown_figure
 from k3lite.viz.style import fmt_bytes
-from views.common import explain, lazy_expander, lazy_tabs, push_url, reset_button, show_code, url_state, user_errors
-from views.registry import PAGES, SHIPPED_INPUTS, by_url_path
+from views.common import explain, lazy_expander, lazy_sections, push_url, reset_button, show_code, url_state, user_errors
+from views.registry import LEDGER_SECTION, PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")
 K3_CFG = get_preset("kimi-k3")
@@ -131,8 +131,8 @@ with lazy_expander("Each part's share of the parameters and of the bytes, with i
             except StreamlitAPIException:  # this file run on its own (AppTest of one page): no navigation to link into
                 link_cols[i % 2].markdown(f"{parts} → {spec.short} (`{spec.file}`)")
 
-SECTIONS = ["Bytes per decoded token", "Where the parameters are"]
-tab_bytes, tab_params = lazy_tabs(SECTIONS, key="home_section")  # one section drawn at a time
+SECTIONS = [LEDGER_SECTION, "Where the parameters are"]
+tab_bytes, tab_params = lazy_sections(SECTIONS, key="home_section")  # none drawn until picked
 with tab_params as is_open:
     if is_open:
         st.subheader("Where the parameters are")

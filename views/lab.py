@@ -16,7 +16,7 @@ from k3lite.experiments.lab import BETA_INIT_LOGIT, MIXER_LABELS, iter_train, sa
 from k3lite.viz.lab import curves_figure, seed_explorer, state_figure, sweep_figure
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.memo import shared_figure
-from views.common import explain, lazy_expander, lazy_tabs, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, lazy_expander, lazy_sections, push_url, reset_button, show_code, url_state, user_errors
 
 LIVE_TASKS = tuple(sweep.SEQ_LENS)
 LIVE_MIXERS = sweep.MIXERS
@@ -110,7 +110,7 @@ rows = sweep.aggregate(runs, long_runs)  # each seed's final number: the LONG_ST
 rows_cap = sweep.aggregate(runs)  # every run at the MAX_STEPS cap (what the longer cap is compared with)
 checks = {t: sweep.long_check(runs, long_runs, t) for t in sweep.SEQ_LENS}  # what the longer cap changed
 SECTIONS = ["Recall vs length", "Train it yourself", "Residual experiment (shipped)"]
-tab_length, tab_train, tab_residual = lazy_tabs(SECTIONS, key="lab_section")  # one section drawn at a time
+tab_length, tab_train, tab_residual = lazy_sections(SECTIONS, key="lab_section")  # none drawn until picked
 with tab_length as is_open:
     if is_open:
         st.header("Recall vs length, at a state that does not run out")

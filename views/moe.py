@@ -23,7 +23,7 @@ from k3lite.viz.memo import shared_figure
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_tradeoff, load_bars, load_histogram,
                             routing_heatmap, situ_vs_swiglu_figure, violation_curves, violation_vs_updates)
 from k3lite.viz.style import fmt_bytes
-from views.common import explain, lazy_expander, lazy_tabs, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, lazy_expander, lazy_sections, push_url, reset_button, show_code, url_state, user_errors
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change)
 K3 = get_preset("kimi-k3")  # the released config.json
@@ -232,7 +232,7 @@ def routing_panels() -> None:
 
 SECTIONS = ["(a)–(b) Routing and balance on a prompt", "(c) Balance during training", "(d) The latent trade-off",
             "(e) Activation ratio", "(f) SiTU-GLU"]
-tab_ab, tab_c, tab_d, tab_e, tab_f = lazy_tabs(SECTIONS, key="moe_section")  # one section drawn at a time
+tab_ab, tab_c, tab_d, tab_e, tab_f = lazy_sections(SECTIONS, key="moe_section")  # none drawn until picked
 with tab_ab as is_open:
     if is_open:
         routing_panels()

@@ -47,6 +47,9 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("views/glossary.py", "Glossary", "Glossary", ":material/menu_book:", "glossary", "Reference"),
 )
 
+# the home page's section with the bytes ledger: its label there, and what the sidebar's link to it opens (?home_section=)
+LEDGER_SECTION = "Bytes per decoded token"
+
 PAGE_FILES: tuple[str, ...] = tuple(p.file for p in PAGES)
 DEFAULT_PAGE: PageSpec = next(p for p in PAGES if p.default)
 

@@ -5,4 +5,5 @@ itself (APP_BENCHES) import Streamlit, so they live in tools/ (nothing under k3l
 the same command runs them in a child process.
 """
 BENCHES = ("kda", "moe", "balance", "model", "train")
-APP_BENCHES = {"app": "tools.bench_app", "load": "tools.bench_load", "browser": "tools.bench_browser"}  # NAME -> module run with `python -m`
+APP_BENCHES = {"app": "tools.bench_app", "load": "tools.bench_load", "browser": "tools.bench_browser",
+               "figures": "tools.bench_figures"}  # NAME -> module run with `python -m`

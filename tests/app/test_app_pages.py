@@ -96,7 +96,9 @@ def test_lazy_expanders_send_their_body_only_once_opened(monkeypatch):
     what is on screen); opened (its key set, as a click does), the body is there. The tests' K3LITE_EXPANDERS=open
     switches this off, so it is unset here."""
     monkeypatch.delenv("K3LITE_EXPANDERS")
-    at = AppTest.from_file(str(ROOT / "views" / "moe.py"), default_timeout=120).run()
+    at = AppTest.from_file(str(ROOT / "views" / "moe.py"), default_timeout=120)
+    at.session_state["moe_section"] = "(a)–(b) Routing and balance on a prompt"  # the section holding the expander
+    at.run()
     assert not at.exception, [e.message for e in at.exception]
     closed_charts = len(at.get("plotly_chart"))
     assert not at.code, "show_code's expanders are closed: no source is sent"
@@ -108,42 +110,72 @@ def test_lazy_expanders_send_their_body_only_once_opened(monkeypatch):
     assert any("def latent_path(" in c.value for c in at.code)
 
 
-def test_lazy_tabs_send_only_the_selected_section(monkeypatch):
-    """views/common.lazy_tabs on the MoE page: the first load sends the top picture and section (a)-(b) only;
-    picking (c) sends (c)'s chart and not (a)'s heatmap."""
+def _section_bodies(at, key: str) -> list[bool]:
+    """Whether each section of the page's `lazy_sections` row (its segmented control `key`) has a body."""
+    kids = list(at.main.children.values())
+    i = next(k for k, c in enumerate(kids) if type(c).__name__ == "ButtonGroup" and c.key == key)
+    return [len(c.children) > 0 for c in kids[i + 1:i + 1 + len(at.segmented_control(key=key).options)]]
+
+
+def test_lazy_sections_send_nothing_until_one_is_picked(monkeypatch):
+    """views/common.lazy_sections on the MoE page: the first load sends the top picture and no section (the first
+    picture would otherwise wait for the heatmap and bars of (a)-(b)); picking (c) sends (c)'s chart only."""
     monkeypatch.delenv("K3LITE_EXPANDERS")
     at = AppTest.from_file(str(ROOT / "views" / "moe.py"), default_timeout=120).run()
     assert not at.exception, [e.message for e in at.exception]
-    subheaders = [s.value for s in at.subheader]
-    assert any(s.startswith("(a)") for s in subheaders) and not any(s.startswith("(c)") for s in subheaders)
-    at.session_state["moe_section"] = "(c) Balance during training"
-    at.run()
+    assert at.segmented_control(key="moe_section").value is None
+    assert not any(s.value.startswith(("(a)", "(c)")) for s in at.subheader)
+    assert len(at.get("plotly_chart")) == 1, "the first picture only"
+    assert _section_bodies(at, "moe_section") == [False] * 5
+    at.segmented_control(key="moe_section").set_value("(c) Balance during training").run()
     assert not at.exception, [e.message for e in at.exception]
     subheaders = [s.value for s in at.subheader]
     assert any(s.startswith("(c)") for s in subheaders) and not any(s.startswith("(a)") for s in subheaders)
+    assert _section_bodies(at, "moe_section") == [False, True, False, False, False]
 
 
-LAZY_TAB_PAGES = sorted(p.name for p in (ROOT / "views").glob("*.py") if "lazy_tabs(" in p.read_text()
-                        and p.name != "common.py")
+def test_a_link_opens_a_section_and_a_bad_one_says_so(monkeypatch):
+    """`?home_section=<label>` (the sidebar's ledger link, a shared link) opens that section; an unknown label
+    opens none and says which labels exist; picking a section puts it in the URL."""
+    from views.registry import LEDGER_SECTION
+    monkeypatch.delenv("K3LITE_EXPANDERS")
+    at = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=120)
+    at.query_params["home_section"] = LEDGER_SECTION
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.segmented_control(key="home_section").value == LEDGER_SECTION
+    assert _section_bodies(at, "home_section") == [True, False]
+    at = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=120)
+    at.query_params["home_section"] = "no such section"
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert any("home_section" in w.value and LEDGER_SECTION in w.value for w in at.warning), [w.value for w in at.warning]
+    assert _section_bodies(at, "home_section") == [False, False]
+    at.segmented_control(key="home_section").set_value("Where the parameters are").run()
+    assert at.query_params["home_section"] == "Where the parameters are"
 
 
-@pytest.mark.parametrize("page", LAZY_TAB_PAGES)
-def test_every_lazy_tab_renders_on_its_own(page, monkeypatch):
-    """A section in a lazy tab runs only when picked, so it must not lean on names another tab's body defines:
-    each tab, picked alone on a fresh session, renders without an exception."""
+LAZY_SECTION_PAGES = sorted(p.name for p in (ROOT / "views").glob("*.py") if "lazy_sections(" in p.read_text()
+                            and p.name != "common.py")
+
+
+@pytest.mark.parametrize("page", LAZY_SECTION_PAGES)
+def test_every_lazy_section_renders_on_its_own(page, monkeypatch):
+    """A lazy section runs only when picked, so it must not lean on names another section's body defines: each
+    section, picked alone on a fresh session, renders without an exception, and only it has a body."""
     import re
     monkeypatch.delenv("K3LITE_EXPANDERS")
-    key = re.search(r'lazy_tabs\(\w+, key="(\w+)"\)', (ROOT / "views" / page).read_text()).group(1)
+    key = re.search(r'lazy_sections\(\w+, key="(\w+)"\)', (ROOT / "views" / page).read_text()).group(1)
     at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=180).run()
-    labels = [t.label for t in at.tabs]
+    labels = at.segmented_control(key=key).options
     assert len(labels) >= 2, labels
+    assert _section_bodies(at, key) == [False] * len(labels), "no section is drawn before one is picked"
     for i, label in enumerate(labels):
         at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=180)
         at.session_state[key] = label
         at.run()
         assert not at.exception, (label, [e.message for e in at.exception])
-        assert [len(t.children) > 0 for t in at.tabs] == [j == i for j in range(len(labels))], \
-            f"{label}: only the picked tab has a body"
+        assert _section_bodies(at, key) == [j == i for j in range(len(labels))], f"{label}: only it has a body"
         assert not _heavy_in_expanders(at._tree), f"{page} / {label}: {_heavy_in_expanders(at._tree)}"
 
 
@@ -174,9 +206,9 @@ def test_closed_expanders_send_no_chart_table_or_code(page, monkeypatch):
     assert not _heavy_in_expanders(at._tree), f"{page}: sent inside closed expanders: {_heavy_in_expanders(at._tree)}"
 
 
-def test_reset_keeps_the_reader_in_the_tab_they_are_in(monkeypatch):
-    """Reset to defaults on the lab's Train tab forgets the controls, not which tab is open (its key starts with
-    the page's prefix too): the reader stays on Train."""
+def test_reset_keeps_the_reader_in_the_section_they_are_in(monkeypatch):
+    """Reset to defaults in the lab's Train section forgets the controls, not which section is open (its key starts
+    with the page's prefix too): the reader stays on Train."""
     monkeypatch.delenv("K3LITE_EXPANDERS")
     at = AppTest.from_file(str(ROOT / "views" / "lab.py"), default_timeout=180)
     at.session_state["lab_section"] = "Train it yourself"

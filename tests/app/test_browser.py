@@ -57,7 +57,7 @@ def url_of(route: str) -> str:
 #   button: label of the main button, or None for "no button to press"
 #   timeout_s: how long the button's work may take
 #   query:  a query string to open the page with (a shared link, e.g. small sizes for heavy pages)
-#   tab:    a tab to open first (a section below the first picture, views/common.lazy_tabs)
+#   tab:    a section to open first (below the first picture, views/common.lazy_sections)
 SPECS: dict[str, dict] = {
     "home": {"move": ("select", "Configuration", "lite")},
     # the last stage (End key) shows the next-byte table and the "Generate" button
@@ -385,8 +385,8 @@ def test_page_in_real_browser(landed, browser, route):
         assert not errors_at_defaults, f"/{route} shows st.error at its default settings: {errors_at_defaults}"
         assert _main(page).locator("h1").count() >= 1, f"/{route} shows no title"
         assert NAV_TITLE in sidebar_nav(page), f"/{route} is not running under app.py's navigation"
-        if spec.get("tab"):  # a section in a tab (views/common.lazy_tabs): open it as a reader would
-            _main(page).get_by_role("tab", name=spec["tab"]).click()
+        if spec.get("tab"):  # a section below the first picture (views/common.lazy_sections): pick it as a reader would
+            _main(page).get_by_test_id("stButtonGroup").get_by_role("button", name=spec["tab"], exact=True).click()
             wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS)
         before = fingerprint(page)
         has_button = bool(spec.get("button")) or (

@@ -32,14 +32,17 @@ TOLERANCE_PX = 2
 
 # (name, route, query): every page at its defaults, plus the views issue 16 found broken
 VIEWS = [(r, r, "", None) for r in ROUTES] + [
-    ("moe-896-top16", "moe", "moe_experts=896&moe_top_k=16", None),  # K3 scale: GPU view + load histogram
+    ("moe-896-top16", "moe", "moe_experts=896&moe_top_k=16", "(a)–(b) Routing and balance on a prompt"),  # K3 scale:
+    # the GPU view + load histogram
     ("forward-pass-kda", "forward_pass", "fp_stage=3", None),  # a KDA stage (0-based index): legend vs colourbar
     ("attention-residuals-full", "attention_residuals", "ar_mode=full", None),  # the caveat that cut the title
-] + [  # sections in tabs below the first picture (views/common.lazy_tabs): each drawn once its tab is picked
-    (f"{route}-tab-{i}", route, "", tab) for route, tabs in (
-        ("moe", ("(c) Balance during training", "(d) The latent trade-off", "(f) SiTU-GLU")),
-        ("attention_residuals", ("Does it train better?", "What blocks save at scale")),
-        ("home", ("Where the parameters are",))) for i, tab in enumerate(tabs)]
+] + [  # the sections below the first picture (views/common.lazy_sections): each drawn once it is picked
+    (f"{route}-section-{i}", route, "", tab) for route, tabs in (
+        ("moe", ("(a)–(b) Routing and balance on a prompt", "(c) Balance during training", "(d) The latent trade-off",
+                 "(f) SiTU-GLU")),
+        ("attention_residuals", ("Every sublayer's weights", "Does it train better?", "What blocks save at scale")),
+        ("home", ("Bytes per decoded token", "Where the parameters are")),
+        ("lab", ("Recall vs length",))) for i, tab in enumerate(tabs)]
 
 MEASURE_JS = """
 (tol) => {
@@ -154,7 +157,8 @@ def test_figures_are_legible_at_both_widths(app_server, browser, name, route, qu
         page.goto(f"{app_server['url']}/{url_of(route)}{'?' + query if query else ''}", timeout=LOAD_TIMEOUT_MS)
         wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS * 3)
         if tab:
-            page.get_by_test_id("stMain").get_by_role("tab", name=tab).click()
+            page.get_by_test_id("stMain").get_by_test_id("stButtonGroup").get_by_role(
+                "button", name=tab, exact=True).click()
             wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS)
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 1000})
