@@ -50,13 +50,17 @@ def _parse(raw: str, default):
 
 
 def url_state(key: str, default, *, choices=None, lo=None, hi=None) -> None:
-    """Seed the widget state `key` from `?key=...` in the URL, once per session.
+    """Seed the widget state `key` from `?key=...` in the URL, once per session; afterwards keep its value for the
+    runs in which its widget is not drawn.
 
     Use with a keyed widget that gets no `value=`:  url_state("moe_top_k", 8, lo=1, hi=32);
     st.slider("top-k", 1, 32, key="moe_top_k"); then push_url("moe_top_k", ...).
     An invalid value falls back to `default` with a visible notice naming the constraint.
     """
     if key in st.session_state:
+        # re-set each run: a widget that is not drawn in a run (its lazy expander closed) would otherwise fall back
+        # to the value first seeded here when Streamlit drops the widget's own state
+        st.session_state[key] = st.session_state[key]
         return
     value = default
     raw = st.query_params.get(key)

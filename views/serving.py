@@ -67,22 +67,31 @@ ctl.toggle("speculative decoding", key="sv_spec", help="MTP layer where the mode
 if st.session_state.sv_spec:
     ctl.number_input("draft tokens per step", 1, 32, key="sv_draft")
     ctl.number_input("acceptance (tokens per step)", 1.0, 33.0, step=0.1, key="sv_accept")
-with ctl.expander("GPU-hour prices ($)"):
-    prices = {g: st.number_input(g, 0.1, 999.0, USD_PER_GPU_HOUR[g][0], 0.1, key=f"sv_usd_{g}",
-                                 help=USD_PER_GPU_HOUR[g][1]) for g in GPUS}
-with st.expander("Your deployment: GPU, parallelism, formats, batch (sections 1-4 below)"):
-    c1, c2, c3, c4 = st.columns(4)
-    c1.selectbox("GPU", list(GPUS), key="sv_gpu")
-    c1.number_input("GPUs per replica", 1, 1024, key="sv_gpus")
-    c2.number_input("expert parallel (EP)", 1, 1024, key="sv_ep")
-    c2.number_input("tensor parallel (TP) of attention", 1, 64, key="sv_tp")
-    c3.selectbox("routed experts stored as", FORMATS, key="sv_experts")
-    c3.selectbox("everything else stored as", FORMATS, key="sv_rest")
-    c4.number_input("batch per GPU (0 = the most that fit)", 0, 100_000, key="sv_batch")
-    c4.toggle("overlap communication with compute", key="sv_overlap")
-    c4.number_input("$ per GPU-hour (0 = default)", 0.0, 999.0, step=0.1, key="sv_price")
+# the two expanders below draw their inputs only while open (a closed one costs the first screen nothing); every
+# input is seeded from and mirrored to the URL, so a value set in one survives its expander closing
+PRICE_KEYS = {g: "sv_usd_" + g.replace(" ", "_") for g in GPUS}  # no spaces: they are URL parameters
+for g, key in PRICE_KEYS.items():
+    url_state(key, float(USD_PER_GPU_HOUR[g][0]), lo=0.1, hi=999.0)
+with ctl, lazy_expander("GPU-hour prices ($)", key="serving_x_gpu_hour_prices") as is_open:
+    if is_open:
+        for g, key in PRICE_KEYS.items():
+            st.number_input(g, 0.1, 999.0, step=0.1, key=key, help=USD_PER_GPU_HOUR[g][1])
+prices = {g: float(st.session_state[key]) for g, key in PRICE_KEYS.items()}
+with lazy_expander("Your deployment: GPU, parallelism, formats, batch (sections 1-4 below)",
+                   key="serving_x_your_deployment") as is_open:
+    if is_open:
+        c1, c2, c3, c4 = st.columns(4)
+        c1.selectbox("GPU", list(GPUS), key="sv_gpu")
+        c1.number_input("GPUs per replica", 1, 1024, key="sv_gpus")
+        c2.number_input("expert parallel (EP)", 1, 1024, key="sv_ep")
+        c2.number_input("tensor parallel (TP) of attention", 1, 64, key="sv_tp")
+        c3.selectbox("routed experts stored as", FORMATS, key="sv_experts")
+        c3.selectbox("everything else stored as", FORMATS, key="sv_rest")
+        c4.number_input("batch per GPU (0 = the most that fit)", 0, 100_000, key="sv_batch")
+        c4.toggle("overlap communication with compute", key="sv_overlap")
+        c4.number_input("$ per GPU-hour (0 = default)", 0.0, 999.0, step=0.1, key="sv_price")
 push_url("sv_preset", "sv_gpu", "sv_gpus", "sv_ep", "sv_tp", "sv_experts", "sv_rest", "sv_context", "sv_batch",
-         "sv_overlap", "sv_price", "sv_spec", "sv_draft", "sv_accept", "sv_speed")
+         "sv_overlap", "sv_price", "sv_spec", "sv_draft", "sv_accept", "sv_speed", *PRICE_KEYS.values())
 ss = st.session_state
 rest = ss.sv_rest
 with user_errors():

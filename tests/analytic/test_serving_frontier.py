@@ -182,7 +182,7 @@ def test_serving_page_opens_on_the_frontier_and_its_prices_are_inputs():
     expected = verdict(fr, INTERACTIVE_TOKENS_PER_USER).sentence.replace("$", "\\$")
     assert any(m.value == expected for m in at.markdown)
     winner = verdict(fr, INTERACTIVE_TOKENS_PER_USER).winner.gpu
-    at.number_input(key=f"sv_usd_{winner}").set_value(40.0).run()  # make the winner dear: another GPU must win
+    at.number_input(key="sv_usd_" + winner.replace(" ", "_")).set_value(40.0).run()  # make the winner dear: another GPU must win
     assert not at.exception
     dear = verdict(frontier(K3_PRESET, 32768, prices={winner: 40.0}), INTERACTIVE_TOKENS_PER_USER)
     assert dear.winner.gpu != winner

@@ -155,6 +155,31 @@ def test_a_link_opens_a_section_and_a_bad_one_says_so(monkeypatch):
     assert at.query_params["home_section"] == "Where the parameters are"
 
 
+def test_serving_inputs_keep_their_values_after_their_expander_closes(monkeypatch):
+    """The serving page's prices and deployment are drawn only while their expanders are open; a value set there
+    must still price the tokens after the expander closes (it lives in the URL, as a shared link)."""
+    monkeypatch.delenv("K3LITE_EXPANDERS")
+    at = AppTest.from_file(str(ROOT / "views" / "serving.py"), default_timeout=120).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert [n.key for n in at.number_input] == ["sv_speed"], "closed: only the first screen's input is drawn"
+    at.session_state["serving_x_gpu_hour_prices"] = True
+    at.session_state["serving_x_your_deployment"] = True
+    at.run()
+    at.number_input(key="sv_usd_GB300_NVL72").set_value(123.4)
+    at.number_input(key="sv_gpus").set_value(128).run()
+    assert not at.exception, [e.message for e in at.exception]
+    opened = [m.value for m in at.markdown if m.value.startswith("Your deployment")]
+    at.session_state["serving_x_gpu_hour_prices"] = False
+    at.session_state["serving_x_your_deployment"] = False
+    for _ in range(2):  # the run that stops drawing the inputs, and the one after it
+        at.run()
+        assert not at.exception, [e.message for e in at.exception]
+        assert at.session_state["sv_usd_GB300_NVL72"] == 123.4 and at.session_state["sv_gpus"] == 128
+        assert at.query_params["sv_gpus"] == "128"
+        assert [m.value for m in at.markdown if m.value.startswith("Your deployment")] == opened
+    assert "128 × GB300 NVL72" in opened[0]
+
+
 LAZY_SECTION_PAGES = sorted(p.name for p in (ROOT / "views").glob("*.py") if "lazy_sections(" in p.read_text()
                             and p.name != "common.py")
 
