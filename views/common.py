@@ -167,6 +167,26 @@ def lazy_sections(labels: list[str], key: str) -> list[_LazySection]:
     return [_LazySection(st.container(), picked == label) for label in labels]
 
 
+def kept_editor(rows: list[dict], key: str, *, draw: bool, **kwargs) -> list[dict]:
+    """`rows` with the reader's edits, from an st.data_editor drawn only when `draw` (inside a lazy expander).
+
+    Streamlit keeps a data editor's edits only while it is drawn; here they are folded into
+    st.session_state[key + "_edits"] (row -> column -> value) as they happen, so the returned rows carry them in
+    every run, drawn or not. Each fold draws a fresh editor (key + "_v<n>") over the edited rows."""
+    store = st.session_state.setdefault(f"{key}_edits", {})
+    if draw:
+        version = st.session_state.setdefault(f"{key}_version", 0)
+        widget = f"{key}_v{version}"
+
+        def fold():
+            for row, columns in st.session_state[widget].get("edited_rows", {}).items():
+                store.setdefault(int(row), {}).update(columns)
+            st.session_state[f"{key}_version"] = version + 1
+
+        st.data_editor([{**r, **store.get(i, {})} for i, r in enumerate(rows)], key=widget, on_change=fold, **kwargs)
+    return [{**r, **store.get(i, {})} for i, r in enumerate(rows)]
+
+
 def show_code(*functions, title: str = "The code behind this figure") -> None:
     """An expander with the readable source of the functions that computed a figure, each with its file and line
     (the library's own code, as it just ran)."""

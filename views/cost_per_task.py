@@ -11,7 +11,7 @@ from k3lite.analytic.serving import MIN_TOKENS_PER_USER
 from k3lite.analytic.serving_compare import FAST_TOKENS_PER_USER, frontier_prices, physics_price, task_vs_token_ranking
 from k3lite.viz.cost import cost_bars_figure, distribution_figure, savings_figure
 from k3lite.viz.memo import shared_figure
-from views.common import explain, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, kept_editor, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
 
 
 def dollars(text: str) -> str:
@@ -79,18 +79,19 @@ listed = {key: p for key, p in PRICES.items() if key != "small-worker"}
 if st.session_state.cost_physics:
     physics = physics_price_cached()
     listed["physics"] = physics
-with fig_col.expander(f"Per-model assumptions ({scenario.label}): edit success and turns"):
-    table = st.data_editor(
+with fig_col, lazy_expander(f"Per-model assumptions ({scenario.label}): edit success and turns",
+                            key="cost_per_task_x_per_model") as is_open:
+    table = kept_editor(
         [{"model": p.name, "$ / M input": p.input_per_m, "$ / M output": p.output_per_m,
           "cache discount (%)": 100 * p.cache_discount,
           "success per attempt (%)": 100 * scenario.success.get(key, st.session_state.cost_success / 100),
           "turns per attempt": float(st.session_state.cost_turns) * scenario.turns_factor.get(key, 1.0)}
          for key, p in listed.items()],
-        # a fixed key per row set and scenario: the editor keeps the user's edits when a slider changes the
-        # defaults (a key that embedded the slider values made a new widget, and silently dropped every edit, on
-        # each move); the serving-physics toggle (a new row) and the scenario start a new table
-        hide_index=True, key=f"cost_models_{st.session_state.cost_physics}_{st.session_state.cost_scenario}",
-        num_rows="fixed", disabled=["model"])
+        # one table per row set and scenario, not per slider value: the reader's edits survive a slider move (a
+        # key that embedded the slider values silently dropped every edit on each move) and the expander closing;
+        # the serving-physics toggle (a new row) and the scenario start a new table
+        f"cost_models_{st.session_state.cost_physics}_{st.session_state.cost_scenario}", draw=is_open,
+        hide_index=True, num_rows="fixed", disabled=["model"])
 with user_errors():
     strategies = [single_model(ModelPrice(r["model"], float(r["$ / M input"]), float(r["$ / M output"]),
                                           float(r["cache discount (%)"]) / 100),

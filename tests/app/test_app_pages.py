@@ -205,16 +205,11 @@ def test_every_lazy_section_renders_on_its_own(page, monkeypatch):
 
 
 HEAVY = {"PlotlyChart", "Dataframe", "Code", "UnknownElement", "Table"}  # charts, tables, highlighted code
-# expanders that must stay eager, and why: an input whose values the page reads even while it is closed
-EAGER = {"Per-model assumptions": "cost_per_task: an st.data_editor; Streamlit keeps a widget's edits only while "
-                                  "the widget is drawn, and the costs read them"}
-
-
 def _heavy_in_expanders(node, inside=None, found=None) -> list[tuple[str, str]]:
     found = [] if found is None else found
     kind = type(node).__name__
     inside = node.label if kind == "Expander" else inside
-    if inside and kind in HEAVY and not any(inside.startswith(k) for k in EAGER):
+    if inside and kind in HEAVY:
         found.append((inside[:60], kind))
     for child in getattr(node, "children", {}).values():
         _heavy_in_expanders(child, inside, found)

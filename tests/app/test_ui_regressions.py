@@ -24,6 +24,40 @@ def test_cost_table_edits_survive_a_slider_move():
         assert _editor(at).proto.id == before, f"moving {key} replaced the model table (edits would be lost)"
 
 
+def test_cost_table_edits_survive_its_expander_closing(monkeypatch):
+    """The model table is drawn only while its expander is open (views/common.kept_editor); an edit made there must
+    still price the tasks after the expander closes. The edit is sent as the browser sends it (the editor's JSON)."""
+    import json
+    monkeypatch.delenv("K3LITE_EXPANDERS")
+    at = AppTest.from_file(str(ROOT / "views" / "cost_per_task.py"), default_timeout=120).run()
+    assert not [d for d in at.dataframe if d.proto.editing_mode], "closed: no editor is drawn"
+
+    def k3_sentence():
+        return next(m.value for m in at.markdown if "cheapest per completed task" in m.value)
+
+    default = k3_sentence()
+    at.session_state["cost_per_task_x_per_model"] = True
+    at.run()
+    states = at._tree.get_widget_states()
+    edit = states.widgets.add()
+    edit.id = _editor(at).proto.id
+    edit.string_value = json.dumps({"edited_rows": {"0": {"success per attempt (%)": 10.0}}, "added_rows": [],
+                                    "deleted_rows": []})
+    at._run(states)
+    assert not at.exception, [e.message for e in at.exception]
+    edited = k3_sentence()
+    assert edited != default, "K3's success at 10% changes its cost per task"
+    assert _editor(at).proto.id != edit.id, "the fold drew a fresh editor over the edited rows"
+    at.session_state["cost_per_task_x_per_model"] = False
+    for _ in range(2):
+        at.run()
+        assert not at.exception, [e.message for e in at.exception]
+        assert k3_sentence() == edited, "the edit still prices the tasks with the table closed"
+    at.session_state["cost_per_task_x_per_model"] = True
+    at.run()
+    assert k3_sentence() == edited
+
+
 def test_forward_pass_stage_control_matches_the_heading():
     """The stage slider read 0-based (41) beside the heading's 1-based "42/42", and had no visible label."""
     at = AppTest.from_file(str(ROOT / "views" / "forward_pass.py"), default_timeout=180).run()
