@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from views.common import SECTIONS_LABEL
 from views.registry import DEFAULT_PAGE, PAGES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -386,7 +387,8 @@ def test_page_in_real_browser(landed, browser, route):
         assert _main(page).locator("h1").count() >= 1, f"/{route} shows no title"
         assert NAV_TITLE in sidebar_nav(page), f"/{route} is not running under app.py's navigation"
         if spec.get("tab"):  # a section below the first picture (views/common.lazy_sections): pick it as a reader would
-            _main(page).get_by_test_id("stButtonGroup").get_by_role("button", name=spec["tab"], exact=True).click()
+            _main(page).get_by_role("radiogroup", name=SECTIONS_LABEL).get_by_role(
+                "radio", name=spec["tab"], exact=True).click()
             wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS)
         before = fingerprint(page)
         has_button = bool(spec.get("button")) or (

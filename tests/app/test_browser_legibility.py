@@ -21,7 +21,7 @@ import json
 import pytest
 
 from test_browser import (  # noqa: F401  (browser is a fixture; pytestmark skips without Chromium)
-    LOAD_TIMEOUT_MS, ROOT, ROUTES, browser, pytestmark, streamlit_server, url_of, wait_idle,
+    LOAD_TIMEOUT_MS, ROOT, ROUTES, SECTIONS_LABEL, browser, pytestmark, streamlit_server, url_of, wait_idle,
 )
 
 from k3lite.viz.style import TABLE_CUE  # noqa: E402
@@ -157,8 +157,8 @@ def test_figures_are_legible_at_both_widths(app_server, browser, name, route, qu
         page.goto(f"{app_server['url']}/{url_of(route)}{'?' + query if query else ''}", timeout=LOAD_TIMEOUT_MS)
         wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS * 3)
         if tab:
-            page.get_by_test_id("stMain").get_by_test_id("stButtonGroup").get_by_role(
-                "button", name=tab, exact=True).click()
+            page.get_by_test_id("stMain").get_by_role("radiogroup", name=SECTIONS_LABEL).get_by_role(
+                "radio", name=tab, exact=True).click()
             wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS)
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 1000})
