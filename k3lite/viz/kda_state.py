@@ -74,7 +74,8 @@ def state_animation(states: np.ndarray, correction: np.ndarray, v: np.ndarray, b
     states (T, K, V), correction (T, V), v (T, V), beta (T,). At most MAX_FRAMES frames (the first tokens).
     Frame t's heatmap z is states[t] exactly; play / pause and the slider run in the browser.
     """
-    states, correction, v, beta = (np.asarray(x, dtype=float) for x in (states, correction, v, beta))
+    # float32, the layer's own precision: each frame's numbers are sent as 4 bytes, not 8 (half the figure)
+    states, correction, v, beta = (np.asarray(x, dtype=np.float32) for x in (states, correction, v, beta))
     T = min(len(states), MAX_FRAMES)
     if T < 1:
         raise ValueError("state_animation needs at least one token")
