@@ -11,7 +11,7 @@ from k3lite.viz.archmap import architecture_map, stage_index
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.model import WHAT, stage_figure, stages
 from k3lite.viz.style import fmt_bytes
-from k3lite.viz.stepper import stepper_map
+from k3lite.viz.stepper import at_stage, stepper_map
 from views.common import explain, interconnect_query, push_url, reset_button, show_code, url_state, user_errors
 from views.registry import by_url_path
 
@@ -74,12 +74,17 @@ def jump_to_clicked() -> None:
         st.session_state.fp_stage = stage_index(STAGES, kind, None if layer < 0 else int(layer))
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)  # a figure costs ~0.2 s to build; plotly_chart only reads it
-def map_figure(prompt: str, start: int):
+@st.cache_resource(max_entries=16, show_spinner=False)  # ~0.3 s to build; plotly_chart only reads it
+def flipbook(prompt: str):
     """The map with every stage as a frame: its slider steps through them in the browser (k3lite.viz.stepper)."""
     cfg, trace = lite_model()[0].cfg, run(prompt)[0]
     base = architecture_map(cfg, trace=trace, anatomy=anatomy(cfg, context=len(trace.tokens)))
-    return stepper_map(base, cfg, stages(trace), start)
+    return stepper_map(base, cfg, stages(trace))
+
+
+def map_figure(prompt: str, start: int):
+    """The prompt's flip-book opened on stage `start` (a copy, a few ms: the stage panel's slider redraws it)."""
+    return at_stage(flipbook(prompt), start)
 
 
 st.session_state.fp_map_stage = st.session_state.fp_stage  # the stage the map below marks
@@ -89,7 +94,7 @@ with picture:
 st.markdown(f"Your prompt is **{len(trace.tokens)} bytes**; the model's best guess for the next one is "
             f"**“{token_label(top[0][0])}”** ({100 * top[1][0]:.1f}%). Drag the slider on the map to flip through the "
             f"{len(STAGES)} stages in your browser; click an element to open its stage in detail below.")
-show_code(stepper_map, architecture_map)
+show_code(stepper_map, at_stage, architecture_map)
 with st.expander("What the map shows"):
     st.caption("The whole trained lite model (8 layers: KDA = Kimi Delta Attention, linear attention with a fixed-size "
                "state; MLA = Multi-head Latent Attention, global attention with a compressed cache; 3 KDA per MLA; "

@@ -4,6 +4,9 @@
 each frame moves the highlight band to that stage's row(s) and names the stage in the title. A slider under the
 map plays the frames in the browser, so stepping through the 42 stages of the lite model costs no server round
 trip (issue 27 item 3). The band is drawn as architecture_map draws it (same shape, same colour).
+
+`at_stage` re-opens a built flip-book on another stage by copying that stage's frame into the figure (a few ms):
+building the flip-book (its 42 frames) is the expensive part and happens once per prompt.
 """
 from __future__ import annotations
 
@@ -60,8 +63,11 @@ def stepper_map(base: go.Figure, cfg: K3Config, stage_list, start: int = 0) -> g
     # as its current value (a frame's title or annotations are not redrawn by Plotly.animate; shapes and traces are)
     fig.frames = [go.Frame(name=str(i), data=[_ring(points[i])], traces=[ring],
                            layout=dict(shapes=[_band(r) for r in rows[i]] + fixed)) for i in range(n)]
+    # assigned, not passed to update_layout: that merges a list into the base's shapes element by element (the
+    # first band landed on the map's own lines and the start stage showed no band until the slider moved)
+    fig.layout.shapes = [_band(r) for r in rows[start]] + fixed
     fig.update_layout(
-        shapes=[_band(r) for r in rows[start]] + fixed, title=None,
+        title=None,
         sliders=[dict(active=start, x=0, len=1, y=1.0, yanchor="bottom", pad=dict(t=0, b=30),
                       currentvalue=dict(prefix="", font=dict(size=12, color=HIGHLIGHT_LINE["color"])),
                       font=dict(size=1, color=HIGHLIGHT_MARKER["color"]),  # 42 tick labels would overprint: hidden
@@ -76,3 +82,17 @@ def stepper_map(base: go.Figure, cfg: K3Config, stage_list, start: int = 0) -> g
         fig.update_layout(height=base.layout.height + max(0, 90 - old_top))
     fig.update_layout(margin=dict(t=90))
     return fig
+
+
+def at_stage(fig: go.Figure, start: int) -> go.Figure:
+    """A flip-book from `stepper_map` opened on stage `start`: the same figure `stepper_map(..., start)` builds (its
+    band, ring and slider position are frame `start`'s), copied from `fig` without rebuilding the frames."""
+    n = len(fig.frames)
+    if not 0 <= start < n:
+        raise ValueError(f"start must be a stage in 0..{n - 1}, got {start}")
+    d = fig.to_dict()
+    frame = d["frames"][start]
+    d["data"][frame["traces"][0]] = frame["data"][0]  # the ring
+    d["layout"]["shapes"] = frame["layout"]["shapes"]  # the band (and the map's fixed shapes)
+    d["layout"]["sliders"][0]["active"] = start
+    return go.Figure(d, _validate=False)  # every part was validated when `fig` was built

@@ -4,7 +4,7 @@ import pytest
 from k3lite.model.config import get_preset
 from k3lite.viz.archmap import architecture_map
 from k3lite.viz.model import stages
-from k3lite.viz.stepper import stage_points, stage_rows, stepper_map
+from k3lite.viz.stepper import at_stage, stage_points, stage_rows, stepper_map
 
 LITE = get_preset("lite")
 STAGES = stages(list(zip(LITE.layer_types(), LITE.ffn_types())))
@@ -24,8 +24,23 @@ def test_one_frame_per_stage_with_the_band_on_its_row():
     same_row = [i for i in range(len(STAGES)) if rows[i] == rows[3]]
     assert len(same_row) > 1 and len({tuple(points[i][0]) for i in same_row}) == len(same_row)
     assert fig.layout.sliders[0].active == 3 and list(fig.data[-1].x) == points[3][0]
+    # the figure as first drawn (before the slider moves) marks the start stage's row with the band, as frame 3 does
+    assert fig.layout.shapes == fig.frames[3].layout.shapes
 
 
 def test_stepper_rejects_a_stage_outside_the_list():
     with pytest.raises(ValueError, match="start must be a stage in 0..41"):
         stepper_map(architecture_map(LITE), LITE, STAGES, start=len(STAGES))
+
+
+def test_at_stage_is_the_flipbook_built_on_that_stage():
+    """The page builds the flip-book once per prompt and re-opens it on the stage panel's stage with `at_stage`: the
+    copy must be the very figure `stepper_map` builds for that start (band, ring, slider position, frames)."""
+    base = architecture_map(LITE)
+    book = stepper_map(base, LITE, STAGES)
+    for start in (0, 3, len(STAGES) - 1):
+        assert at_stage(book, start).to_plotly_json() == stepper_map(base, LITE, STAGES, start).to_plotly_json()
+    assert at_stage(book, 3).to_plotly_json() != book.to_plotly_json()  # it did move
+    assert book.layout.sliders[0].active == 0, "the cached flip-book is not changed by a copy"
+    with pytest.raises(ValueError, match="start must be a stage in 0..41"):
+        at_stage(book, len(STAGES))
