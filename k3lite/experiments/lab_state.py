@@ -240,12 +240,15 @@ def rule_sentence(rows: list[dict]) -> str:
                             f"{100 * top['mean']:.0f}%)")
         elif min(r["n"] for r in rec) < 2:
             verdicts.append(f"at K = {K} too few seeds yet to tell ({min(r['n'] for r in rec)} for some mixer)")
-        elif not _tie(top, bottom):
-            verdicts.append(f"at K = {K} the update rule matters: {short_name(top['mixer'])} beats "
-                            f"{short_name(bottom['mixer'])} beyond seed spread")
-        elif apart:
-            verdicts.append(f"at K = {K} the update rule matters: {short_name(apart[0][0]['mixer'])} beats "
-                            f"{short_name(apart[0][1]['mixer'])} beyond seed spread")
+        elif not _tie(top, bottom) or apart:
+            win, lose = (top, bottom) if not _tie(top, bottom) else apart[0]
+            verdict = (f"at K = {K} the update rule matters: {short_name(win['mixer'])} beats "
+                       f"{short_name(lose['mixer'])} beyond seed spread")
+            plain = _cell(rec, "linear", K)  # the additive rule with no decay: what delta updates and decay refine
+            if plain is not None and plain is not top and plain is not lose and _tie(plain, top):
+                verdict += (f", yet the plain additive rule (linear, {100 * plain['mean']:.0f}%) ties with the best: "
+                            f"delta updates and decay buy nothing beyond seed spread here")
+            verdicts.append(verdict)
         else:
             verdicts.append(f"at K = {K} all are within seed spread: the size of the state decides")
     if not parts:

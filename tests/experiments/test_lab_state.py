@@ -188,6 +188,15 @@ def test_verdicts_need_two_seeds_and_read_the_whole_chain():
     text = state.rule_sentence(chain)
     assert "KDA 50% ≈ GDN 45% > linear 30%" in text
     assert text.endswith("at K = 16 the update rule matters: GDN beats linear beyond seed spread.")
+    # the shipped K = 16 shape: a separation between the best and the worst, but the plain additive rule ties
+    # with the best, so the refinements of the rule are not what separates them
+    plain = state.aggregate(_cells({("gdn", 16): [0.73, 0.71, 0.75], ("linear", 16): [0.72, 0.73, 0.71],
+                                    ("kda", 16): [0.66, 0.68, 0.70]}))
+    text = state.rule_sentence(plain)
+    assert "GDN beats KDA beyond seed spread, yet the plain additive rule (linear, 72%) ties with the best" in text
+    plain_loses = state.aggregate(_cells({("gdn", 16): [0.80, 0.81, 0.79], ("linear", 16): [0.60, 0.61, 0.59],
+                                          ("kda", 16): [0.70, 0.71, 0.69]}))
+    assert "plain additive" not in state.rule_sentence(plain_loses)
 
 
 def test_report_cost_uses_time_per_step_done():
