@@ -222,3 +222,25 @@ def test_short_gpu_names_reach_every_model():
     assert serving.Serving(gpu="H100", n_gpus=128, ep=128).gpu == "H100 SXM"
     assert hybrid.decode_cost(3, 4096, hardware="H100") == hybrid.decode_cost(3, 4096, hardware="H100 SXM")
     assert main(["--gpu", "h200", "--json"]) == 0
+
+
+def test_frontier_figure_draws_every_setup_as_one_line_through_its_batches(k3):
+    """The faint cloud is one stretch of line per setup (GPU, EP, formats), ordered by batch: every point of the
+    frontier is drawn exactly once, and no line joins two setups."""
+    from k3lite.viz.serving import frontier_figure
+
+    fig = frontier_figure(k3.points, k3.envelope, k3.by_gpu, 50.0, verdict(k3, 50.0).winner)
+    cloud = [t for t in fig.data if t.name and t.name.endswith(": every setup")]
+    drawn = sorted((c[0], round(x, 9)) for t in cloud for x, c in zip(t.x, t.customdata) if x is not None)
+    assert drawn == sorted((p.label, round(p.tokens_per_s_per_user, 9)) for p in k3.points)
+    for t in (t for t in cloud if t.mode == "lines"):
+        stretch = []
+        for x, c in [*zip(t.x, t.customdata), (None, None)]:
+            if x is None:
+                setups = {label.rsplit(", batch", 1)[0] for label, *_ in stretch}
+                batches = [int(label.rsplit("batch ", 1)[1].split(",")[0]) for label, *_ in stretch]
+                assert len(setups) == 1 and batches == sorted(batches) and len(batches) > 1, stretch[:3]
+                stretch = []
+            else:
+                stretch.append(c)
+    assert sum(len(t.x) for t in cloud) < 1.1 * len(k3.points) + 80, "one break per setup, no more"
