@@ -87,7 +87,6 @@ def map_figure(prompt: str, start: int):
     return at_stage(flipbook(prompt), start)
 
 
-st.session_state.fp_map_stage = st.session_state.fp_stage  # the stage the map below marks
 with picture:
     st.plotly_chart(map_figure(st.session_state.fp_prompt, st.session_state.fp_stage),
                     key="fp_map", on_select=jump_to_clicked, selection_mode="points", width="stretch")
@@ -104,21 +103,24 @@ with st.expander("What the map shows"):
                "(`k3lite.analytic.anatomy`). Every picture is read from the `Trace` the forward pass just recorded.")
 
 
+def move(step: int) -> None:
+    st.session_state.fp_stage = min(max(st.session_state.fp_stage + step, 0), last)
+
+
+# Prev / Next / the stage slider run the whole page once (the map above marks the stage too; re-opening its flip-book
+# on a stage is a copy); inside a fragment they cost a fragment run and then a page run
+b1, b2, b3 = st.columns([1, 1, 8])
+b1.button("◀ Prev", on_click=move, args=(-1,), disabled=st.session_state.fp_stage == 0, key="fp_prev")
+b2.button("Next ▶", on_click=move, args=(1,), disabled=st.session_state.fp_stage == last, key="fp_next")
+# shows "n/N" like the heading below (a 0-based number read 41 beside "42/42"), with a visible label
+b3.select_slider("stage", options=list(range(len(STAGES))), key="fp_stage",
+                 format_func=lambda i: f"{i + 1}/{len(STAGES)}")
+push_url("fp_stage")
+
+
 @st.fragment
 def stage_panel() -> None:
-    """One stage in detail: Prev / Next / the stage slider rerun only this panel."""
-    def move(step: int) -> None:
-        st.session_state.fp_stage = min(max(st.session_state.fp_stage + step, 0), last)
-
-    b1, b2, b3 = st.columns([1, 1, 8])
-    b1.button("◀ Prev", on_click=move, args=(-1,), disabled=st.session_state.fp_stage == 0, key="fp_prev")
-    b2.button("Next ▶", on_click=move, args=(1,), disabled=st.session_state.fp_stage == last, key="fp_next")
-    # shows "n/N" like the heading below (a 0-based number read 41 beside "42/42"), with a visible label
-    b3.select_slider("stage", options=list(range(len(STAGES))), key="fp_stage",
-                     format_func=lambda i: f"{i + 1}/{len(STAGES)}")
-    push_url("fp_stage")
-    if st.session_state.fp_stage != st.session_state.get("fp_map_stage"):
-        st.rerun(scope="app")  # the map above marks the stage too: redraw it (its figure is cached per stage)
+    """One stage in detail: its KDA head slider and the Generate controls rerun only this panel."""
     stage = STAGES[st.session_state.fp_stage]
 
     st.subheader(f"{st.session_state.fp_stage + 1}/{len(STAGES)} · {stage.title}")
