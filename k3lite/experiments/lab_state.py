@@ -253,7 +253,23 @@ def rule_sentence(rows: list[dict]) -> str:
             verdicts.append(f"at K = {K} all are within seed spread: the size of the state decides")
     if not parts:
         return ""
-    return "Recurrent mixers at equal state: " + "; ".join(parts) + " — " + "; ".join(verdicts) + "."
+    return "Recurrent mixers at equal state: " + "; ".join(parts) + " — " + "; ".join(verdicts) + "." + _rising(rows)
+
+
+def _rising(rows: list[dict]) -> str:
+    """Which recurrent cells still had seeds gaining at their cap (`flat`): their means are lower bounds."""
+    parts = []
+    for K in sorted({r["head_dim"] for r in rows}):
+        rec = [r for r in rows if r["head_dim"] == K and r["mixer"] in RECURRENT]
+        up = [r for r in rec if r["not_flat"]]
+        if up:
+            which = ", ".join(f"{short_name(r['mixer'])} {r['not_flat']}" for r in up)
+            parts.append(f"at K = {K}, {sum(r['not_flat'] for r in up)} of {sum(r['n'] for r in rec)} recurrent runs "
+                         f"({which})")
+    if not parts:
+        return ""
+    return (" Not final: " + "; ".join(parts) + f" still gained ≥ {100 * FLAT_GAIN:.0f} points over their last "
+            f"{100 * FLAT_WINDOW:.0f}% of steps, so those cells' means are lower bounds.")
 
 
 def report_sentence(rows: list[dict]) -> str:

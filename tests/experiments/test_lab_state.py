@@ -197,6 +197,21 @@ def test_verdicts_need_two_seeds_and_read_the_whole_chain():
     plain_loses = state.aggregate(_cells({("gdn", 16): [0.80, 0.81, 0.79], ("linear", 16): [0.60, 0.61, 0.59],
                                           ("kda", 16): [0.70, 0.71, 0.69]}))
     assert "plain additive" not in state.rule_sentence(plain_loses)
+    assert "Not final" not in state.rule_sentence(plain_loses), "every run here is flat"
+
+
+def test_rule_sentence_says_which_cells_are_still_rising():
+    """A seed still gaining at its cap makes its cell's mean a lower bound: the sentence names the cell and count."""
+    rows = state.aggregate(_cells({("gdn", 16): [0.73, 0.71, 0.75], ("kda", 16): [0.66, 0.68, 0.70]}))
+    flat_text = state.rule_sentence(rows)
+    assert "Not final" not in flat_text
+    for r in rows:
+        if r["mixer"] == "kda":
+            r["not_flat"] = 2
+    text = state.rule_sentence(rows)
+    assert text.startswith(flat_text[:-1]) and text.endswith(
+        "Not final: at K = 16, 2 of 6 recurrent runs (KDA 2) still gained ≥ 2 points over their last 25% of steps, "
+        "so those cells' means are lower bounds.")
 
 
 def test_report_cost_uses_time_per_step_done():
