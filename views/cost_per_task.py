@@ -11,7 +11,7 @@ from k3lite.analytic.serving import MIN_TOKENS_PER_USER
 from k3lite.analytic.serving_compare import FAST_TOKENS_PER_USER, frontier_prices, physics_price, task_vs_token_ranking
 from k3lite.viz.cost import cost_bars_figure, distribution_figure, savings_figure
 from k3lite.viz.memo import shared_figure
-from views.common import explain, kept_editor, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, kept_editor, lazy_expander, lazy_sections, push_url, reset_button, show_code, url_state, user_errors
 
 
 def dollars(text: str) -> str:
@@ -105,8 +105,8 @@ fig_col.markdown(dollars(
     f"**{scenario.label.capitalize()}:** {cheapest.name} is cheapest per completed task "
     f"(${cheapest.per_completed_task:.2f}; K3 ${rows[0].per_completed_task:.2f}). "
     + " ".join(comparison_sentence(k3, s_) for key, s_ in zip(listed, strategies) if key not in ("kimi-k3", "physics"))
-    + (" The article's ~9-10x per-task saving is for K3 *planning* with a small worker doing most turns (the split "
-       "below), not for K3 alone." if st.session_state.cost_scenario == "article" else "")))
+    + (" The article's ~9-10x per-task saving is for K3 *planning* with a small worker doing most turns (the planner / "
+       "worker section below), not for K3 alone." if st.session_state.cost_scenario == "article" else "")))
 show_code(analyze, comparison_sentence)
 with lazy_expander("Where the numbers come from", key="cost_per_task_x_numbers") as is_open:
     if is_open:
@@ -130,9 +130,12 @@ def _distribution(alone_s, split_s, n: int = 20_000):
     return [simulate(alone_s, n, seed=0), simulate(split_s, n, seed=1)]
 
 
+PLANNER_TITLE = "Planner / worker: K3 plans, a small model works"
+
+
 @st.fragment
 def planner_panel() -> None:
-    st.subheader("Planner / worker: K3 plans, a small model works")
+    st.subheader(PLANNER_TITLE)
     url_state("cost_share", 7.5, lo=0.5, hi=100.0)
     url_state("cost_worker_success", 80, lo=1, hi=100)
     url_state("cost_worker_in", 0.10, lo=0.0, hi=20.0)
@@ -207,4 +210,9 @@ def planner_panel() -> None:
             show_code(simulate)
 
 
-planner_panel()
+# below the first screen: drawn once picked (a chart sent with the first run delays the first picture)
+SECTIONS = [PLANNER_TITLE]
+(planner_section,) = lazy_sections(SECTIONS, key="cost_section")
+with planner_section as is_open:
+    if is_open:
+        planner_panel()

@@ -193,7 +193,7 @@ def test_every_lazy_section_renders_on_its_own(page, monkeypatch):
     key = re.search(r'lazy_sections\(\w+, key="(\w+)"\)', (ROOT / "views" / page).read_text()).group(1)
     at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=180).run()
     labels = at.segmented_control(key=key).options
-    assert len(labels) >= 2, labels
+    assert labels, labels  # one section is a button that opens it (cost per task's planner / worker)
     assert _section_bodies(at, key) == [False] * len(labels), "no section is drawn before one is picked"
     for i, label in enumerate(labels):
         at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=180)

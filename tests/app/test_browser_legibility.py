@@ -42,7 +42,8 @@ VIEWS = [(r, r, "", None) for r in ROUTES] + [
                  "(f) SiTU-GLU")),
         ("attention_residuals", ("Every sublayer's weights", "Does it train better?", "What blocks save at scale")),
         ("home", ("Bytes per decoded token", "Where the parameters are")),
-        ("lab", ("Recall vs length",))) for i, tab in enumerate(tabs)]
+        ("lab", ("Recall vs length",)),
+        ("cost_per_task", ("Planner / worker: K3 plans, a small model works",))) for i, tab in enumerate(tabs)]
 
 MEASURE_JS = """
 (tol) => {
