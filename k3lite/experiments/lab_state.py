@@ -26,10 +26,8 @@ resumable and several workers share it (a run is claimed by creating a lock file
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,7 +35,7 @@ from pathlib import Path
 import torch
 
 from k3lite.experiments.lab import INITS, LabConfig, train
-from k3lite.experiments.lab_sweep import (REPORT_ORDER, RESULTS_DIR, _claim, load_runs, mean_std, ranked_chain,
+from k3lite.experiments.lab_sweep import (REPORT_ORDER, RESULTS_DIR, _claim, claims_dir_for, load_runs, mean_std, ranked_chain,
                                           report_verdict, run_workers, save_record, short_name, within_spread)
 from k3lite.analytic.memory import kda_state_bytes, kv_cache_bytes
 from k3lite.base.units import fmt_bytes
@@ -446,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1:
         print("error: --workers must be >= 1", file=sys.stderr)
         return 2
-    claims = Path(tempfile.gettempdir()) / f"k3lite_state_claims_{os.getpid()}"
+    claims = claims_dir_for(results, "state")
     return run_workers(args.workers, work, (results, claims))
 
 

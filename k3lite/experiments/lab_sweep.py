@@ -31,6 +31,7 @@ claims a run by creating a lock file first).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -636,12 +637,43 @@ def format_table(rows: list[dict]) -> str:
 
 
 # ----------------------------------------------------------------------------------------------- driver
-def _claim(job: Job, claims_dir: Path) -> bool:
-    claims_dir.mkdir(parents=True, exist_ok=True)
+def claims_dir_for(results_dir: Path, kind: str = "lab") -> Path:
+    """The claims folder of one results folder, the same for every invocation on this machine: two `... all` or
+    `... long` commands started apart share the sweep instead of training the same run twice (a folder per process
+    did exactly that: two `long` commands each ran the same hour-long run)."""
+    key = hashlib.sha1(str(Path(results_dir).resolve()).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"k3lite_{kind}_claims_{key}"
+
+
+def _alive(pid: int) -> bool:
     try:
-        fd = os.open(claims_dir / f"{job.name}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
+        os.kill(pid, 0)
+    except ProcessLookupError:
         return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def _claim(job: Job, claims_dir: Path) -> bool:
+    """Claim `job` by creating its lock file (holding this process's pid); False if a live worker holds it. A claim
+    whose worker is gone (killed, crashed: its run never finished) is taken over."""
+    claims_dir.mkdir(parents=True, exist_ok=True)
+    path = claims_dir / f"{job.name}.claim"
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        try:
+            holder = int(path.read_text() or 0)
+        except (OSError, ValueError):
+            return False  # being written or removed right now: leave it to its owner
+        if holder and _alive(holder):
+            return False
+        try:  # the owner is gone: move its claim aside (only one taker's rename succeeds), then claim afresh
+            os.rename(path, path.with_name(f"{path.name}.stale-{os.getpid()}"))
+        except OSError:
+            return False
+        return _claim(job, claims_dir)
     os.write(fd, str(os.getpid()).encode())
     os.close(fd)
     return True
@@ -734,7 +766,7 @@ def main(argv: list[str] | None = None) -> int:
     if bad or args.workers < 1:
         print(f"error: tasks must be among {sorted(SEQ_LENS)} and --workers >= 1", file=sys.stderr)
         return 2
-    claims = Path(tempfile.gettempdir()) / f"k3lite_lab_claims_{os.getpid()}"
+    claims = claims_dir_for(results)  # `long` writes its own folder (LONG_DIR), so it has its own claims
     todo_fn = long_pending if args.cmd == "long" else pending
     return run_workers(args.workers, work, (results, tasks, claims), {"todo_fn": todo_fn})
 

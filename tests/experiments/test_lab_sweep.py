@@ -1,6 +1,7 @@
 """The lab's shipped sweep: stopping rule, LR choice, resume, aggregation and the computed order sentences;
 the delta-rule regression (the lab's delta-rule mixers must learn MQAR); the page renders the shipped data."""
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,27 @@ def test_long_reruns_resume_and_run_each_capped_run_once(small_protocol, tmp_pat
     assert sweep.work(long_dir, ("mqar",), tmp_path / "c2", poll_s=0, todo_fn=sweep.long_pending) == 0, "all done"
     rows = {(r["mixer"], r["seq_len"]): r for r in sweep.aggregate(sweep.load_runs(tmp_path), sweep.load_runs(long_dir))}
     assert rows[("kda", 32)]["extended"] == 2 and rows[("kda", 32)]["mean"] == pytest.approx(0.9)
+
+
+def test_claims_are_shared_by_separate_commands_and_a_dead_workers_claim_is_taken_over(tmp_path):
+    """Two `lab_sweep long` commands started apart each ran the same hour-long run: the claims folder was per
+    process. It is now one per results folder; a claim whose worker has exited is taken over, a live one is not."""
+    import subprocess
+    import sys
+
+    assert sweep.claims_dir_for(tmp_path / "a") == sweep.claims_dir_for(tmp_path / "b" / ".." / "a")
+    assert sweep.claims_dir_for(tmp_path / "a") != sweep.claims_dir_for(tmp_path / "long")
+    job = sweep.Job("mqar", "kda", 32, 1e-3, 0)
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (claims / f"{job.name}.claim").write_text(gone.stdout.strip())  # a worker that has exited
+    assert sweep._claim(job, claims), "a dead worker's claim is taken over"
+    assert (claims / f"{job.name}.claim").read_text() == str(os.getpid())
+    assert not sweep._claim(job, claims), "and now this live process holds it"
+    other = sweep.Job("mqar", "kda", 32, 1e-3, 1)
+    (claims / f"{other.name}.claim").write_text("1")  # pid 1 is alive
+    assert not sweep._claim(other, claims)
 
 
 def test_a_claimed_job_is_not_taken_twice(tmp_path):
