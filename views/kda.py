@@ -127,8 +127,11 @@ def state_panel() -> None:
            else f"fed {T} Gaussian random vectors (seed {SEED}) straight into its projections instead of a prompt. ")
         + f"The animation shows the first {min(T, MAX_FRAMES)} tokens.")
 
-    with st.expander("The rule being animated: the gated delta rule, per channel"):
-        st.markdown(
+    # lazy: its formulas are LaTeX, and a first run that sends any makes the browser load KaTeX (~260 kB of script)
+    # before the animation draws
+    with lazy_expander("The rule being animated: the gated delta rule, per channel", key="kda_x_rule") as is_open:
+        if is_open:
+            st.markdown(
             r"""
 Softmax attention keeps every past key and value (the KV cache grows with the context). **KDA** keeps one
 fixed matrix per head instead, the state $S \in \mathbb{R}^{K \times V}$, and edits it token by token with the
