@@ -410,6 +410,9 @@ def aggregate(runs: list[dict], long_runs: list[dict] | None = None, lr_checked:
                 if not sel:
                     continue
                 reruns = [longer.get(Job(**r["job"])) for r in sel]
+                # a rerun of the lab's earlier KDA copy never stands in for a run of the library's layer (the run
+                # was redone with the new layer and the cap no longer stopped it, so no new rerun was made)
+                reruns = [None if x is not None and stale(x) and not stale(r) else x for r, x in zip(sel, reruns)]
                 # the rerun stands in unless it trained fewer steps: its own schedule anneals slower, and a plateau
                 # called at a still-high learning rate can stop it below where the annealed capped run ended
                 use = [lr is not None and lr.get("steps_done", 0) >= r.get("steps_done", MAX_STEPS)

@@ -103,6 +103,23 @@ def test_runs_of_the_labs_earlier_kda_copy_are_rerun_and_flagged(small_protocol,
     assert [r["mixer"] for r in sweep.stale_rows(rows)] == ["kda"]
 
 
+def test_a_stale_longer_rerun_never_stands_in_for_a_fresh_run(small_protocol):
+    """A seed rerun on the library's KDA that its cap no longer stopped keeps its own number: the longer-cap rerun
+    of the earlier KDA copy (still on disk) does not replace it, and the cell is not stale."""
+    runs = [_record("mqar", m, 16, lr, s, a) for m, lr, a in
+            [("linear", 1e-3, 0.2), ("linear", 1e-2, 0.9), ("kda", 1e-3, 0.5), ("kda", 1e-2, 0.9)] for s in (0, 1)]
+    old = {**_record("mqar", "kda", 16, 1e-2, 0, 0.3, reason="max_steps", init=None), "steps_done": 10_000}
+    old["job"] = {**old["job"], "steps": sweep.LONG_STEPS}
+    for r in runs:
+        r["steps_done"] = 100
+    kda = next(r for r in sweep.aggregate(runs, [old]) if r["mixer"] == "kda" and r["seq_len"] == 16)
+    assert kda["accs"] == [0.9, 0.9] and kda["stale"] == 0 and kda["extended"] == 0
+    stale_main = [dict(r, config={}) if r["job"]["mixer"] == "kda" else r for r in runs]
+    kda = next(r for r in sweep.aggregate(stale_main, [old]) if r["mixer"] == "kda" and r["seq_len"] == 16)
+    assert kda["accs"] == [0.3, 0.9], "a stale run's own stale rerun still stands in, flagged"
+    assert kda["stale"] == 2
+
+
 def test_lr_check_stands_in_where_a_lower_rate_did_better(small_protocol):
     """The DeltaNet-on-Palindrome case: the rate chosen at another length left a seed stuck; the learning-rate check
     ran every seed one rate lower at this length and did better, so the cell shows those seeds and that rate."""
