@@ -60,9 +60,12 @@ def stepper_map(base: go.Figure, cfg: K3Config, stage_list, start: int = 0) -> g
     fig.add_trace(_ring(points[start]))
     ring = len(fig.data) - 1
     # a frame changes the band (shapes) and the ring (its own trace); the stage's name is the slider's label, shown
-    # as its current value (a frame's title or annotations are not redrawn by Plotly.animate; shapes and traces are)
-    fig.frames = [go.Frame(name=str(i), data=[_ring(points[i])], traces=[ring],
-                           layout=dict(shapes=[_band(r) for r in rows[i]] + fixed)) for i in range(n)]
+    # as its current value (a frame's title or annotations are not redrawn by Plotly.animate; shapes and traces are).
+    # The frames are plain dicts added without plotly's validation (it took ~0.3 s for 42 frames, most of a new
+    # prompt's rerun): each is the validated ring and bands of the start stage with other coordinates
+    ring_json = fig.data[ring].to_plotly_json()
+    frames = [dict(name=str(i), data=[{**ring_json, "x": list(points[i][0]), "y": list(points[i][1])}], traces=[ring],
+                   layout=dict(shapes=[_band(r) for r in rows[i]] + fixed)) for i in range(n)]
     # assigned, not passed to update_layout: that merges a list into the base's shapes element by element (the
     # first band landed on the map's own lines and the start stage showed no band until the slider moved)
     fig.layout.shapes = [_band(r) for r in rows[start]] + fixed
@@ -81,7 +84,7 @@ def stepper_map(base: go.Figure, cfg: K3Config, stage_list, start: int = 0) -> g
     if base.layout.height:
         fig.update_layout(height=base.layout.height + max(0, 90 - old_top))
     fig.update_layout(margin=dict(t=90))
-    return fig
+    return go.Figure(fig.to_dict() | {"frames": frames}, _validate=False)
 
 
 def at_stage(fig: go.Figure, start: int) -> go.Figure:
