@@ -83,7 +83,7 @@ def flipbook(prompt: str):
 
 
 def map_figure(prompt: str, start: int):
-    """The prompt's flip-book opened on stage `start` (a copy, a few ms: the stage panel's slider redraws it)."""
+    """The prompt's flip-book opened on stage `start` (a copy, a few ms: every stage move redraws it)."""
     return at_stage(flipbook(prompt), start)
 
 

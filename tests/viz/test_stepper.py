@@ -34,7 +34,7 @@ def test_stepper_rejects_a_stage_outside_the_list():
 
 
 def test_at_stage_is_the_flipbook_built_on_that_stage():
-    """The page builds the flip-book once per prompt and re-opens it on the stage panel's stage with `at_stage`: the
+    """The page builds the flip-book once per prompt and re-opens it on the chosen stage with `at_stage`: the
     copy must be the very figure `stepper_map` builds for that start (band, ring, slider position, frames)."""
     base = architecture_map(LITE)
     book = stepper_map(base, LITE, STAGES)
