@@ -135,12 +135,9 @@ def frontier_figure(points: Sequence, envelope: Sequence, by_gpu: Mapping[str, S
         runs = [sorted(ps, key=lambda p: p.batch_per_gpu) for ps in setups.values()]
         lines, dots = [ps for ps in runs if len(ps) > 1], [ps[0] for ps in runs if len(ps) == 1]
         if lines:  # one trace per GPU, each setup a separate stretch of it (None breaks the line)
-            joined = [x for ps in lines for x in [*ps, None]][:-1]
-            d = data([p for p in joined if p is not None])
-            for k in ("x", "y", "customdata"):
-                it = iter(d[k])
-                d[k] = [None if p is None else next(it) for p in joined]
-            fig.add_scatter(**d, mode="lines", name=f"{gpu}: every setup", legendgroup=gpu, showlegend=False,
+            parts = [data(ps) for ps in lines]
+            d = {k: [v for part in parts for v in [*part[k], None]][:-1] for k in ("x", "y", "customdata")}
+            fig.add_scatter(**d, hovertemplate=hover, mode="lines", name=f"{gpu}: every setup", legendgroup=gpu, showlegend=False,
                             connectgaps=False, line=dict(color=translucent(colour, 0.3), width=1))
         if dots:  # a setup with one batch size that fits has no line to draw
             fig.add_scatter(**data(dots), mode="markers", name=f"{gpu}: every setup", legendgroup=gpu,

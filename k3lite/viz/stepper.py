@@ -57,21 +57,18 @@ def stepper_map(base: go.Figure, cfg: K3Config, stage_list, start: int = 0) -> g
     titles = [f"stage {i + 1}/{n} · {s.title}" for i, s in enumerate(stage_list)]
     points = stage_points(cfg, stage_list)
     fig = go.Figure(base)
-    fig.add_trace(_ring(points[start]))
+    fig.add_trace(_ring(points[0]))
     ring = len(fig.data) - 1
     # a frame changes the band (shapes) and the ring (its own trace); the stage's name is the slider's label, shown
     # as its current value (a frame's title or annotations are not redrawn by Plotly.animate; shapes and traces are).
     # The frames are plain dicts added without plotly's validation (it took ~0.3 s for 42 frames, most of a new
-    # prompt's rerun): each is the validated ring and bands of the start stage with other coordinates
+    # prompt's rerun): each is the validated ring of the first stage with other coordinates, and its bands
     ring_json = fig.data[ring].to_plotly_json()
     frames = [dict(name=str(i), data=[{**ring_json, "x": list(points[i][0]), "y": list(points[i][1])}], traces=[ring],
                    layout=dict(shapes=[_band(r) for r in rows[i]] + fixed)) for i in range(n)]
-    # assigned, not passed to update_layout: that merges a list into the base's shapes element by element (the
-    # first band landed on the map's own lines and the start stage showed no band until the slider moved)
-    fig.layout.shapes = [_band(r) for r in rows[start]] + fixed
     fig.update_layout(
         title=None,
-        sliders=[dict(active=start, x=0, len=1, y=1.0, yanchor="bottom", pad=dict(t=0, b=30),
+        sliders=[dict(active=0, x=0, len=1, y=1.0, yanchor="bottom", pad=dict(t=0, b=30),
                       currentvalue=dict(prefix="", font=dict(size=12, color=HIGHLIGHT_LINE["color"])),
                       font=dict(size=1, color=HIGHLIGHT_MARKER["color"]),  # 42 tick labels would overprint: hidden
                       steps=[dict(method="animate", label=titles[i],
@@ -84,7 +81,9 @@ def stepper_map(base: go.Figure, cfg: K3Config, stage_list, start: int = 0) -> g
     if base.layout.height:
         fig.update_layout(height=base.layout.height + max(0, 90 - old_top))
     fig.update_layout(margin=dict(t=90))
-    return go.Figure(fig.to_dict() | {"frames": frames}, _validate=False)
+    # opened on `start` from its own frame, as `at_stage` re-opens it later: one way to show a stage, so the figure
+    # as first drawn marks it exactly as the slider would (a band merged by update_layout once went missing)
+    return at_stage(go.Figure(fig.to_dict() | {"frames": frames}, _validate=False), start)
 
 
 def at_stage(fig: go.Figure, start: int) -> go.Figure:
