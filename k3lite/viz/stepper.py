@@ -81,9 +81,9 @@ def stepper_map(base: go.Figure, cfg: K3Config, stage_list, start: int = 0) -> g
     if base.layout.height:
         fig.update_layout(height=base.layout.height + max(0, 90 - old_top))
     fig.update_layout(margin=dict(t=90))
-    # opened on `start` from its own frame, as `at_stage` re-opens it later: one way to show a stage, so the figure
-    # as first drawn marks it exactly as the slider would (a band merged by update_layout once went missing)
-    return at_stage(go.Figure(fig.to_dict() | {"frames": frames}, _validate=False), start)
+    # opened on `start` from its own frame, as `at_stage` re-opens it later (`_opened`): one way to show a stage, so the
+    # figure as first drawn marks it exactly as the slider would (a band merged by update_layout once went missing)
+    return go.Figure(_opened(fig.to_dict() | {"frames": frames}, start), _validate=False)
 
 
 def at_stage(fig: go.Figure, start: int) -> go.Figure:
@@ -92,9 +92,13 @@ def at_stage(fig: go.Figure, start: int) -> go.Figure:
     n = len(fig.frames)
     if not 0 <= start < n:
         raise ValueError(f"start must be a stage in 0..{n - 1}, got {start}")
-    d = fig.to_dict()
+    return go.Figure(_opened(fig.to_dict(), start), _validate=False)  # every part was validated when `fig` was built
+
+
+def _opened(d: dict, start: int) -> dict:
+    """A flip-book's dict shown at stage `start`, in place: its band, ring and slider position are that frame's."""
     frame = d["frames"][start]
     d["data"][frame["traces"][0]] = frame["data"][0]  # the ring
     d["layout"]["shapes"] = frame["layout"]["shapes"]  # the band (and the map's fixed shapes)
     d["layout"]["sliders"][0]["active"] = start
-    return go.Figure(d, _validate=False)  # every part was validated when `fig` was built
+    return d
