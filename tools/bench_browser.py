@@ -10,10 +10,15 @@ Per page (Debian's Chromium through playwright, a warm server: every page is ope
   bytes     what the server sent for the fresh view: HTTP bodies (scripts, CSS, fonts) and websocket frames
             (the page's elements and figures)
   figures   Plotly charts on the page, and the points they draw (x values over all traces)
-  control   the first slider moved one step with the keyboard (right; left at its maximum) -> the picture changed (the charts' data, or a
-            metric / text, differ from before; "unchanged" if nothing changed within the rerun timeout)
+  control   the first slider moved one step with the keyboard (right; left at its maximum) -> the picture changed (the
+            charts' data, or a metric / text, differ from before; "-" if nothing changed within the timeout): the
+            first press in the page ("control s": one-time costs, chart code compiled and labels measured, included),
+            and the median of four more presses back and forth ("after"), as a student moving a slider feels it
 The floor is `tools/floor_page.py` (st.title + one st.plotly_chart of 200 points), served by its own server,
-measured the same way in the same run; each page's ratio is its median over the floor's median.
+measured the same way in the same run; each page's ratio ("x floor") is its median over the floor's median.
+A second floor, the same page with five controls beside the chart (`?controls=1`: radio, text box, selectbox,
+two sliders, as the app's first screens have), is measured too ("x ctl fl"): what Streamlit itself costs for a
+picture with its controls; its slider is moved as the pages' are.
 Medians over `--repeats` fresh contexts. A benchmark, not a test: it prints and writes numbers, asserts nothing.
 The machine's load average is printed: other processes slow every number alike.
 """
@@ -34,6 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 TIMEOUT_MS = 60_000
+MOVES = 5  # key presses per page: the first in a fresh page (one-time costs: chart code compiled, labels measured), then
+# four more back and forth, as a student moving a slider feels it
 
 FIRST_CHART_JS = "() => document.querySelectorAll('.js-plotly-plot .main-svg').length > 0"
 IDLE_JS = """() => {
@@ -96,26 +103,36 @@ def open_page(context, url: str) -> dict:
             "picture": picture["key"]}
 
 
-def move_first_slider(page) -> dict:
-    """The first slider one step with the keyboard (right, or left from its maximum); seconds until the picture
-    changed (or None)."""
+def move_first_slider(page, moves: int = MOVES) -> dict:
+    """The first slider one step with the keyboard (right, or left from its maximum), then back and forth for
+    `moves` steps in all; seconds from each key press until the picture changed (None: it did not)."""
     # this Streamlit renders a slider's thumb as a range input (older ones: role="slider"): take whichever exists
     handle = page.locator("[data-testid='stSlider'] input[type='range'], [data-testid='stSlider'] [role='slider']").first
     if not handle.count():
-        return {"control": None, "control_s": None}
+        return {"control": None, "control_s": None, "control_warm_s": None}
     label = page.locator("[data-testid='stSlider']").first.inner_text().split("\n")[0]
-    before = page.evaluate(PICTURE_JS)["key"]
     at_max = handle.evaluate("(el) => { const v = el.getAttribute('aria-valuenow') ?? el.value;"
                              " const m = el.getAttribute('aria-valuemax') ?? el.max; return Number(v) >= Number(m); }")
-    handle.focus()
-    start = time.perf_counter()
-    page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")  # one step, whichever way the slider can move
-    deadline = start + TIMEOUT_MS / 1000
-    while time.perf_counter() < deadline:
-        if page.evaluate(PICTURE_JS)["key"] != before:
-            return {"control": label, "control_s": time.perf_counter() - start}
-        page.wait_for_timeout(10)
-    return {"control": label, "control_s": None}
+    times = []
+    for i in range(moves):  # one step whichever way the slider can move, then back: two pictures, drawn in turn
+        away = (i % 2 == 0) != at_max
+        before = page.evaluate(PICTURE_JS)["key"]
+        handle.focus()
+        start = time.perf_counter()
+        page.keyboard.press("ArrowRight" if away else "ArrowLeft")
+        deadline, took = start + TIMEOUT_MS / 1000, None
+        while time.perf_counter() < deadline:
+            if page.evaluate(PICTURE_JS)["key"] != before:
+                took = time.perf_counter() - start
+                break
+            page.wait_for_timeout(10)
+        times.append(took)
+        if took is None:
+            break
+        _idle(page)  # the rerun finished (and anything drawn after the changed picture) before the next press
+    warm = [t for t in times[1:] if t is not None]
+    return {"control": label, "control_s": times[0], "control_warm_s": statistics.median(warm) if warm else None,
+            "control_moves_s": times}
 
 
 def measure(browser, url: str, repeats: int, control: bool) -> dict:
@@ -125,7 +142,8 @@ def measure(browser, url: str, repeats: int, control: bool) -> dict:
         fresh = open_page(context, url)
         fresh["page"].close()
         cached = open_page(context, url)
-        moved = move_first_slider(cached["page"]) if control else {"control": None, "control_s": None}
+        moved = move_first_slider(cached["page"]) if control else {"control": None, "control_s": None,
+                                                                     "control_warm_s": None}
         cached["page"].close()
         context.close()
         runs.append({"fresh": {k: v for k, v in fresh.items() if k not in ("page", "picture")},
@@ -141,7 +159,8 @@ def measure(browser, url: str, repeats: int, control: bool) -> dict:
             "cached_first_chart_s": med(("cached", "first_chart_s")), "cached_idle_s": med(("cached", "idle_s")),
             "bytes": med(("fresh", "bytes_http")) + med(("fresh", "bytes_ws")),
             "bytes_ws": med(("fresh", "bytes_ws")), "figures": runs[-1]["fresh"]["figures"],
-            "points": runs[-1]["fresh"]["points"], "control": runs[-1]["control"], "control_s": med(("control_s",))}
+            "points": runs[-1]["fresh"]["points"], "control": runs[-1]["control"], "control_s": med(("control_s",)),
+            "control_warm_s": med(("control_warm_s",))}
 
 
 def _fmt(v, spec=".2f"):
@@ -194,11 +213,14 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"warming {route}: {type(exc).__name__}", file=sys.stderr, flush=True)
                 ctx.close()
             report["floor"] = measure(browser, floor_url, args.repeats, control=False)
-            floor = report["floor"]["fresh_first_chart_s"]
+            report["floor_controls"] = measure(browser, f"{floor_url}/?controls=1", args.repeats, not args.no_control)
+            floor, floor_c = (report[k]["fresh_first_chart_s"] for k in ("floor", "floor_controls"))
             print(f"load average {report['load_average'][0]:.2f}; floor (one-chart page): first chart "
-                  f"{_fmt(floor)} s fresh, {_fmt(report['floor']['cached_first_chart_s'])} s cached")
-            print(f"{'page':<20}{'1st chart':>10}{'x floor':>8}{'idle':>7}{'cached':>8}{'kB':>8}{'figs':>5}"
-                  f"{'points':>8}{'control s':>10}  control", flush=True)
+                  f"{_fmt(floor)} s fresh, {_fmt(report['floor']['cached_first_chart_s'])} s cached; with five "
+                  f"controls beside it: {_fmt(floor_c)} s fresh (x{_fmt(floor_c / floor)}), its slider "
+                  f"{_fmt(report['floor_controls']['control_s'])} s first, {_fmt(report['floor_controls']['control_warm_s'])} s after")
+            print(f"{'page':<20}{'1st chart':>10}{'x floor':>8}{'x ctl fl':>9}{'idle':>7}{'cached':>8}{'kB':>8}"
+                  f"{'figs':>5}{'points':>8}{'control s':>10}{'after':>7}  control", flush=True)
             for route in routes:  # each row printed and the report written as soon as it is measured
                 try:
                     r = measure(browser, f"{app_url}/{route}", args.repeats, not args.no_control)
@@ -206,11 +228,14 @@ def main(argv: list[str] | None = None) -> int:
                     report["pages"][route] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
                     print(f"{route:<20}error: {report['pages'][route]['error']}", flush=True)
                     continue
-                r["ratio_to_floor"] = r["fresh_first_chart_s"] / floor if r["fresh_first_chart_s"] and floor else None
+                first = r["fresh_first_chart_s"]
+                r["ratio_to_floor"] = first / floor if first and floor else None
+                r["ratio_to_controls_floor"] = first / floor_c if first and floor_c else None
                 report["pages"][route] = r
-                print(f"{route:<20}{_fmt(r['fresh_first_chart_s']):>10}{_fmt(r['ratio_to_floor']):>8}"
-                      f"{_fmt(r['fresh_idle_s']):>7}{_fmt(r['cached_first_chart_s']):>8}{r['bytes'] / 1e3:>8.0f}"
-                      f"{r['figures']:>5}{r['points']:>8}{_fmt(r['control_s']):>10}  {r['control'] or '-'}", flush=True)
+                print(f"{route:<20}{_fmt(first):>10}{_fmt(r['ratio_to_floor']):>8}"
+                      f"{_fmt(r['ratio_to_controls_floor']):>9}{_fmt(r['fresh_idle_s']):>7}"
+                      f"{_fmt(r['cached_first_chart_s']):>8}{r['bytes'] / 1e3:>8.0f}{r['figures']:>5}{r['points']:>8}"
+                      f"{_fmt(r['control_s']):>10}{_fmt(r['control_warm_s']):>7}  {r['control'] or '-'}", flush=True)
                 if args.json:
                     Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
             browser.close()
