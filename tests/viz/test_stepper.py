@@ -42,5 +42,11 @@ def test_at_stage_is_the_flipbook_built_on_that_stage():
         assert at_stage(book, start).to_plotly_json() == stepper_map(base, LITE, STAGES, start).to_plotly_json()
     assert at_stage(book, 3).to_plotly_json() != book.to_plotly_json()  # it did move
     assert book.layout.sliders[0].active == 0, "the cached flip-book is not changed by a copy"
+    before = book.to_plotly_json()
+    opened = at_stage(book, 5)
+    opened.data[-1].marker.size = 99  # a copy's ring and band are its own (the frames are shared, never changed)
+    opened.layout.shapes[0].opacity = 0.9
+    assert book.to_plotly_json() == before
+    assert at_stage(book, 5).to_plotly_json() == stepper_map(base, LITE, STAGES, 5).to_plotly_json()
     with pytest.raises(ValueError, match="start must be a stage in 0..41"):
         at_stage(book, len(STAGES))
