@@ -94,12 +94,15 @@ def main_panel() -> None:
             st.info(f"E = {snapped} does not split evenly over EP {st.session_state.ic_ep} GPUs: using "
                     f"E = {st.session_state.ic_experts}, the nearest multiple of {e_options[0]}.")
         st.slider("top-k (experts per token)", 1, 32, key="ic_top_k")
-        with st.expander("wire format and node limit"):
-            st.select_slider("latent ratio (latent_dim / d_model)", list(LATENT), key="ic_latent")
-            st.radio("dispatch precision", ["fp8", "bf16"], key="ic_dispatch", horizontal=True,
-                     help=WIRE_FORMATS["fp8"].description)
-            st.radio("combine precision", ["fp8", "bf16"], key="ic_combine", horizontal=True)
-            st.slider("node limit M (domains per token, 0 = none)", 0, 8, key="ic_node_limit")
+        # closed, its four controls are not drawn (their values live in the URL state): a first screen of seven
+        # controls instead of eleven, each of which the browser lays out before the picture
+        with lazy_expander("wire format and node limit", key="ic_x_wire") as is_open:
+            if is_open:
+                st.select_slider("latent ratio (latent_dim / d_model)", list(LATENT), key="ic_latent")
+                st.radio("dispatch precision", ["fp8", "bf16"], key="ic_dispatch", horizontal=True,
+                         help=WIRE_FORMATS["fp8"].description)
+                st.radio("combine precision", ["fp8", "bf16"], key="ic_combine", horizontal=True)
+                st.slider("node limit M (domains per token, 0 = none)", 0, 8, key="ic_node_limit")
     push_url("ic_preset", "ic_experts", "ic_top_k", "ic_latent", "ic_dispatch", "ic_combine", "ic_topology",
              "ic_ep", "ic_node_limit", "ic_scheme")
     scheme, limit = st.session_state.ic_scheme, st.session_state.ic_node_limit

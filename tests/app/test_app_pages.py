@@ -240,3 +240,47 @@ def test_reset_keeps_the_reader_in_the_section_they_are_in(monkeypatch):
     assert at.session_state["lab_section"] == "Train it yourself"
     assert any(h.value == "Train it yourself" for h in at.header), "the Train panel is still the one drawn"
     assert at.selectbox(key="lab_task").value != "palindrome", "the control itself went back to its default"
+
+
+def _moved_sentence(at) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("Per MoE layer a token moves"))
+
+
+def test_interconnect_wire_settings_hold_while_their_expander_is_closed(monkeypatch):
+    """The Interconnect page's "wire format and node limit" controls sit in a lazy expander (seven controls on the
+    first screen, not eleven): closed, they are not drawn, yet a link's values for them still set the picture, and
+    keep setting it after another control moves, exactly as with the expander open."""
+    link = {"ic_dispatch": "bf16", "ic_node_limit": "2", "ic_latent": "1/4"}
+
+    def page(lazy: bool) -> AppTest:
+        if lazy:
+            monkeypatch.delenv("K3LITE_EXPANDERS", raising=False)
+        else:
+            monkeypatch.setenv("K3LITE_EXPANDERS", "open")
+        at = AppTest.from_file(str(ROOT / "views" / "interconnect.py"), default_timeout=120)
+        at.query_params.update(link)
+        return at.run()
+
+    closed, opened = page(lazy=True), page(lazy=False)
+    for at in (closed, opened):
+        assert not at.exception, [e.message for e in at.exception]
+    assert closed.session_state["ic_x_wire"] is False
+    assert not any(s.key == "ic_node_limit" for s in closed.slider), "closed: the node-limit slider is not drawn"
+    assert any(s.key == "ic_node_limit" for s in opened.slider)
+    assert _moved_sentence(closed) == _moved_sentence(opened)
+    default = AppTest.from_file(str(ROOT / "views" / "interconnect.py"), default_timeout=120).run()
+    assert _moved_sentence(default) != _moved_sentence(closed), "the link's wire settings change the bytes"
+    for at in (closed, opened):  # another control moves (a fragment rerun): the closed expander's values hold
+        at.slider(key="ic_top_k").set_value(4).run()
+        assert not at.exception, [e.message for e in at.exception]
+    assert _moved_sentence(closed) == _moved_sentence(opened)
+    # opened, then closed again: Streamlit forgets a widget's value once a run does not draw it; url_state keeps it
+    closed.session_state["ic_x_wire"] = True
+    closed.run()
+    assert any(s.key == "ic_node_limit" for s in closed.slider)
+    closed.session_state["ic_x_wire"] = False
+    closed.run()
+    closed.slider(key="ic_top_k").set_value(4).run()
+    assert not closed.exception, [e.message for e in closed.exception]
+    assert _moved_sentence(closed) == _moved_sentence(opened)
+    assert closed.session_state["ic_node_limit"] == 2 and closed.session_state["ic_dispatch"] == "bf16"
