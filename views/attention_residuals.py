@@ -28,8 +28,9 @@ def base_model():
     return load_lite_model()
 
 
-# each entry is a whole model (~29 MB): room for every mode and block size (standard, full, block S = 1..16), so a
-# class moving the slider stops rebuilding them (0.1-0.2 s each, the largest share of this page's reruns)
+# each entry is a model sharing the base model's weights (with_config: ~2 MB of RSS each, not 29): room for every mode
+# and block size (standard, full, block S = 1..16), so a class moving the slider stops rebuilding them (0.1-0.2 s each,
+# the largest share of this page's reruns)
 @st.cache_resource(show_spinner=False, max_entries=18)
 def variant(mode: str, block: int):
     model, _ = base_model()

@@ -87,12 +87,14 @@ def checkpoint_meta(path: str | Path | None = None) -> dict:
 
 
 def with_config(model, **changes):
-    """A new model with `model`'s weights under a changed config (e.g. attn_res / block size); the
-    original is never mutated. Parameters the new layout lacks are dropped; new ones keep their init
-    (a zero pseudo-query, i.e. uniform depth weights)."""
+    """A new model with `model`'s weights under a changed config (e.g. attn_res / block size). The two share
+    their common weight tensors (no copy: a server holding 18 such variants of the 29 MB lite model pays for
+    one), so treat both as read-only: run them, never train either. Parameters the new layout lacks are dropped;
+    new ones keep their init (a zero pseudo-query, i.e. uniform depth weights)."""
     cfg = model.cfg.with_(**changes)
     with seeded(None):  # as in load_checkpoint: a build that draws must not interleave with a seeded one
         new = K3Model(cfg)
     target = new.state_dict()
-    new.load_state_dict({k: v for k, v in model.state_dict().items() if k in target}, strict=False)
+    # assign=True: the new model's parameters become `model`'s own tensors (its fresh init is freed)
+    new.load_state_dict({k: v for k, v in model.state_dict().items() if k in target}, strict=False, assign=True)
     return new.eval()

@@ -188,3 +188,29 @@ def test_block_size_is_stated_in_the_releases_unit():
     at = AppTest.from_file(str(ROOT / "views" / "attention_residuals.py"), default_timeout=180).run()
     assert not at.exception, [e.message for e in at.exception]
     assert f"blocks of {words} read" in " ".join(m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("mode,block", [("standard", 4), ("full", 4), ("block", 1), ("block", 7)])
+def test_with_config_shares_the_weights_and_runs_like_a_copy(mode, block):
+    """The AttnRes page caches 18 variants of the lite model: with_config shares the source's weight tensors (a copy
+    each cost 29 MB of RSS), and a shared variant computes what a variant holding its own copies computes, without
+    changing the source."""
+    from k3lite.model.checkpoint import with_config
+
+    torch.manual_seed(0)
+    source = K3Model(get_preset("lite").with_(attn_res="block", attn_res_block_size=4)).eval()
+    ids = torch.randint(0, 256, (1, 24))
+    with torch.inference_mode():
+        before = source(ids).logits.clone()
+    variant = with_config(source, attn_res=mode, attn_res_block_size=block)
+    own = dict(source.named_parameters())
+    shared = [k for k, p in variant.named_parameters() if k in own and p.data_ptr() == own[k].data_ptr()]
+    common = [k for k, _ in variant.named_parameters() if k in own]
+    assert common and shared == common, f"{len(shared)} of {len(common)} common weights shared"
+    copy = K3Model(source.cfg.with_(attn_res=mode, attn_res_block_size=block)).eval()
+    target = copy.state_dict()
+    copy.load_state_dict({k: v.clone() for k, v in source.state_dict().items() if k in target}, strict=False)
+    copy.load_state_dict({k: v.clone() for k, v in variant.state_dict().items() if k not in own}, strict=False)
+    with torch.inference_mode():
+        assert torch.equal(variant(ids).logits, copy(ids).logits)
+        assert torch.equal(source(ids).logits, before)
