@@ -29,6 +29,9 @@ names = list(PRESETS)
 url_state("home_preset", "kimi-k3", choices=names)
 
 
+KNOB_RANGE = {"experts": (1, 4096), "top_k": (1, 64), "layers": (1, 200), "latent": (0, 16384)}  # the inputs' bounds
+
+
 def _knobs(cfg):
     return cfg.moe.n_routed_experts, cfg.moe.top_k, cfg.n_layers, cfg.moe.latent_dim
 
@@ -63,15 +66,20 @@ with controls:
     preset = st.selectbox("Configuration", names, key="home_preset",
                           help="Published configs (K3's is its released config.json), and the tiny `lite` model this "
                                "app runs.")
-    base = get_preset(preset)
-    with st.expander("Change it (the count updates live)"):
-        experts = st.number_input("routed experts", 1, 4096, base.moe.n_routed_experts, key=f"home_experts_{preset}")
-        top_k = st.number_input("top-k (experts per token)", 1, 64, base.moe.top_k, key=f"home_top_k_{preset}")
-        layers = st.number_input("layers", 1, 200, base.n_layers, key=f"home_layers_{preset}")
-        latent = st.number_input("latent dim (0 = classic MoE)", 0, 16384, base.moe.latent_dim,
-                                 key=f"home_latent_{preset}", help="LatentMoE: experts work in this smaller dimension.")
+    # each configuration keeps its own edits; the inputs are drawn only while their expander is open (four number
+    # inputs cost the first screen ~0.1 s), and url_state keeps their values while it is closed
+    keys = {name: f"home_{name}_{preset}" for name in ("experts", "top_k", "layers", "latent")}
+    for (name, key), default in zip(keys.items(), _knobs(get_preset(preset))):
+        url_state(key, default, lo=KNOB_RANGE[name][0], hi=KNOB_RANGE[name][1])
+    with lazy_expander("Change it (the count updates live)", key="home_x_change") as is_open:
+        if is_open:
+            st.number_input("routed experts", *KNOB_RANGE["experts"], key=keys["experts"])
+            st.number_input("top-k (experts per token)", *KNOB_RANGE["top_k"], key=keys["top_k"])
+            st.number_input("layers", *KNOB_RANGE["layers"], key=keys["layers"])
+            st.number_input("latent dim (0 = classic MoE)", *KNOB_RANGE["latent"], key=keys["latent"],
+                            help="LatentMoE: experts work in this smaller dimension.")
     push_url("home_preset")
-    knobs = (int(experts), int(top_k), int(layers), int(latent))
+    knobs = tuple(int(st.session_state[key]) for key in keys.values())  # experts, top-k, layers, latent
     with user_errors():
         report = cached_count(preset, *knobs)
     st.metric("total parameters", fmt(report.total))
@@ -172,8 +180,8 @@ with tab_params as is_open:
                     f"vision_config), which k3lite does not build: text {fmt(k3_count.total)} + vision "
                     f"{fmt(kimi_k3_vision_params())} = {(k3_count.total + kimi_k3_vision_params()) / 1e12:.4f}T."
                 )
-                if base.notes:
-                    st.caption(" · ".join(f"**{k}**: {v}" for k, v in base.notes.items()))
+                if get_preset(preset).notes:
+                    st.caption(" · ".join(f"**{k}**: {v}" for k, v in get_preset(preset).notes.items()))
 
 
 CONTEXTS = [4_096, 32_768, 131_072, 1_048_576]

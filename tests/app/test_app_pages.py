@@ -284,3 +284,24 @@ def test_interconnect_wire_settings_hold_while_their_expander_is_closed(monkeypa
     assert not closed.exception, [e.message for e in closed.exception]
     assert _moved_sentence(closed) == _moved_sentence(opened)
     assert closed.session_state["ic_node_limit"] == 2 and closed.session_state["ic_dispatch"] == "bf16"
+
+
+def test_home_edits_hold_while_change_it_is_closed(monkeypatch):
+    """Home's four "Change it" inputs are drawn only while their lazy expander is open: an edit made while open
+    keeps setting the count after the expander closes and the page reruns; Reset puts it back."""
+    monkeypatch.delenv("K3LITE_EXPANDERS", raising=False)
+    at = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=120).run()
+    assert not any(n.key == "home_experts_kimi-k3" for n in at.number_input), "closed: the inputs are not drawn"
+    default = at.metric[0].value
+    at.session_state["home_x_change"] = True
+    at.run()
+    at.number_input(key="home_experts_kimi-k3").set_value(128).run()
+    edited = at.metric[0].value
+    assert edited != default
+    at.session_state["home_x_change"] = False
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not any(n.key == "home_experts_kimi-k3" for n in at.number_input)
+    assert at.metric[0].value == edited, "the edit still sets the count with the expander closed"
+    at.button(key="reset_home__ledger_").click().run()
+    assert at.metric[0].value == default and at.session_state["home_x_change"] is False, "Reset: defaults, still closed"
