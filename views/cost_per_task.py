@@ -56,12 +56,14 @@ with ctl:
     st.slider("turns (calls) per attempt, K3", 1, 200, key="cost_turns")
     st.slider("success per attempt, K3 (%)", 1, 100, key="cost_success")
     st.slider("input tokens per turn (thousands, incl. re-sent context)", 1, 500, key="cost_in_k")
-    with st.expander("more task settings"):
-        st.slider("output tokens per turn", 50, 20000, step=50, key="cost_out")
-        st.slider("prompt-cache hit rate (% of input tokens)", 0, 100, key="cost_cache")
-        st.slider("failed calls re-sent (% of calls)", 0, 90, key="cost_retry")
-        st.slider("attempts before giving up", 1, 10, key="cost_attempts")
-        st.toggle("add K3 priced from serving physics (the Serving page's default deployment)", key="cost_physics")
+    # drawn only while open (url_state keeps their values while it is closed): five fewer controls on the first screen
+    with lazy_expander("more task settings", key="cost_per_task_x_more") as is_open:
+        if is_open:
+            st.slider("output tokens per turn", 50, 20000, step=50, key="cost_out")
+            st.slider("prompt-cache hit rate (% of input tokens)", 0, 100, key="cost_cache")
+            st.slider("failed calls re-sent (% of calls)", 0, 90, key="cost_retry")
+            st.slider("attempts before giving up", 1, 10, key="cost_attempts")
+            st.toggle("add K3 priced from serving physics (the Serving page's default deployment)", key="cost_physics")
 push_url("cost_scenario", "cost_turns", "cost_in_k", "cost_out", "cost_success", "cost_retry", "cost_cache",
          "cost_attempts", "cost_physics")
 scenario = SCENARIOS[st.session_state.cost_scenario]

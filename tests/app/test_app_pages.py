@@ -305,3 +305,34 @@ def test_home_edits_hold_while_change_it_is_closed(monkeypatch):
     assert at.metric[0].value == edited, "the edit still sets the count with the expander closed"
     at.button(key="reset_home__ledger_").click().run()
     assert at.metric[0].value == default and at.session_state["home_x_change"] is False, "Reset: defaults, still closed"
+
+
+def test_cost_more_task_settings_hold_while_their_expander_is_closed(monkeypatch):
+    """Cost per task's "more task settings" (four sliders and the serving-physics toggle) are drawn only while their
+    lazy expander is open; closed, a link's values for them still price the tasks, as with it open, also after
+    another control moves."""
+    link = {"cost_out": "4000", "cost_cache": "0", "cost_attempts": "1", "cost_physics": "true"}
+
+    def page(lazy: bool, query: dict) -> AppTest:
+        if lazy:
+            monkeypatch.delenv("K3LITE_EXPANDERS", raising=False)
+        else:
+            monkeypatch.setenv("K3LITE_EXPANDERS", "open")
+        at = AppTest.from_file(str(ROOT / "views" / "cost_per_task.py"), default_timeout=120)
+        at.query_params.update(query)
+        return at.run()
+
+    def verdict(at) -> str:
+        return next(m.value for m in at.markdown if "cheapest per completed task" in m.value)
+
+    closed, opened = page(True, link), page(False, link)
+    for at in (closed, opened):
+        assert not at.exception, [e.message for e in at.exception]
+    assert not any(s.key == "cost_out" for s in closed.slider), "closed: its sliders are not drawn"
+    assert any(s.key == "cost_out" for s in opened.slider)
+    assert verdict(closed) == verdict(opened) != verdict(page(True, {})), "the link's settings change the price"
+    for at in (closed, opened):
+        at.slider(key="cost_turns").set_value(40).run()
+        assert not at.exception, [e.message for e in at.exception]
+    assert verdict(closed) == verdict(opened)
+    assert closed.session_state["cost_out"] == 4000 and closed.session_state["cost_physics"] is True
