@@ -14,6 +14,11 @@ function (a lambda, a function defined inside another) or an argument of another
 time, uncached. Either way the figure gets the app's legend placement (`style.legend_below`: horizontal,
 under the plot, for phones). The figure returned is shared: read it (st.plotly_chart only calls
 `to_dict()`), never mutate it. A builder must be a pure function of its arguments.
+
+The memo is bounded twice: at most `max_entries` figures, and at most `max_bytes` of the numbers and strings they
+hold (`content_bytes`, frames included), evicting the least recently used first. The count alone bounded nothing:
+one KDA state animation holds ~0.4-0.8 MB of numbers in its frames (~3-4 MB of the server's RSS as plotly
+objects), and a class typing prompts filled 256 slots with them for the whole of a 30-minute soak.
 """
 from __future__ import annotations
 
@@ -25,20 +30,25 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
+from plotly.basedatatypes import BaseFigure
 
 from k3lite.viz.style import legend_below
 
-MAX_FIGURES = 256  # a few MB: the largest figures (heatmaps) hold a few hundred kB of numbers
+MAX_FIGURES = 256
+MAX_BYTES = 24_000_000  # content_bytes of all figures held: ~40 of the largest KDA animations, ~100-200 MB of RSS
 
 
 class FigureMemo:
     """A thread-safe LRU of built figures keyed by (builder, frozen args, frozen kwargs)."""
 
-    def __init__(self, max_entries: int = MAX_FIGURES):
+    def __init__(self, max_entries: int = MAX_FIGURES, max_bytes: int = MAX_BYTES):
         if max_entries < 1:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
-        self.max_entries = max_entries
-        self._figures: OrderedDict[tuple, Any] = OrderedDict()
+        if max_bytes < 1:
+            raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
+        self.max_entries, self.max_bytes = max_entries, max_bytes
+        self._figures: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()  # key -> (figure, its content_bytes)
+        self.bytes = 0  # content_bytes of the figures held
         self._lock = threading.Lock()
         self.hits = self.misses = self.uncached = 0
 
@@ -60,24 +70,51 @@ class FigureMemo:
             self.uncached += 1
             return legend_below(builder(*args, **kwargs))
         with self._lock:
-            fig = self._figures.get(key)
-            if fig is not None:
+            held = self._figures.get(key)
+            if held is not None:
                 self._figures.move_to_end(key)
                 self.hits += 1
-                return fig
+                return held[0]
         # outside the lock: two sessions may build the same figure once each. Every figure gets the app's legend
         # placement here (under the plot: the one mechanism for phones, k3lite.viz.style.legend_below)
         fig = legend_below(builder(*args, **kwargs))
+        size = content_bytes(fig)  # ~1 ms for a 0.5 MB animation (serializing it would take ~25 ms)
         with self._lock:
             self.misses += 1
-            self._figures[key] = fig
+            if key in self._figures:  # another session built it meanwhile
+                self.bytes -= self._figures[key][1]
+            self._figures[key] = (fig, size)
             self._figures.move_to_end(key)
-            while len(self._figures) > self.max_entries:
-                self._figures.popitem(last=False)
+            self.bytes += size
+            # the newest figure always stays (a single figure over the budget is still shown, just not kept long)
+            while len(self._figures) > 1 and (len(self._figures) > self.max_entries or self.bytes > self.max_bytes):
+                self.bytes -= self._figures.popitem(last=False)[1][1]
         return fig
 
     def __len__(self) -> int:
         return len(self._figures)
+
+
+def content_bytes(obj: Any) -> int:
+    """About the bytes of numbers and strings a figure holds (its traces, layout and frames; 8 per number and per
+    container slot, arrays by nbytes): a cheap walk of plotly's own plain-dict store, within ~1.5x of the figure's
+    JSON. Any other object is walked as it is."""
+    if isinstance(obj, BaseFigure):  # plotly 7.1 keeps a figure's content as plain dicts and lists
+        return (_walk(obj._data) + _walk(obj._layout)
+                + sum(_walk(frame._props) for frame in obj._frame_objs))
+    return _walk(obj)
+
+
+def _walk(value: Any) -> int:
+    if isinstance(value, dict):
+        return 8 * len(value) + sum(_walk(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return 8 * len(value) + sum(_walk(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes) if value.dtype != object else 8 * value.size + sum(_walk(v) for v in value.ravel())
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    return 8
 
 
 def freeze(value: Any) -> Any:

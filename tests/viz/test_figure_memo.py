@@ -6,10 +6,11 @@ import re
 import threading
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 import torch
 
-from k3lite.viz.memo import FigureMemo
+from k3lite.viz.memo import FigureMemo, content_bytes
 from k3lite.viz.moe import load_bars
 
 
@@ -68,6 +69,51 @@ def test_the_memo_is_bounded_and_keeps_the_most_recent():
     assert memo(build, 0) is not figs[0] and len(calls) == 6  # evicted, built again
     with pytest.raises(ValueError, match="max_entries"):
         FigureMemo(max_entries=0)
+
+
+def build_array(n: int):
+    CALLS.append(n)
+    return np.zeros(n, dtype=np.uint8)  # content_bytes: n
+
+
+def test_the_memo_is_bounded_by_the_bytes_its_figures_hold():
+    """256 slots bounded no memory: a KDA animation holds ~100x a bar chart's numbers. The byte budget evicts the
+    least recently used until the held figures fit; one figure over the whole budget is returned, kept alone."""
+    memo, calls = FigureMemo(max_entries=100, max_bytes=3000), CALLS
+    figs = [memo(build_array, 1000 + i) for i in range(5)]  # 1000..1004 bytes each: two fit in 3000
+    assert len(memo) == 2 and memo.bytes == 1003 + 1004 <= 3000
+    assert memo(build_array, 1004) is figs[4] and len(calls) == 5  # still there
+    assert memo(build_array, 1000) is not figs[0] and len(calls) == 6  # evicted, built again
+    big = memo(build_array, 5000)
+    assert big.size == 5000 and len(memo) == 1 and memo.bytes == 5000
+    small = memo(build_array, 10)
+    assert len(memo) == 1 and memo.bytes == 10 and memo(build_array, 10) is small
+    with pytest.raises(ValueError, match="max_bytes"):
+        FigureMemo(max_bytes=0)
+
+
+def test_content_bytes_tracks_what_a_figure_sends():
+    """The budget's measure stays within 1.5x of the figure's JSON either way, for an animation (frames), a heatmap
+    stage of the forward pass, the forward pass's flip-book and a bar chart; and it sees the frames."""
+    from k3lite.base.tokenizer import token_label, validate_prompt
+    from k3lite.model.checkpoint import load_lite_model
+    from k3lite.viz.kda_state import kda_layers, state_animation, trained_kda_run
+    from k3lite.viz.model import stage_figure, stages
+
+    model, _ = load_lite_model()
+    ids = list(validate_prompt("the delta rule writes and forgets " * 2, max_bytes=256))
+    r = trained_kda_run(model, ids, kda_layers(model)[0])._asdict()
+    anim = state_animation(r["states"][:, 0], r["correction"][:, 0], r["v"][:, 0], r["beta"][:, 0],
+                           [token_label(b) for b in ids], "t")
+    with torch.inference_mode():
+        trace = model(torch.tensor([ids]), trace=True).trace
+    embed = stage_figure(trace, stages(trace)[1])
+    bars = load_bars({"a": np.arange(1.0, 33.0), "b": np.arange(33.0, 1.0, -1)})
+    for fig in (anim, embed, bars):
+        ratio = content_bytes(fig) / len(fig.to_json())
+        assert 1 / 1.5 <= ratio <= 1.5, (fig.layout.title.text, ratio)
+    still = go.Figure(data=anim.data, layout=anim.layout)  # the animation's first picture, without its frames
+    assert len(anim.frames) > 10 and content_bytes(anim) > 10 * content_bytes(still)
 
 
 def test_a_builder_error_is_raised_and_nothing_is_cached():
