@@ -45,7 +45,9 @@ def depth_trace(prompt: str, mode: str, block: int):
     cfg = base_model()[0].cfg.with_(attn_res=mode, attn_res_block_size=block)
     check_budget(cfg, 1, len(ids))  # refuse before building the variant or running it
     with torch.inference_mode():
-        return variant(mode, block)(torch.tensor([ids]), trace=True).trace
+        # the depth view: the page reads only the depth weights, and a full trace of a 2,000-character prompt is
+        # ~139 MB (MLA attention maps grow as T^2): 64 of those were this cache's bound
+        return variant(mode, block)(torch.tensor([ids]), trace=True).trace.depth_view()
 
 
 model, warning = base_model()

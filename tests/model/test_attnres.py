@@ -1,4 +1,5 @@
 """Attention Residuals: the depth softmax vs a loop reference; block S=1 == full; weights sum to 1."""
+import numpy as np
 import pytest
 import torch
 
@@ -214,3 +215,23 @@ def test_with_config_shares_the_weights_and_runs_like_a_copy(mode, block):
     with torch.inference_mode():
         assert torch.equal(variant(ids).logits, copy(ids).logits)
         assert torch.equal(source(ids).logits, before)
+
+
+def test_depth_view_keeps_the_depth_weights_and_drops_the_mechanisms():
+    """The AttnRes page caches traces of prompts up to 2,000 characters; a full trace grows as T^2 (MLA attention
+    maps: ~139 MB at 2,000 tokens). Its depth view keeps every depth weight the page draws, equal, and little else."""
+    import pickle
+
+    torch.manual_seed(0)
+    model = K3Model(get_preset("lite")).eval()
+    with torch.inference_mode():
+        trace = model(torch.randint(0, 256, (1, 300)), trace=True).trace
+    view = trace.depth_view()
+    full, kept = depth_matrix(trace), depth_matrix(view)
+    assert len(full) == len(kept)
+    for a, b in zip(full, kept):  # NaN pads sources a sublayer cannot read: equal where both are NaN
+        np.testing.assert_array_equal(a, b)
+    assert (view.tokens, view.attn_res, view.attn_res_block_size) == (trace.tokens, trace.attn_res, trace.attn_res_block_size)
+    assert all(lt.mla_attention is None and lt.kda_decay is None and lt.router_scores is None for lt in view.layers)
+    assert any(lt.mla_attention is not None for lt in trace.layers), "the source trace is not changed"
+    assert len(pickle.dumps(view)) < 0.05 * len(pickle.dumps(trace))
