@@ -16,9 +16,9 @@ under the plot, for phones). The figure returned is shared: read it (st.plotly_c
 `to_dict()`), never mutate it. A builder must be a pure function of its arguments.
 
 The memo is bounded twice: at most `max_entries` figures, and at most `max_bytes` of the numbers and strings they
-hold (`content_bytes`, frames included), evicting the least recently used first. The count alone bounded nothing:
+hold (`content_bytes`, frames included), evicting the least recently used first. The count alone bounded little:
 one KDA state animation holds ~0.4-0.8 MB of numbers in its frames (~3-4 MB of the server's RSS as plotly
-objects), and a class typing prompts filled 256 slots with them for the whole of a 30-minute soak.
+objects), so 256 of them, which a class typing its own prompts makes, could hold ~1 GB.
 """
 from __future__ import annotations
 
