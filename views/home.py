@@ -66,8 +66,9 @@ with controls:
     preset = st.selectbox("Configuration", names, key="home_preset",
                           help="Published configs (K3's is its released config.json), and the tiny `lite` model this "
                                "app runs.")
-    # each configuration keeps its own edits; the inputs are drawn only while their expander is open (four number
-    # inputs cost the first screen ~0.1 s), and url_state keeps their values while it is closed
+    # one set of keys per configuration (as before: switching configuration starts from its defaults). The inputs are
+    # drawn only while their expander is open (each widget type on a first screen delays its first chart, 0.07-0.2 s
+    # per type on the bench's floor page), and url_state keeps their values while it is closed
     keys = {name: f"home_{name}_{preset}" for name in ("experts", "top_k", "layers", "latent")}
     for (name, key), default in zip(keys.items(), _knobs(get_preset(preset))):
         url_state(key, default, lo=KNOB_RANGE[name][0], hi=KNOB_RANGE[name][1])
