@@ -242,6 +242,18 @@ def test_reset_keeps_the_reader_in_the_section_they_are_in(monkeypatch):
     assert at.selectbox(key="lab_task").value != "palindrome", "the control itself went back to its default"
 
 
+def _page_with_link(monkeypatch, page: str, query: dict, lazy: bool) -> AppTest:
+    """views/<page> run once with `query` in its URL, its lazy expanders lazy (closed: bodies not drawn) or, as the
+    other tests run them, plain (K3LITE_EXPANDERS=open: every body drawn)."""
+    if lazy:
+        monkeypatch.delenv("K3LITE_EXPANDERS", raising=False)
+    else:
+        monkeypatch.setenv("K3LITE_EXPANDERS", "open")
+    at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=120)
+    at.query_params.update(query)
+    return at.run()
+
+
 def _moved_sentence(at) -> str:
     return next(m.value for m in at.markdown if m.value.startswith("Per MoE layer a token moves"))
 
@@ -252,16 +264,7 @@ def test_interconnect_wire_settings_hold_while_their_expander_is_closed(monkeypa
     keep setting it after another control moves, exactly as with the expander open."""
     link = {"ic_dispatch": "bf16", "ic_node_limit": "2", "ic_latent": "1/4"}
 
-    def page(lazy: bool) -> AppTest:
-        if lazy:
-            monkeypatch.delenv("K3LITE_EXPANDERS", raising=False)
-        else:
-            monkeypatch.setenv("K3LITE_EXPANDERS", "open")
-        at = AppTest.from_file(str(ROOT / "views" / "interconnect.py"), default_timeout=120)
-        at.query_params.update(link)
-        return at.run()
-
-    closed, opened = page(lazy=True), page(lazy=False)
+    closed, opened = (_page_with_link(monkeypatch, "interconnect.py", link, lazy) for lazy in (True, False))
     for at in (closed, opened):
         assert not at.exception, [e.message for e in at.exception]
     assert closed.session_state["ic_x_wire"] is False
@@ -314,13 +317,7 @@ def test_cost_more_task_settings_hold_while_their_expander_is_closed(monkeypatch
     link = {"cost_out": "4000", "cost_cache": "0", "cost_attempts": "1", "cost_physics": "true"}
 
     def page(lazy: bool, query: dict) -> AppTest:
-        if lazy:
-            monkeypatch.delenv("K3LITE_EXPANDERS", raising=False)
-        else:
-            monkeypatch.setenv("K3LITE_EXPANDERS", "open")
-        at = AppTest.from_file(str(ROOT / "views" / "cost_per_task.py"), default_timeout=120)
-        at.query_params.update(query)
-        return at.run()
+        return _page_with_link(monkeypatch, "cost_per_task.py", query, lazy)
 
     def verdict(at) -> str:
         return next(m.value for m in at.markdown if "cheapest per completed task" in m.value)
