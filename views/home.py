@@ -181,8 +181,8 @@ with tab_params as is_open:
                     f"vision_config), which k3lite does not build: text {fmt(k3_count.total)} + vision "
                     f"{fmt(kimi_k3_vision_params())} = {(k3_count.total + kimi_k3_vision_params()) / 1e12:.4f}T."
                 )
-                if get_preset(preset).notes:
-                    st.caption(" · ".join(f"**{k}**: {v}" for k, v in get_preset(preset).notes.items()))
+                if notes := get_preset(preset).notes:
+                    st.caption(" · ".join(f"**{k}**: {v}" for k, v in notes.items()))
 
 
 CONTEXTS = [4_096, 32_768, 131_072, 1_048_576]
