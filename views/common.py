@@ -90,6 +90,35 @@ def push_url(*keys: str) -> None:
             st.query_params[key] = str(value)
 
 
+# ------------------------------------------------------------------------------------ callbacks
+# Streamlit keeps each widget's metadata (its callback, its format function) for the whole session, one entry per
+# widget id, and a keyed chart's id changes with its figure. A function written in a page script holds that run's
+# whole namespace (the forward pass's trace, its figures), so every stage opened on the forward-pass map kept one more
+# run alive: ~200 forward-pass runs in a 5-minute, 30-session load. So the callbacks and format functions the pages
+# hand to Streamlit come from modules (these, bound to small arguments with functools.partial, or a dict's .get),
+# never from a page script: tests/app/test_callbacks.py checks every page.
+def set_state(key: str, value) -> None:
+    """on_click / on_change: st.session_state[key] = value (the value computed when the widget was drawn)."""
+    st.session_state[key] = value
+
+
+def fill_from(key: str, table: dict) -> None:
+    """on_change of the widget `key`: set the widgets its new value names in `table` (value -> {key: value})."""
+    st.session_state.update(table[st.session_state[key]])
+
+
+def pick_from_map(chart_key: str, target_key: str, choose) -> None:
+    """on_select of a map: st.session_state[target_key] = choose(the clicked node's customdata); arcs carry none."""
+    points = [p for p in st.session_state[chart_key].selection.points if p.get("customdata")]
+    if points:
+        st.session_state[target_key] = choose(points[0]["customdata"])
+
+
+def one_of(n: int, i: int) -> str:
+    """format_func for a 0-based position: "i+1/n" (functools.partial(one_of, n))."""
+    return f"{i + 1}/{n}"
+
+
 def interconnect_query(deployment, preset: str) -> dict[str, str]:
     """The Interconnect page's URL settings (its ic_* keys) that show `deployment` for `preset`, so a link from
     another page opens it on the same number instead of its own defaults."""

@@ -1,4 +1,6 @@
 """Step through a real forward pass of the trained lite model, stage by stage, and generate from it."""
+from functools import partial
+
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 import torch
@@ -7,12 +9,13 @@ from k3lite.analytic.anatomy import anatomy
 from k3lite.model.checkpoint import checkpoint_meta, load_lite_model
 from k3lite.interconnect import REFERENCE, deployment_bytes
 from k3lite.base.tokenizer import decode, encode, token_label
-from k3lite.viz.archmap import architecture_map, stage_index
+from k3lite.viz.archmap import architecture_map, node_stage
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.model import WHAT, stage_figure, stages
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.stepper import at_stage, stepper_map
-from views.common import explain, interconnect_query, push_url, reset_button, show_code, url_state, user_errors
+from views.common import (explain, interconnect_query, one_of, pick_from_map, push_url, reset_button, set_state, show_code,
+                          url_state, user_errors)
 from views.registry import by_url_path
 
 MAX_CHARS, MAX_BYTES = 200, 400  # bounded so every stage's picture stays readable and fast
@@ -66,14 +69,6 @@ url_state("fp_stage", 0, lo=0, hi=last)
 st.session_state.fp_stage = min(max(int(st.session_state.fp_stage), 0), last)
 
 
-def jump_to_clicked() -> None:
-    """A click on the map moves to that element's stage (customdata = [stage kind, layer or -1, part])."""
-    points = [p for p in st.session_state.fp_map.selection.points if p.get("customdata")]  # nodes, not arcs
-    if points:
-        kind, layer, _ = points[0]["customdata"]
-        st.session_state.fp_stage = stage_index(STAGES, kind, None if layer < 0 else int(layer))
-
-
 @st.cache_resource(max_entries=16, show_spinner=False)  # ~0.3 s to build; plotly_chart only reads it
 def flipbook(prompt: str):
     """The map with every stage as a frame: its slider steps through them in the browser (k3lite.viz.stepper)."""
@@ -87,9 +82,10 @@ def map_figure(prompt: str, start: int):
     return at_stage(flipbook(prompt), start)
 
 
-with picture:
+with picture:  # a click on an element opens its stage (a callback from a module, never this script: views.common)
     st.plotly_chart(map_figure(st.session_state.fp_prompt, st.session_state.fp_stage),
-                    key="fp_map", on_select=jump_to_clicked, selection_mode="points", width="stretch")
+                    key="fp_map", selection_mode="points", width="stretch",
+                    on_select=partial(pick_from_map, "fp_map", "fp_stage", partial(node_stage, STAGES)))
 st.markdown(f"Your prompt is **{len(trace.tokens)} bytes**; the model's best guess for the next one is "
             f"**“{token_label(top[0][0])}”** ({100 * top[1][0]:.1f}%). Drag the slider on the map to flip through the "
             f"{len(STAGES)} stages in your browser; click an element to open its stage in detail below.")
@@ -103,18 +99,15 @@ with st.expander("What the map shows"):
                "(`k3lite.analytic.anatomy`). Every picture is read from the `Trace` the forward pass just recorded.")
 
 
-def move(step: int) -> None:
-    st.session_state.fp_stage = min(max(st.session_state.fp_stage + step, 0), last)
-
-
 # Prev / Next / the stage slider run the whole page once (the map above marks the stage too; re-opening its flip-book
 # on a stage is a copy); inside a fragment they cost a fragment run and then a page run
 b1, b2, b3 = st.columns([1, 1, 8])
-b1.button("◀ Prev", on_click=move, args=(-1,), disabled=st.session_state.fp_stage == 0, key="fp_prev")
-b2.button("Next ▶", on_click=move, args=(1,), disabled=st.session_state.fp_stage == last, key="fp_next")
+at = st.session_state.fp_stage
+b1.button("◀ Prev", on_click=set_state, args=("fp_stage", max(at - 1, 0)), disabled=at == 0, key="fp_prev")
+b2.button("Next ▶", on_click=set_state, args=("fp_stage", min(at + 1, last)), disabled=at == last, key="fp_next")
 # shows "n/N" like the heading below (a 0-based number read 41 beside "42/42"), with a visible label
 b3.select_slider("stage", options=list(range(len(STAGES))), key="fp_stage",
-                 format_func=lambda i: f"{i + 1}/{len(STAGES)}")
+                 format_func=partial(one_of, len(STAGES)))
 push_url("fp_stage")
 
 

@@ -1,5 +1,7 @@
 """Home: what K3 is, where its parameters live (counted from the real modules on the meta device), and where one
 token's bytes go (the ledger)."""
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
@@ -9,12 +11,13 @@ from k3lite.base import sources
 from k3lite.analytic.anatomy import PART_LABEL, PART_PAGE, anatomy
 from k3lite.model.config import KIMI_K3_STATED_TOTAL, PRESETS, get_preset, kimi_k3_vision_params, routed_fraction
 from k3lite.analytic.params import ACTIVE_RULE, active_with_embedding, count_params, fmt
-from k3lite.viz.archmap import architecture_map
+from k3lite.viz.archmap import architecture_map, node_page
 from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.params import ACTIVE_CONVENTION, PUBLISHED, breakdown_figure
 from k3lite.viz.style import fmt_bytes
-from views.common import explain, lazy_expander, lazy_sections, push_url, reset_button, show_code, url_state, user_errors
+from views.common import (explain, lazy_expander, lazy_sections, pick_from_map, push_url, reset_button, show_code, url_state,
+                          user_errors)
 from views.registry import LEDGER_SECTION, PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")
@@ -54,13 +57,6 @@ def model_map(preset: str, experts: int, top_k: int, layers: int, latent: int):
     return architecture_map(cfg, anatomy=an), an.shares()
 
 
-def open_part_page() -> None:
-    """A click on the map opens the page of that part (customdata = [stage kind, layer, part])."""
-    points = [p for p in st.session_state.home_map.selection.points if p.get("customdata")]  # nodes, not arcs
-    if points:
-        st.session_state.home_go = PART_PAGE.get(points[0]["customdata"][2], "forward_pass")
-
-
 controls, picture = st.columns([1, 3])
 with controls:
     preset = st.selectbox("Configuration", names, key="home_preset",
@@ -91,7 +87,8 @@ with controls:
     reset_button("home_", "ledger_")
 with picture, user_errors():
     fig, shares = model_map(preset, *knobs)
-    st.plotly_chart(fig, width="stretch", key="home_map", on_select=open_part_page, selection_mode="points")
+    st.plotly_chart(fig, width="stretch", key="home_map", selection_mode="points",  # a click opens the part's page
+                    on_select=partial(pick_from_map, "home_map", "home_go", node_page))
 if (go_to := st.session_state.pop("home_go", None)) is not None:
     st.switch_page(by_url_path(go_to).file)
 top_params = max(shares, key=lambda k: shares[k][0])

@@ -1,4 +1,6 @@
 """Interconnect bytes per token: expert-parallel dispatch/combine under three schemes, analytic and measured."""
+from functools import partial
+
 import streamlit as st
 
 from k3lite.model.config import get_preset
@@ -16,7 +18,7 @@ from k3lite.viz.interconnect import compare_figure, measured_figure, node_limit_
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import fmt_bytes, fmt_seconds
 from k3lite.viz.topology import draw_topology, topology_figure
-from views.common import explain, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
+from views.common import explain, fill_from, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
 
 PRESETS = ("kimi-k3", "kimi-k2", "deepseek-v3", "lite")
 BIG = ("deepseek-v3", "kimi-k2", "kimi-k3")
@@ -37,20 +39,20 @@ with st.expander("What dispatch and combine are, and the three schemes"):
         "real expert-parallel layer on this server with `torch.distributed`.")
 
 
-def _load_preset():
-    moe = get_preset(st.session_state.ic_preset).moe
-    st.session_state.ic_experts = moe.n_routed_experts
-    st.session_state.ic_top_k = moe.top_k
-    d = get_preset(st.session_state.ic_preset).d_model
-    st.session_state.ic_latent = min(LATENT, key=lambda k: abs(LATENT[k] - (moe.latent_dim or d) / d))
+def preset_knobs(name: str) -> dict:
+    """A preset's E, top-k and nearest latent ratio, as this page's widget values."""
+    cfg = get_preset(name)
+    ratio = (cfg.moe.latent_dim or cfg.d_model) / cfg.d_model
+    return {"ic_experts": cfg.moe.n_routed_experts, "ic_top_k": cfg.moe.top_k,
+            "ic_latent": min(LATENT, key=lambda k: abs(LATENT[k] - ratio))}
 
 
+KNOBS = {name: preset_knobs(name) for name in PRESETS}  # what choosing a preset sets (views.common.fill_from)
 url_state("ic_preset", "kimi-k3", choices=PRESETS)
 base = get_preset(st.session_state.ic_preset)
-url_state("ic_experts", base.moe.n_routed_experts, lo=8, hi=1024)
-url_state("ic_top_k", base.moe.top_k, lo=1, hi=32)
-url_state("ic_latent", min(LATENT, key=lambda k: abs(LATENT[k] - (base.moe.latent_dim or base.d_model) / base.d_model)),
-          choices=list(LATENT))
+url_state("ic_experts", KNOBS[st.session_state.ic_preset]["ic_experts"], lo=8, hi=1024)
+url_state("ic_top_k", KNOBS[st.session_state.ic_preset]["ic_top_k"], lo=1, hi=32)
+url_state("ic_latent", KNOBS[st.session_state.ic_preset]["ic_latent"], choices=list(LATENT))
 url_state("ic_dispatch", "fp8", choices=["fp8", "bf16"])
 url_state("ic_combine", "bf16", choices=["fp8", "bf16"])
 url_state("ic_topology", "multi-node-8x8", choices=list(TOPOLOGIES))
@@ -85,10 +87,11 @@ def main_panel() -> None:
 
     ctl, fig_col = st.columns([1, 3])
     with ctl:
-        st.selectbox("topology", list(TOPOLOGIES), key="ic_topology", format_func=lambda k: TOPOLOGIES[k].name)
+        st.selectbox("topology", list(TOPOLOGIES), key="ic_topology", format_func={k: t.name for k, t in TOPOLOGIES.items()}.get)
         st.select_slider("EP size (GPUs holding the experts)", ep_options, key="ic_ep")
         st.radio("dispatch scheme", SCHEMES, key="ic_scheme", format_func=SCHEME_LABELS.get)
-        st.selectbox("model preset (resets E, top-k, latent)", PRESETS, key="ic_preset", on_change=_load_preset)
+        st.selectbox("model preset (resets E, top-k, latent)", PRESETS, key="ic_preset",
+                     on_change=partial(fill_from, "ic_preset", KNOBS))
         st.select_slider("routed experts E (multiples of the EP size)", e_options, key="ic_experts")
         if snapped is not None:
             st.info(f"E = {snapped} does not split evenly over EP {st.session_state.ic_ep} GPUs: using "

@@ -16,7 +16,8 @@ from k3lite.experiments.lab import BETA_INIT_LOGIT, MIXER_LABELS, iter_train, sa
 from k3lite.viz.lab import curves_figure, seed_explorer, state_figure, sweep_figure
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.memo import shared_figure
-from views.common import explain, lazy_expander, lazy_sections, push_url, reset_button, show_code, url_state, user_errors
+from views.common import (explain, lazy_expander, lazy_sections, push_url, reset_button, set_state, show_code, url_state,
+                          user_errors)
 
 LIVE_TASKS = tuple(sweep.SEQ_LENS)
 LIVE_MIXERS = sweep.MIXERS
@@ -48,7 +49,7 @@ if not state_rows:
 else:
     url_state("lab_state_mixers", list(state.MIXERS), choices=state.MIXERS)
     shown = st.pills("mixers", state.MIXERS, selection_mode="multi", key="lab_state_mixers",
-                     format_func=lambda m: MIXER_LABELS[m].split(" (")[0]) or []
+                     format_func={m: MIXER_LABELS[m].split(" (")[0] for m in MIXER_LABELS}.get) or []
     push_url("lab_state_mixers")
     rows_shown = [r for r in state_rows if r["mixer"] in shown]
     st.plotly_chart(shared_figure(state_figure, [r for r in state_runs if r["job"]["mixer"] in shown], rows_shown),
@@ -226,10 +227,6 @@ def finished_runs() -> dict:
     return {}
 
 
-def stop() -> None:
-    st.session_state["lab_stop"] = True
-
-
 def default_configs(lrs: dict) -> dict:
     """The live default's configs (task, length, mixers, steps, seed 0): its time is read from the runs store."""
     return {m: replace(sweep.lab_config("mqar", m, LIVE_DEFAULT_LEN, lrs[m], 0), steps=LIVE_DEFAULT_STEPS,
@@ -252,7 +249,7 @@ def train_panel() -> None:
     url_state("lab_steps", LIVE_DEFAULT_STEPS, lo=10, hi=800)
     url_state("lab_seed", 0, lo=0, hi=9999)
     # full width: in the narrow control column the mixers' chips were cut with "…" at 1400 px
-    mixers = st.multiselect("mixers to compare", LIVE_MIXERS, key="lab_mixers", format_func=lambda m: MIXER_LABELS[m])
+    mixers = st.multiselect("mixers to compare", LIVE_MIXERS, key="lab_mixers", format_func=MIXER_LABELS.get)
     ctl, fig_col = st.columns([1, 3])
     task = ctl.selectbox("task", LIVE_TASKS, key="lab_task")
     seq_len = ctl.select_slider("sequence length (tokens)",
@@ -262,7 +259,7 @@ def train_panel() -> None:
     push_url("lab_task", "lab_seq_len", "lab_mixers", "lab_steps", "lab_seed")
     b1, b2 = ctl.columns(2)
     train_clicked = b1.button("Train", type="primary", key="lab_train")
-    b2.button("Stop", key="lab_stop_button", on_click=stop)
+    b2.button("Stop", key="lab_stop_button", on_click=set_state, args=("lab_stop", True))
 
     with user_errors():
         if not mixers:

@@ -52,7 +52,7 @@ with controls:
     st.select_slider("latent ratio l / d (1 = classic MoE)", list(RATIOS), key="moe_latent",
                      help="Kimi K3: 3584 / 7168 = 1/2 (config.json)")
     st.selectbox("balancing method", list(BALANCING_METHODS), key="moe_balancing",
-                 format_func=lambda m: METHOD_LABELS[m])
+                 format_func=METHOD_LABELS.get)
     reset_button("moe_")
 push_url("moe_experts", "moe_top_k", "moe_shared", "moe_latent", "moe_balancing")
 

@@ -3,7 +3,7 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from k3lite.tour.steps import STEPS, gap_text, summary, with_unit
-from views.common import push_url, reset_button, show_code, url_state, user_errors
+from views.common import push_url, reset_button, set_state, show_code, url_state, user_errors
 from views.registry import by_url_path
 
 N = len(STEPS)
@@ -34,14 +34,6 @@ st.session_state.tour_step = i = min(max(int(st.session_state.tour_step), 1), N)
 step = STEPS[i - 1]
 
 
-def go(to: int) -> None:
-    st.session_state.tour_step = min(max(to, 1), N)
-
-
-def reveal(k: int) -> None:
-    st.session_state.tour_revealed = sorted({*revealed, k})
-
-
 @st.cache_data(show_spinner="Computing…", max_entries=len(STEPS))
 def computed(index: int):
     return STEPS[index].compute()
@@ -62,7 +54,8 @@ else:
     st.radio("your guess", step.choices, key=key)
 push_url("tour_step", key)
 
-st.button("Reveal the computed answer", type="primary", on_click=reveal, args=(i,), key="tour_reveal",
+st.button("Reveal the computed answer", type="primary", on_click=set_state, args=("tour_revealed", sorted({*revealed, i})),
+          key="tour_reveal",
           disabled=i in revealed)
 if i in revealed:
     with user_errors():
@@ -83,8 +76,8 @@ if i in revealed:
 push_url("tour_revealed")
 
 b1, b2 = st.columns(2)
-b1.button("◀ Previous step", on_click=go, args=(i - 1,), disabled=i == 1, key="tour_prev", width="stretch")
-b2.button("Next step ▶", on_click=go, args=(i + 1,), disabled=i == N, key="tour_next", width="stretch")
+b1.button("◀ Previous step", on_click=set_state, args=("tour_step", max(i - 1, 1)), disabled=i == 1, key="tour_prev", width="stretch")
+b2.button("Next step ▶", on_click=set_state, args=("tour_step", min(i + 1, N)), disabled=i == N, key="tour_next", width="stretch")
 if len(revealed) == N:
     st.success("All steps revealed. Share this page's link: it carries every answer you gave.")
 

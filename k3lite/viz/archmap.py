@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
 
-from k3lite.analytic.anatomy import Anatomy, PartNumbers
+from k3lite.analytic.anatomy import PART_PAGE, Anatomy, PartNumbers
 from k3lite.model.config import K3Config
 from k3lite.interconnect import wire_bytes_per_token
 from k3lite.analytic.params import fmt
@@ -380,3 +380,14 @@ def stage_index(stage_list, kind: str, layer: int | None) -> int:
         if s.kind == kind and s.layer == layer:
             return i
     raise ValueError(f"no forward-pass stage {kind!r} at layer {layer}")
+
+
+def node_stage(stage_list, customdata) -> int:
+    """The stage a clicked map node opens: its customdata is [stage kind, layer or -1, part]."""
+    kind, layer, _ = customdata
+    return stage_index(stage_list, kind, None if layer < 0 else int(layer))
+
+
+def node_page(customdata) -> str:
+    """The page a clicked map node opens (the url path of its part's page; the forward pass for any other)."""
+    return PART_PAGE.get(customdata[2], "forward_pass")
