@@ -87,7 +87,8 @@ def main_panel() -> None:
 
     ctl, fig_col = st.columns([1, 3])
     with ctl:
-        st.selectbox("topology", list(TOPOLOGIES), key="ic_topology", format_func={k: t.name for k, t in TOPOLOGIES.items()}.get)
+        st.selectbox("topology", list(TOPOLOGIES), key="ic_topology",
+                     format_func={k: t.name for k, t in TOPOLOGIES.items()}.get)
         st.select_slider("EP size (GPUs holding the experts)", ep_options, key="ic_ep")
         st.radio("dispatch scheme", SCHEMES, key="ic_scheme", format_func=SCHEME_LABELS.get)
         st.selectbox("model preset (resets E, top-k, latent)", PRESETS, key="ic_preset",

@@ -54,9 +54,8 @@ else:
     st.radio("your guess", step.choices, key=key)
 push_url("tour_step", key)
 
-st.button("Reveal the computed answer", type="primary", on_click=set_state, args=("tour_revealed", sorted({*revealed, i})),
-          key="tour_reveal",
-          disabled=i in revealed)
+st.button("Reveal the computed answer", type="primary", key="tour_reveal", disabled=i in revealed,
+          on_click=set_state, args=("tour_revealed", sorted({*revealed, i})))
 if i in revealed:
     with user_errors():
         answer = computed(i - 1)
