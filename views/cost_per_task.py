@@ -51,7 +51,8 @@ url_state("cost_attempts", 3, lo=1, hi=10)
 url_state("cost_physics", False)
 ctl, fig_col = st.columns([1, 3])
 with ctl:
-    st.radio("scenario", list(SCENARIOS), key="cost_scenario", format_func={k: s.label for k, s in SCENARIOS.items()}.get,
+    st.radio("scenario", list(SCENARIOS), key="cost_scenario",
+             format_func={k: s.label for k, s in SCENARIOS.items()}.get,
              help="named per-model assumptions for success and turns; edit them in the table below the chart")
     st.slider("turns (calls) per attempt, K3", 1, 200, key="cost_turns")
     st.slider("success per attempt, K3 (%)", 1, 100, key="cost_success")

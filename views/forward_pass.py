@@ -14,8 +14,8 @@ from k3lite.viz.memo import shared_figure
 from k3lite.viz.model import WHAT, stage_figure, stages
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.stepper import at_stage, stepper_map
-from views.common import (explain, interconnect_query, one_of, pick_from_map, push_url, reset_button, set_state, show_code,
-                          url_state, user_errors)
+from views.common import (explain, interconnect_query, one_of, pick_from_map, push_url, reset_button, set_state,
+                          show_code, url_state, user_errors)
 from views.registry import by_url_path
 
 MAX_CHARS, MAX_BYTES = 200, 400  # bounded so every stage's picture stays readable and fast

@@ -16,8 +16,8 @@ from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.params import ACTIVE_CONVENTION, PUBLISHED, breakdown_figure
 from k3lite.viz.style import fmt_bytes
-from views.common import (explain, lazy_expander, lazy_sections, pick_from_map, push_url, reset_button, show_code, url_state,
-                          user_errors)
+from views.common import (explain, lazy_expander, lazy_sections, pick_from_map, push_url, reset_button, show_code,
+                          url_state, user_errors)
 from views.registry import LEDGER_SECTION, PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")

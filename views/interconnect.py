@@ -50,9 +50,10 @@ def preset_knobs(name: str) -> dict:
 KNOBS = {name: preset_knobs(name) for name in PRESETS}  # what choosing a preset sets (views.common.fill_from)
 url_state("ic_preset", "kimi-k3", choices=PRESETS)
 base = get_preset(st.session_state.ic_preset)
-url_state("ic_experts", KNOBS[st.session_state.ic_preset]["ic_experts"], lo=8, hi=1024)
-url_state("ic_top_k", KNOBS[st.session_state.ic_preset]["ic_top_k"], lo=1, hi=32)
-url_state("ic_latent", KNOBS[st.session_state.ic_preset]["ic_latent"], choices=list(LATENT))
+preset_defaults = KNOBS[st.session_state.ic_preset]
+url_state("ic_experts", preset_defaults["ic_experts"], lo=8, hi=1024)
+url_state("ic_top_k", preset_defaults["ic_top_k"], lo=1, hi=32)
+url_state("ic_latent", preset_defaults["ic_latent"], choices=list(LATENT))
 url_state("ic_dispatch", "fp8", choices=["fp8", "bf16"])
 url_state("ic_combine", "bf16", choices=["fp8", "bf16"])
 url_state("ic_topology", "multi-node-8x8", choices=list(TOPOLOGIES))

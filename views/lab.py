@@ -16,8 +16,8 @@ from k3lite.experiments.lab import BETA_INIT_LOGIT, MIXER_LABELS, iter_train, sa
 from k3lite.viz.lab import curves_figure, seed_explorer, state_figure, sweep_figure
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.memo import shared_figure
-from views.common import (explain, lazy_expander, lazy_sections, push_url, reset_button, set_state, show_code, url_state,
-                          user_errors)
+from views.common import (explain, lazy_expander, lazy_sections, push_url, reset_button, set_state, show_code,
+                          url_state, user_errors)
 
 LIVE_TASKS = tuple(sweep.SEQ_LENS)
 LIVE_MIXERS = sweep.MIXERS

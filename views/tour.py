@@ -75,8 +75,10 @@ if i in revealed:
 push_url("tour_revealed")
 
 b1, b2 = st.columns(2)
-b1.button("◀ Previous step", on_click=set_state, args=("tour_step", max(i - 1, 1)), disabled=i == 1, key="tour_prev", width="stretch")
-b2.button("Next step ▶", on_click=set_state, args=("tour_step", min(i + 1, N)), disabled=i == N, key="tour_next", width="stretch")
+b1.button("◀ Previous step", on_click=set_state, args=("tour_step", max(i - 1, 1)), disabled=i == 1, key="tour_prev",
+          width="stretch")
+b2.button("Next step ▶", on_click=set_state, args=("tour_step", min(i + 1, N)), disabled=i == N, key="tour_next",
+          width="stretch")
 if len(revealed) == N:
     st.success("All steps revealed. Share this page's link: it carries every answer you gave.")
 
