@@ -3,11 +3,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from k3lite.base.guards import bounded_threads
+from k3lite.base.guards import bounded_threads, quiet_gc
 from k3lite.viz.style import APP_CSS
 from views.registry import LEDGER_SECTION, PAGES
 
 bounded_threads()  # process-wide torch thread cap, once for every page: one session cannot take every core
+quiet_gc()  # process-wide: full garbage collections (every session paused) rare, k3lite.base.guards rule 4
 # the favicon is a file this server serves: a ":material/..." page icon makes the browser fetch an SVG from
 # fonts.gstatic.com (Streamlit's frontend builds that URL), which fails offline and leaks every visit
 FAVICON = Path(__file__).resolve().parent / "assets" / "favicon.png"

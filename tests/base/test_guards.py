@@ -1,4 +1,5 @@
 """Resource guards: threads, heavy-work slots, time bounds (the memory estimate is tests/analytic/test_budget.py)."""
+import gc
 import threading
 import time
 
@@ -160,3 +161,16 @@ def test_attention_residuals_page_refuses_a_run_over_budget(monkeypatch):
     at.radio(key="ar_mode").set_value("full").run()  # a new cache key, so the check runs again
     assert not at.exception
     assert any("memory budget of 28 MB" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_quiet_gc_sets_the_thresholds_and_refuses_to_turn_collection_off():
+    before = gc.get_threshold()
+    try:
+        assert guards.quiet_gc() == guards.GC_THRESHOLDS == gc.get_threshold()
+        assert guards.GC_THRESHOLDS[0] > before[0]  # a younger generation big enough for a rerun's temporaries
+        for bad in ((0, 10, 10), (700, 10), (700.5, 10, 10)):
+            with pytest.raises(ValueError, match="thresholds"):
+                guards.quiet_gc(bad)
+        assert gc.get_threshold() == guards.GC_THRESHOLDS  # a refused call changes nothing
+    finally:
+        gc.set_threshold(*before)
