@@ -10,12 +10,17 @@ Per page (Debian's Chromium through playwright, a warm server: every page is ope
   bytes     what the server sent for the fresh view: HTTP bodies (scripts, CSS, fonts) and websocket frames
             (the page's elements and figures)
   figures   Plotly charts on the page, and the points they draw (x values over all traces)
+  phases    where the fresh first chart's time went, read in the browser (printed after the pages): navigation ->
+            Streamlit asks for its Plotly chunk, that chunk's download, Plotly's code run, the first draw
   control   the first slider moved one step with the keyboard (right; left at its maximum) -> the picture changed (the
             charts' data, or a metric / text, differ from before; "-" if nothing changed within the timeout): the
             first press in the page ("control s": one-time costs, chart code compiled and labels measured, included),
             and the median of four more presses back and forth ("after"), as a student moving a slider feels it
 The floor is `tools/floor_page.py` (st.title + one st.plotly_chart of 200 points), served by its own server,
-measured the same way in the same run; each page's ratio ("x floor") is its median over the floor's median.
+measured the same way in the same run; each page's ratio ("x floor") is its median over the floor's median. The
+floor is also opened once right before each fresh open of a page ("x pair": the page's median over the median of
+those opens), so a slow minute on the machine slows page and floor alike; a run's floor measured only at its start
+has differed by 25% between two runs on the same idle machine (2.18 s and 2.75 s).
 A second floor, the same page with five controls beside the chart (`?controls=1`: radio, text box, selectbox,
 two sliders, as the app's first screens have), is measured too ("x ctl fl"): what Streamlit itself costs for a
 picture with its controls; its slider is moved as the pages' are.
@@ -64,6 +69,30 @@ PICTURE_JS = """() => {
   return {key: JSON.stringify([data, text]), figures: plots.length, points};
 }"""
 
+# where a fresh open's time to the first chart goes, read in the page (ms since navigation start): the browser's
+# long tasks and the moment the first chart's svg appears, recorded from the document's start
+PHASES_INIT_JS = """window.__k3phases = {longtasks: []};
+new PerformanceObserver(list => list.getEntries().forEach(
+  e => window.__k3phases.longtasks.push([e.startTime, e.duration]))).observe({type: 'longtask', buffered: true});
+new MutationObserver((_, obs) => {
+  if (document.querySelector('.js-plotly-plot .main-svg')) {
+    window.__k3phases.chart = performance.now(); obs.disconnect();
+  }
+}).observe(document, {childList: true, subtree: true});"""
+# to_chunk: navigation -> Streamlit asks for its Plotly chunk (HTML, scripts, websocket, the page script up to its
+# first chart, the elements before it drawn); fetch: that 4.7 MB chunk downloaded (queued behind the other
+# elements' chunks); eval: until Plotly's code has run (the first long task >= 300 ms after the download); draw:
+# then until the first chart's svg exists
+PHASES_JS = """() => {
+  const p = window.__k3phases, e = performance.getEntriesByType('resource').find(r => r.name.includes('/PlotlyChart.'));
+  if (!p || !p.chart || !e) return null;
+  const ev = p.longtasks.find(([s, d]) => s >= e.responseEnd - 1 && d >= 300);
+  const evalEnd = ev ? ev[0] + ev[1] : null;
+  return {to_chunk: e.startTime / 1e3, fetch: (e.responseEnd - e.startTime) / 1e3,
+          eval: ev ? (evalEnd - e.responseEnd) / 1e3 : null, draw: ev ? (p.chart - evalEnd) / 1e3 : null};
+}"""
+PHASES = ("to_chunk", "fetch", "eval", "draw")
+
 
 def _idle(page) -> None:
     page.wait_for_timeout(200)  # let a rerun start before asking whether it finished
@@ -93,12 +122,15 @@ def open_page(context, url: str) -> dict:
     page.goto(url)
     first_chart = None
     page.wait_for_function(CHART_OR_NONE_JS, timeout=TIMEOUT_MS, polling=20)
+    phases = None
     if page.evaluate(FIRST_CHART_JS):  # else a page without a chart on its first run
         first_chart = time.perf_counter() - start
+        phases = page.evaluate(PHASES_JS)
     _idle(page)
     idle = time.perf_counter() - start
     picture = page.evaluate(PICTURE_JS)
-    return {"page": page, "first_chart_s": first_chart, "idle_s": idle, "bytes_http": received["http"],
+    return {"page": page, "first_chart_s": first_chart, "phases": phases, "idle_s": idle,
+            "bytes_http": received["http"],
             "bytes_ws": received["ws"], "figures": picture["figures"], "points": picture["points"],
             "picture": picture["key"]}
 
@@ -135,10 +167,28 @@ def move_first_slider(page, moves: int = MOVES) -> dict:
             "control_moves_s": times}
 
 
-def measure(browser, url: str, repeats: int, control: bool) -> dict:
-    runs = []
+def fresh_first_chart(browser, url: str) -> float | None:
+    """One fresh context's seconds to the first chart of `url` (the paired floor: see `measure`)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.add_init_script(PHASES_INIT_JS)
+    try:
+        opened = open_page(context, url)
+        opened["page"].close()
+        return opened["first_chart_s"]
+    finally:
+        context.close()
+
+
+def measure(browser, url: str, repeats: int, control: bool, floor_url: str | None = None) -> dict:
+    """`repeats` fresh contexts of `url` (each then reloaded, and its first slider moved if `control`). With
+    `floor_url`, each fresh open of `url` follows a fresh open of the floor, so page and floor share the machine's
+    state of that moment (a busy minute slows both): "floor_paired_s" is the median of those floor opens."""
+    runs, paired = [], []
     for _ in range(repeats):
+        if floor_url:
+            paired.append(fresh_first_chart(browser, floor_url))
         context = browser.new_context(viewport={"width": 1400, "height": 900})
+        context.add_init_script(PHASES_INIT_JS)
         fresh = open_page(context, url)
         fresh["page"].close()
         cached = open_page(context, url)
@@ -154,13 +204,31 @@ def measure(browser, url: str, repeats: int, control: bool) -> dict:
         vals = [v for v in vals if v is not None]
         return statistics.median(vals) if vals else None
 
-    return {"url": url, "runs": runs,
+    paired = [v for v in paired if v is not None]
+    phases = {}
+    for name in PHASES:
+        vals = [r["fresh"]["phases"][name] for r in runs
+                if r["fresh"]["phases"] and r["fresh"]["phases"][name] is not None]
+        phases[name] = statistics.median(vals) if vals else None
+    return {"url": url, "runs": runs, "phases_s": phases,
+            "floor_paired_s": statistics.median(paired) if paired else None,
             "fresh_first_chart_s": med(("fresh", "first_chart_s")), "fresh_idle_s": med(("fresh", "idle_s")),
             "cached_first_chart_s": med(("cached", "first_chart_s")), "cached_idle_s": med(("cached", "idle_s")),
             "bytes": med(("fresh", "bytes_http")) + med(("fresh", "bytes_ws")),
             "bytes_ws": med(("fresh", "bytes_ws")), "figures": runs[-1]["fresh"]["figures"],
             "points": runs[-1]["fresh"]["points"], "control": runs[-1]["control"], "control_s": med(("control_s",)),
             "control_warm_s": med(("control_warm_s",))}
+
+
+def print_phases(report: dict) -> None:
+    """Where each fresh open's time to the first chart went (medians, s): see PHASES_JS."""
+    rows = {"floor": report["floor"], "floor, 5 controls": report["floor_controls"],
+            **{route: r for route, r in report["pages"].items() if any((r.get("phases_s") or {}).values())}}
+    print("\nwhere the time to the first chart goes (fresh opens, medians, s): to_chunk = navigation -> Plotly's chunk "
+          "asked for; fetch = its download; eval = until Plotly's code has run; draw = until the chart exists")
+    print(f"{'page':<20}" + "".join(f"{name:>10}" for name in PHASES))
+    for name, r in rows.items():
+        print(f"{name:<20}" + "".join(f"{_fmt(r['phases_s'][p]):>10}" for p in PHASES), flush=True)
 
 
 def _fmt(v, spec=".2f"):
@@ -219,25 +287,30 @@ def main(argv: list[str] | None = None) -> int:
                   f"{_fmt(floor)} s fresh, {_fmt(report['floor']['cached_first_chart_s'])} s cached; with five "
                   f"controls beside it: {_fmt(floor_c)} s fresh (x{_fmt(floor_c / floor)}), its slider "
                   f"{_fmt(report['floor_controls']['control_s'])} s first, {_fmt(report['floor_controls']['control_warm_s'])} s after")
-            print(f"{'page':<20}{'1st chart':>10}{'x floor':>8}{'x ctl fl':>9}{'idle':>7}{'cached':>8}{'kB':>8}"
+            print(f"{'page':<20}{'1st chart':>10}{'x floor':>8}{'x pair':>7}{'x ctl fl':>9}{'idle':>7}{'cached':>8}"
+                  f"{'kB':>8}"
                   f"{'figs':>5}{'points':>8}{'control s':>10}{'after':>7}  control", flush=True)
             for route in routes:  # each row printed and the report written as soon as it is measured
                 try:
-                    r = measure(browser, f"{app_url}/{route}", args.repeats, not args.no_control)
+                    r = measure(browser, f"{app_url}/{route}", args.repeats, not args.no_control, floor_url)
                 except Exception as exc:  # a page that times out is reported, and the run goes on
                     report["pages"][route] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
                     print(f"{route:<20}error: {report['pages'][route]['error']}", flush=True)
                     continue
                 first = r["fresh_first_chart_s"]
                 r["ratio_to_floor"] = first / floor if first and floor else None
+                paired = r["floor_paired_s"]
+                r["ratio_to_paired_floor"] = first / paired if first and paired else None
                 r["ratio_to_controls_floor"] = first / floor_c if first and floor_c else None
                 report["pages"][route] = r
                 print(f"{route:<20}{_fmt(first):>10}{_fmt(r['ratio_to_floor']):>8}"
+                      f"{_fmt(r['ratio_to_paired_floor']):>7}"
                       f"{_fmt(r['ratio_to_controls_floor']):>9}{_fmt(r['fresh_idle_s']):>7}"
                       f"{_fmt(r['cached_first_chart_s']):>8}{r['bytes'] / 1e3:>8.0f}{r['figures']:>5}{r['points']:>8}"
                       f"{_fmt(r['control_s']):>10}{_fmt(r['control_warm_s']):>7}  {r['control'] or '-'}", flush=True)
                 if args.json:
                     Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+            print_phases(report)
             browser.close()
     finally:
         for proc in procs:
