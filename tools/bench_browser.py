@@ -167,10 +167,16 @@ def move_first_slider(page, moves: int = MOVES) -> dict:
             "control_moves_s": times}
 
 
-def fresh_first_chart(browser, url: str) -> float | None:
-    """One fresh context's seconds to the first chart of `url` (the paired floor: see `measure`)."""
+def fresh_context(browser):
+    """A new browser context (empty cache) at the desktop width, recording the phases of its pages' first charts."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     context.add_init_script(PHASES_INIT_JS)
+    return context
+
+
+def fresh_first_chart(browser, url: str) -> float | None:
+    """One fresh context's seconds to the first chart of `url` (the paired floor: see `measure`)."""
+    context = fresh_context(browser)
     try:
         opened = open_page(context, url)
         opened["page"].close()
@@ -187,8 +193,7 @@ def measure(browser, url: str, repeats: int, control: bool, floor_url: str | Non
     for _ in range(repeats):
         if floor_url:
             paired.append(fresh_first_chart(browser, floor_url))
-        context = browser.new_context(viewport={"width": 1400, "height": 900})
-        context.add_init_script(PHASES_INIT_JS)
+        context = fresh_context(browser)
         fresh = open_page(context, url)
         fresh["page"].close()
         cached = open_page(context, url)
