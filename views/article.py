@@ -2,7 +2,7 @@
 import streamlit as st
 
 from k3lite.analytic.sparsity import sparsity_shares
-from k3lite.analytic.serving_compare import gpus_for_weights
+from k3lite.analytic.serving.compare import gpus_for_weights
 from k3lite.tour.steps import STEPS
 from k3lite.viz.article import shares_figure
 from k3lite.viz.memo import shared_figure

@@ -8,7 +8,7 @@ from k3lite.analytic.cost import (
     savings_curve, simulate, single_model, split_what_ifs,
 )
 from k3lite.analytic.serving import MIN_TOKENS_PER_USER
-from k3lite.analytic.serving_compare import FAST_TOKENS_PER_USER, frontier_prices, physics_price, task_vs_token_ranking
+from k3lite.analytic.serving.compare import FAST_TOKENS_PER_USER, frontier_prices, physics_price, task_vs_token_ranking
 from k3lite.viz.cost import cost_bars_figure, distribution_figure, savings_figure
 from k3lite.viz.memo import shared_figure
 from views.common import explain, kept_editor, lazy_expander, lazy_sections, push_url, reset_button, show_code, url_state, user_errors

@@ -10,11 +10,11 @@ from k3lite.analytic.serving import (
     DSPARK_DRAFT_TOKENS, FORMAT_ALIASES, K3_PRESET, MIN_TOKENS_PER_USER, MTP_LAYERS, PREFILL_CHUNK_TOKENS, SPEC_SOURCE,
     USD_PER_GPU_HOUR, Serving, Speculation, capacity, check_fits, decode_step, has_mtp, pareto, prefill_step,
 )
-from k3lite.analytic.serving_compare import (
+from k3lite.analytic.serving.compare import (
     gpus_for_weights, price_split_sentence, side_by_side, speculation_sentence, validate, validate_vllm_k3,
     vllm_k3_sentence, waterfall,
 )
-from k3lite.analytic.serving_frontier import INTERACTIVE_TOKENS_PER_USER, frontier, per_gpu_at, verdict
+from k3lite.analytic.serving.frontier import INTERACTIVE_TOKENS_PER_USER, frontier, per_gpu_at, verdict
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.serving import (
     capacity_figure, frontier_figure, gpus_for_weights_figure, pareto_figure, placement_figure, price_ratio_figure,

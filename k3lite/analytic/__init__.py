@@ -7,8 +7,8 @@
     latent.py     a LatentMoE layer's wire bytes and FLOPs per token at a latent ratio
     sparsity.py   the seed article's 1.8% of experts vs the share of parameters a token uses
     hybrid.py     the KDA:MLA hybrid's cache and decode on one GPU
-    serving.py    serving physics over many GPUs (placement, decode, prefill, $ per M tokens);
-                  serving_compare.py, serving_frontier.py build on it
+    serving/      serving physics over many GPUs (placement, decode, prefill, $ per M tokens), the waterfall,
+                  the published checks, the speed-price frontier
     ledger.py     bytes per decoded token by where they move
     cost.py       cost per task; budget.py the memory estimate before a live build
     placement.py  routing at K3 scale: GPUs a token's experts live on; anatomy.py parameters and bytes per part

@@ -15,7 +15,7 @@ Decode time per output token (TPOT), a roofline with one step of `batch` sequenc
     TPOT  = max(bytes / HBM bandwidth, flops / peak flops) / attention_efficiency on the attention part
 Capacity: all weights (bf16) + batch x cache must fit the GPU's HBM; if not, `DecodeCost.fits` is False and
 `gpus_needed` says how many GPUs of that kind would hold it. The time stays the one-GPU roofline, flagged as
-not reachable on one GPU (splitting over GPUs is the serving model's job, k3lite/analytic/serving.py).
+not reachable on one GPU (splitting over GPUs is the serving model's job, k3lite/analytic/serving/step.py).
 
 Claims checked on the page (Kimi Linear tech report, arXiv 2510.26692): up to 75% smaller KV cache; at 1M
 context a 2.3x faster decode at batch 1 (§6.3; Fig. 7b, "batch size = 1", annotates 2.2x) and a *theoretical* 6.3x

@@ -18,7 +18,7 @@ One decode step serves a batch of B sequences at context T; the ledger is what O
                    Attention Residuals page's function; standard residual: one running sum per sublayer).
 
 Toggles turn one K3 idea off at a time (a counterfactual K3, not a published model):
-    latent off     the same-sized classic MoE the serving waterfall starts from (`serving_compare.classic_variant`):
+    latent off     the same-sized classic MoE the serving waterfall starts from (`serving.compare.classic_variant`):
                    experts work on d_model and d_model travels, with E/c experts and top-k/c at the same expert
                    FFN (c = d_model / latent), so the same expert parameters and FLOPs per token. (Only dropping
                    the latent, same E and k, would double every expert: a 5.5T-parameter, 142B-active model whose
@@ -39,7 +39,7 @@ from k3lite.analytic import decode
 from k3lite.model.attnres import attnres_cost
 from k3lite.model.config import K3Config, get_preset
 from k3lite.interconnect import Deployment, get_topology, wire_bytes_per_token
-from k3lite.analytic.serving_compare import classic_variant
+from k3lite.analytic.serving.compare import classic_variant
 
 MODELS: dict[str, str] = {"deepseek-v3": "DeepSeek-V3", "kimi-k2": "Kimi K2", "kimi-k3": "Kimi K3"}
 SEGMENTS: tuple[tuple[str, str], ...] = (  # (field = style.LINK key, label)

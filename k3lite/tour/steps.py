@@ -25,7 +25,7 @@ from k3lite.analytic.latent import latent_cost_per_token
 from k3lite.experiments.precomputed import moe_default_cfg, moe_default_demo
 from k3lite.analytic.params import count_params
 from k3lite.analytic.serving import USD_PER_GPU_HOUR, Serving, check_fits, decode_step
-from k3lite.analytic.serving_compare import gpus_for_weights
+from k3lite.analytic.serving.compare import gpus_for_weights
 from k3lite.viz.style import fmt_bytes
 
 ONE_M = 1_048_576

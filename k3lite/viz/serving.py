@@ -1,4 +1,4 @@
-"""Figures for the serving page (no Streamlit): take k3lite.analytic.serving / serving_compare results, return figures."""
+"""Figures for the serving page (no Streamlit): take k3lite.analytic.serving results (its step, compare and frontier modules), return figures."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -109,7 +109,7 @@ def validation_figure(labels: Sequence[str], measured: Sequence[float], model: S
 
 def frontier_figure(points: Sequence, envelope: Sequence, by_gpu: Mapping[str, Sequence], speed: float,
                     chosen=None) -> go.Figure:
-    """The speed-price frontier (k3lite.analytic.serving_frontier): every setup (GPU, EP, formats) as a faint line
+    """The speed-price frontier (k3lite.analytic.serving.frontier): every setup (GPU, EP, formats) as a faint line
     through its batch sizes, each GPU's envelope as its line, the overall envelope as a wide grey band under them, a
     vertical line at the speed asked about and a ring on the cheapest point at that speed. x: tokens/s per user,
     y: $ per M output tokens, both log.

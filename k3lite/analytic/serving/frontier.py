@@ -3,7 +3,7 @@
 For one model and context, each setup (GPU x weight formats x EP size, one replica on EP GPUs with data-parallel
 attention, as DeepSeek and SGLang decode; with and without speculative decoding when a drafter is given) gives a
 curve over batch size: tokens/s per user against $ per M output
-tokens (k3lite.analytic.serving's decode-step model, nothing new). The *lower envelope* of all the curves is the cheapest
+tokens (serving/step.py's decode-step model, nothing new). The *lower envelope* of all the curves is the cheapest
 setup at each interactivity: read left to right, slow-and-cheap to fast-and-pricey. Per GPU, the same envelope over
 that GPU's setups is its row of the frontier.
 
@@ -11,20 +11,16 @@ that GPU's setups is its row of the frontier.
                faster one. The kept points, slowest first, rise in price as they rise in speed.
     cheapest   at a speed s: the cheapest point with tokens/s per user >= s (on the envelope by construction).
 
-CLI: python -m k3lite.analytic.serving frontier --preset kimi-k3 --context 32768 [--gpus B300 "GB300 NVL72"] --json
+CLI (serving/__main__.py): python -m k3lite.analytic.serving frontier --preset kimi-k3 --context 32768 --json
 """
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from typing import NamedTuple
 
 from k3lite.model.config import PRESETS, get_preset
-from k3lite.analytic.hardware import GPUS, get_gpu, gpu_name
-from k3lite.analytic.serving import (
-    K3_PRESET, USD_PER_GPU_HOUR, Serving, Speculation, StepTerms, curve_batches, step_at, step_terms,
-)
+from k3lite.analytic.hardware import GPUS, get_gpu
+from k3lite.analytic.serving.deployment import K3_PRESET, USD_PER_GPU_HOUR, Serving, Speculation
+from k3lite.analytic.serving.step import StepTerms, curve_batches, step_at, step_terms
 
 _REST = ("attention", "shared", "embeddings")
 # the storage formats the frontier tries: each is what some released checkpoint or vendor quantisation ships
@@ -239,41 +235,3 @@ def verdict(fr: Frontier, speed: float = INTERACTIVE_TOKENS_PER_USER) -> Verdict
               f"cited: the ranking moves with {'them' if len(assumed) > 1 else 'it'}." if assumed else "")
     return Verdict(speed, w, r, ratio, head + f" The next GPU, {r.label}, costs ${r.usd_per_m_output_tokens:.3f} "
                    f"({ratio:.2f}x). Why: " + _drive(w, r) + "." + dearest + caveat)
-
-
-# ------------------------------------------------------------------------------------------ CLI
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m k3lite.analytic.serving frontier",
-                                 description="The speed-price frontier over GPUs, formats and EP sizes")
-    ap.add_argument("--preset", default=K3_PRESET, help=f"one of {sorted(PRESETS)}")
-    ap.add_argument("--context", type=int, default=32768, help="tokens of context per sequence")
-    ap.add_argument("--gpus", nargs="+", default=None, help=f"GPUs to compare (default all: {list(GPUS)})")
-    ap.add_argument("--speed", type=float, default=INTERACTIVE_TOKENS_PER_USER,
-                    help="tokens/s per user at which to name the cheapest hardware")
-    ap.add_argument("--spec", action="store_true", help="speculative decoding with the default drafter")
-    ap.add_argument("--json", action="store_true", help="print one JSON object")
-    a = ap.parse_args(argv)
-    try:
-        gpus = None if a.gpus is None else [gpu_name(g) for g in a.gpus]
-        fr = frontier(a.preset, a.context, gpus, spec=Speculation() if a.spec else None)
-        v = verdict(fr, a.speed)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if a.json:
-        print(json.dumps({"inputs": {"preset": fr.preset, "context": fr.context, "gpus": list(fr.by_gpu),
-                                     "speed": a.speed, "spec": a.spec},
-                          "envelope": [p.row() for p in fr.envelope],
-                          "by_gpu": {g: [p.row() for p in e] for g, e in fr.by_gpu.items()},
-                          "verdict": v.sentence, "skipped": list(fr.skipped)}, indent=2))
-        return 0
-    print(f"{fr.preset}, context {fr.context:,}: the cheapest setup at each speed")
-    for p in fr.envelope:
-        print(f"  {p.tokens_per_s_per_user:8.1f} tok/s/user  ${p.usd_per_m_output_tokens:8.3f}/M  "
-              f"{p.tokens_per_s_per_gpu:9,.0f} tok/s/GPU  {p.label} ({p.bound})")
-    print(v.sentence)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,15 +1,21 @@
-"""The speed-price frontier (k3lite/analytic/serving_frontier.py): the envelope per GPU, HBM fits, the published checks
-reproduced from the frontier's own points, the verdict against a brute-force search, the CLI."""
+"""The speed-price frontier (k3lite/analytic/serving/frontier.py): the envelope per GPU, HBM fits, the published checks
+reproduced from the frontier's own points, the verdict against a brute-force search."""
 import json
 
 import pytest
 
 from k3lite.analytic.hardware import GPUS, gpu_name
-from k3lite.analytic.serving import K3_PRESET, USD_PER_GPU_HOUR, main, step_at
-from k3lite.analytic.serving_compare import PUBLISHED, validate
-from k3lite.analytic.serving_frontier import (
+from k3lite.analytic.serving import (
+    K3_PRESET, USD_PER_GPU_HOUR, step_at,
+)
+from k3lite.analytic.serving.__main__ import main
+from k3lite.analytic.serving.compare import (
+    PUBLISHED, validate,
+)
+from k3lite.analytic.serving.frontier import (
     FRONTIER_FORMATS, cheapest_at, frontier, lower_envelope, per_gpu_at, verdict,
 )
+
 
 
 @pytest.fixture(scope="module")
@@ -114,67 +120,11 @@ def test_bad_inputs_name_the_constraint():
         gpu_name("B")  # B200 or B300: not guessed
 
 
-def test_cli_prints_the_envelope(capsys):
-    rc = main(["frontier", "--preset", "deepseek-v3", "--context", "4096", "--gpus", "H800", "b300", "--json"])
-    out = json.loads(capsys.readouterr().out)
-    assert rc == 0
-    assert set(out["by_gpu"]) == {"H800", "B300"} and out["inputs"]["preset"] == "deepseek-v3"
-    speeds = [p["tokens_per_s_per_user"] for p in out["envelope"]]
-    assert speeds == sorted(speeds) and len(speeds) >= 2
-    fr = frontier("deepseek-v3", 4096, ["H800", "B300"])
-    assert [p["label"] for p in out["envelope"]] == [p.label for p in fr.envelope]
-    assert main(["frontier", "--gpus", "TPU"]) == 2
-    assert "GPU must be one of" in capsys.readouterr().err
-
-
-# ------------------------------------------------------------------------------------------ into the cost page
-def test_frontier_prices_are_frontier_points_with_a_prefill_pool(k3):
-    from k3lite.analytic.serving import MIN_TOKENS_PER_USER, Serving, prefill_usd_per_m_input
-    from k3lite.analytic.serving_compare import FAST_TOKENS_PER_USER, PREFILL_POOL_GPUS, frontier_prices
-    prices = frontier_prices(K3_PRESET, 32768)
-    for speed, price in prices.items():
-        w = cheapest_at(k3.setups, speed)
-        assert price.output_per_m == pytest.approx(w.usd_per_m_output_tokens)
-        pool = Serving(K3_PRESET, w.gpu, PREFILL_POOL_GPUS, PREFILL_POOL_GPUS, 1, FRONTIER_FORMATS[w.formats], 32768)
-        assert price.input_per_m == pytest.approx(prefill_usd_per_m_input(pool))
-        assert w.label in price.source
-    assert prices[FAST_TOKENS_PER_USER].output_per_m > prices[MIN_TOKENS_PER_USER].output_per_m  # fast is pricier
-
-
-def test_task_vs_token_ranking_can_flip():
-    from k3lite.analytic.cost import ModelPrice, TaskProfile, analyze, planner_worker
-    from k3lite.analytic.serving_compare import task_vs_token_ranking
-    profile, worker = TaskProfile(), ModelPrice("w", 0.1, 0.4)
-    slow, fast = ModelPrice("slow", 1.0, 1.0), ModelPrice("fast", 0.1, 2.0)  # fast: dearer output, cheaper input
-    per_token, per_task, text = task_vs_token_ranking(slow, fast, worker, profile, 0.5, 0.98, 0.8)
-    tasks = [analyze(planner_worker(m, worker, profile, 0.5, 0.98, 0.8)).per_completed_task for m in (slow, fast)]
-    assert per_token == 2.0 and per_task == pytest.approx(tasks[1] / tasks[0])
-    assert per_task < 1 and "the ranking flips" in text  # input dominates: the dearer-per-token point is cheaper per task
-    _, per_task_same, same = task_vs_token_ranking(slow, ModelPrice("fast", 1.0, 2.0), worker, profile, 0.5, 0.98, 0.8)
-    assert per_task_same > 1 and "the same ranking" in same and "gap shrinks" in same
-
-
-def test_cost_page_prices_the_split_at_a_frontier_point():
-    from streamlit.testing.v1 import AppTest
-
-    from conftest import ROOT
-    from k3lite.analytic.cost import TaskProfile, analyze, single_model
-    from k3lite.analytic.serving_compare import FAST_TOKENS_PER_USER, frontier_prices
-    at = AppTest.from_file(str(ROOT / "views" / "cost_per_task.py"), default_timeout=180)
-    at.query_params["cost_planner_at"] = "fast"
-    at.run()
-    assert not at.exception and not at.error
-    fast = frontier_prices()[FAST_TOKENS_PER_USER]
-    alone = analyze(single_model(fast, TaskProfile())).per_completed_task  # the page's defaults are TaskProfile's
-    assert {m.label: m.value for m in at.metric}["K3 alone"] == f"${alone:.3f} / task"
-    assert any("Priced at the frontier" in c.value for c in at.caption)
-
-
 def test_serving_page_opens_on_the_frontier_and_its_prices_are_inputs():
     from streamlit.testing.v1 import AppTest
 
     from conftest import ROOT
-    from k3lite.analytic.serving_frontier import INTERACTIVE_TOKENS_PER_USER
+    from k3lite.analytic.serving.frontier import INTERACTIVE_TOKENS_PER_USER
     at = AppTest.from_file(str(ROOT / "views" / "serving.py"), default_timeout=180)
     at.run()
     assert not at.exception and not at.error

@@ -1,5 +1,5 @@
 """What each design choice buys in dollars, three models side by side, the seed's "six B300" claim, and the
-serving model checked against every published serving figure we could find (k3lite/analytic/serving.py is the model).
+serving model checked against every published serving figure we could find (serving/step.py is the model).
 
 Waterfall, one step per choice on the same hardware, from a K3-sized classic design to K3:
     classic     K3's config with the routed experts in d_model: half the experts (448) and half the top-k (8)
@@ -22,11 +22,9 @@ from k3lite.analytic import memory
 from k3lite.model.config import K3Config, get_preset
 from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker
 from k3lite.analytic.hardware import get_gpu
-from k3lite.analytic.serving import (
-    DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Prefill, Serving, Speculation, Step, best_batch, decode_step,
-    prefill_usd_per_m_input,
-)
-from k3lite.analytic.serving_frontier import FRONTIER_FORMATS, cheapest_at, frontier
+from k3lite.analytic.serving.deployment import DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Serving, Speculation
+from k3lite.analytic.serving.step import Prefill, Step, best_batch, decode_step, prefill_usd_per_m_input
+from k3lite.analytic.serving.frontier import FRONTIER_FORMATS, cheapest_at, frontier
 
 FP8 = {"routed_experts": "fp8", "attention": "fp8", "shared": "fp8", "embeddings": "fp8"}
 FP4_EXPERTS = {**FP8, "routed_experts": "mxfp4"}  # K3's expert format (config.json quantization_config), fp8 rest

@@ -1,0 +1,98 @@
+"""The serving CLI:
+
+    python -m k3lite.analytic.serving --preset kimi-k3 --gpu B300 --gpus 64 --ep 64 --weights bf16 --experts mxfp4 --json
+    python -m k3lite.analytic.serving frontier --preset kimi-k3 --context 32768 [--gpus B300 GB300] --json
+
+A setting that cannot run exits 2 with one line naming the constraint."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from k3lite.model.config import PRESETS
+from k3lite.analytic.hardware import GPUS, gpu_name
+from k3lite.analytic.serving.deployment import FORMAT_ALIASES, K3_PRESET, Serving, Speculation, precision_map
+from k3lite.analytic.serving.frontier import INTERACTIVE_TOKENS_PER_USER, frontier, verdict
+from k3lite.analytic.serving.step import report
+
+
+def frontier_main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m k3lite.analytic.serving frontier",
+                                 description="The speed-price frontier over GPUs, formats and EP sizes")
+    ap.add_argument("--preset", default=K3_PRESET, help=f"one of {sorted(PRESETS)}")
+    ap.add_argument("--context", type=int, default=32768, help="tokens of context per sequence")
+    ap.add_argument("--gpus", nargs="+", default=None, help=f"GPUs to compare (default all: {list(GPUS)})")
+    ap.add_argument("--speed", type=float, default=INTERACTIVE_TOKENS_PER_USER,
+                    help="tokens/s per user at which to name the cheapest hardware")
+    ap.add_argument("--spec", action="store_true", help="speculative decoding with the default drafter")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    a = ap.parse_args(argv)
+    try:
+        gpus = None if a.gpus is None else [gpu_name(g) for g in a.gpus]
+        fr = frontier(a.preset, a.context, gpus, spec=Speculation() if a.spec else None)
+        v = verdict(fr, a.speed)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps({"inputs": {"preset": fr.preset, "context": fr.context, "gpus": list(fr.by_gpu),
+                                     "speed": a.speed, "spec": a.spec},
+                          "envelope": [p.row() for p in fr.envelope],
+                          "by_gpu": {g: [p.row() for p in e] for g, e in fr.by_gpu.items()},
+                          "verdict": v.sentence, "skipped": list(fr.skipped)}, indent=2))
+        return 0
+    print(f"{fr.preset}, context {fr.context:,}: the cheapest setup at each speed")
+    for p in fr.envelope:
+        print(f"  {p.tokens_per_s_per_user:8.1f} tok/s/user  ${p.usd_per_m_output_tokens:8.3f}/M  "
+              f"{p.tokens_per_s_per_gpu:9,.0f} tok/s/GPU  {p.label} ({p.bound})")
+    print(v.sentence)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["frontier"]:
+        return frontier_main(argv[1:])
+    ap = argparse.ArgumentParser(prog="python -m k3lite.analytic.serving", description="Serving physics of one deployment: placement, decode step, price (a roofline bound)")
+    ap.add_argument("--preset", default=K3_PRESET, help=f"one of {sorted(PRESETS)}")
+    ap.add_argument("--gpu", default="B300", help=f"one of {list(GPUS)}; short names (H100, GB300) accepted")
+    ap.add_argument("--gpus", type=int, default=64, help="GPUs serving one replica")
+    ap.add_argument("--ep", type=int, default=None, help="expert-parallel size (default: --gpus)")
+    ap.add_argument("--tp", type=int, default=1, help="tensor-parallel size of attention/dense parts")
+    ap.add_argument("--weights", default="bf16", help=f"storage format of all weights: {list(FORMAT_ALIASES)} "
+                    "(default bf16, as K3 ships everything but its routed experts)")
+    ap.add_argument("--experts", default="mxfp4", help="storage format of the routed experts (default mxfp4, as K3 "
+                    "ships them; 'same' = as --weights)")
+    ap.add_argument("--context", type=int, default=32768, help="tokens of context per sequence")
+    ap.add_argument("--batch", type=int, default=None, help="sequences per GPU (default: the most that fit)")
+    ap.add_argument("--no-overlap", action="store_true", help="communication does not overlap compute")
+    ap.add_argument("--scheme", default="low-latency", help="dispatch scheme: direct, normal or low-latency")
+    ap.add_argument("--usd-per-gpu-hour", type=float, default=None)
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    a = ap.parse_args(argv)
+    try:
+        weights = precision_map(a.weights)
+        if a.experts and a.experts != "same":
+            weights["routed_experts"] = precision_map({"routed_experts": a.experts})["routed_experts"]
+        s = Serving(a.preset, a.gpu, a.gpus, a.ep or a.gpus, a.tp, weights, a.context, not a.no_overlap,
+                    a.usd_per_gpu_hour, scheme=a.scheme)
+        if a.batch is not None and a.batch < 1:
+            raise ValueError(f"--batch must be >= 1, got {a.batch}")
+        r = report(s, a.batch)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps(r, indent=2))
+        return 0
+    print(f"{s.name} on {s.n_gpus} x {s.gpu} (ep {s.ep}, tp {s.tp}), context {s.context:,}:")
+    print(f"  weights {r['weight_bytes_per_gpu'] / 1e9:.1f} GB/GPU, free {r['free_hbm_bytes_per_gpu'] / 1e9:.1f} GB, "
+          f"max batch {r['max_batch_per_gpu']}/GPU; at batch {r['batch_per_gpu']}: step {1e3 * r['step_time_s']:.1f} ms "
+          f"({r['bound']}-bound), {r['tokens_per_s_per_gpu']:,.0f} tok/s/GPU, {r['tokens_per_s_per_user']:.1f} tok/s/user, "
+          f"${r['usd_per_m_output_tokens']:.3f} per M output tokens")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

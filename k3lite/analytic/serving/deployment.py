@@ -1,0 +1,163 @@
+"""One serving deployment to evaluate: the model, GPUs, parallel layout, storage formats, context, price, and
+speculative decoding (`Serving`, `Speculation`), validated when built; nothing large is allocated. The physics that
+evaluates it is in step.py (formulas in the package docstring)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from k3lite.analytic import memory
+from k3lite.model.config import PRESETS, K3Config, get_preset
+from k3lite.analytic.hardware import gpu_name
+from k3lite.interconnect import check_scheme
+
+# $ per GPU-hour defaults (editable on the page)
+USD_PER_GPU_HOUR: dict[str, tuple[float, str]] = {
+    "H800": (2.0, "DeepSeek's inference-system overview (open-infra-index, day 6): 'leasing cost of one H800 GPU is $2 per hour'"),
+    "H200": (2.3, "LMSYS/Mooncake Kimi K2 deployment blog (2025-07-17): 'H200 $2.3 / hour'"),
+    "H100 SXM": (2.0, "assumed equal to DeepSeek's H800 figure (no cited H100 rate)"),
+    "B200": (3.5, "assumed (no cited B200 rate)"),
+    "B300": (4.5, "assumed (no cited B300 rate)"),
+    "GB300 NVL72": (5.0, "assumed (no cited GB300 rate)"),
+}
+# 4-bit shorthands of the CLI; "fp4" = NVFP4 (Blackwell's native 4-bit, smallest scale overhead of the FP4 pair)
+FORMAT_ALIASES = {"fp4": "nvfp4", "bf16": "bf16", "fp8": "fp8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "int4": "int4"}
+MIN_TOKENS_PER_USER = 20.0  # DeepSeek's reported average output speed was 20-22 tokens/s (day-6 overview)
+K3_PRESET = "kimi-k3"  # the one name of the K3 preset in this module (pages and CLIs default to it)
+
+
+# ------------------------------------------------------------------------------------------ speculation
+# Does the released checkpoint ship a multi-token-prediction (MTP) layer the server can draft with?
+MTP_LAYERS: dict[str, tuple[int, str]] = {
+    "deepseek-v3": (1, ("DeepSeek-V3 report (arXiv 2412.19437 §2.2): one MTP module (the 14B of the 685B checkpoint "
+                        "not counted in 671B); §5.4.3: the second token is accepted 85-90% of the time, 1.8x TPS")),
+    "kimi-k2": (0, ("no MTP weights released with Kimi K2 (its config.json's num_nextn_predict_layers is 0 as we "
+                    "read it; not verified against a stored copy here); servers draft with a separate model")),
+    K3_PRESET: (0, ("Kimi K3's released config.json (HF revision f831ab66): num_nextn_predict_layers 0, no MTP "
+                    "layer; vLLM serves it with a separate DSpark draft model (vLLM blog, 2026-09-13)")),
+    "kimi-linear-48b-a3b": (0, "none released with the Kimi Linear checkpoint (not verified)"),
+    "lite": (0, "k3lite's toy model: no MTP layer"),
+}
+# vLLM's K3 post serves with a DSpark draft of 8 tokens (vLLM blog 2026-09-13, `num_speculative_tokens: 8`); it
+# does not report the acceptance. The one K3 DSpark acceptance we found: Inferact/Kimi-K3-DSpark-Block5 model
+# card, 8 x B300 TP8, temperature 1.0: 3.305 tokens per verification step aggregated over 1,604 requests.
+DSPARK_DRAFT_TOKENS = 8
+DSPARK_ACCEPTANCE = 3.3
+DSPARK_DRAFT_PARAMS = 2.7e9  # Inferact/Kimi-K3.1-Pro-DSpark-preview card: 5 dense layers, 2.7B parameters, bf16
+SPEC_SOURCE = ("draft length 8: vLLM's K3 post (2026-09-13, DSpark, num_speculative_tokens 8); acceptance 3.3 tokens "
+               "per step: Inferact/Kimi-K3-DSpark-Block5 card (aggregate 3.305 over 1,604 requests, 8 x B300 TP8, "
+               "temperature 1.0; a 5-token block, as the vLLM post reports no acceptance); drafter 2.7B bf16 params "
+               "(Inferact/Kimi-K3.1-Pro-DSpark-preview card), one forward pass per block")
+
+
+def has_mtp(preset: str | K3Config) -> bool:
+    """Whether the preset's released checkpoint ships an MTP layer (a config not in the table: no)."""
+    name = preset.name if isinstance(preset, K3Config) else preset
+    return MTP_LAYERS.get(name, (0, ""))[0] > 0
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding: a drafter proposes `draft_tokens` tokens, the model verifies all of them (and one
+    more) in one step, and on average `acceptance` tokens per sequence survive (1 = nothing accepted, the bonus
+    token only; draft_tokens + 1 = everything accepted).
+
+    drafter "mtp": the model's own MTP layer, run once per drafted token (DeepSeek-V3's scheme): each pass costs
+        one more layer of the model, 1 / n_layers of a plain decode step at the same batch.
+    drafter "draft-model": a separate small model (vLLM's DSpark drafts a whole block in one forward pass):
+        its `draft_params` bf16 weights are read once per step and it computes 2 x params FLOPs per drafted token.
+    """
+
+    draft_tokens: int = DSPARK_DRAFT_TOKENS
+    acceptance: float = DSPARK_ACCEPTANCE
+    drafter: str = "draft-model"
+    draft_params: float = DSPARK_DRAFT_PARAMS
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.draft_tokens, int) or not 1 <= self.draft_tokens <= 32:
+            raise ValueError(f"draft_tokens must be an integer in 1..32, got {self.draft_tokens!r}")
+        if not 1.0 <= self.acceptance <= self.draft_tokens + 1:
+            raise ValueError(f"acceptance (tokens per verification step) must be in [1, draft_tokens + 1 = "
+                             f"{self.draft_tokens + 1}], got {self.acceptance}")
+        if self.drafter not in ("mtp", "draft-model"):
+            raise ValueError(f"drafter must be 'mtp' or 'draft-model', got {self.drafter!r}")
+        if not 0 <= self.draft_params <= 1e12:
+            raise ValueError(f"draft_params must be in [0, 1e12], got {self.draft_params}")
+
+
+def precision_map(weights: str | dict[str, str]) -> dict[str, str]:
+    """{component: storage format} from one name (all components) or a partial dict (rest bf16)."""
+    if isinstance(weights, str):
+        weights = {c: weights for c in memory.WEIGHT_COMPONENTS if c != "other"}
+    out = {}
+    for comp, fmt in weights.items():
+        if fmt not in FORMAT_ALIASES:
+            raise ValueError(f"weight format must be one of {list(FORMAT_ALIASES)}, got {fmt!r} for {comp}")
+        out[comp] = FORMAT_ALIASES[fmt]
+    return out
+
+
+@dataclass(frozen=True)
+class Serving:
+    """One deployment to evaluate (validated; nothing large is built)."""
+
+    preset: str | K3Config = K3_PRESET  # a preset name, or a config (the waterfall's variants)
+    gpu: str = "B300"
+    n_gpus: int = 64
+    ep: int = 64
+    tp: int = 1
+    weights: dict = field(default_factory=lambda: dict(memory.RELEASED_K3_FORMATS))  # as K3 ships
+    context: int = 32768
+    overlap: bool = True
+    usd_per_gpu_hour: float | None = None  # None = the GPU's default above
+    dispatch: str = "fp8"
+    combine: str = "bf16"
+    scheme: str = "low-latency"  # DeepEP's decode kernels: one message per (token, selected expert)
+    spec: Speculation | None = None  # speculative decoding (None: one token per sequence per step)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.preset, K3Config) and self.preset not in PRESETS:
+            raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {self.preset!r}")
+        object.__setattr__(self, "gpu", gpu_name(self.gpu))  # "H100" -> "H100 SXM" (frozen: set once, here)
+        for name in ("n_gpus", "ep", "tp"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not 1 <= v <= 4096:
+                raise ValueError(f"{name} must be an integer in 1..4096, got {v!r}")
+        if self.n_gpus % self.ep or self.n_gpus % self.tp:
+            raise ValueError(f"n_gpus ({self.n_gpus}) must be a multiple of ep ({self.ep}) and of tp ({self.tp})")
+        if self.ep > self.cfg.moe.n_routed_experts:
+            raise ValueError(f"ep ({self.ep}) must be <= the preset's {self.cfg.moe.n_routed_experts} routed experts")
+        if not 1 <= self.context <= 10_000_000:
+            raise ValueError(f"context must be 1..10,000,000 tokens, got {self.context}")
+        if self.usd_per_gpu_hour is not None and not (0 < self.usd_per_gpu_hour < 1000):
+            raise ValueError(f"$ per GPU-hour must be in (0, 1000), got {self.usd_per_gpu_hour}")
+        object.__setattr__(self, "weights", precision_map(self.weights))
+        check_scheme(self.scheme)
+        if self.spec is not None and self.spec.drafter == "mtp" and not has_mtp(self.cfg):
+            raise ValueError(f"{self.name} ships no MTP layer ({MTP_LAYERS.get(self.name, (0, 'not in the table'))[1]}): "
+                             "speculate with drafter='draft-model'")
+
+    @property
+    def cfg(self) -> K3Config:
+        return self.preset if isinstance(self.preset, K3Config) else get_preset(self.preset)
+
+    @property
+    def name(self) -> str:
+        return self.cfg.name
+
+    @property
+    def price(self) -> float:
+        return self.usd_per_gpu_hour if self.usd_per_gpu_hour is not None else USD_PER_GPU_HOUR[self.gpu][0]
+
+    def with_(self, **changes) -> "Serving":
+        return replace(self, **changes)
+
+    def inputs(self) -> dict:
+        """The inputs as plain JSON values (the CLI echoes them)."""
+        return {"preset": self.name, "gpu": self.gpu, "n_gpus": self.n_gpus, "ep": self.ep, "tp": self.tp,
+                "weights": dict(self.weights), "context": self.context, "overlap": self.overlap,
+                "usd_per_gpu_hour": self.price, "dispatch": self.dispatch, "combine": self.combine,
+                "scheme": self.scheme,
+                "spec": None if self.spec is None else {"draft_tokens": self.spec.draft_tokens,
+                                                        "acceptance": self.spec.acceptance,
+                                                        "drafter": self.spec.drafter,
+                                                        "draft_params": self.spec.draft_params}}

@@ -1,0 +1,67 @@
+"""A serving deployment (k3lite/analytic/serving/deployment.py): storage formats, refusals that name the constraint
+before anything large is built, which models ship an MTP layer."""
+import tracemalloc
+
+import pytest
+
+from k3lite.analytic import memory
+from k3lite.model.config import get_preset
+from k3lite.analytic.serving import (
+    Serving, check_fits, decode_step,
+)
+from k3lite.analytic.serving.compare import (
+    FP8,
+)
+
+
+
+def test_storage_formats_carry_their_scales():
+    assert memory.PRECISIONS["bf16"].bytes_per_param == 2
+    assert memory.PRECISIONS["fp8"].bytes_per_param == 1 + 4 / 16384  # fp32 scale per 128x128 block
+    assert memory.PRECISIONS["nvfp4"].bytes_per_param == 0.5625  # 4 bits + one 8-bit scale per 16
+    assert memory.PRECISIONS["mxfp4"].bytes_per_param == 0.53125  # 4 bits + one 8-bit scale per 32
+    cfg = get_preset("deepseek-v3")
+    params = memory.component_params(cfg)
+    w = memory.weight_bytes(cfg, {"routed_experts": "nvfp4", "attention": "fp8"})
+    assert w["routed_experts"] == params["routed_experts"] * 0.5625
+    assert w["attention"] == params["attention"] * (1 + 4 / 16384)
+    assert w["shared"] == 2 * params["shared"] and w["other"] == 2 * params["other"]  # not named: bf16
+    with pytest.raises(ValueError, match="precision must be one of"):
+        memory.weight_bytes(cfg, "fp3")
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(preset="kimi-k3", gpu="H100 SXM", n_gpus=8, ep=8, weights="bf16"), "does not fit.*at least 70 H100"),
+    (dict(preset="deepseek-v3", gpu="H800", n_gpus=16, ep=16, context=10_000_000), "not one sequence"),
+    (dict(preset="gpt-9"), "preset must be one of"), (dict(n_gpus=64, ep=48), "multiple of ep"),
+    (dict(weights="fp3"), "weight format"), (dict(context=0), "context"),
+])
+def test_refusals_name_the_constraint(kw, match):
+    with pytest.raises(ValueError, match=match):
+        check_fits(Serving(**kw))
+
+
+def test_refused_before_anything_large_is_built():
+    """A batch whose cache would be ~70 TB per GPU is refused with a tiny memory footprint."""
+    s = Serving("deepseek-v3", "H800", 16, 16, 1, FP8, 100_000)
+    check_fits(s)  # warm the parameter count (meta device) outside the measurement
+    tracemalloc.start()
+    with pytest.raises(ValueError, match="does not fit at 100,000 tokens: at most"):
+        decode_step(s, 10_000)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 50e6, peak
+
+
+def test_mtp_only_where_a_model_ships_one():
+    from k3lite.model.config import PRESETS
+    from k3lite.analytic.serving import K3_PRESET, MTP_LAYERS, Speculation, has_mtp
+    assert set(PRESETS) <= set(MTP_LAYERS)  # every preset says whether it ships an MTP layer
+    assert has_mtp("deepseek-v3") and not has_mtp(K3_PRESET) and not has_mtp("kimi-k2")
+    with pytest.raises(ValueError, match="ships no MTP layer"):
+        Serving(K3_PRESET, spec=Speculation(drafter="mtp"))
+    s = Serving("deepseek-v3", "H800", 16, 16, 1, FP8, 4096)
+    mtp = decode_step(s.with_(spec=Speculation(1, 1.85, "mtp")), 32)
+    assert mtp.draft_s == pytest.approx(decode_step(s, 32).step_s / 61)  # one more layer of the model per draft
+    with pytest.raises(ValueError, match="acceptance"):
+        Speculation(draft_tokens=2, acceptance=3.5)
