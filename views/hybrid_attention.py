@@ -32,7 +32,7 @@ with st.expander("The idea: a growing cache against a fixed state"):
 
 url_state("hy_ratio", 3, lo=0, hi=7)
 url_state("hy_batch", 1, lo=1, hi=256)
-DEFAULT_GPU = first_gpu_that_fits(ONE_M)  # a default that fits (issue 26: it opened on an 80 GB H100)
+DEFAULT_GPU = first_gpu_that_fits(ONE_M)  # a default that fits (it opened on an 80 GB H100)
 url_state("hy_hw", DEFAULT_GPU, choices=list(HYBRID_GPUS))
 url_state("hy_eff", 1.0, lo=0.05, hi=1.0)
 

@@ -17,7 +17,7 @@ keep one visitor from hurting the others (the memory estimate before a live buil
    trigger a full pass every ~12 s under a 30-session load (15 passes in 3 minutes, 0.3 s each, up to 0.69 s).
    `quiet_gc()` sets (10,000, 20, 10): the young generation holds a whole rerun's temporaries, which die there.
    Measured: 1 full pass in 3 minutes, 9 in 15. The price: ~0.1 GB more RSS (cyclic garbage waits longer) and each
-   rare pass is longer (up to ~1.5 s at ~1 million objects); README, "Running it for a class".
+   rare pass is longer (up to ~1.5 s at ~1 million objects); docs/performance.md, "Garbage collection".
 
 No Streamlit import here (k3lite/ never imports it).
 """

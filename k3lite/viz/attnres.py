@@ -59,7 +59,7 @@ def depth_heatmap_figure(trace: Trace, token: int | None = None, title: str = ""
                                zmax=1 if trace.attn_res != "standard" else 1.0, text=text, texttemplate="%{text}",
                                colorbar=dict(title="weight"),
                                hovertemplate="%{y} reads %{x}: %{z:.3f}<extra></extra>"))
-    # automargin: the slanted source names were clipped at the bottom edge ("…dding", issue 16)
+    # automargin: the slanted source names were clipped at the bottom edge ("…dding")
     fig.update_layout(height=200 + 26 * len(rows), margin=dict(l=10, r=10, t=40, b=10), xaxis=dict(title="source (earlier output or block sum)", tickangle=-35,
                                                        automargin=True),
                       yaxis=dict(title="sublayer reading", autorange="reversed", automargin=True))

@@ -153,7 +153,7 @@ def kda_figure(trace: Trace, layer: int, head: int = 0) -> go.Figure:
     fig.update_xaxes(tickmode="array", tickvals=list(range(0, T, step)), ticktext=labels[::step], row=2, col=1)
     fig.update_yaxes(title="channel", row=1, col=1)
     fig.update_yaxes(title="value", range=[0, 1.05], row=2, col=1)
-    # legend under the plot: on the right it was drawn over the colourbar (issue 16)
+    # legend under the plot: on the right it was drawn over the colourbar
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.12, x=0))
     return _layout(fig, f"Layer {layer}: KDA gates", 560)
 

@@ -57,7 +57,7 @@ def load_bars(loads: dict[str, Sequence[int]], violations: dict[str, float] | No
     if violations is None:
         violations = {m: float(np.max(loads[m]) / np.mean(loads[m]) - 1) for m in methods}
     # one short fact per title line, two panels per row: four panels side by side ran their titles into each
-    # other at phone width ("max-violatima:2.55-flips", issue 16)
+    # other at phone width ("max-violatima:2.55-flips")
     titles = [f"{METHOD_LABELS.get(m, m)}<br>max-violation {violations[m]:.2f}"
               + (f"<br>flips {100 * flips[m]:.0f}%" if flips else "") for m in methods]
     cols = min(2, len(methods))

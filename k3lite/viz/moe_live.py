@@ -1,9 +1,9 @@
-"""The MoE page's live computations and their server-wide caches, without Streamlit (issue 25 item 3).
+"""The MoE page's live computations and their server-wide caches, without Streamlit.
 
 views/moe.py was holding the caches, the warm-up thread and the thread-count logic itself; they live here so the
 page is widgets -> one call per panel -> figure, and the same functions run from a test or a CLI.
 
-Every cache is shared by all sessions of a server, bounded (`maxsize`, the README's memory bound: the largest
+Every cache is shared by all sessions of a server, bounded (`maxsize`, docs/performance.md's memory bound: the largest
 entries are a fitted router set, ~1 MB at E = 896) and computes each key once even when several sessions ask at
 the same moment (a per-key lock). What they return is shared: callers read it, never mutate it.
 """

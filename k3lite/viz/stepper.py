@@ -3,7 +3,7 @@
 `stepper_map` takes a map built without a highlight and adds one Plotly frame per stage (k3lite.viz.model.stages):
 each frame moves the highlight band to that stage's row(s) and names the stage in the title. A slider under the
 map plays the frames in the browser, so stepping through the 42 stages of the lite model costs no server round
-trip (issue 27 item 3). The band is drawn as architecture_map draws it (same shape, same colour).
+trip. The band is drawn as architecture_map draws it (same shape, same colour).
 
 `at_stage` re-opens a built flip-book on another stage by copying that stage's frame into the figure (a few ms):
 building the flip-book (its 42 frames) is the expensive part and happens once per prompt.

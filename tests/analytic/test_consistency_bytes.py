@@ -51,7 +51,7 @@ def test_forward_pass_page_and_interconnect_page_show_the_same_bytes_per_forward
 
 
 def test_forward_pass_links_to_the_interconnect_page_with_its_settings():
-    """Issue 28 item 12: the help said "the Interconnect page shows the same number for the lite preset", but
+    """The help said "the Interconnect page shows the same number for the lite preset", but
     choosing lite there with its default topology errors until the user also picks DGX-B300 / EP 8. The page now
     links with the settings; on its own (no navigation) it names them."""
     at = AppTest.from_file(str(ROOT / "views" / "forward_pass.py"), default_timeout=600).run()

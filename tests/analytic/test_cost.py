@@ -158,7 +158,7 @@ def test_split_what_ifs_are_computed_not_asserted():
 
 
 def test_seed_claims_are_attributed_to_what_states_them():
-    """Issue 28 item 2: pages called the seed article "the K3 announcement" and said it reports the 9-10x and the
+    """Pages called the seed article "the K3 announcement" and said it reports the 9-10x and the
     $3 / $15; it is a third-party blog post that credits the 9-10x to "reported experiments" and calls such figures
     directional. One wording (k3lite.base.sources) for every page; no page calls it the announcement."""
     from conftest import ROOT
@@ -174,7 +174,7 @@ def test_seed_claims_are_attributed_to_what_states_them():
     text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
     assert sources.SPLIT_CLAIM in text and sources.K3_PRICE_SOURCE in text
 def test_page_draws_the_two_strategies_in_distinct_colours():
-    """Issue 26: "K3 alone" and "K3 plans + worker" both mapped to K3's colour (model_color), one orange twice."""
+    """The bars "K3 alone" and "K3 plans + worker" both mapped to K3's colour (model_color), one orange twice."""
     import json
 
     at = _page().run()
@@ -189,7 +189,7 @@ def test_page_draws_the_two_strategies_in_distinct_colours():
 
 
 def test_comparison_sentence_is_price_times_turns_over_success():
-    """Issue 26 item 4: the side-by-side says why K3 costs more or less per task; the ratio it states is the
+    """The side-by-side says why K3 costs more or less per task; the ratio it states is the
     product of the token-price, turns and success ratios, and the break-even it names makes the costs equal."""
     from k3lite.analytic.cost import SCENARIOS, comparison_sentence
     base = TaskProfile(success_rate=0.8)

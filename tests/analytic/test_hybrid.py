@@ -27,7 +27,7 @@ def test_pattern_and_cache_from_the_config():
 
 
 def test_kda_state_is_the_same_number_as_the_kda_page():
-    """Issue 18 item 4: the KDA page counted 1.00 MiB (bf16, no conv tail), this model 2.07 MiB."""
+    """The KDA page counted 1.00 MiB (bf16, no conv tail), this model 2.07 MiB."""
     cfg = hybrid_config(3)
     per_layer = decode_cost(3, 1000).kda_state_bytes / 20
     assert per_layer == memory.kda_layer_state_bytes(cfg.kda) == memory.memory_vs_context(cfg, [1])["KDA layer: state"][0]
@@ -48,7 +48,7 @@ def test_experts_touched_by_a_batch():
 
 
 def test_batch_reads_the_distinct_experts_not_k():
-    """Issue 18 item 3: at batch 16 the step reads ~102 of 256 experts per layer, not 8; the 1M-context speedup
+    """At batch 16 the step reads ~102 of 256 experts per layer, not 8; the 1M-context speedup
     at batch 16 on an H100 is 3.18x, not the 3.71x the active-weights-only model gave."""
     cfg = hybrid_config(3)
     one, sixteen = decode_cost(3, ONE_M, batch=1), decode_cost(3, ONE_M, batch=16)
@@ -73,7 +73,7 @@ def test_capacity_is_checked():
 
 
 def test_where_the_cache_passes_the_weights():
-    """Issue 18 item 8: at batch 1 the cache is not 'every byte' past 100K: 41% (all-MLA) / 15% (3:1) at 131K;
+    """At batch 1 the cache is not 'every byte' past 100K: 41% (all-MLA) / 15% (3:1) at 131K;
     it passes the weights beyond ~187K and ~765K tokens."""
     assert decode_cost(0, 131072).cache_share == pytest.approx(0.41, abs=0.01)
     assert decode_cost(3, 131072).cache_share == pytest.approx(0.15, abs=0.01)
@@ -116,7 +116,7 @@ def _page_text(at) -> str:
 
 
 def test_kda_and_hybrid_pages_show_the_same_state_bytes():
-    """Issue 18 item 4 at the pages' defaults: one KDA-state number, on both pages."""
+    """At the pages' defaults: one KDA-state number, on both pages."""
     want = fmt_bytes(memory.kda_layer_state_bytes(get_preset("kimi-linear-48b-a3b").kda))
     assert want == "2.17 MB"
     for page in ("kda.py", "hybrid_attention.py"):
@@ -126,7 +126,7 @@ def test_kda_and_hybrid_pages_show_the_same_state_bytes():
 
 
 def test_hybrid_page_text_follows_batch_and_ratio():
-    """Issue 18 item 8: the 'at batch 1' paragraph said batch 1 at any batch; at ratio 7 the 3:1 sentence quoted
+    """The 'at batch 1' paragraph said batch 1 at any batch; at ratio 7 the 3:1 sentence quoted
     ratio 7's state size; the 'what to notice' crossover is the computed one."""
     at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=120)
     at.query_params.update({"hy_batch": "16", "hy_ratio": "7", "hy_hw": "H100 SXM"})
@@ -141,7 +141,7 @@ def test_hybrid_page_text_follows_batch_and_ratio():
 
 
 def test_speedup_modelled_both_ways_the_report_gives_it():
-    """Issue 28 item 1: the page set our batch-1 2.61x against the report's 6.3x, called that a measured number and
+    """The page set our batch-1 2.61x against the report's 6.3x, called that a measured number and
     blamed baseline costs. The report (arXiv 2510.26692 §6.3) gives 2.3x at batch 1 and calls 6.3x a *theoretical*
     speedup from the larger batches the small cache allows. Both are modelled, each against its own figure."""
     assert REPORTED["tpot_speedup_1m_batch1"][0] == 2.3 and "theoretical" in REPORTED["tpot_speedup_1m"][1]
@@ -163,11 +163,11 @@ def test_speedup_modelled_both_ways_the_report_gives_it():
 
 
 def test_hybrid_page_compares_each_speedup_with_its_own_reported_figure():
-    """Issue 28 item 1, on the page: two metrics, each ours vs the matching reported figure; no 'measured' 6.3x."""
+    """On the page: two metrics, each ours vs the matching reported figure; no 'measured' 6.3x."""
     at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=120).run()
     assert not at.exception, [e.message for e in at.exception]
     metrics = {m.label: m.value for m in at.metric}
-    hw = at.selectbox(key="hy_hw").value  # the page opens on the first GPU that holds its scenario (issue 26)
+    hw = at.selectbox(key="hy_hw").value  # the page opens on the first GPU that holds its scenario
     batch1 = decode_cost(0, ONE_M, hardware=hw).tpot_s / decode_cost(3, ONE_M, hardware=hw).tpot_s
     assert metrics["decode speedup at 1M, batch 1: ours vs reported (3:1)"] == f"{batch1:.2f}x vs 2.3x"
     assert metrics["speedup at 1M, each at the batch its HBM allows: ours vs reported (3:1)"] == \
@@ -180,7 +180,7 @@ def test_hybrid_page_compares_each_speedup_with_its_own_reported_figure():
 
 
 def test_hybrid_page_labels_each_weight_figure_with_its_model():
-    """Issue 28 item 16: at 1:1, batch 64 the text said "85.0 GB" and then "85.1 GB of weights", two different
+    """At 1:1, batch 64 the text said "85.0 GB" and then "85.1 GB of weights", two different
     models, unlabelled. Each weight figure now names its pattern (and batch)."""
     at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=120)
     at.query_params.update({"hy_ratio": "1", "hy_batch": "64"})
@@ -191,7 +191,7 @@ def test_hybrid_page_labels_each_weight_figure_with_its_model():
     assert f"{mine.weight_bytes / 1e9:.1f} GB of bf16 weights for the 1:1 model" in text
     assert f"{three.weight_bytes / 1e9:.1f} GB of weights the 3:1 model reads every step at batch size 1" in text
 def test_hybrid_page_opens_on_a_scenario_that_fits():
-    """Issue 26: the page opened on "Does not fit one H100 SXM" (98 GB of bf16 weights on an 80 GB GPU): the
+    """The page opened on "Does not fit one H100 SXM" (98 GB of bf16 weights on an 80 GB GPU): the
     default scenario was impossible. It now opens on the first GPU that holds both patterns at 1M."""
     at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=120).run()
     assert not at.exception, [e.message for e in at.exception]
@@ -203,7 +203,7 @@ def test_hybrid_page_opens_on_a_scenario_that_fits():
 
 
 def test_layer_strip_names_kinds_in_the_legend_not_in_tiny_cells():
-    """Issue 26 (390 px): "KDA"/"MLA" in 27 cells and a tick per layer were shrunk to unreadable and overprinted."""
+    """At 390 px, "KDA"/"MLA" in 27 cells and a tick per layer were shrunk to unreadable and overprinted."""
     from k3lite.viz.hybrid import layer_pattern_figure
 
     types = hybrid_config(3).layer_types()

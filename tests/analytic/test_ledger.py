@@ -46,7 +46,7 @@ def test_batch_of_one_reads_exactly_the_active_weights():
 
 
 def test_latent_off_is_the_same_sized_classic_moe():
-    """Issue 28 item 3: "latent off" kept 896 experts top-16 and doubled each one (5.49T parameters, 142B active),
+    """The ledger's "latent off" kept 896 experts top-16 and doubled each one (5.49T parameters, 142B active),
     so 29.05 GB of its 29.1 GB "saving" was reading bigger weights. The counterfactual is the serving waterfall's
     classic design: same parameters and active compute, no latent."""
     from k3lite.analytic.params import count_params
@@ -66,7 +66,7 @@ def test_latent_off_is_the_same_sized_classic_moe():
 
 
 def test_saving_words_say_costs_when_k3_moves_more():
-    """Issue 28 item 10: at batch 1 / 4K the hybrid card showed "saves -8.82 GB" with no word why."""
+    """At batch 1 / 4K the hybrid card showed "saves -8.82 GB" with no word why."""
     parts = L.saving_parts(4096, L.Deploy(batch=1))["hybrid"]
     verb, amount, why = L.saving_words("KDA hybrid", parts, lambda b: f"{b / 1e9:.2f} GB")
     assert verb == "costs" and amount == f"{-sum(parts.values()) / 1e9:.2f} GB" and not amount.startswith("-")
@@ -76,7 +76,7 @@ def test_saving_words_say_costs_when_k3_moves_more():
 
 
 def test_home_ledger_caption_computes_the_hbm_to_wire_factor_and_names_the_bars():
-    """Issue 28 items 3, 9, 10 on the page: the factor is computed (not "about a thousand"), the counterfactual
+    """The factor is computed (not "about a thousand"), the counterfactual
     bar says what it is, and a card that costs bytes says so and why."""
     at = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=300)
     at.query_params.update({"ledger_context": "4096", "ledger_batch": "1"})
@@ -159,7 +159,7 @@ def test_home_draws_the_ledger_for_three_models_with_each_toggle():
 
 
 def test_home_ledger_latent_toggle_changes_the_figure_and_the_url():
-    """Issue 26: unticking "latent experts" changed nothing (K3 without latent was always drawn), the toggles were
+    """Unticking "latent experts" changed nothing (K3 without latent was always drawn), the toggles were
     not in the share URL, and the overload input stayed active although only balancing-off counts it."""
     at = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=300).run()
 
@@ -169,7 +169,7 @@ def test_home_ledger_latent_toggle_changes_the_figure_and_the_url():
         return next(t for t in ledger["data"] if t["type"] == "bar")["y"]
 
     before = ledger_bars()
-    assert "Kimi K3 without<br>latent" in before  # the released preset's label (issue 30)
+    assert "Kimi K3 without<br>latent" in before  # the released preset's label
     at.checkbox(key="ledger_latent").check().run()  # every idea on: that is the K3 bar itself
     assert not at.exception, [e.message for e in at.exception]
     after = ledger_bars()
@@ -187,7 +187,7 @@ def test_home_ledger_latent_toggle_changes_the_figure_and_the_url():
 
 
 def test_interconnect_comparison_shows_k3_without_latent_beside_k3():
-    """The comparison chart showed K3 moving the most bytes with no counterfactual (issue 16)."""
+    """The comparison chart showed K3 moving the most bytes with no counterfactual."""
     at = AppTest.from_file(str(ROOT / "views" / "interconnect.py"), default_timeout=300).run()
     assert not at.exception, [e.message for e in at.exception]
     figs = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
@@ -198,7 +198,7 @@ def test_interconnect_comparison_shows_k3_without_latent_beside_k3():
     assert totals[names.index("K3 without latent")] > k3
 
 
-# ------------------------------------------------------------------------------------------ per unit of work (#26 item 4)
+# ------------------------------------------------------------------------------------------ per unit of work
 def test_per_active_divides_every_segment_by_the_active_count():
     from k3lite.analytic.params import count_params
 

@@ -1,4 +1,4 @@
-"""The article beside the app (issue 26 item 3): each claim with the app's computed number, and the 1.8% vs 3.54%
+"""The article beside the app: each claim with the app's computed number, and the 1.8% vs 3.54%
 reconciliation made explicit (tour step 1 told a student who answered the article's 1.8% they were 2x low)."""
 import pytest
 from streamlit.testing.v1 import AppTest

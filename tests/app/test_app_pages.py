@@ -219,7 +219,7 @@ def _heavy_in_expanders(node, inside=None, found=None) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("page", PAGE_FILES)
 def test_closed_expanders_send_no_chart_table_or_code(page, monkeypatch):
     """At a page's defaults every expander is closed: one holding a chart, a table or highlighted code must be a
-    `lazy_expander`, or the browser draws it with the first screen (docs: README, 'What the browser draws first')."""
+    `lazy_expander`, or the browser draws it with the first screen (docs/performance.md, 'What the browser draws first')."""
     monkeypatch.delenv("K3LITE_EXPANDERS")
     at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=180).run()
     assert not at.exception, [e.message for e in at.exception]

@@ -1,11 +1,11 @@
-"""Legibility in a real browser (issue 16): every page at 1400 px and at 390 px (a phone), measured from the DOM.
+"""Legibility in a real browser: every page at 1400 px and at 390 px (a phone), measured from the DOM.
 
 For every Plotly figure on a page, from the rendered SVG (getBoundingClientRect, so what a visitor sees):
   - no text (title, axis title, tick label, legend entry, annotation, subplot title) extends past its figure,
     where the SVG clips it ("...this view reuses its", "…dding");
   - no two titles (figure title, subplot titles, axis titles) overlap ("max-violatima:2.55-flips");
   - the legend does not sit on a colourbar ("β head 0 … ‖S‖ head 3" over the a_t scale), and sits under the plot
-    area (issue 26: beside or above it, it took 80% of a phone's width or met the title);
+    area (beside or above it, it took 80% of a phone's width or met the title);
   - at 390 px the Plotly toolbar is hidden (it covered titles and legends);
 and for the page: every table fits its box or shows the right-edge cue, and no text is cut with "…".
 Full-page screenshots of both widths go to test-output/legibility/<view>-<width>.png, with the measurements
@@ -30,7 +30,7 @@ OUT = ROOT / "test-output" / "legibility"
 WIDTHS = (1400, 390)
 TOLERANCE_PX = 2
 
-# (name, route, query): every page at its defaults, plus the views issue 16 found broken
+# (name, route, query): every page at its defaults, plus the views a reading of the app found broken
 VIEWS = [(r, r, "", None) for r in ROUTES] + [
     ("moe-896-top16", "moe", "moe_experts=896&moe_top_k=16", "(a)–(b) Routing and balance on a prompt"),  # K3 scale:
     # the GPU view + load histogram
@@ -61,7 +61,7 @@ MEASURE_JS = """
     const out = {index: i, title: String(title).slice(0, 80), width: box.w, height: box.h, overflow: [], overlaps: []};
     if (box.w < 1 || box.h < 1) return out;
     for (const t of el.querySelectorAll('svg text')) {
-      // legend entries count too (issue 26: a scheme's name ran off a phone's screen); hover labels do not
+      // legend entries count too (a scheme's name ran off a phone's screen); hover labels do not
       if (!label(t) || t.closest('.hoverlayer')) continue;
       const b = r(t);
       if (b.w < 1 || b.h < 1) continue;
@@ -248,7 +248,7 @@ def test_home_url_opens_home_without_page_not_found(app_server, browser):
 
 
 def test_pages_fetch_nothing_from_another_host(app_server, browser):
-    """Issue 26: the favicon came from fonts.gstatic.com (Streamlit builds that URL for a ":material/" page icon)
+    """The favicon came from fonts.gstatic.com (Streamlit builds that URL for a ":material/" page icon)
     and failed offline. Every request a page makes must go to this server (or be a data:/blob: URL)."""
     from urllib.parse import urlparse
 

@@ -1,5 +1,5 @@
 """Every server-wide cache a page declares is bounded, so a class's worth of sessions cannot grow the server
-without limit (issue 27 item 5): a Streamlit cache with arguments names max_entries (or a ttl), and one without a
+without limit: a Streamlit cache with arguments names max_entries (or a ttl), and one without a
 bound takes no arguments (one entry per server)."""
 import ast
 

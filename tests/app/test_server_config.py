@@ -116,7 +116,7 @@ def test_nothing_unpickles():
 
 
 def test_the_favicon_is_a_file_this_server_serves(monkeypatch):
-    """Issue 26: page_icon=":material/memory:" makes Streamlit's frontend fetch the icon from fonts.gstatic.com
+    """page_icon=":material/memory:" makes Streamlit's frontend fetch the icon from fonts.gstatic.com
     (it fails offline). The page icon must be an image file shipped in the repository, not a ":material/" or
     emoji shortcode, nor a URL. (tests/app/test_browser_legibility.py also checks that loading a page requests
     nothing from another host.)"""

@@ -1,4 +1,4 @@
-"""Small bugs a user hit (issue 16), each pinned by a test that fails on the old code.
+"""Small bugs a user hit, each pinned by a test that fails on the old code.
 
 The third one ("/home" showed a "Page not found" toast) needs the real router: tests/app/test_browser_legibility.py.
 """
@@ -74,7 +74,7 @@ def test_forward_pass_stage_control_matches_the_heading():
 
 
 def test_every_page_links_to_the_byte_ledger():
-    """The ledger lives on home; app.py's sidebar links to it from every page (issue 16: reachable from every page)."""
+    """The ledger lives on home; app.py's sidebar links to it from every page (reachable from every page)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300).run()
     for page in ("views/kda.py", "views/cost_per_task.py"):
         at.switch_page(page).run()
@@ -84,7 +84,7 @@ def test_every_page_links_to_the_byte_ledger():
 
 
 def test_kda_page_caption_names_the_input_it_was_fed():
-    """Issue 28 item 11: the caption said "byte embeddings of the prompt" when the input was "random"."""
+    """The caption said "byte embeddings of the prompt" when the input was "random"."""
     from streamlit.testing.v1 import AppTest
 
     from conftest import ROOT

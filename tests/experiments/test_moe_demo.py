@@ -222,7 +222,7 @@ def test_a_fit_shares_the_weights_only_the_aux_loss_moves():
 
 
 def test_updates_figure_is_a_real_log_axis_with_its_label_off_the_legend():
-    """Issue 26, MoE (b): the budget line's annotation took x = 32 in data units, which a log axis reads as 10^32,
+    """The budget line's annotation took x = 32 in data units, which a log axis reads as 10^32,
     so 1-64 updates sat in 5% of the width with overprinted ticks; the label also sat on the legend."""
     import math
 
@@ -238,3 +238,42 @@ def test_updates_figure_is_a_real_log_axis_with_its_label_off_the_legend():
             assert lo - 0.1 <= a.x <= hi + 0.1, f"annotation {a.text!r} at log10 x = {a.x}: stretches the axis"
     assert fig.layout.xaxis.range[0] <= lo and fig.layout.xaxis.range[1] >= hi
     assert fig.layout.legend.y < 0, "the legend must sit under the plot, away from the budget label above it"
+
+
+# ------------------------------------------------------------------------------------------ the prompt demo on the model
+def test_prompt_demo_shapes_labels_and_errors():
+    from k3lite.experiments.moe_demo import MAX_PROMPT_BYTES, prompt_demo
+
+    c = MoEConfig(n_routed_experts=16, top_k=2, expert_ffn_dim=24, balancing="none", latent_dim=16,
+                  latent_norm=True, n_shared_experts=1)
+    d = prompt_demo(c, 32, "a b\n日")
+    assert d.labels == ["a", "␣", "b", "\\n", "xe6", "x97", "xa5"]  # tokenizer.token_label, as on every page
+    for m, s in d.stats.items():
+        assert s.topk_idx.shape == (1, 7, 2)
+        assert sum(d.eval_load[m]) == d.eval_tokens * 2
+    assert d.eval_violation["quantile"] < d.eval_violation["none"]
+    with pytest.raises(ValueError, match="prompt is empty"):
+        prompt_demo(c, 32, "")
+    with pytest.raises(ValueError, match=f"the limit is {MAX_PROMPT_BYTES}"):
+        prompt_demo(c, 32, "é" * MAX_PROMPT_BYTES)
+    with pytest.raises(ValueError, match="control character U\\+0007"):  # the app's one prompt policy
+        prompt_demo(c, 32, "ab\x07")
+
+
+def test_model_moe_inputs_are_what_the_trained_router_sees():
+    """Hooked hidden states, fed to the model's own router, reproduce the routing its Trace recorded."""
+    from k3lite.experiments.moe_demo import model_moe_inputs
+    from k3lite.model.checkpoint import load_lite_model
+
+    model, _ = load_lite_model()
+    data = b"routing check: the cat sat."
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    states = model_moe_inputs(model, data)
+    assert sorted(states) == [i for i, t in enumerate(model.cfg.ffn_types()) if t == "moe"]
+    with torch.inference_mode():
+        trace = model(torch.tensor([list(data)]), trace=True).trace
+    for i, x in states.items():
+        assert x.shape == (len(data), model.cfg.d_model)
+        assert torch.equal(model.layers[i].ffn.router(x).topk_idx, trace.layers[i].router_topk_idx[0])
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # hooks changed nothing
+    assert not model.layers[1].ffn._forward_pre_hooks  # and were removed

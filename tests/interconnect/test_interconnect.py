@@ -130,7 +130,7 @@ def test_group_limited_hits_equal_the_plain_sampler(n_experts, top_k, ep_size, g
     (256, 8, 64, 8, 4), (896, 16, 64, 8, 4), (64, 6, 16, 2, 3),
 ])
 def test_node_limited_expectation_matches_deepseek_v3_gate(n_experts, top_k, ep_size, g, node_limit):
-    """Issue 28 item A: node-limited routing picked M random domains and spread k experts uniformly over them, so
+    """Node-limited routing picked M random domains and spread k experts uniformly over them, so
     DeepSeek-V3 on 8 x 8 (256 experts, top-8, M = 4) hit 3.63 domains per token and 3.175 NIC copies; the Gate's
     rule (groups ranked by their top-2 sum) lands a token in ~3.97 of its 4 chosen domains, ~3.47 NIC copies."""
     n, dim = 16384, 64
@@ -173,7 +173,7 @@ def test_link_copies_agree_with_count_copies_and_the_hand_rule(scheme):
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_masked_slots_send_nothing_and_bad_ids_are_refused(scheme):
-    """Issue 28 item B: DeepEP marks a masked top-k slot with -1; numpy read it as the last expert, so a token with
+    """DeepEP marks a masked top-k slot with -1; numpy read it as the last expert, so a token with
     a masked slot was counted as also going to the last GPU."""
     place = expert_to_gpu(16, 4)  # 4 experts per GPU, 2 domains of 2
     src = np.array([0, 0, 3])
@@ -342,7 +342,7 @@ def _page():
 
 
 def _has_section(at, word):
-    """A section heading or an expander label names `word` (the page's sections moved into expanders, issue 26)."""
+    """A section heading or an expander label names `word` (the page's sections moved into expanders)."""
     return any(word in h.value for h in at.subheader) or any(word in e.label for e in at.expander)
 
 
@@ -356,7 +356,7 @@ def test_page_reacts_to_controls_and_its_sentences_follow_the_numbers():
     per_layer = _metric(at, "bytes / token / MoE layer")
     b = wire_bytes_per_token(get_preset("kimi-k3"), "multi-node-8x8", 64, "normal")
     assert per_layer == fmt_bytes(b.total)  # defaults: K3 on 8 x 8, DeepEP normal, no node limit
-    # the app's units (issue 26: raw "1,234,567 B" and "ns" here, MB and µs everywhere else)
+    # the app's units (raw "1,234,567 B" and "ns" here, MB and µs everywhere else)
     t = analytic_traffic(get_preset("kimi-k3"), Deployment(get_topology("multi-node-8x8"), 64, "fp8", "bf16",
                                                                  0, "normal"))
     assert _metric(at, "time on the wire") == fmt_seconds(t.wire_s_forward)
@@ -395,7 +395,7 @@ def test_node_limit_sweep_leaves_out_limits_that_cannot_route():
 
 
 def test_every_expert_slider_position_keeps_the_page():
-    """Issue 26: with EP 64, moving E one notch from 896 (to 888) raised "needs n_experts divisible by ep_size"
+    """With EP 64, moving E one notch from 896 (to 888) raised "needs n_experts divisible by ep_size"
     in the node-limit sweep although the node limit was off, and st.stop() removed the rest of the page (7 of 8
     slider positions). The slider now offers multiples of the EP size only; an old link or an EP change snaps E
     with a note, and every offered position renders the whole page."""
@@ -433,7 +433,7 @@ def test_page_measure_button_runs_the_real_gloo_layer():
 
 
 def test_interconnect_page_says_what_cancels_in_k3_vs_k2():
-    """Issue 28 item 13: "K3 moves 1.00x K2's bytes ... because its latent is half of d_model": at 1.00x nothing
+    """The sentence "K3 moves 1.00x K2's bytes ... because its latent is half of d_model": at 1.00x nothing
     was saved; top-16 vs top-8 cancels the halved latent. The sentence now says which side wins, from the numbers."""
     from streamlit.testing.v1 import AppTest
 
@@ -454,7 +454,7 @@ def test_interconnect_page_says_what_cancels_in_k3_vs_k2():
 
 
 def test_topology_drawing_is_built_from_the_library_numbers():
-    """Issue 26 item 2: the drawn dispatch/combine. The arrows are link_copies for the drawn token, the hop labels
+    """The drawn dispatch/combine. The arrows are link_copies for the drawn token, the hop labels
     are wire_bytes_per_token's numbers, and a changed topology or scheme changes the drawing."""
     from k3lite.interconnect import link_copies
     from k3lite.viz.topology import draw_topology, hop_label, topology_figure

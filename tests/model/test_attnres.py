@@ -171,7 +171,7 @@ def test_inference_buffer_path_matches_the_stacked_path(mode, block):
 
 
 def test_block_size_is_stated_in_the_releases_unit():
-    """Issue 28 item 6: "blocks of 24 sublayers" was presented as K3's; its released config states 12 *layers*
+    """The text "blocks of 24 sublayers" was presented as K3's; its released config states 12 *layers*
     (the same boundary). Pages and the tour say it in layers, with sublayers in brackets."""
     from streamlit.testing.v1 import AppTest
 

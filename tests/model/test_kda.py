@@ -402,7 +402,7 @@ def _animation(at) -> dict:
 
 
 def test_state_animation_frames_are_the_trained_layers_recurrence():
-    """Issue 26 item 2: the state animation is the TRAINED checkpoint's KDA layer on the prompt as the model feeds it,
+    """The state animation is the TRAINED checkpoint's KDA layer on the prompt as the model feeds it,
     and frame t is exactly S_t of the token-by-token recurrence (gated_delta_step)."""
     from k3lite.model.checkpoint import load_lite_model
     from k3lite.model.kda.ops import gated_delta_step

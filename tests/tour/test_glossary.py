@@ -1,4 +1,4 @@
-"""The glossary (issue 26 item 6): every abbreviation in the pages' titles, headers, expander and metric labels
+"""The glossary: every abbreviation in the pages' titles, headers, expander and metric labels
 has an entry; the page lists and filters them; every page links to it."""
 import ast
 import re

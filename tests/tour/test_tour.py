@@ -69,7 +69,7 @@ def test_revealed_numbers_are_what_the_deeper_pages_show_at_their_defaults():
 
 
 def test_hybrid_step_sets_each_speedup_against_its_own_reported_figure():
-    """Issue 28 item 1: step 5 compared our batch-1 speedup with the report's theoretical 6.3x ("far below")."""
+    """Step 5 compared our batch-1 speedup with the report's theoretical 6.3x ("far below")."""
     from k3lite.analytic.hybrid import batch_limited_speedup, speedup_vs_full_mla
     r = BY_KEY["hybrid"].compute()
     one, filled = speedup_vs_full_mla(3, 1 << 20), batch_limited_speedup(3, 1 << 20)
@@ -125,7 +125,7 @@ def test_the_tour_runs_end_to_end():
 
 
 def test_balancing_step_describes_token_choice_not_expert_choice():
-    """Issue 28 item 4: step 3 described quantile balancing as "each expert takes the tokens that rank in its top
+    """Step 3 described quantile balancing as "each expert takes the tokens that rank in its top
     N·k/E", which is expert choice, the scheme the MoE page contrasts with it."""
     text = BY_KEY["balancing"].compute().explanation
     assert "each expert takes" not in text
@@ -133,7 +133,7 @@ def test_balancing_step_describes_token_choice_not_expert_choice():
 
 
 def test_decay_step_says_how_the_probe_is_built():
-    """Issue 28 item 5: step 4 said only KDA recalls the fact without saying the probe puts the fact in channels
+    """Step 4 said only KDA recalls the fact without saying the probe puts the fact in channels
     KDA never decays; with random keys neither does."""
     from k3lite.model import kda
     r = BY_KEY["decay"].compute()
@@ -148,7 +148,7 @@ def test_decay_step_says_how_the_probe_is_built():
 
 
 def test_sparsity_step_reconciles_the_seeds_expert_fraction():
-    """Issue 28 item 14: step 1 answers 3.54% of parameters and told a student who answered the seed's 1.8%
+    """Step 1 answers 3.54% of parameters and told a student who answered the seed's 1.8%
     (16 of 896 experts) only that they were 2.0x too low."""
     from k3lite.model.config import get_preset
     from k3lite.analytic.params import count_params
@@ -163,7 +163,7 @@ def test_sparsity_step_reconciles_the_seeds_expert_fraction():
 
 
 def test_serving_step_says_the_gpu_hour_price_is_assumed():
-    """Issue 28 item 15: "$0.318 per M ... the listed price is 47x it" rests on an assumed $/GPU-hour; say so."""
+    """The answer "$0.318 per M ... the listed price is 47x it" rests on an assumed $/GPU-hour; say so."""
     from k3lite.analytic.serving import USD_PER_GPU_HOUR
     from k3lite.tour.steps import SERVING
     r = BY_KEY["serving"].compute()
@@ -171,7 +171,7 @@ def test_serving_step_says_the_gpu_hour_price_is_assumed():
     assert source.startswith("assumed") and f"${rate:.2f} per GPU-hour ({source})" in r.explanation
     assert "at that assumed rate" in r.explanation
 def test_sparsity_step_reconciles_the_articles_share():
-    """Issue 26: a student who answered the article's 1.8% was told they were 2.0x too low with no word why; the
+    """A student who answered the article's 1.8% was told they were 2.0x too low with no word why; the
     reveal now says 1.8% counts experts and this counts parameters, with the always-on parameters between them."""
     from k3lite.analytic.sparsity import sparsity_shares
 

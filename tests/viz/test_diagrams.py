@@ -1,5 +1,5 @@
 """The drawn mechanism diagrams (k3lite/viz/diagrams.py): built from a config, changed by the config, and the bytes
-on their labels are the library's own (issue 26 item 2)."""
+on their labels are the library's own."""
 from dataclasses import replace
 
 import pytest

@@ -1,5 +1,5 @@
 """k3lite/viz/moe_live.py: the MoE page's caches (shared, bounded, one computation per key) and the computed
-reading of max-violation (issue 26 item 4: MoE at 896/16 says what its numbers mean)."""
+reading of max-violation (MoE at 896/16 says what its numbers mean)."""
 import threading
 import time
 

@@ -1,4 +1,4 @@
-"""k3lite/viz/stepper.py: the forward pass's stages as frames of the map, stepped in the browser (issue 27 item 3)."""
+"""k3lite/viz/stepper.py: the forward pass's stages as frames of the map, stepped in the browser."""
 import pytest
 
 from k3lite.model.config import get_preset

@@ -1,4 +1,4 @@
-"""One visual language (issue 16): every figure takes its colours and byte units from k3lite/viz/style.py.
+"""One visual language: every figure takes its colours and byte units from k3lite/viz/style.py.
 
 Three nets, each able to fail on its own:
   1. the sources: no colour literal (hex, rgb(), a CSS name passed to a colour argument, a named colour
@@ -54,7 +54,7 @@ def test_source_takes_colours_and_units_from_style(path):
 
 
 def test_the_source_net_catches_what_it_should():
-    """The patterns above are not vacuous: each fires on the kind of line issue 16 found."""
+    """The patterns above are not vacuous: each fires on the kind of line a reading of the app found."""
     for line in ('marker_color="#e8734c"', 'line=dict(color="grey")', 'colorscale="Blues"',
                  'hovertemplate="%{y:.1f} KiB"', 'f"{x / 2**20:.2f}"', 'fillcolor="rgba(1,2,3,0.1)"'):
         assert any(p.search(line) for p in (HEX, RGB, COLOUR_LITERAL, SCALE_LITERAL, UNIT, BINARY_DIVISOR)), line
@@ -184,7 +184,7 @@ def test_fmt_seconds_picks_the_unit():
 
 
 def test_shared_figures_put_the_legend_under_the_plot():
-    """Issue 26 (phones): legends beside or above the plot took most of a 390 px screen or met the title; every
+    """Legends beside or above the plot took most of a 390 px screen or met the title; every
     figure built through shared_figure gets the one placement (style.legend_below), in the bottom margin."""
     from k3lite.viz.memo import FigureMemo
 

@@ -50,7 +50,7 @@ def test_waterfall_changes_one_thing_per_step():
 
 
 def test_waterfall_caption_names_the_largest_step_either_way():
-    """Issue 28 item 7: "the biggest step is" picked the largest saving; at 4K that named '+ 4-bit experts'
+    """The caption's "the biggest step is" picked the largest saving; at 4K that named '+ 4-bit experts'
     (-0.013 $/M) while '+ 3:1 KDA:MLA' moved the cost +0.037 $/M."""
     at = AppTest.from_file(str(ROOT / "views" / "serving.py"), default_timeout=180)
     at.query_params["sv_context"] = "4096"

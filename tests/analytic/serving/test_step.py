@@ -100,7 +100,7 @@ def test_capacity_hybrid_beats_all_mla_beats_gqa():
     assert mla[0] > hybrid[0]  # at 4K the fixed states cost more than the short cache they replace
 
 
-# ------------------------------------------------------------------------------------------ issue 29
+# ------------------------------------------------------------------------------------------ speculative decoding
 def test_speculation_by_hand():
     """A verification step runs draft + 1 tokens of each sequence (compute, wire and expert hits scale with them,
     the cache is read once); the drafter adds its own time; each sequence emits `acceptance` tokens."""
