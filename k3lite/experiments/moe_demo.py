@@ -54,8 +54,8 @@ CALIBRATION_TEXT = (
 
 def calibration_stream() -> bytes:
     """CALIBRATION_TEXT followed by some Python source (STREAM_BYTES of text and code, shipped with the package:
-    no download). The code part is frozen in k3lite/experiments/moe_demo_stream.txt (the start of k3lite/model/moe.py as it was
-    on 2026-12-03), so editing moe.py no longer moves the demo's numbers."""
+    no download). The code part is frozen in k3lite/experiments/moe_demo_stream.txt (the start of the MoE module,
+    then one file, as it was on 2026-12-03), so editing the model's MoE code no longer moves the demo's numbers."""
     code = (Path(__file__).resolve().parent / "moe_demo_stream.txt").read_bytes()
     return (CALIBRATION_TEXT.encode("utf-8") + code)[:STREAM_BYTES]
 

@@ -88,7 +88,7 @@ def sha256_file(path: Path) -> str:
 
 
 # ------------------------------------------------------------------------------------------ what is shipped
-MODEL_SOURCES = ("k3lite/model/stack.py", "k3lite/model/moe.py", "k3lite/model/mla.py", "k3lite/model/kda",
+MODEL_SOURCES = ("k3lite/model/stack.py", "k3lite/model/moe", "k3lite/model/mla.py", "k3lite/model/kda",
                  "k3lite/model/attnres.py", "k3lite/model/nn.py", "k3lite/model/trace.py", "k3lite/model/checkpoint.py",
                  "k3lite/model/config.py")
 DEMO_SOURCES = ("k3lite/experiments/moe_demo.py", "k3lite/base/tokenizer.py")  # the prompt demo and the calibration text
@@ -136,7 +136,7 @@ def _assets() -> dict[str, Asset]:
         "moe_stream_layer4": Asset(_moe_stream, {"layer": MOE_LAYER}, model_files),
         "moe_demo_default": Asset(_moe_demo, demo_args, model_files),
         "moe_balance_runs": Asset(lambda: run_balance(**BALANCE_ARGS), BALANCE_ARGS,
-                                  ("k3lite/model/moe.py", "k3lite/model/config.py", "k3lite/experiments/moe_balance.py")),
+                                  ("k3lite/model/moe", "k3lite/model/config.py", "k3lite/experiments/moe_balance.py")),
     }
 
 

@@ -4,7 +4,7 @@
     nn.py          building blocks: RMSNorm, the gated FFNs (SwiGLU, SiTU-GLU), the learning-rate schedule
     kda/           Kimi Delta Attention: token-by-token and chunk-wise references, the fast kernels, the layer
     mla.py         gated multi-head latent attention with a latent-only KV cache
-    moe.py         router, balancing (aux loss, sign bias, quantiles), LatentMoE, grouped dispatch, references
+    moe/           router, balancing (aux loss, sign bias, quantiles), grouped dispatch, LatentMoE, references
     attnres.py     Attention Residuals (full and block)
     stack.py       the hybrid stack and the dense baseline
     trace.py       the per-layer Trace the pages draw

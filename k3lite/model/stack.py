@@ -5,7 +5,7 @@
         h = depth_mix(v_0, earlier outputs)     Attention Residuals (k3lite/model/attnres.py), or a plain sum
         v = Mixer(RMSNorm(h))                   KimiDeltaAttention (k3lite/model/kda/layer.py) or GatedMLA (k3lite/model/mla.py)
         h = depth_mix(...)                      the FFN sublayer's own depth mix
-        v = FFN(RMSNorm(h))                     LatentMoE (k3lite/model/moe.py), a dense FFN in the first k layers
+        v = FFN(RMSNorm(h))                     LatentMoE (k3lite/model/moe/latent.py), a dense FFN in the first k layers
                                                 (gated: SwiGLU, or K3's SiTU-GLU, cfg.hidden_act)
     logits = LM_head(RMSNorm(depth_mix(...)))                       (B, T, vocab)
 
