@@ -12,7 +12,8 @@ from k3lite.experiments import lab_sweep as sweep
 from k3lite.model.config import K3_DECAY_LOWER_BOUND
 from k3lite.base.guards import bounded_threads, deadline, heavy_work
 from k3lite.experiments.lm_train import attnres_results
-from k3lite.experiments.lab import BETA_INIT_LOGIT, MIXER_LABELS, iter_train, saturated_decay_share
+from k3lite.experiments.lab import MIXER_LABELS, iter_train
+from k3lite.experiments.lab_mixers import BETA_INIT_LOGIT, saturated_decay_share
 from k3lite.viz.lab import curves_figure, seed_explorer, state_figure, sweep_figure
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.memo import shared_figure
@@ -88,7 +89,7 @@ else:
                 f"**Why the lab changes the init.** At fla's defaults the delta-rule mixers start with a write strength "
                 f"beta ≈ 0.5, which erases earlier pairs before training can say which to keep, and with decays that "
                 f"forget a write within a few hundred tokens; the lab starts beta at {1 / (1 + math.exp(-BETA_INIT_LOGIT)):.2f} and "
-                f"the decays near 1 (measurements next to `BETA_INIT_LOGIT` and `DECAY_A_INIT` in `k3lite/experiments/lab.py`). "
+                f"the decays near 1 (measurements next to `BETA_INIT_LOGIT` and `DECAY_A_INIT` in `k3lite/experiments/lab_mixers.py`). "
                 f"KDA here is the library's layer in K3's released form: decay bounded below by e^{K3_DECAY_LOWER_BOUND:g} "
                 f"per token, g = {K3_DECAY_LOWER_BOUND:g}·sigmoid(A·f). Under that form fla's default init saturates "
                 f"the sigmoid: {100 * saturated_decay_share():.0f}% of KDA's channels start at a decay of ~1 with a "

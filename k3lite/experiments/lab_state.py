@@ -8,7 +8,7 @@ update rule decides how much of that state is usable. Here:
   * the state is set by the head dim K (`HEAD_DIMS`, 2 heads): a recurrent mixer keeps H x K x K numbers per layer
     (`state_bytes`), whatever T; softmax attention keeps its KV cache, 2 x T x H x K numbers (the ceiling);
   * mixers: softmax attention, linear attention, Mamba-2, DeltaNet, Gated DeltaNet, KDA (the library's layer in
-    K3's released form, `k3lite.experiments.lab.LabKDA`);
+    K3's released form, `k3lite.experiments.lab_mixers.LabKDA`);
   * per (mixer, K) the learning rate is picked from `LRS` by seed 0's final held-out accuracy (ties within 0.5
     points go to the lower loss), then `SEEDS` seeds run at it;
   * every run trains exactly `STEPS` steps (no plateau stop; a run that solves the task, held-out accuracy >=
@@ -34,7 +34,8 @@ from pathlib import Path
 
 import torch
 
-from k3lite.experiments.lab import INITS, LabConfig, train
+from k3lite.experiments.lab import LabConfig, train
+from k3lite.experiments.lab_mixers import INITS
 from k3lite.experiments.lab_sweep import (REPORT_ORDER, RESULTS_DIR, _claim, claims_dir_for, load_runs, mean_std, ranked_chain,
                                           report_verdict, run_workers, save_record, short_name, within_spread)
 from k3lite.analytic.memory import kda_state_bytes, kv_cache_bytes
