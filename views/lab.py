@@ -8,12 +8,18 @@ import pandas as pd
 import streamlit as st
 
 from k3lite.experiments import lab_state as state
-from k3lite.experiments import lab_sweep as sweep
+from k3lite.experiments import lab_sweep_jobs as sweep
 from k3lite.model.config import K3_DECAY_LOWER_BOUND
 from k3lite.base.guards import bounded_threads, deadline, heavy_work
 from k3lite.experiments.lm_train import attnres_results
 from k3lite.experiments.lab import MIXER_LABELS, iter_train
 from k3lite.experiments.lab_mixers import BETA_INIT_LOGIT, saturated_decay_share
+from k3lite.experiments.lab_store import RESULTS_DIR, load_runs
+from k3lite.experiments.lab_sweep_aggregate import aggregate as sweep_aggregate
+from k3lite.experiments.lab_sweep_aggregate import stale_rows
+from k3lite.experiments.lab_sweep_checks import long_check, lr_check
+from k3lite.experiments.lab_sweep_sentences import (capacity_sentence, mechanism_sentence, order_sentences, short_name,
+                                                    spread_sentence)
 from k3lite.viz.lab import curves_figure, seed_explorer, state_figure, sweep_figure
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.memo import shared_figure
@@ -37,8 +43,8 @@ st.markdown("How much can a **fixed-size state** recall, and does the **update r
 
 
 @st.cache_data(ttl=300)  # the sweeps may still be adding files: reread every 5 minutes at most
-def shipped_runs(results_dir=sweep.RESULTS_DIR) -> list[dict]:
-    return sweep.load_runs(results_dir)
+def shipped_runs(results_dir=RESULTS_DIR) -> list[dict]:
+    return load_runs(results_dir)
 
 
 # ------------------------------------------------------------------------------------ state-size sweep
@@ -108,9 +114,9 @@ else:
 
 # ------------------------------------------------------------------------------------- length sweep
 runs, long_runs = shipped_runs(), shipped_runs(sweep.LONG_DIR)  # the length sweep: its tab and the live run's sentences
-rows = sweep.aggregate(runs, long_runs)  # each seed's final number: the LONG_STEPS rerun where the cap stopped it
-rows_cap = sweep.aggregate(runs)  # every run at the MAX_STEPS cap (what the longer cap is compared with)
-checks = {t: sweep.long_check(runs, long_runs, t) for t in sweep.SEQ_LENS}  # what the longer cap changed
+rows = sweep_aggregate(runs, long_runs)  # each seed's final number: the LONG_STEPS rerun where the cap stopped it
+rows_cap = sweep_aggregate(runs)  # every run at the MAX_STEPS cap (what the longer cap is compared with)
+checks = {t: long_check(runs, long_runs, t) for t in sweep.SEQ_LENS}  # what the longer cap changed
 SECTIONS = ["Recall vs length", "Train it yourself", "Residual experiment (shipped)"]
 tab_length, tab_train, tab_residual = lazy_sections(SECTIONS, key="lab_section")  # none drawn until picked
 with tab_length as is_open:
@@ -122,19 +128,19 @@ with tab_length as is_open:
             cols = st.columns(len({r["task"] for r in rows}))
             for col, task in zip(cols, sorted({r["task"] for r in rows})):
                 col.plotly_chart(shared_figure(sweep_figure, rows, task), key=f"lab_sweep_{task}")
-                spread = sweep.spread_sentence(rows, task)
+                spread = spread_sentence(rows, task)
                 if spread:
                     col.markdown(spread)
-            stale = sweep.stale_rows(rows)
+            stale = stale_rows(rows)
             if stale:
-                st.caption(f"{len(stale)} cells ({', '.join(sorted({sweep.short_name(r['mixer']) for r in stale}))}) still "
+                st.caption(f"{len(stale)} cells ({', '.join(sorted({short_name(r['mixer']) for r in stale}))}) still "
                            "show runs of the lab's earlier KDA copy (unbounded decay, low-rank output gate); "
                            "`python -m k3lite.experiments.lab_sweep all` reruns them on the library's layer.")
             with lazy_expander("Order per length, tables, the longer cap and the learning-rate check", key="lab_x_order_per_length_tables") as is_open:
                 if is_open:
                     for task in sorted({r["task"] for r in rows}):
                         st.markdown(f"**{task}: the order per length** (report: KDA ≥ GDN > Mamba-2)")
-                        st.markdown("\n".join(f"- {s}" for s in sweep.order_sentences(rows, task)))
+                        st.markdown("\n".join(f"- {s}" for s in order_sentences(rows, task)))
                     for task in sorted({r["task"] for r in rows}):  # one table per task: its own lengths as columns
                         table = []
                         for mixer in sweep.MIXERS:
@@ -187,7 +193,7 @@ with tab_length as is_open:
                                                     "still gaining at the cap": r["still_rising"]}
                                                    for r in long_rows]), hide_index=True, width="stretch")
                     for task in sweep.SEQ_LENS:
-                        lr_rows, lr_sentence = sweep.lr_check(runs, long_runs, task)
+                        lr_rows, lr_sentence = lr_check(runs, long_runs, task)
                         if lr_rows:
                             st.markdown(lr_sentence)
                             st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]],
@@ -198,7 +204,7 @@ with tab_length as is_open:
                                                         "seeds at chance (lower LR)": f"{r['low_at_chance']} of {r['low_n']}",
                                                         "still gaining (lower LR)": r["low_rising"]}
                                                        for r in lr_rows]), hide_index=True, width="stretch")
-                    mechanisms = [m for m in (sweep.mechanism_sentence(rows, t) for t in sorted({r["task"] for r in rows})) if m]
+                    mechanisms = [m for m in (mechanism_sentence(rows, t) for t in sorted({r["task"] for r in rows})) if m]
                     if mechanisms:
                         st.markdown("**One idea at a time** (DeltaNet is the control: the delta rule without decay). "
                                     + " ".join(f"{t}: {m}" for t, m in zip(sorted({r["task"] for r in rows}), mechanisms)))
@@ -207,7 +213,7 @@ with tab_length as is_open:
                     explain(
                         (f"{n_chance} of the {sum(r['n'] for r in rows)} runs shown never left chance (best held-out accuracy "
                            f"below {100 * sweep.ESCAPE_ACC:.0f}%) within their step cap ("
-                           + ", ".join(f"{t} T={T} {sweep.short_name(m)}" for t, T, m in at_chance) + "): these tasks are learned in a "
+                           + ", ".join(f"{t} T={T} {short_name(m)}" for t, T, m in at_chance) + "): these tasks are learned in a "
                            "sudden jump after a flat stretch at chance, so such a number says 'had not started within the step "
                            "cap', not where a learning model levels off. " if n_chance else "")
                         + "What would change a verdict that differs from the report: the report's models are larger and trained "
@@ -360,7 +366,7 @@ def train_panel() -> None:
         + ("" if not default_ends else f"; at {LIVE_DEFAULT_LEN} tokens the shipped runs of every mixer end at "
            + (f"{100 * min(default_ends):.0f}%" if round(100 * min(default_ends)) == round(100 * max(default_ends))
               else f"{100 * min(default_ends):.0f}–{100 * max(default_ends):.0f}%") + " (mean per mixer)")
-        + ". " + (sweep.capacity_sentence(rows_cap, runs, rows) + " " if rows else "")
+        + ". " + (capacity_sentence(rows_cap, runs, rows) + " " if rows else "")
         + "A single short run is one noisy sample of the start of that curve, and a shorter run also decays its "
         "learning rate sooner than the shipped runs do.")
 

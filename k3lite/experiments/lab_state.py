@@ -36,8 +36,9 @@ import torch
 
 from k3lite.experiments.lab import LabConfig, train
 from k3lite.experiments.lab_mixers import INITS
-from k3lite.experiments.lab_sweep import (REPORT_ORDER, RESULTS_DIR, _claim, claims_dir_for, load_runs, mean_std, ranked_chain,
-                                          report_verdict, run_workers, save_record, short_name, within_spread)
+from k3lite.experiments.lab_store import RESULTS_DIR, _claim, claims_dir_for, load_runs, run_workers, save_record
+from k3lite.experiments.lab_sweep_aggregate import mean_std
+from k3lite.experiments.lab_sweep_sentences import REPORT_ORDER, ranked_chain, report_verdict, short_name, within_spread
 from k3lite.analytic.memory import kda_state_bytes, kv_cache_bytes
 from k3lite.base.units import fmt_bytes
 
@@ -192,7 +193,7 @@ def _cell(rows: list[dict], mixer: str, head_dim: int) -> dict | None:
 
 
 def _tie(a: dict, b: dict) -> bool:
-    """Two cells within seed spread (`lab_sweep.within_spread`, the rule every verdict of both sweeps uses)."""
+    """Two cells within seed spread (`lab_sweep_sentences.within_spread`, the rule every verdict of both sweeps uses)."""
     return within_spread((a["mean"], a["std"]), (b["mean"], b["std"]))
 
 
@@ -272,7 +273,7 @@ def _rising(rows: list[dict]) -> str:
 
 
 def report_sentence(rows: list[dict]) -> str:
-    """The report's order (KDA >= GDN > Mamba-2) checked at each head dim (`lab_sweep.report_verdict`); where it
+    """The report's order (KDA >= GDN > Mamba-2) checked at each head dim (`lab_sweep_sentences.report_verdict`); where it
     does not appear, what the report's setting was and what a run of it would cost on this machine (the measured
     wall time per step of the largest head dim, scaled by the state update's work per token, K^2, and by T)."""
     verdicts = []

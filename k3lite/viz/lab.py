@@ -1,7 +1,7 @@
 """Figures for the lab page: training curves per mixer, and accuracy vs sequence length.
 
-Plain functions: data in (the curve dicts of `k3lite.experiments.lab.LabResult`, or rows of `k3lite.experiments.lab_sweep.aggregate`),
-a plotly figure out, so they are tested without a browser.
+Plain functions: data in (the curve dicts of `k3lite.experiments.lab.LabResult`, or rows of
+`k3lite.experiments.lab_sweep_aggregate.aggregate`), a plotly figure out, so they are tested without a browser.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from k3lite.experiments.lab import MIXER_LABELS, MIXERS
-from k3lite.experiments.lab_sweep import short_name
+from k3lite.experiments.lab_sweep_sentences import short_name
 from k3lite.experiments.lab_state import Job
 
 
@@ -66,7 +66,7 @@ def curves_figure(runs: dict[str, dict], metric: str = "acc", total_steps: int |
 
 def sweep_figure(rows: list[dict], task: str) -> go.Figure:
     """Shipped sweep: held-out accuracy (%) vs length, one line per mixer (mean over seeds) with a band from the
-    worst to the best seed. `rows` from `k3lite.experiments.lab_sweep.aggregate`."""
+    worst to the best seed. `rows` from `k3lite.experiments.lab_sweep_aggregate.aggregate`."""
     rows = sorted((r for r in rows if r["task"] == task), key=lambda r: r["seq_len"])
     mixers = sorted({r["mixer"] for r in rows}, key=lambda m: MIXERS.index(m) if m in MIXERS else 99)
     fig = go.Figure()

@@ -9,7 +9,7 @@ from k3lite.model.config import K3_DECAY_LOWER_BOUND
 from k3lite.model.kda.layer import KimiDeltaAttention
 from k3lite.experiments.lab import MIXERS, LabConfig, LabModel, train
 from k3lite.experiments.lab_mixers import INITS, RECURRENT_MIXERS, causal_conv
-from k3lite.experiments.lab_sweep import SEQ_LENS
+from k3lite.experiments.lab_sweep_jobs import SEQ_LENS
 from test_lab import TINY
 
 
