@@ -7,13 +7,16 @@ from dataclasses import asdict, replace
 import pandas as pd
 import streamlit as st
 
-from k3lite.experiments import lab_state as state
+from k3lite.experiments import lab_state_jobs as state
 from k3lite.experiments import lab_sweep_jobs as sweep
 from k3lite.model.config import K3_DECAY_LOWER_BOUND
 from k3lite.base.guards import bounded_threads, deadline, heavy_work
 from k3lite.experiments.lm_train import attnres_results
 from k3lite.experiments.lab import MIXER_LABELS, iter_train
 from k3lite.experiments.lab_mixers import BETA_INIT_LOGIT, saturated_decay_share
+from k3lite.experiments.lab_state_aggregate import ablation_rows
+from k3lite.experiments.lab_state_aggregate import aggregate as state_aggregate
+from k3lite.experiments.lab_state_sentences import ablation_sentence, ceiling_sentence, report_sentence, rule_sentence
 from k3lite.experiments.lab_store import RESULTS_DIR, load_runs
 from k3lite.experiments.lab_sweep_aggregate import aggregate as sweep_aggregate
 from k3lite.experiments.lab_sweep_aggregate import stale_rows
@@ -49,7 +52,7 @@ def shipped_runs(results_dir=RESULTS_DIR) -> list[dict]:
 
 # ------------------------------------------------------------------------------------ state-size sweep
 state_runs = shipped_runs(state.STATE_DIR)
-state_rows = state.aggregate(state_runs)
+state_rows = state_aggregate(state_runs)
 if not state_rows:
     st.warning("No finished state-size runs under assets/lab/state/ yet: `python -m k3lite.experiments.lab_state all` makes "
                "them (resumable).")
@@ -61,7 +64,7 @@ else:
     rows_shown = [r for r in state_rows if r["mixer"] in shown]
     st.plotly_chart(shared_figure(state_figure, [r for r in state_runs if r["job"]["mixer"] in shown], rows_shown),
                     key="lab_state_fig")
-    for text in (state.ceiling_sentence(state_rows), state.rule_sentence(state_rows)):
+    for text in (ceiling_sentence(state_rows), rule_sentence(state_rows)):
         if text:
             st.markdown(text)
     with lazy_expander("Each seed's training curve: click a point", key="lab_x_seed_curves") as is_open:
@@ -85,10 +88,10 @@ else:
                                         "seeds": r["n"], f"of them rerun to {state.LONG_STEPS} steps": r["extended"],
                                         "not flat at the end": r["not_flat"]} for r in state_rows]),
                          hide_index=True, width="stretch")
-            report = state.report_sentence(state_rows)
+            report = report_sentence(state_rows)
             if report:
                 st.markdown(report)
-            ablation = state.ablation_sentence(state.ablation_rows(state_runs))
+            ablation = ablation_sentence(ablation_rows(state_runs))
             st.markdown(ablation or "Init ablation: not run yet (`python -m k3lite.experiments.lab_state all` runs it after the "
                                     "K = 8 and 16 cells).")
             st.markdown(

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from k3lite.experiments.lab import MIXER_LABELS, MIXERS
 from k3lite.experiments.lab_sweep_sentences import short_name
-from k3lite.experiments.lab_state import Job
+from k3lite.experiments.lab_state_jobs import Job
 
 
 def run_name(run: dict) -> str:
@@ -98,7 +98,8 @@ def sweep_figure(rows: list[dict], task: str) -> go.Figure:
 def state_figure(runs: list[dict], rows: list[dict]) -> go.Figure:
     """The lab's headline: held-out recall vs the memory one mixer layer keeps (log bytes). Every seed is a point
     (`runs`: records of `k3lite.experiments.lab_state`, lab init, each (mixer, head dim) at its chosen LR), the mean over seeds
-    a line per mixer (`rows`: `k3lite.experiments.lab_state.aggregate`). Softmax attention's points sit at its KV cache."""
+    a line per mixer (`rows`: `k3lite.experiments.lab_state_aggregate.aggregate`). Softmax attention's points sit at
+    its KV cache."""
     fig = go.Figure()
     mixers = [m for m in MIXERS if any(r["mixer"] == m for r in rows)]
     for i, mixer in enumerate(mixers):
@@ -130,8 +131,9 @@ def state_figure(runs: list[dict], rows: list[dict]) -> go.Figure:
 
 
 def seed_runs(runs: list[dict], rows: list[dict]) -> list[dict]:
-    """The runs the headline figure draws as points: exactly the runs behind `rows` (`lab_state.aggregate`: lab
-    init, the chosen LR, one run per seed, its longer-cap rerun where it has one)."""
+    """The runs the headline figure draws as points: exactly the runs behind `rows`
+    (`lab_state_aggregate.aggregate`: lab init, the chosen LR, one run per seed, its longer-cap rerun where it has
+    one)."""
     names = {n for r in rows for n in r["names"]}
     return [r for r in runs if run_name(r) in names]
 
