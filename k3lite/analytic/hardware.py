@@ -3,17 +3,25 @@
 Each value is a vendor datasheet number as quoted by the page in `source` (we have no direct access to the
 PDFs here: every source is the stored public page we could read, and `unverified` lists the values we could
 not find stated for that exact part). Conventions:
-    hbm_bytes       usable HBM per GPU, decimal bytes (80 GB = 80e9)
+    hbm_bytes       HBM per GPU in bytes, as the datasheet means its "GB". AMD's ROCm specification table heads its
+                    column "VRAM (GiB)": an MI300X's 192 is 192 GiB (192 x 2**30 B). The NVIDIA rows are stored as
+                    decimal GB (80 GB = 80e9), although an "80 GB" H100 has 80 GiB (nvidia-smi: 81,559 MiB): the
+                    project rule says binary; moving them changes every NVIDIA capacity on every page by 7.4%, a
+                    change of its own, not made here
     hbm_bw          peak HBM bandwidth, bytes/s
     *_flops         DENSE tensor-core peak (datasheets print sparse numbers with an asterisk: half them)
-    fp4_flops       0 = no FP4 tensor cores (Hopper): 4-bit weights are dequantised and multiplied in FP8
-    nvlink_bw       NVLink bytes/s per GPU per direction (datasheets print the bidirectional total: half it)
+    fp4_flops       0 = no FP4 tensor cores (Hopper, MI300X, MI325X): 4-bit weights are dequantised and multiplied
+                    in FP8 (`peak_flops`); their bytes stay 4-bit
+    nvlink_bw       scale-up bytes/s per GPU per direction: NVLink, or AMD's Infinity Fabric (datasheets print the
+                    bidirectional total: half it)
     nic_bw          scale-out NIC bytes/s per GPU per direction (400 Gb/s ConnectX-7 = 50e9 B/s)
-    nvlink_domain   GPUs that share one NVLink domain (8 in an HGX/DGX node, 72 in an NVL72 rack)
+    nvlink_domain   GPUs that share one scale-up domain (8 in an HGX/DGX or AMD Instinct node, 72 in an NVL72 rack)
 """
 from __future__ import annotations
 
 from typing import NamedTuple
+
+GiB = 2 ** 30  # AMD's ROCm table states VRAM in GiB
 
 
 class GPU(NamedTuple):
@@ -71,6 +79,36 @@ GPUS: dict[str, GPU] = {
                        "360 PF FP8, ~20 TB HBM at 576 TB/s, one 72-GPU NVLink domain (130 TB/s), 72 ConnectX-8 NICs; "
                        "per GPU: 288 GB, 8 TB/s, ~15 PF FP4, 5 PF FP8, 1.8 TB/s NVLink, 800 Gb/s",
                        unverified="BF16 taken as half the FP8 figure; 288 GB per GPU (the rack figure '20 TB' / 72 = 278 GB)"),
+    # AMD Instinct, one 8-GPU platform: seven Infinity Fabric links per GPU, one to each peer
+    "MI300X": GPU("MI300X", 192 * GiB, 5.3e12, 1307.4e12, 2614.9e12, 0.0, 448e9, 50e9, 8,
+                  "AMD Instinct MI300X: ROCm GPU specifications (rocm-docs reference/gpu-specs.rst: 192 GiB, CDNA3, "
+                  "304 CUs); 5.3 TB/s HBM3, dense FP16/BF16 1,307.4 / FP8 2,614.9 TFLOPS (5,229.8 with sparsity), "
+                  "as tabulated at awesomeagents.ai/hardware and codesota.com; Infinity Fabric 128 GB/s bidirectional "
+                  "per link, 7 links: 448 GB/s per direction (emergentmind.com MI300X review; gpu.blog: 896 GB/s "
+                  "bidirectional); no FP4 tensor cores (CDNA3: FP8, FP16, BF16, INT8)",
+                  unverified="the 400 Gb/s NIC per GPU (platforms ship ConnectX-7 or Pollara 400)"),
+    "MI325X": GPU("MI325X", 256 * GiB, 6.0e12, 1307.4e12, 2614.9e12, 0.0, 448e9, 50e9, 8,
+                  "AMD Instinct MI325X: ROCm GPU specifications (256 GiB, CDNA3, the MI300X's 304 CUs); 6 TB/s "
+                  "HBM3E, dense FP16/BF16 1,307.4 / FP8 2,614.9 TFLOPS (awesomeagents.ai/hardware/amd-mi325x; "
+                  "docs.vultr.com ROCm hardware requirements: 1,307 TFLOPS FP16); seven Infinity Fabric links as the "
+                  "MI300X (wiaix.com product page); no FP4 tensor cores",
+                  unverified="Infinity Fabric per-link rate taken equal to the MI300X's; the 400 Gb/s NIC"),
+    "MI350X": GPU("MI350X", 288 * GiB, 8.0e12, 2306e12, 4612e12, 9225e12, 537.6e9, 50e9, 8,
+                  "AMD Instinct MI350X: ROCm GPU specifications (288 GiB, CDNA4, 256 CUs); 8 TB/s HBM3E (aiwiki.ai, "
+                  "the MI350 series); dense FP8 = 8,192 FLOPs per CU per clock (ISSCC 2026, reported by "
+                  "world-today-news.com) x 256 CUs x 2.2 GHz (wccftech, Hot Chips 2025) = 4.6 PFLOPS, BF16 half, "
+                  "MXFP4 twice; Infinity Fabric ~153.6 GB/s bidirectional per link (humeconsulting.co), 7 links: "
+                  "537.6 GB/s per direction",
+                  unverified="FLOPs derived from CUs x per-CU rate x max clock (secondary pages quote AMD's 2.3 / 4.6 / "
+                             "9.2 PFLOPS); the Infinity Fabric per-link rate; the 400 Gb/s NIC"),
+    "MI355X": GPU("MI355X", 288 * GiB, 8.0e12, 2517e12, 5033e12, 10066e12, 537.6e9, 50e9, 8,
+                  "AMD Instinct MI355X: ROCm GPU specifications (288 GiB, CDNA4, 256 CUs); 8 TB/s HBM3E (aiwiki.ai, "
+                  "boston.co.uk); dense FP8 8,192 FLOPs per CU per clock x 256 CUs x 2.4 GHz = 5.0 PFLOPS ('five "
+                  "petaflops of FP8', ISSCC 2026, reported by world-today-news.com), BF16 half, MXFP4 twice ('up to "
+                  "10 PFLOPS FP4', humeconsulting.co); Infinity Fabric ~153.6 GB/s bidirectional per link, 7 links: "
+                  "537.6 GB/s per direction",
+                  unverified="BF16 and FP4 derived from the FP8 rate; the Infinity Fabric per-link rate; the 400 Gb/s "
+                             "NIC (AMD Pollara 400 on the MI355X platforms)"),
 }
 
 

@@ -13,7 +13,7 @@ from k3lite.analytic.serving.compare import (
     PUBLISHED, validate,
 )
 from k3lite.analytic.serving.frontier import (
-    FRONTIER_FORMATS, cheapest_at, frontier, lower_envelope, per_gpu_at, verdict,
+    FRONTIER_FORMATS, FRONTIER_GPUS, cheapest_at, frontier, lower_envelope, per_gpu_at, verdict,
 )
 
 
@@ -24,7 +24,7 @@ def k3():
 
 
 def test_every_gpu_row_is_a_monotone_envelope_that_no_point_beats(k3):
-    assert set(k3.by_gpu) == set(GPUS)  # K3 fits somewhere on every GPU of the table (4-bit experts, wide EP)
+    assert set(k3.by_gpu) == set(FRONTIER_GPUS)  # K3 fits somewhere on every default GPU (4-bit experts, wide EP)
     for gpu, env in k3.by_gpu.items():
         speeds = [p.tokens_per_s_per_user for p in env]
         prices = [p.usd_per_m_output_tokens for p in env]
@@ -33,6 +33,14 @@ def test_every_gpu_row_is_a_monotone_envelope_that_no_point_beats(k3):
         for p in (q for q in k3.points if q.gpu == gpu):  # every point is on the row or beaten by a row point
             assert any(e.tokens_per_s_per_user >= p.tokens_per_s_per_user
                        and e.usd_per_m_output_tokens <= p.usd_per_m_output_tokens for e in env), p.label
+
+
+def test_every_gpu_of_the_table_can_be_asked_for_by_name():
+    others = [g for g in GPUS if g not in FRONTIER_GPUS]  # AMD's parts: not in the default comparison
+    assert others, "the table has GPUs outside the default frontier"
+    fr = frontier(K3_PRESET, 32768, gpus=others, formats=["MXFP4 experts, bf16 rest"], eps=(8, 16))
+    assert set(fr.by_gpu) == set(others)
+    assert set(fr.prices) == set(GPUS)  # every GPU's price and source, compared or not (the page lists them all)
 
 
 def test_overall_envelope_is_the_envelope_of_the_rows(k3):
