@@ -2,6 +2,7 @@
 
 Pure PyTorch + numpy; never imports Streamlit (the app lives in app.py and views/).
 """
-from k3lite.model.config import K3Config, KDAConfig, MLAConfig, MoEConfig, PRESETS, get_preset
+from k3lite.model.config import K3Config, KDAConfig, MLAConfig, MoEConfig
+from k3lite.model.presets import PRESETS, get_preset
 
 __all__ = ["K3Config", "KDAConfig", "MLAConfig", "MoEConfig", "PRESETS", "get_preset"]

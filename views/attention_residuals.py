@@ -7,7 +7,7 @@ import torch
 from k3lite.model.attnres import attnres_cost, block_size_words
 from k3lite.analytic.budget import check_budget
 from k3lite.model.checkpoint import load_lite_model, with_config
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.analytic.hardware import get_gpu
 from k3lite.base.tokenizer import MAX_PROMPT_CHARS, encode
 from k3lite.viz.archmap import sources_at

@@ -9,7 +9,8 @@ from streamlit.errors import StreamlitAPIException
 from k3lite.analytic import ledger as byte_ledger
 from k3lite.base import sources
 from k3lite.analytic.anatomy import PART_LABEL, PART_PAGE, anatomy
-from k3lite.model.config import KIMI_K3_STATED_TOTAL, PRESETS, get_preset, kimi_k3_vision_params, routed_fraction
+from k3lite.model.config import routed_fraction
+from k3lite.model.presets import KIMI_K3_STATED_TOTAL, PRESETS, get_preset, kimi_k3_vision_params
 from k3lite.analytic.params import ACTIVE_RULE, active_with_embedding, count_params, fmt
 from k3lite.viz.archmap import architecture_map, node_page
 from k3lite.viz.ledger import ledger_figure
@@ -173,7 +174,7 @@ with tab_params as is_open:
                     "layer (K2's config.json sets `num_nextn_predict_layers: 0`), and its model card says 1 trillion total "
                     "parameters. DeepSeek-V3's active count is compared with its weights README, which says what it counts "
                     f"(the report's 37B does not): our count with the embedding in is {fmt(active_with_embedding(ds))}. "
-                    f"Kimi K3: the preset is the released config.json (`k3lite/model/config.py`, `kimi_k3`); the stated "
+                    f"Kimi K3: the preset is the released config.json (`k3lite/model/presets.py`, `kimi_k3`); the stated "
                     f"{fmt(PUBLISHED['kimi-k3'][0])} includes the vision tower ({fmt(kimi_k3_vision_params())}, counted from its "
                     f"vision_config), which k3lite does not build: text {fmt(k3_count.total)} + vision "
                     f"{fmt(kimi_k3_vision_params())} = {(k3_count.total + kimi_k3_vision_params()) / 1e12:.4f}T."

@@ -3,7 +3,7 @@ from functools import partial
 
 import streamlit as st
 
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.base.guards import heavy_work
 from k3lite.analytic.ledger import ONE_OFF, variant
 from k3lite.interconnect import (

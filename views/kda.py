@@ -10,7 +10,7 @@ import torch
 from k3lite.model import kda
 
 from k3lite.analytic import memory
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.model.checkpoint import load_lite_model
 from k3lite.base.tokenizer import token_label, validate_prompt
 from k3lite.viz.kda import decay_heatmap, decay_memory_figure, memory_figure, recall_figure, state_norm_figure

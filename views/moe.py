@@ -9,7 +9,8 @@ import streamlit as st
 
 from k3lite.base import sources
 from k3lite.model.checkpoint import checkpoint_meta
-from k3lite.model.config import BALANCING_METHODS, MoEConfig, get_preset
+from k3lite.model.config import BALANCING_METHODS, MoEConfig
+from k3lite.model.presets import get_preset
 from k3lite.interconnect import REFERENCE, deployment_bytes
 from k3lite.analytic.latent import latent_cost_per_token
 from k3lite.experiments.moe_balance import run_balance, summary_rows, training_claim

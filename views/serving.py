@@ -1,7 +1,7 @@
 """Serving: from the architecture to $ per million tokens (placement, capacity, decode step, price)."""
 import streamlit as st
 
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.analytic.hardware import GPUS
 from k3lite.analytic.memory import RELEASED_K3_FORMATS
 from k3lite.analytic.params import count_params

@@ -29,7 +29,8 @@ import math
 from dataclasses import dataclass
 
 from k3lite.analytic import decode, memory
-from k3lite.model.config import K3Config, get_preset
+from k3lite.model.config import K3Config
+from k3lite.model.presets import get_preset
 from k3lite.analytic.hardware import GPUS, get_gpu
 
 HYBRID_GPUS = tuple(GPUS)  # the page's choices: the shared table (its names include the page's earlier three)

@@ -37,7 +37,8 @@ from typing import NamedTuple
 
 from k3lite.analytic import decode
 from k3lite.model.attnres import attnres_cost
-from k3lite.model.config import K3Config, get_preset
+from k3lite.model.config import K3Config
+from k3lite.model.presets import get_preset
 from k3lite.interconnect import Deployment, get_topology, wire_bytes_per_token
 from k3lite.analytic.serving.compare import classic_variant
 

@@ -181,7 +181,7 @@ RELEASED_K3_FORMATS: dict[str, str] = {"routed_experts": "mxfp4", "attention": "
 def checkpoint_bytes(cfg: K3Config, formats: dict[str, str] | str = RELEASED_K3_FORMATS,
                      extra_bf16_params: int = 0) -> float:
     """Predicted bytes of a checkpoint's tensor data: every parameter at its component's format (`weight_bytes`)
-    plus `extra_bf16_params` k3lite does not build (K3: the vision tower, config.kimi_k3_vision_params()).
+    plus `extra_bf16_params` k3lite does not build (K3: the vision tower, presets.kimi_k3_vision_params()).
     For kimi-k3 at RELEASED_K3_FORMATS this is the released model.safetensors.index.json total_size to 0.1%
     (tests/analytic/test_params.py)."""
     if extra_bf16_params < 0:

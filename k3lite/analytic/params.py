@@ -19,7 +19,8 @@ from functools import lru_cache
 import torch
 from torch.overrides import TorchFunctionMode
 
-from k3lite.model.config import PRESETS, K3Config, get_preset
+from k3lite.model.config import K3Config
+from k3lite.model.presets import PRESETS, get_preset
 from k3lite.model.stack import DenseTransformer, K3Model, Layer
 
 COMPONENTS = (

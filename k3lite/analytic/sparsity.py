@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from k3lite.model.config import get_preset, routed_fraction
+from k3lite.model.config import routed_fraction
+from k3lite.model.presets import get_preset
 from k3lite.analytic.params import count_params
 
 

@@ -20,7 +20,7 @@ import time
 import torch
 
 from k3lite.model.checkpoint import load_lite_model
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.model.stack import K3Model, n_params
 from k3lite.experiments.moe_demo import calibration_stream
 from k3lite.analytic.params import count_params, dense_baseline_for

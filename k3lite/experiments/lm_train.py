@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from k3lite.model.checkpoint import ASSETS, load_checkpoint, save_checkpoint
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.model.stack import K3Model, loss_fn, n_params
 from k3lite.model.nn import warmup_cosine_lr
 from k3lite.analytic.params import count_params, dense_baseline_for

@@ -31,7 +31,8 @@ from safetensors.torch import load_file, save_file
 from k3lite.experiments.moe_balance import run_balance
 from k3lite.experiments.moe_demo import calibration_stream, check_prompt, model_moe_inputs, prompt_demo
 from k3lite.model.checkpoint import load_lite_model
-from k3lite.model.config import MoEConfig, get_preset
+from k3lite.model.config import MoEConfig
+from k3lite.model.presets import get_preset
 
 ROOT = Path(__file__).resolve().parents[2]
 DIR = ROOT / "assets" / "precomputed"
@@ -90,7 +91,7 @@ def sha256_file(path: Path) -> str:
 # ------------------------------------------------------------------------------------------ what is shipped
 MODEL_SOURCES = ("k3lite/model/stack.py", "k3lite/model/moe", "k3lite/model/mla.py", "k3lite/model/kda",
                  "k3lite/model/attnres.py", "k3lite/model/nn.py", "k3lite/model/trace.py", "k3lite/model/checkpoint.py",
-                 "k3lite/model/config.py")
+                 "k3lite/model/config.py", "k3lite/model/presets.py")
 DEMO_SOURCES = ("k3lite/experiments/moe_demo.py", "k3lite/base/tokenizer.py")  # the prompt demo and the calibration text
 
 # the MoE page's defaults (views/moe.py); a test renders the page and checks that it uses these assets

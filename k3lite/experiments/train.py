@@ -17,7 +17,7 @@ import sys
 
 import torch
 
-from k3lite.model.config import PRESETS
+from k3lite.model.presets import PRESETS
 from k3lite.experiments.lab import MIXERS, RESIDUALS, LabConfig, StepRecord, format_table, train
 from k3lite.experiments.lm_train import LMTrainConfig, attnres_experiment, train_lite
 from k3lite.experiments.tasks import TASKS

@@ -51,7 +51,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from k3lite.model.config import K3Config, MoEConfig, get_preset
+from k3lite.model.config import K3Config, MoEConfig
+from k3lite.model.presets import get_preset
 from k3lite.interconnect.deployment import (
     SCHEMES, Deployment, Topology, check_scheme, experts_per_gpu, get_topology, record_bytes, wire_format,
 )

@@ -1,6 +1,7 @@
 """The model: torch modules and their slow references, nothing about hardware or cost.
 
-    config.py      validated K3Config and the presets (the released Kimi K3 config, lite, K2, DeepSeek-V3, ...)
+    config.py      validated K3Config and its parts (MLA, KDA, MoE)
+    presets.py     the presets by name (the released Kimi K3 config, lite, K2, DeepSeek-V3, ...)
     nn.py          building blocks: RMSNorm, the gated FFNs (SwiGLU, SiTU-GLU), the learning-rate schedule
     kda/           Kimi Delta Attention: token-by-token and chunk-wise references, the fast kernels, the layer
     mla.py         gated multi-head latent attention with a latent-only KV cache

@@ -17,7 +17,8 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from k3lite.model.config import K3Config, get_preset
+from k3lite.model.config import K3Config
+from k3lite.model.presets import get_preset
 from k3lite.model.stack import K3Model
 from k3lite.base.rng import seeded
 

@@ -16,7 +16,7 @@ from k3lite.model import kda
 from k3lite.base import sources
 from k3lite.analytic.sparsity import sparsity_shares
 from k3lite.model.attnres import attnres_cost, block_size_words
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker, single_model
 from k3lite.interconnect import REFERENCE
 from k3lite.analytic.memory import RELEASED_K3_FORMATS

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.base.tokenizer import token_label
 from k3lite.model.trace import Trace
 from k3lite.viz.style import (CONCEPT, DIVERGING_SCALE, LINK, NEUTRAL, SEQUENTIAL_SCALE,

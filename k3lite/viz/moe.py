@@ -8,7 +8,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from k3lite.model.config import get_preset, routed_fraction
+from k3lite.model.config import routed_fraction
+from k3lite.model.presets import get_preset
 from k3lite.analytic.latent import LatentCost
 from k3lite.viz.style import (BALANCING, CONCEPT, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE, byte_unit,
                               fit_titles, log_axis, log_vline, wrap)
@@ -18,11 +19,11 @@ METHOD_LABELS = {"none": "none (raw top-k)", "aux_loss": "aux loss (Switch)", "b
 METHOD_COLORS = BALANCING  # one colour per balancing method, the same on every page
 
 # Activation ratios (top-k / routed experts) for the routing page's table. Where the expert counts are known the
-# ratio is computed from them (presets: k3lite/model/config.py); otherwise the seed article's rounded figure is quoted.
+# ratio is computed from them (presets: k3lite/model/presets.py); otherwise the seed article's rounded figure is quoted.
 ACTIVATION_COUNTS = (  # (model, top-k, routed experts, where the counts come from)
     ("Nemotron 3 Ultra", 22, 512, "NVIDIA LatentMoE, arXiv 2601.18089"),
 )
-ACTIVATION_PRESETS = (  # (model, preset in k3lite/model/config.py, where its counts come from)
+ACTIVATION_PRESETS = (  # (model, preset in k3lite/model/presets.py, where its counts come from)
     ("Kimi K2", "kimi-k2", "its config.json"),
     ("Kimi K3", "kimi-k3", "its config.json"),
 )

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from k3lite.model.config import KIMI_K3_STATED_ACTIVE, KIMI_K3_STATED_TOTAL
+from k3lite.model.presets import KIMI_K3_STATED_ACTIVE, KIMI_K3_STATED_TOTAL
 from k3lite.analytic.params import COMPONENTS, ParamReport
 from k3lite.viz.style import CONCEPT, log_axis
 

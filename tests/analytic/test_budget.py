@@ -5,7 +5,7 @@ import re
 import pytest
 
 from k3lite.analytic import budget
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.analytic.params import count_params
 
 MB = budget.MB

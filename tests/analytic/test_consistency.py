@@ -14,7 +14,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from k3lite.model.config import get_preset, routed_fraction
+from k3lite.model.config import routed_fraction
+from k3lite.model.presets import get_preset
 from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, split_what_ifs
 from k3lite.model.kda import probe_claims, recall_probe
 from k3lite.analytic.params import active_with_embedding, count_params, fmt

@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.interconnect import REFERENCE, wire_bytes_per_token
 from views.common import interconnect_query
 from k3lite.viz.style import fmt_bytes

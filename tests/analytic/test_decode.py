@@ -2,7 +2,7 @@
 import pytest
 
 from k3lite.analytic import decode, hybrid, ledger, memory, serving
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 
 
 def test_attention_flops_by_hand():

@@ -4,7 +4,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from k3lite.analytic import memory
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.analytic.hardware import get_gpu
 from k3lite.analytic.hybrid import (
     REPORTED, active_params, batch_limited, batch_limited_speedup, bytes_ceiling, cache_passes_weights, decode_cost, efficiency_to_match, hybrid_config,

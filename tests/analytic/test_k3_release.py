@@ -8,7 +8,8 @@ import re
 import pytest
 import torch
 
-from k3lite.model.config import K3_DECAY_LOWER_BOUND, MoEConfig, get_preset
+from k3lite.model.config import K3_DECAY_LOWER_BOUND, MoEConfig
+from k3lite.model.presets import get_preset
 from k3lite.model.stack import K3Model, released_attn_res_forward
 from k3lite.model.moe import (LatentMoE, Router, cut_histogram, latent_moe_reference, merge_histograms, quantile_beta,
                         quantile_bias, quantile_bias_histogram, quantile_bias_reference, released_gate_reference,

@@ -6,7 +6,7 @@ import pytest
 def test_latent_cost_halves_with_the_ratio():
     from k3lite.analytic.latent import latent_cost_per_token
 
-    from k3lite.model.config import get_preset
+    from k3lite.model.presets import get_preset
     from k3lite.interconnect import wire_bytes_per_token
 
     full = latent_cost_per_token(7168, 3072, 16, 2, 3072, 1.0, n_experts=896)

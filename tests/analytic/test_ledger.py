@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 from conftest import ROOT
 from k3lite.analytic import ledger as L
 from k3lite.model.attnres import attnres_cost
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.analytic.memory import decode_weight_bytes, sequence_cache_bytes, weight_bytes
 from k3lite.interconnect import Deployment, analytic_traffic, get_topology
 from k3lite.viz.ledger import ledger_figure

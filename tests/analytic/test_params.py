@@ -6,8 +6,8 @@ import sys
 import pytest
 
 from conftest import ROOT
-from k3lite.model.config import (KIMI_K3_CHECKPOINT_BYTES, KIMI_K3_STATED_ACTIVE, KIMI_K3_STATED_TOTAL, PRESETS,
-                           get_preset, kimi_k3_vision_params)
+from k3lite.model.presets import (KIMI_K3_CHECKPOINT_BYTES, KIMI_K3_STATED_ACTIVE, KIMI_K3_STATED_TOTAL, PRESETS,
+                                  get_preset, kimi_k3_vision_params)
 from k3lite.analytic.memory import RELEASED_K3_FORMATS, checkpoint_bytes
 from k3lite.analytic.params import COMPONENTS, count_params
 

@@ -5,7 +5,8 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from k3lite.analytic.sparsity import sparsity_shares
-from k3lite.model.config import get_preset, routed_fraction
+from k3lite.model.config import routed_fraction
+from k3lite.model.presets import get_preset
 from k3lite.analytic.params import count_params
 from k3lite.tour.steps import STEPS
 

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.tour.steps import STEPS
 from k3lite.viz.archmap import BIG_MARKER
 from k3lite.viz.model import stages

@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 from conftest import APP_PAGE_PATHS, heavy_slot_taken
 from streamlit_internals import cached_modules, make_apptest_thread_safe
 from k3lite.experiments.moe_demo import model_moe_inputs
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.model.stack import K3Model
 
 ROOT = Path(__file__).resolve().parents[2]

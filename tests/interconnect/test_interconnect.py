@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.viz.style import fmt_bytes, fmt_seconds
 from k3lite.interconnect import (
     REFERENCE, SCHEMES, Deployment, analytic_traffic, compare_presets, count_copies, even_expert_counts,

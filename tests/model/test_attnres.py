@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from k3lite.model.attnres import DepthAttention, ResidualStream, attnres_cost, depth_attention_reference
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.model.stack import K3Model
 from k3lite.viz.attnres import depth_matrix, source_names
 
@@ -177,7 +177,7 @@ def test_block_size_is_stated_in_the_releases_unit():
 
     from conftest import ROOT
     from k3lite.model.attnres import block_size_words
-    from k3lite.model.config import get_preset
+    from k3lite.model.presets import get_preset
     from k3lite.tour.steps import STEPS
     assert block_size_words(24) == "12 layers (24 sublayers)" and block_size_words(2) == "1 layer (2 sublayers)"
     assert block_size_words(5) == "5 sublayers"

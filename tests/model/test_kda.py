@@ -13,7 +13,8 @@ import torch.nn.functional as F
 from conftest import ROOT
 from k3lite.model import kda
 from k3lite.analytic import memory
-from k3lite.model.config import KDAConfig, get_preset
+from k3lite.model.config import KDAConfig
+from k3lite.model.presets import get_preset
 from k3lite.model.kda.layer import KimiDeltaAttention
 from k3lite.analytic.params import count_params
 from k3lite.viz.kda_state import MAX_FRAMES

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from k3lite.model.checkpoint import DEFAULT_PATH, checkpoint_meta, load_lite_model, save_checkpoint
-from k3lite.model.config import K3Config, KDAConfig, MLAConfig, MoEConfig, get_preset
+from k3lite.model.config import K3Config, KDAConfig, MLAConfig, MoEConfig
+from k3lite.model.presets import get_preset
 from k3lite.model.stack import K3Model, loss_fn, n_params
 from k3lite.experiments.moe_demo import calibration_stream
 from k3lite.analytic.params import count_params, dense_baseline_for
@@ -250,7 +251,7 @@ def test_every_stage_has_a_figure():
 def test_stepper_next_and_prev_walk_through_all_stages(root):
     from streamlit.testing.v1 import AppTest
 
-    from k3lite.model.config import get_preset as preset
+    from k3lite.model.presets import get_preset as preset
     from k3lite.viz.model import stages
 
     cfg = preset("lite")

@@ -150,7 +150,7 @@ def test_decay_step_says_how_the_probe_is_built():
 def test_sparsity_step_reconciles_the_seeds_expert_fraction():
     """Step 1 answers 3.54% of parameters and told a student who answered the seed's 1.8%
     (16 of 896 experts) only that they were 2.0x too low."""
-    from k3lite.model.config import get_preset
+    from k3lite.model.presets import get_preset
     from k3lite.analytic.params import count_params
     cfg = get_preset("kimi-k3")
     r = BY_KEY["sparsity"].compute()

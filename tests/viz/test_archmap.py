@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from k3lite.analytic.anatomy import PARTS, anatomy
-from k3lite.model.config import PRESETS, KDAConfig, K3Config, MLAConfig, MoEConfig, get_preset
+from k3lite.model.config import KDAConfig, K3Config, MLAConfig, MoEConfig
+from k3lite.model.presets import PRESETS, get_preset
 from k3lite.model.stack import K3Model
 from k3lite.analytic.params import count_params
 from k3lite.viz.archmap import architecture_map, collapse, layout, stage_index

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from k3lite.model.attnres import _sources_at
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.interconnect import REFERENCE, TOPOLOGIES, Deployment, deployment_bytes, wire_format
 from k3lite.viz.diagrams import depth_reads, depth_reads_figure, latent_path, latent_path_figure
 from k3lite.viz.style import fmt_bytes

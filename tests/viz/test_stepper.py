@@ -1,7 +1,7 @@
 """k3lite/viz/stepper.py: the forward pass's stages as frames of the map, stepped in the browser."""
 import pytest
 
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.viz.archmap import architecture_map
 from k3lite.viz.model import stages
 from k3lite.viz.stepper import at_stage, stage_points, stage_rows, stepper_map

@@ -19,7 +19,8 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from k3lite.analytic import memory
-from k3lite.model.config import K3Config, get_preset
+from k3lite.model.config import K3Config
+from k3lite.model.presets import get_preset
 from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker
 from k3lite.analytic.hardware import get_gpu
 from k3lite.analytic.serving.deployment import DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Serving, Speculation

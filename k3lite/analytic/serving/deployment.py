@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from k3lite.analytic import memory
-from k3lite.model.config import PRESETS, K3Config, get_preset
+from k3lite.model.config import K3Config
+from k3lite.model.presets import PRESETS, get_preset
 from k3lite.analytic.hardware import gpu_name
 from k3lite.interconnect import check_scheme
 
@@ -18,10 +19,6 @@ USD_PER_GPU_HOUR: dict[str, tuple[float, str]] = {
     "B200": (3.5, "assumed (no cited B200 rate)"),
     "B300": (4.5, "assumed (no cited B300 rate)"),
     "GB300 NVL72": (5.0, "assumed (no cited GB300 rate)"),
-    "MI300X": (1.85, "gpu.blog MI300X marketplace listing: Vultr on-demand $1.85 / hour (TensorWave $1.71)"),
-    "MI325X": (2.0, "awesomeagents.ai MI325X page: 'cloud rental at $2.00-$2.25/hr' (the low end)"),
-    "MI350X": (3.0, "assumed (no cited MI350X rate; below the MI355X, as AMD's air-cooled part)"),
-    "MI355X": (3.5, "assumed (no cited MI355X rate; taken equal to the B200's assumed rate)"),
 }
 # 4-bit shorthands of the CLI; "fp4" = NVFP4 (Blackwell's native 4-bit, smallest scale overhead of the FP4 pair)
 FORMAT_ALIASES = {"fp4": "nvfp4", "bf16": "bf16", "fp8": "fp8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "int4": "int4"}

@@ -6,7 +6,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from k3lite.analytic import memory
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.analytic.serving import (
     K3_PRESET, Serving, check_fits, decode_step,
 )

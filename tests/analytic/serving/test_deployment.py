@@ -5,7 +5,7 @@ import tracemalloc
 import pytest
 
 from k3lite.analytic import memory
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.analytic.serving import (
     Serving, check_fits, decode_step,
 )
@@ -54,7 +54,7 @@ def test_refused_before_anything_large_is_built():
 
 
 def test_mtp_only_where_a_model_ships_one():
-    from k3lite.model.config import PRESETS
+    from k3lite.model.presets import PRESETS
     from k3lite.analytic.serving import K3_PRESET, MTP_LAYERS, Speculation, has_mtp
     assert set(PRESETS) <= set(MTP_LAYERS)  # every preset says whether it ships an MTP layer
     assert has_mtp("deepseek-v3") and not has_mtp(K3_PRESET) and not has_mtp("kimi-k2")

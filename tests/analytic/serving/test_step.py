@@ -5,7 +5,7 @@ import math
 import pytest
 
 from k3lite.analytic import memory
-from k3lite.model.config import get_preset
+from k3lite.model.presets import get_preset
 from k3lite.analytic.hardware import get_gpu
 from k3lite.analytic.serving import (
     Serving, best_batch, capacity, check_fits, decode_step, pareto, placement,
