@@ -33,7 +33,7 @@ LIVE_TASKS = tuple(sweep.SEQ_LENS)
 LIVE_MIXERS = sweep.MIXERS
 # Live default: MQAR at 32 tokens (8 pairs), linear attention and KDA, 250 steps each. Measured with one torch thread
 # on the shared 2-core box (time.process_time, i.e. the CPU one idle core would spend): KDA 13.4 s + linear 9.8 s =
-# 23 s, both at 97% held-out accuracy at step 250 (seed 0, at chance until ~step 100). Issue 27: the 64-token,
+# 23 s, both at 97% held-out accuracy at step 250 (seed 0, at chance until ~step 100). The earlier 64-token,
 # 300-step default took 38 s idle and 72 s under load. The page states the time each run actually took, measured by
 # the run (StepRecord.elapsed_s), not this comment.
 LIVE_DEFAULT_LEN, LIVE_DEFAULT_STEPS = 32, 250
