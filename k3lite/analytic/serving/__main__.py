@@ -13,7 +13,7 @@ import sys
 from k3lite.model.presets import PRESETS
 from k3lite.analytic.hardware import GPUS, gpu_name
 from k3lite.analytic.serving.deployment import FORMAT_ALIASES, K3_PRESET, Serving, Speculation, precision_map
-from k3lite.analytic.serving.frontier import INTERACTIVE_TOKENS_PER_USER, frontier, verdict
+from k3lite.analytic.serving.frontier import FRONTIER_GPUS, INTERACTIVE_TOKENS_PER_USER, frontier, verdict
 from k3lite.analytic.serving.step import report
 
 
@@ -22,7 +22,7 @@ def frontier_main(argv: list[str]) -> int:
                                  description="The speed-price frontier over GPUs, formats and EP sizes")
     ap.add_argument("--preset", default=K3_PRESET, help=f"one of {sorted(PRESETS)}")
     ap.add_argument("--context", type=int, default=32768, help="tokens of context per sequence")
-    ap.add_argument("--gpus", nargs="+", default=None, help=f"GPUs to compare (default all: {list(GPUS)})")
+    ap.add_argument("--gpus", nargs="+", default=None, help=f"GPUs to compare (default {list(FRONTIER_GPUS)}; any of {list(GPUS)})")
     ap.add_argument("--speed", type=float, default=INTERACTIVE_TOKENS_PER_USER,
                     help="tokens/s per user at which to name the cheapest hardware")
     ap.add_argument("--spec", action="store_true", help="speculative decoding with the default drafter")

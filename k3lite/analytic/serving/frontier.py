@@ -31,6 +31,10 @@ FRONTIER_FORMATS: dict[str, dict[str, str]] = {
 }
 FRONTIER_EP = (8, 16, 32, 64, 72, 128, 144)  # GPUs per replica = EP size; tp 1 (data-parallel attention). An EP
 #                                              wider than one NVLink domain must fill whole domains (72 on NVL72)
+# the GPUs a default frontier compares: the NVIDIA parts. AMD's (hardware.GPUS has them) join when asked for by name:
+# their $/GPU-hour are a marketplace listing or assumed, and the predictor's efficiencies (predict.py) are fitted on
+# B300 runs only, while SGLang's own MI350X runs show a different per-layer latency (fit.py, held-out rows)
+FRONTIER_GPUS = ("H100 SXM", "H800", "H200", "B200", "B300", "GB300 NVL72")
 INTERACTIVE_TOKENS_PER_USER = 50.0  # "a typical interactive speed": OUR assumption (2.5x DeepSeek's 20-22 tok/s)
 CURVE_POINTS = 16  # batch sizes per setup (log-spaced 1 .. the most that fit)
 
@@ -105,7 +109,7 @@ class Frontier(NamedTuple):
     envelope: tuple[FrontierPoint, ...]  # over every GPU
     by_gpu: dict  # GPU -> its own envelope
     skipped: tuple[str, ...]  # setups that do not fit, and why
-    prices: dict  # GPU -> ($ per GPU-hour, where the number comes from)
+    prices: dict  # every GPU in the table (not only those compared) -> ($ per GPU-hour, where the number comes from)
 
 
 def lower_envelope(points) -> list[FrontierPoint]:
@@ -124,7 +128,7 @@ def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=N
     """Every setup's curve over batch size, the overall envelope and each GPU's envelope (see the docstring)."""
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
-    gpus = list(GPUS) if gpus is None else [get_gpu(g).name for g in gpus]
+    gpus = list(FRONTIER_GPUS) if gpus is None else [get_gpu(g).name for g in gpus]
     if not gpus:
         raise ValueError("give at least one GPU")
     formats = list(FRONTIER_FORMATS) if formats is None else list(formats)
@@ -158,7 +162,7 @@ def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=N
     out = [u.point(b) for u in setups for b in curve_batches(u.terms.max_batch_per_gpu, points)]
     by_gpu = {g: tuple(lower_envelope([p for p in out if p.gpu == g])) for g in gpus}
     return Frontier(cfg.name, context, tuple(setups), tuple(out), tuple(lower_envelope(out)),
-                    {g: e for g, e in by_gpu.items() if e}, tuple(skipped), {g: prices[g] for g in gpus})
+                    {g: e for g, e in by_gpu.items() if e}, tuple(skipped), prices)
 
 
 def cheapest_at(setups, speed: float) -> FrontierPoint | None:
