@@ -172,8 +172,51 @@ def test_the_library_never_imports_streamlit():
 def test_paths_named_in_docs_and_docstrings_exist():
     """A docstring, comment or README line that names a source file names one that exists (kda.py became a
     package, pages/ became views/: the old names must not linger as directions to nowhere)."""
-    texts = {f: (ROOT / f).read_text() for f in source_files() + ["README.md"]}
+    docs = ["README.md", *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "docs").glob("*.md")))]
+    texts = {f: (ROOT / f).read_text() for f in source_files() + docs}
     stale = sorted({(f, p) for f, text in texts.items()
                     for p in re.findall(r"\b((?:k3lite|views)/[a-z0-9_/]+\.py)\b", text)
                     if not (ROOT / p).exists() and len(p.rsplit("/", 1)[1]) > len("x.py")})
     assert stale == [], f"files named that do not exist: {stale}"
+
+
+# ------------------------------------------------------------------------------------------- size and words
+MAX_MODULE_LINES = 450  # one idea a module: past this, a module has always held several (runs + storage + sentences)
+TRACKER_REF = re.compile(r"\b[Ii]ssues? ?#?\d+|\bitem \d+ of #\d+|(?<![\w&/])#\d{1,3}\b(?!\w)")
+
+
+def long_modules(files) -> dict[str, int]:
+    counts = {f: len((ROOT / f).read_text().splitlines()) for f in files}
+    return {f: n for f, n in counts.items() if n > MAX_MODULE_LINES}
+
+
+def test_no_library_module_is_over_450_lines():
+    assert long_modules([f for f in source_files() if f.startswith("k3lite/")]) == {}
+
+
+def test_the_size_check_catches_a_long_module():
+    probe = ROOT / "k3lite" / "base" / "_long_probe.py"
+    probe.write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    try:
+        assert long_modules(["k3lite/base/_long_probe.py"]) == {"k3lite/base/_long_probe.py": MAX_MODULE_LINES + 1}
+    finally:
+        probe.unlink()
+
+
+def tracker_references(text: str) -> list[str]:
+    """Tracker numbers ("issue 16", "Issue 28 item 3", "#27"): a reader of the code has no tracker, so a comment
+    says the reason itself. Colours (#1f77b4) and pull requests named with their repository (streamlit#16052) are
+    not tracker numbers of this project."""
+    return [m.group(0) for m in TRACKER_REF.finditer(text)]
+
+
+def test_no_tracker_numbers_in_code_comments_or_test_names():
+    tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("*.py"))
+    files = source_files() + [f for f in tests if f != "tests/test_structure.py"]  # this file spells the forms out
+    found = {f: refs for f in files if (refs := tracker_references((ROOT / f).read_text()))}
+    assert found == {}
+
+
+def test_the_tracker_check_reads_the_forms_used():
+    assert tracker_references('"""Issue 28 item 3: it broke (issue 16, #27)."""') == ["Issue 28", "issue 16", "#27"]
+    assert tracker_references("color='#1f77b4'; streamlit/streamlit#16052; x = 1  # see 3#4") == []
