@@ -9,7 +9,9 @@ Layout (what DeepSeek's and SGLang's deployments do, arXiv 2412.19437 §3.4 and 
     by heads.
 Per GPU, with B = batch per GPU (sequences per DP group / tp) and N = context:
     weights     routed / ep + rest / tp, each component at its storage format (k3lite.analytic.memory.weight_bytes)
-    cache       B x (tp x MLA latent(N) + KDA state)             (k3lite.analytic.memory.sequence_cache_bytes)
+    cache       B x (tp x MLA latent(N) / dcp + KDA state)        (k3lite.analytic.memory.sequence_cache_bytes): the
+                B x tp sequences of a TP group, each GPU with every latent whole (or 1/dcp of each under decode context
+                parallelism) and 1/tp of each KDA state
     max batch   the largest B with weights + cache <= HBM (activations and workspace are not modelled: a bound)
 One decode step (every sequence emits one token):
     HBM reads   non-routed active weights / tp + the experts this GPU hosts that the step touches: each of
@@ -47,19 +49,20 @@ CLI: python -m k3lite.analytic.serving --preset kimi-k3 --gpu B300 --gpus 64 --e
      python -m k3lite.analytic.serving frontier --preset kimi-k3 --context 32768 [--gpus B300 GB300] --json
 """
 from k3lite.analytic.serving.deployment import (
-    DSPARK_ACCEPTANCE, DSPARK_DRAFT_PARAMS, DSPARK_DRAFT_TOKENS, FORMAT_ALIASES, K3_PRESET, MIN_TOKENS_PER_USER,
-    MTP_LAYERS, SPEC_SOURCE, USD_PER_GPU_HOUR, Serving, Speculation, has_mtp, precision_map,
+    DSPARK_ACCEPTANCE, DSPARK_DRAFT_LAYERS, DSPARK_DRAFT_PARAMS, DSPARK_DRAFT_TOKENS, FORMAT_ALIASES, K3_PRESET,
+    MIN_TOKENS_PER_USER, MTP_LAYERS, SPEC_SOURCE, USD_PER_GPU_HOUR, Serving, Speculation, has_mtp, precision_map,
 )
 from k3lite.analytic.serving.step import (
-    PREFILL_CHUNK_TOKENS, Placement, Prefill, Step, StepTerms, best_batch, capacity, check_fits, curve_batches,
-    decode_step, pareto, placement, prefill_step, prefill_usd_per_m_input, report, step_at, step_terms,
-    wire_bytes_per_token,
+    PREFILL_CHUNK_TOKENS, Placement, Prefill, Step, StepTerms, TokenFlops, best_batch, cache_bytes_per_sequence,
+    capacity, check_fits, curve_batches, decode_step, forward_bytes, pareto, placement, prefill_step,
+    prefill_usd_per_m_input, report, step_at, step_terms, token_flops, wire_bytes_per_token,
 )
 
 __all__ = [
-    "DSPARK_ACCEPTANCE", "DSPARK_DRAFT_PARAMS", "DSPARK_DRAFT_TOKENS", "FORMAT_ALIASES", "K3_PRESET",
-    "MIN_TOKENS_PER_USER", "MTP_LAYERS", "PREFILL_CHUNK_TOKENS", "SPEC_SOURCE", "USD_PER_GPU_HOUR", "Placement",
-    "Prefill", "Serving", "Speculation", "Step", "StepTerms", "best_batch", "capacity", "check_fits", "curve_batches",
-    "decode_step", "has_mtp", "pareto", "placement", "precision_map", "prefill_step", "prefill_usd_per_m_input",
-    "report", "step_at", "step_terms", "wire_bytes_per_token",
+    "DSPARK_ACCEPTANCE", "DSPARK_DRAFT_LAYERS", "DSPARK_DRAFT_PARAMS", "DSPARK_DRAFT_TOKENS", "FORMAT_ALIASES",
+    "K3_PRESET", "MIN_TOKENS_PER_USER", "MTP_LAYERS", "PREFILL_CHUNK_TOKENS", "SPEC_SOURCE", "USD_PER_GPU_HOUR", "Placement",
+    "Prefill", "Serving", "Speculation", "Step", "StepTerms", "TokenFlops", "best_batch", "cache_bytes_per_sequence",
+    "capacity", "check_fits", "curve_batches", "decode_step", "forward_bytes", "has_mtp", "pareto", "placement",
+    "precision_map", "prefill_step", "prefill_usd_per_m_input", "report", "step_at", "step_terms", "token_flops",
+    "wire_bytes_per_token",
 ]

@@ -48,6 +48,7 @@ MTP_LAYERS: dict[str, tuple[int, str]] = {
 DSPARK_DRAFT_TOKENS = 8
 DSPARK_ACCEPTANCE = 3.3
 DSPARK_DRAFT_PARAMS = 2.7e9  # Inferact/Kimi-K3.1-Pro-DSpark-preview card: 5 dense layers, 2.7B parameters, bf16
+DSPARK_DRAFT_LAYERS = 5  # the same card: its one forward pass per block runs 5 layers (each pays a layer's fixed latency)
 SPEC_SOURCE = ("draft length 8: vLLM's K3 post (2026-09-13, DSpark, num_speculative_tokens 8); acceptance 3.3 tokens "
                "per step: Inferact/Kimi-K3-DSpark-Block5 card (aggregate 3.305 over 1,604 requests, 8 x B300 TP8, "
                "temperature 1.0; a 5-token block, as the vLLM post reports no acceptance); drafter 2.7B bf16 params "
@@ -69,13 +70,15 @@ class Speculation:
     drafter "mtp": the model's own MTP layer, run once per drafted token (DeepSeek-V3's scheme): each pass costs
         one more layer of the model, 1 / n_layers of a plain decode step at the same batch.
     drafter "draft-model": a separate small model (vLLM's DSpark drafts a whole block in one forward pass):
-        its `draft_params` bf16 weights are read once per step and it computes 2 x params FLOPs per drafted token.
+        its `draft_params` bf16 weights are read once per step and it computes 2 x params FLOPs per drafted token;
+        its forward pass runs `draft_layers` layers (the predictor charges each a layer's fixed latency).
     """
 
     draft_tokens: int = DSPARK_DRAFT_TOKENS
     acceptance: float = DSPARK_ACCEPTANCE
     drafter: str = "draft-model"
     draft_params: float = DSPARK_DRAFT_PARAMS
+    draft_layers: int = DSPARK_DRAFT_LAYERS
 
     def __post_init__(self) -> None:
         if not isinstance(self.draft_tokens, int) or not 1 <= self.draft_tokens <= 32:
@@ -87,6 +90,8 @@ class Speculation:
             raise ValueError(f"drafter must be 'mtp' or 'draft-model', got {self.drafter!r}")
         if not 0 <= self.draft_params <= 1e12:
             raise ValueError(f"draft_params must be in [0, 1e12], got {self.draft_params}")
+        if not isinstance(self.draft_layers, int) or not 0 <= self.draft_layers <= 256:
+            raise ValueError(f"draft_layers must be an integer in 0..256, got {self.draft_layers!r}")
 
 
 def precision_map(weights: str | dict[str, str]) -> dict[str, str]:
@@ -118,6 +123,8 @@ class Serving:
     combine: str = "bf16"
     scheme: str = "low-latency"  # DeepEP's decode kernels: one message per (token, selected expert)
     spec: Speculation | None = None  # speculative decoding (None: one token per sequence per step)
+    dcp: int = 1  # decode context parallelism: the MLA latent cache of a TP group split over dcp of its GPUs by
+    #               token (SGLang's --dcp-size) instead of held whole on each; 1 = replicated, as TP alone keeps it
 
     def __post_init__(self) -> None:
         if not isinstance(self.preset, K3Config) and self.preset not in PRESETS:
@@ -127,8 +134,13 @@ class Serving:
             v = getattr(self, name)
             if not isinstance(v, int) or not 1 <= v <= 4096:
                 raise ValueError(f"{name} must be an integer in 1..4096, got {v!r}")
+        if self.tp > self.n_gpus:
+            raise ValueError(f"tp ({self.tp}) must be <= the {self.n_gpus} GPUs of the replica")
         if self.n_gpus % self.ep or self.n_gpus % self.tp:
             raise ValueError(f"n_gpus ({self.n_gpus}) must be a multiple of ep ({self.ep}) and of tp ({self.tp})")
+        if not isinstance(self.dcp, int) or self.dcp < 1 or self.tp % self.dcp:
+            raise ValueError(f"dcp ({self.dcp!r}) must be a positive divisor of tp ({self.tp}): decode context "
+                             "parallelism splits the latent cache over GPUs of one TP group")
         if self.ep > self.cfg.moe.n_routed_experts:
             raise ValueError(f"ep ({self.ep}) must be <= the preset's {self.cfg.moe.n_routed_experts} routed experts")
         if not 1 <= self.context <= 10_000_000:
@@ -161,8 +173,9 @@ class Serving:
         return {"preset": self.name, "gpu": self.gpu, "n_gpus": self.n_gpus, "ep": self.ep, "tp": self.tp,
                 "weights": dict(self.weights), "context": self.context, "overlap": self.overlap,
                 "usd_per_gpu_hour": self.price, "dispatch": self.dispatch, "combine": self.combine,
-                "scheme": self.scheme,
+                "scheme": self.scheme, "dcp": self.dcp,
                 "spec": None if self.spec is None else {"draft_tokens": self.spec.draft_tokens,
                                                         "acceptance": self.spec.acceptance,
                                                         "drafter": self.spec.drafter,
-                                                        "draft_params": self.spec.draft_params}}
+                                                        "draft_params": self.spec.draft_params,
+                                                        "draft_layers": self.spec.draft_layers}}

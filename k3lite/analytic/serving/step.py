@@ -29,11 +29,18 @@ def placement(s: Serving) -> Placement:
     w = memory.weight_bytes(cfg, s.weights)
     per_gpu = {c: v / (s.ep if c == "routed_experts" else s.tp) for c, v in w.items()}
     weights = sum(per_gpu.values())
-    cache = memory.sequence_cache_bytes(cfg, s.context)
-    per_seq = s.tp * cache.mla + cache.kda / s.tp
+    per_seq = cache_bytes_per_sequence(cfg, s.context, s.tp, s.dcp)
     free = gpu.hbm_bytes - weights
     return Placement(weights, per_gpu, gpu.hbm_bytes, free, math.ceil(sum(w.values()) / gpu.hbm_bytes),
                      per_seq, max(0, int(free // per_seq)) if free > 0 else 0)
+
+
+def cache_bytes_per_sequence(cfg: K3Config, context: int, tp: int = 1, dcp: int = 1) -> float:
+    """One GPU's cache bytes per unit of batch per GPU B (B x tp sequences share a TP group): each GPU keeps the
+    whole MLA latent of all B x tp sequences (one latent head cannot be split by heads), or 1/dcp of it under decode
+    context parallelism, and 1/tp of each one's KDA state (split by heads), B x KDA state in all."""
+    cache = memory.sequence_cache_bytes(cfg, context)
+    return tp * cache.mla / dcp + cache.kda
 
 
 def check_fits(s: Serving, batch: int | None = None) -> Placement:
@@ -69,9 +76,10 @@ def capacity(s: Serving, contexts) -> dict[str, list[int]]:
     out = {}
     if n_kda:
         out[f"{cfg.kda_ratio[0]}:{cfg.kda_ratio[1]} KDA:MLA (this model)"] = [
-            fit(s.tp * (c := memory.sequence_cache_bytes(cfg, n)).mla + c.kda / s.tp) for n in contexts]
-    out["all layers MLA"] = [fit(s.tp * memory.sequence_cache_bytes(all_mla, n).mla) for n in contexts]
-    out["all layers GQA (8 KV heads x 128)"] = [fit(memory.gqa_sequence_cache_bytes(cfg, n) / s.tp) for n in contexts]
+            fit(cache_bytes_per_sequence(cfg, n, s.tp, s.dcp)) for n in contexts]
+    out["all layers MLA"] = [fit(cache_bytes_per_sequence(all_mla, n, s.tp, s.dcp)) for n in contexts]
+    # GQA splits by KV heads: 1/tp of each of the B x tp sequences, B whole caches per GPU
+    out["all layers GQA (8 KV heads x 128)"] = [fit(memory.gqa_sequence_cache_bytes(cfg, n)) for n in contexts]
     return out
 
 
@@ -128,6 +136,24 @@ class StepTerms(NamedTuple):
     spec: Speculation | None
 
 
+class TokenFlops(NamedTuple):
+    """FLOPs one token costs at a context: the ONE count every compute term here and in predict.py reads."""
+
+    experts: float  # 2 x the routed-expert parameters a token uses
+    other: float  # 2 x every other parameter a token uses (attention projections, shared experts, dense FFN, head)
+    attention: float  # the attention core over the context (decode.attention_flops)
+
+    @property
+    def total(self) -> float:
+        return self.experts + self.other + self.attention
+
+
+def token_flops(cfg: K3Config, context: int) -> TokenFlops:
+    params = memory.component_params(cfg, active=True)
+    return TokenFlops(2.0 * params["routed_experts"], 2.0 * (sum(params.values()) - params["routed_experts"]),
+                      decode.attention_flops(cfg, context))
+
+
 def step_terms(s: Serving) -> StepTerms:
     """The batch-independent terms of `decode_step` (placement checked: refuses what does not fit)."""
     cfg, gpu = s.cfg, get_gpu(s.gpu)
@@ -137,11 +163,10 @@ def step_terms(s: Serving) -> StepTerms:
     total = memory.weight_bytes(cfg, s.weights)
     active = memory.weight_bytes(cfg, s.weights, active=True)
     rest = sum(v for c, v in active.items() if c != "routed_experts") / s.tp
-    params = memory.component_params(cfg, active=True)
+    f = token_flops(cfg, s.context)
     # expert matmuls at the experts' format peak, other matmuls at attention's, attention core in bf16
-    expert_f = 2 * params["routed_experts"] / gpu.peak_flops(s.weights.get("routed_experts", "bf16"))
-    other_f = 2 * (sum(params.values()) - params["routed_experts"]) / gpu.peak_flops(s.weights.get("attention", "bf16"))
-    compute = expert_f + other_f + decode.attention_flops(cfg, s.context) / gpu.bf16_flops
+    compute = (f.experts / gpu.peak_flops(s.weights.get("routed_experts", "bf16"))
+               + f.other / gpu.peak_flops(s.weights.get("attention", "bf16")) + f.attention / gpu.bf16_flops)
     intra, inter = wire_bytes_per_token(cfg, s)
     wire = n_moe * (intra / gpu.nvlink_bw + inter / gpu.nic_bw)
     return StepTerms(p.max_batch_per_gpu, p.weight_bytes_per_gpu, p.cache_bytes_per_sequence, rest, total["routed_experts"] / s.ep,
@@ -149,13 +174,20 @@ def step_terms(s: Serving) -> StepTerms:
                      s.overlap, s.price, cfg.n_layers, s.tp, s.spec)
 
 
+def forward_bytes(t: StepTerms, batch: float, tokens_per_seq: int) -> float:
+    """HBM bytes one GPU reads in a forward step over `tokens_per_seq` tokens of each of `batch` sequences per GPU:
+    the non-routed weights, the hosted experts the step's tokens touch, every cached byte once."""
+    n_tok = batch * tokens_per_seq
+    # each hosted expert is hit with probability 1 - (1 - k/E)^(tokens reaching one copy of the experts)
+    return (t.rest_bytes + t.routed_bytes * memory.touched_share(t.n_experts, t.top_k, n_tok * t.ep)
+            + batch * t.cache_bytes_per_sequence)
+
+
 def _verify(t: StepTerms, batch: float, tokens_per_seq: int) -> tuple[float, float, float, float, float, str]:
     """One forward step over `tokens_per_seq` tokens of each of `batch` sequences per GPU:
     (HBM bytes, HBM s, compute s, wire s, step s, bound)."""
     n_tok = batch * tokens_per_seq
-    # each hosted expert is hit with probability 1 - (1 - k/E)^(tokens reaching one copy of the experts)
-    hbm = (t.rest_bytes + t.routed_bytes * memory.touched_share(t.n_experts, t.top_k, n_tok * t.ep)
-           + batch * t.cache_bytes_per_sequence)
+    hbm = forward_bytes(t, batch, tokens_per_seq)
     t_hbm, compute, wire = hbm / t.hbm_bw, n_tok * t.compute_s_per_token, n_tok * t.wire_s_per_token
     step, bound = decode.roofline(t_hbm, compute, wire, t.overlap)
     return hbm, t_hbm, compute, wire, step, bound
@@ -210,10 +242,9 @@ def prefill_step(s: Serving, chunk_tokens: int = PREFILL_CHUNK_TOKENS) -> Prefil
         raise ValueError(f"chunk_tokens must be an integer in 1..1,000,000, got {chunk_tokens!r}")
     cfg, gpu = s.cfg, get_gpu(s.gpu)
     p = check_fits(s)
-    params = memory.component_params(cfg, active=True)
-    compute = (2 * params["routed_experts"] / gpu.peak_flops(s.weights.get("routed_experts", "bf16"))
-               + 2 * (sum(params.values()) - params["routed_experts"]) / gpu.peak_flops(s.weights.get("attention", "bf16"))
-               + decode.attention_flops(cfg, max(1, s.context // 2)) / gpu.bf16_flops)
+    f = token_flops(cfg, max(1, s.context // 2))
+    compute = (f.experts / gpu.peak_flops(s.weights.get("routed_experts", "bf16"))
+               + f.other / gpu.peak_flops(s.weights.get("attention", "bf16")) + f.attention / gpu.bf16_flops)
     intra, inter = wire_bytes_per_token(cfg, s.with_(scheme="normal"))
     wire = cfg.ffn_types().count("moe") * (intra / gpu.nvlink_bw + inter / gpu.nic_bw)
     hbm = p.weight_bytes_per_gpu / chunk_tokens / gpu.hbm_bw

@@ -35,6 +35,9 @@ def test_storage_formats_carry_their_scales():
     (dict(preset="deepseek-v3", gpu="H800", n_gpus=16, ep=16, context=10_000_000), "not one sequence"),
     (dict(preset="gpt-9"), "preset must be one of"), (dict(n_gpus=64, ep=48), "multiple of ep"),
     (dict(weights="fp3"), "weight format"), (dict(context=0), "context"),
+    (dict(n_gpus=8, ep=8, tp=16), r"tp \(16\) must be <= the 8 GPUs"),
+    (dict(n_gpus=8, ep=8, tp=8, dcp=3), r"dcp \(3\) must be a positive divisor of tp \(8\)"),
+    (dict(n_gpus=8, ep=8, tp=1, dcp=2), "divisor of tp"),
 ])
 def test_refusals_name_the_constraint(kw, match):
     with pytest.raises(ValueError, match=match):

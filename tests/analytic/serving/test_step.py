@@ -24,9 +24,12 @@ def test_placement_by_hand():
     p = placement(s)
     rest = sum(v for c, v in w.items() if c != "routed_experts")
     assert p.weight_bytes_per_gpu == pytest.approx(w["routed_experts"] / 4 + rest / 2)
-    # tp 2: each TP rank keeps its group's whole MLA latent cache, half of each KDA state
+    # tp 2: batch B per GPU = 2B sequences in the TP group; each rank keeps all 2B whole MLA latent caches and half
+    # of each of the 2B KDA states: B x (2 x latent + one whole KDA state) per GPU
     seq = memory.sequence_cache_bytes(cfg, 100_000)
-    assert p.cache_bytes_per_sequence == 2 * seq.mla + seq.kda / 2
+    assert p.cache_bytes_per_sequence == 2 * seq.mla + seq.kda
+    # decode context parallelism over the 2 ranks: each keeps half of every latent cache, the KDA states as before
+    assert placement(s.with_(dcp=2)).cache_bytes_per_sequence == seq.mla + seq.kda
     assert seq.mla == 7 * 100_000 * 576 * 2
     assert p.max_batch_per_gpu == int((141e9 - p.weight_bytes_per_gpu) // p.cache_bytes_per_sequence)
     assert p.min_gpus_for_weights == math.ceil(sum(w.values()) / 141e9)
