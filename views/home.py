@@ -184,8 +184,7 @@ with tab_params as is_open:
 
 
 CONTEXTS = [4_096, 32_768, 131_072, 1_048_576]
-PER = {"per decoded token": "decoded token",
-       "per token, per billion active parameters": "token per billion active parameters"}
+PER = {"per decoded token": "decoded token", "per GFLOP of the token's work": "GFLOP of a token's work"}
 # The hatched bar is K3 with only the ticked ideas on. Latent starts unticked, so at the defaults the comparison has
 # "K3 without latent" beside it; K3 with every idea on is the K3 bar itself, so then no hatched bar is drawn.
 # (Before: K3 without latent was always drawn and unticking latent changed nothing.)
@@ -201,8 +200,8 @@ def classic_counts():
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def active_of(preset: str, toggles: byte_ledger.Toggles) -> int:
-    return byte_ledger.active_params(preset, toggles)
+def work_of(preset: str, context: int, toggles: byte_ledger.Toggles):
+    return byte_ledger.token_work(preset, context, toggles)
 
 
 @st.fragment
@@ -222,8 +221,9 @@ def ledger_panel() -> None:
         st.select_slider("context (tokens)", CONTEXTS, key="ledger_context")
         st.select_slider("batch (sequences per step)", [1, 8, 64, 256, 1024], key="ledger_batch")
         per = st.radio("bytes", list(PER), key="ledger_per",
-                       help="Per billion active parameters: a model with more active parameters does more work per "
-                            "token and reads more weights; this divides that out (bytes per unit of work).")
+                       help="Per GFLOP: each bar divided by the FLOPs its token costs at this context (2 per active "
+                            "parameter plus attention over the context, the serving model's count): bytes per unit "
+                            "of work.")
         st.caption("The hatched bar: K3 with only the ideas ticked here (untick one to see what it saves):")
         on = {idea: st.checkbox(label, key=key) for idea, (label, key, _d) in TOGGLES.items()}
         overload = st.number_input("busiest GPU's overload without balancing (max-violation)", 0.0, 20.0, step=0.25,
@@ -242,14 +242,15 @@ def ledger_panel() -> None:
             rows.append(byte_ledger.ledger("kimi-k3", context, chosen, deploy))
             keyed.append(("kimi-k3", chosen))
     normalised = per != list(PER)[0]
-    shown = [byte_ledger.per_active(r, active_of(p, t)) for r, (p, t) in zip(rows, keyed)] if normalised else rows
+    shown = ([byte_ledger.per_work(r, work_of(p, context, t).total) for r, (p, t) in zip(rows, keyed)] if normalised
+             else rows)
     with picture:
         st.plotly_chart(shared_figure(ledger_figure, shown, None, PER[per]), width="stretch")
     if {"kimi-k3", "deepseek-v3"} <= set(picked):
         k3_row, ds_row = rows[picked.index("kimi-k3")], rows[picked.index("deepseek-v3")]
-        st.markdown(byte_ledger.why_more_bytes(k3_row, ds_row, active_of("kimi-k3", byte_ledger.ALL_ON),
-                                               active_of("deepseek-v3", byte_ledger.ALL_ON), fmt_bytes))
-    show_code(byte_ledger.ledger, byte_ledger.per_active, ledger_figure)
+        st.markdown(byte_ledger.why_more_bytes(k3_row, ds_row, work_of("kimi-k3", context, byte_ledger.ALL_ON),
+                                               work_of("deepseek-v3", context, byte_ledger.ALL_ON), fmt_bytes))
+    show_code(byte_ledger.ledger, byte_ledger.per_work, ledger_figure)
     parts_by_idea = byte_ledger.saving_parts(context, deploy)
     costs = []
     for col, (key, idea, suffix) in zip(st.columns(4), (("latent", "latent experts", "per token"),

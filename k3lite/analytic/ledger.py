@@ -41,6 +41,7 @@ from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.interconnect import Deployment, get_topology, wire_bytes_per_token
 from k3lite.analytic.serving.compare import classic_variant
+from k3lite.analytic.serving.step import TokenFlops, token_flops
 
 MODELS: dict[str, str] = {"deepseek-v3": "DeepSeek-V3", "kimi-k2": "Kimi K2", "kimi-k3": "Kimi K3"}
 SEGMENTS: tuple[tuple[str, str], ...] = (  # (field = style.LINK key, label)
@@ -174,41 +175,46 @@ def saving_words(idea: str, parts: dict[str, float], fmt) -> tuple[str, str, str
 
 
 # ------------------------------------------------------------------------------------------ per unit of work
-PER_ACTIVE = 1e9  # normalise to bytes per decoded token per billion active parameters
+PER_WORK = 1e9  # normalise to bytes per decoded token per GFLOP of that token's work
 
 
-def active_params(preset: str, toggles: Toggles = ALL_ON) -> int:
-    """Active parameters per token of the ledger's config (with the toggled ideas off), counted on the meta
-    device (`k3lite.analytic.params.count_params`, the home table's count)."""
-    from k3lite.analytic.params import count_params  # here: it builds the torch model classes; the ledger needs none of that
-
+def token_work(preset: str, context: int, toggles: Toggles = ALL_ON) -> TokenFlops:
+    """The FLOPs one decoded token of the ledger's config (toggled ideas off) costs at `context`: 2 per active
+    parameter plus the attention core over the context (`serving.step.token_flops`, the serving model's one
+    count). At long context the attention core outgrows the parameters: DeepSeek-V3's 61 MLA layers at
+    131,072 tokens cost more than K3's whole token."""
     if preset not in MODELS:
         raise ValueError(f"model must be one of {list(MODELS)}, got {preset!r}")
-    return count_params(variant(get_preset(preset), toggles)).active
+    return token_flops(variant(get_preset(preset), toggles), context)
 
 
-def per_active(row: Ledger, active: int) -> Ledger:
-    """`row` per billion active parameters: a model with more active parameters does more work per token
-    (2 FLOPs per active parameter) and must read more weights, so this is bytes per unit of work."""
-    if active <= 0:
-        raise ValueError(f"active parameters must be positive, got {active}")
-    scale = PER_ACTIVE / active
+def per_work(row: Ledger, flops: float) -> Ledger:
+    """`row` per GFLOP of the token's work (`token_work(...).total`): bytes per unit of work."""
+    if flops <= 0:
+        raise ValueError(f"FLOPs per token must be positive, got {flops}")
+    scale = PER_WORK / flops
     return row._replace(**{key: getattr(row, key) * scale for key, _ in SEGMENTS})
 
 
-def why_more_bytes(k3: Ledger, other: Ledger, k3_active: int, other_active: int, fmt) -> str:
+def why_more_bytes(k3: Ledger, other: Ledger, k3_work: TokenFlops, other_work: TokenFlops, fmt) -> str:
     """Why K3's bar is longer (or shorter) than `other`'s, in words built from the two rows: the ratio of bytes,
-    the ratio of active parameters, and the ratio once both are per billion active parameters."""
+    the ratio of work per token at the rows' context (with what the count assumes), and the ratio of bytes per
+    GFLOP of that work."""
     def ratio_words(a: float, b: float) -> str:
         return f"{a / b:.2f}x" if b else "n/a"
 
     hbm = lambda r: r.hbm_weights + r.hbm_cache + r.attnres  # noqa: E731
     wire = lambda r: r.nvlink + r.nic  # noqa: E731
-    k3n, on = per_active(k3, k3_active), per_active(other, other_active)
+    gflop = lambda w: f"{w / 1e9:,.0f} GFLOP"  # noqa: E731
+    k3n, on = per_work(k3, k3_work.total), per_work(other, other_work.total)
     name, other_name = k3.name.split(" (")[0], other.name.split(" (")[0]
+    k3_active, other_active = (k3_work.experts + k3_work.other) / 2, (other_work.experts + other_work.other) / 2
     return (f"{name} reads {fmt(hbm(k3))} of HBM and moves {fmt(wire(k3))} over the interconnect per decoded token: "
-            f"{ratio_words(hbm(k3), hbm(other))} and {ratio_words(wire(k3), wire(other))} {other_name}'s. It also has "
-            f"{ratio_words(k3_active, other_active)} as many active parameters ({k3_active / 1e9:.0f}B against "
-            f"{other_active / 1e9:.0f}B), so each token does that much more work (2 FLOPs per active parameter). Per billion active parameters "
-            f"{name} reads {fmt(hbm(k3n))} against {fmt(hbm(on))} ({ratio_words(hbm(k3n), hbm(on))}) and moves "
-            f"{fmt(wire(k3n))} against {fmt(wire(on))} ({ratio_words(wire(k3n), wire(on))}).")
+            f"{ratio_words(hbm(k3), hbm(other))} and {ratio_words(wire(k3), wire(other))} {other_name}'s. At "
+            f"{k3.context:,} tokens of context one of its tokens costs {gflop(k3_work.total)} against "
+            f"{gflop(other_work.total)} ({ratio_words(k3_work.total, other_work.total)} the work), counted as 2 FLOPs "
+            f"per active parameter ({k3_active / 1e9:.0f}B against {other_active / 1e9:.0f}B, "
+            f"{ratio_words(k3_active, other_active)}) plus the attention core over the context "
+            f"({gflop(k3_work.attention)} against {gflop(other_work.attention)}). Per GFLOP of that work {name} reads "
+            f"{fmt(hbm(k3n))} against {fmt(hbm(on))} ({ratio_words(hbm(k3n), hbm(on))}) and moves {fmt(wire(k3n))} "
+            f"against {fmt(wire(on))} ({ratio_words(wire(k3n), wire(on))}).")

@@ -27,7 +27,7 @@ def _row_label(name: str) -> str:
 def ledger_figure(rows: list[Ledger], counterfactual: set[str] | None = None, per: str = "decoded token") -> go.Figure:
     """Horizontal stacked bars, one row per ledger; top panel HBM, bottom panel interconnect.
     `counterfactual`: names drawn hatched (default: every name containing " without "). `per`: what one bar's
-    bytes are per (the ledger's rows, or `ledger.per_active` rows: "decoded token per billion active parameters")."""
+    bytes are per (the ledger's rows, or `ledger.per_work` rows: "GFLOP of a token's work")."""
     if counterfactual is None:
         counterfactual = {r.name for r in rows if " without " in r.name}
     labels = {key: label for key, label in SEGMENTS}

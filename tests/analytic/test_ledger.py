@@ -199,47 +199,67 @@ def test_interconnect_comparison_shows_k3_without_latent_beside_k3():
 
 
 # ------------------------------------------------------------------------------------------ per unit of work
-def test_per_active_divides_every_segment_by_the_active_count():
-    from k3lite.analytic.params import count_params
+def test_token_work_is_the_serving_models_flop_count_of_the_toggled_config():
+    from k3lite.analytic.serving.step import token_flops
 
+    for preset in L.MODELS:
+        assert L.token_work(preset, CTX) == token_flops(get_preset(preset), CTX)
+    off = L.Toggles(latent=False)  # a counterfactual bar is normalised by its own work
+    assert L.token_work("kimi-k3", CTX, off) == token_flops(L.variant(get_preset("kimi-k3"), off), CTX)
+
+
+def test_per_work_divides_every_segment_by_the_tokens_gflop():
     row = L.ledger("kimi-k3", CTX)
-    active = L.active_params("kimi-k3")
-    assert active == count_params(get_preset("kimi-k3")).active
-    norm = L.per_active(row, active)
+    work = L.token_work("kimi-k3", CTX)
+    norm = L.per_work(row, work.total)
     for key, _ in L.SEGMENTS:
-        assert getattr(norm, key) == pytest.approx(getattr(row, key) * 1e9 / active)
-    assert norm.total == pytest.approx(row.total * 1e9 / active)
-    # the counterfactual bar is normalised by its own count (K3 without latent has its own active parameters)
-    off = L.Toggles(latent=False)
-    assert L.active_params("kimi-k3", off) == count_params(L.variant(get_preset("kimi-k3"), off)).active
-    with pytest.raises(ValueError, match="active parameters must be positive"):
-        L.per_active(row, 0)
+        assert getattr(norm, key) == pytest.approx(getattr(row, key) * 1e9 / work.total)
+    with pytest.raises(ValueError, match="FLOPs per token must be positive"):
+        L.per_work(row, 0)
 
 
-def test_why_k3_moves_more_bytes_than_deepseek_is_computed():
+@pytest.mark.parametrize("context", [4_096, CTX, 1_048_576])
+def test_work_per_token_counts_attention_over_the_context(context):
+    """The sentence said K3's 2.84x active parameters meant 2.84x the work per token; at long context the
+    attention core dominates (DeepSeek-V3: 61 MLA layers of 128 heads over the context), so the work ratio is
+    the FLOP count's, computed at the ledger's context, with the count's assumption in the sentence."""
+    k3, ds = L.ledger("kimi-k3", context), L.ledger("deepseek-v3", context)
+    w3, wds = L.token_work("kimi-k3", context), L.token_work("deepseek-v3", context)
+    text = L.why_more_bytes(k3, ds, w3, wds, fmt_bytes)
+    assert "that much more work" not in text
+    assert f"{w3.total / wds.total:.2f}x" in text and f"{context:,} tokens" in text
+    assert "2 FLOPs per active parameter" in text and "attention" in text
+    hbm = lambda r: r.hbm_weights + r.hbm_cache + r.attnres  # noqa: E731
+    k3n, dsn = L.per_work(k3, w3.total), L.per_work(ds, wds.total)
+    assert f"({hbm(k3n) / hbm(dsn):.2f}x)" in text
+
+
+def test_at_128k_k3_does_less_work_and_reads_more_per_flop_than_deepseek():
+    """Hand check of the direction: K3 has ~2.8x the active parameters of DeepSeek-V3, yet at 131,072 tokens
+    DeepSeek-V3's attention core alone (61 layers x 2 x 128 heads x 131,072 x (2 x 512 + 64) FLOPs) is ~2.2 TFLOP,
+    more than K3's whole token, so per unit of work K3 reads more HBM bytes, not fewer."""
+    ds_attention = 61 * 2 * 128 * CTX * (2 * 512 + 64)
+    assert L.token_work("deepseek-v3", CTX).attention == ds_attention
+    w3, wds = L.token_work("kimi-k3", CTX), L.token_work("deepseek-v3", CTX)
+    assert w3.total < wds.total
     k3, ds = L.ledger("kimi-k3", CTX), L.ledger("deepseek-v3", CTX)
-    a3, ads = L.active_params("kimi-k3"), L.active_params("deepseek-v3")
-    text = L.why_more_bytes(k3, ds, a3, ads, fmt_bytes)
-    wire = lambda r: r.nvlink + r.nic  # noqa: E731
-    assert f"{wire(k3) / wire(ds):.2f}x" in text and f"{a3 / ads:.2f}x as many active parameters" in text
-    k3n, dsn = L.per_active(k3, a3), L.per_active(ds, ads)
-    assert f"({wire(k3n) / wire(dsn):.2f}x)" in text
-    # the point of the sentence: K3's larger bar is its larger active count; per unit of work the order flips
-    assert wire(k3) > wire(ds) and wire(k3n) < wire(dsn)
+    hbm = lambda r: r.hbm_weights + r.hbm_cache + r.attnres  # noqa: E731
+    assert hbm(L.per_work(k3, w3.total)) > hbm(L.per_work(ds, wds.total))
 
 
 def test_ledger_figure_says_what_its_bars_are_per():
-    rows = [L.per_active(L.ledger(p, CTX), L.active_params(p)) for p in L.MODELS]
-    fig = ledger_figure(rows, per="token per billion active parameters")
+    rows = [L.per_work(L.ledger(p, CTX), L.token_work(p, CTX).total) for p in L.MODELS]
+    fig = ledger_figure(rows, per="GFLOP of a token's work")
     titles = [a.text for a in fig.layout.annotations]
-    assert any(t.startswith("HBM read per token per billion active parameters") for t in titles)
+    assert any(t.startswith("HBM read per GFLOP of a token's work") for t in titles)
 
 
 def test_home_ledger_explains_and_normalises_k3_against_deepseek():
     at = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=300).run()
     assert not at.exception, [e.message for e in at.exception]
     k3, ds = L.ledger("kimi-k3", CTX, deploy=DEP), L.ledger("deepseek-v3", CTX, deploy=DEP)
-    why = L.why_more_bytes(k3, ds, L.active_params("kimi-k3"), L.active_params("deepseek-v3"), fmt_bytes)
+    w3, wds = L.token_work("kimi-k3", CTX), L.token_work("deepseek-v3", CTX)
+    why = L.why_more_bytes(k3, ds, w3, wds, fmt_bytes)
     assert why in " ".join(m.value for m in at.markdown)
 
     def ledger_fig():
@@ -247,11 +267,13 @@ def test_home_ledger_explains_and_normalises_k3_against_deepseek():
         return next(f for f in figs if any(t.get("name", "").startswith("NVLink") for t in f["data"]))
 
     raw = ledger_fig()
-    at.radio(key="ledger_per").set_value("per token, per billion active parameters").run()
+    per_work = next(o for o in at.radio(key="ledger_per").options if "GFLOP" in o)
+    assert "active parameters" not in " ".join(at.radio(key="ledger_per").options)
+    at.radio(key="ledger_per").set_value(per_work).run()
     assert not at.exception, [e.message for e in at.exception]
     normed = ledger_fig()
-    assert "per billion active parameters" in normed["layout"]["annotations"][0]["text"]
+    assert "per GFLOP of a token's work" in normed["layout"]["annotations"][0]["text"]
     nvlink = lambda f: next(t for t in f["data"] if t.get("name", "").startswith("NVLink"))["customdata"]  # noqa: E731
     k3_index = raw["data"][0]["y"].index("Kimi K3")
-    assert nvlink(normed)[k3_index] == fmt_bytes(k3.nvlink * 1e9 / L.active_params("kimi-k3"))
-    assert at.query_params["ledger_per"] == "per token, per billion active parameters"
+    assert nvlink(normed)[k3_index] == fmt_bytes(k3.nvlink * 1e9 / w3.total)
+    assert at.query_params["ledger_per"] == per_work
