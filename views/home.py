@@ -19,7 +19,7 @@ from k3lite.viz.params import ACTIVE_CONVENTION, PUBLISHED, breakdown_figure
 from k3lite.viz.style import fmt_bytes
 from views.common import (explain, lazy_expander, lazy_sections, pick_from_map, push_url, reset_button, show_code,
                           url_state, user_errors)
-from views.registry import LEDGER_SECTION, PAGES, SHIPPED_INPUTS, by_url_path
+from views.registry import ARITHMETIC_PAGES, LEDGER_SECTION, PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")
 K3_CFG = get_preset("kimi-k3")
@@ -100,24 +100,36 @@ st.markdown(f"In {preset}, {PART_LABEL[top_params].lower()} hold **{100 * shares
             f"biggest byte share is {PART_LABEL[top_bytes].lower()} ({100 * shares[top_bytes][1]:.1f}%). Click an "
             "element to open its page.")
 show_code(anatomy, architecture_map)
-with st.expander("Five ideas make K3 cheap (one line each), and how to read the map"):
-    st.markdown(f"""{K3_CFG.moe.n_routed_experts} routed experts of which each token visits {K3_CFG.moe.top_k}, plus
-{K3_CFG.moe.n_shared_experts} always-on shared experts ({sources.EXPERT_COUNTS}).
+@st.cache_data(show_spinner="Computing what each idea costs in bytes…", max_entries=2)
+def idea_bytes(context: int) -> dict[str, str]:
+    return byte_ledger.idea_bytes(context, fmt_bytes)
 
-1. **Stable LatentMoE** — tokens are squeezed into a smaller *latent* vector before they are sent to
-   experts on other GPUs, so less data crosses the wire and each expert does less work.
+
+with st.expander("Five ideas in K3: what each buys and what it costs in bytes, and how to read the map"):
+    ideas, classic = idea_bytes(MAP_CONTEXT), byte_ledger.variant(K3_CFG, byte_ledger.ONE_OFF["latent"]).moe
+    arithmetic = ", ".join(f"**{spec.short}**" for spec in PAGES if spec.stem in ARITHMETIC_PAGES)
+    live = ", ".join(f"**{spec.short}**" for spec in PAGES if not spec.default and spec.stem not in ARITHMETIC_PAGES)
+    st.markdown(f"""{K3_CFG.moe.n_routed_experts} routed experts of which each token visits {K3_CFG.moe.top_k}, plus
+{K3_CFG.moe.n_shared_experts} always-on shared experts ({sources.EXPERT_COUNTS}). The *bytes* in each line: {ideas["setting"]}.
+
+1. **Stable LatentMoE** — experts work in a smaller *latent* ({K3_CFG.d_model} → {K3_CFG.moe.latent_dim}), which buys
+   {K3_CFG.moe.n_routed_experts} experts, top-{K3_CFG.moe.top_k}, for the expert parameters and FLOPs of a classic
+   MoE's {classic.n_routed_experts}, top-{classic.top_k}. *Bytes*: {ideas["latent"]}.
 2. **Quantile balancing** — each token still picks its top experts, but after subtracting a per-expert cut
    read off the rank of earlier batches' scores ("grading on a curve"), so no expert is swamped and there is
-   no step size to tune.
+   no step size to tune. *Bytes*: {ideas["balancing"]}.
 3. **Kimi Delta Attention (KDA)** — a linear-attention layer with a fixed-size memory that forgets
    per channel and corrects itself (the delta rule), so long contexts cost no growing cache.
-4. **A 3:1 hybrid** — three KDA layers for every global attention layer (MLA, Multi-head Latent Attention, DeepSeek's attention with a compressed KV cache) keeps full recall where it counts.
+4. **A 3:1 hybrid** — three KDA layers for every global attention layer (MLA, Multi-head Latent Attention, DeepSeek's
+   attention with a compressed KV cache) keeps full recall where it counts. *Bytes* (3 and 4 against all-MLA):
+   {ideas["hybrid"]}.
 5. **Attention Residuals** — each layer looks back over earlier layers' outputs with a softmax over depth,
-   grouped into blocks to stay cheap.
+   grouped into blocks to stay cheap. *Bytes*: {ideas["block_attnres"]}.
 
-Every page runs a small PyTorch implementation of one idea on this server's CPU. Most charts come from code that just
-executed; the exceptions are listed under "What is live and what is shipped" below. Parameter counts are **counted by
-building the real k3lite modules on PyTorch's `meta` device** (shapes only, no memory), not from a formula.""")
+{live} run small PyTorch implementations on this server's CPU (the wire page when you measure); {arithmetic} are
+arithmetic over the published configs. What is shipped rather than computed is listed under "What is live and what
+is shipped" below. Parameter counts are **counted by building the real k3lite modules on PyTorch's `meta` device**
+(shapes only, no memory), not from a formula.""")
     st.caption(f"Hover an element of the map for its parameters and the bytes one decoded token moves through it "
                f"(batch 1, bf16 weights, {MAP_CONTEXT:,}-token context). The arcs: the block Attention Residual sums "
                "the LM head reads; each layer reads the ones completed before it.")

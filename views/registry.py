@@ -47,6 +47,10 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("views/glossary.py", "Glossary", "Glossary", ":material/menu_book:", "glossary", "Reference"),
 )
 
+# Pages that run no PyTorch model: arithmetic over the published configs (the interconnect page measures only on
+# request). Home's sentence on what runs live names these.
+ARITHMETIC_PAGES: tuple[str, ...] = ("tour", "article", "hybrid_attention", "serving", "cost_per_task", "glossary")
+
 # the home page's section with the bytes ledger: its label there, and what the sidebar's link to it opens (?home_section=)
 LEDGER_SECTION = "Bytes per decoded token"
 

@@ -32,7 +32,7 @@ Toggles turn one K3 idea off at a time (a counterfactual K3, not a published mod
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from k3lite.analytic import decode
@@ -172,6 +172,43 @@ def saving_words(idea: str, parts: dict[str, float], fmt) -> tuple[str, str, str
     moved = sorted(((seg, -v) for seg, v in parts.items() if abs(v) > 0), key=lambda sv: -abs(sv[1]))
     why = ", ".join(f"{label[seg]} {'+' if d > 0 else '−'}{fmt(abs(d))}" for seg, d in moved) or "nothing moves"
     return ("saves" if net >= 0 else "costs"), fmt(abs(net)), f"K3 with {idea} vs without, per token: {why}"
+
+
+# ------------------------------------------------------------------------------------------ what each idea costs
+SHORT = {"nvlink": "NVLink", "nic": "NIC", "hbm_weights": "weights read", "hbm_cache": "cache read",
+         "attnres": "AttnRes reads"}
+
+
+def idea_bytes(context: int, fmt, batches: tuple[int, ...] = (1, 64), deploy: Deploy = Deploy()) -> dict[str, str]:
+    """What each K3 idea does to the bytes one decoded token moves, in words built from `savings`: K3 with the idea
+    against K3 without it, at each batch ("costs 5.32 GB at batch 1 (weights read +5.32 GB, ...)"); "setting" says
+    the context, weights, routing and deployment the numbers assume. Balancing states its overload assumption;
+    block AttnRes is set against full AttnRes and against a standard residual (blocks read more than one sum)."""
+    def by_batch(key: str) -> str:
+        out = []
+        for b in batches:
+            parts = saving_parts(context, replace(deploy, batch=b))[key]
+            net = sum(parts.values())
+            moved = ", ".join(f"{SHORT[seg]} {'+' if v < 0 else '−'}{fmt(abs(v))}"
+                              for seg, v in sorted(parts.items(), key=lambda sv: -abs(sv[1])) if v)
+            out.append(f"{'saves' if net >= 0 else 'costs'} {fmt(abs(net))} at batch {b} ({moved})")
+        return " and ".join(out)
+
+    k3 = get_preset("kimi-k3")
+    read = lambda mode: attnres_cost(k3.n_layers, k3.d_model, mode, k3.attn_res_block_size).read_bytes  # noqa: E731
+    balanced = savings(context, deploy)["balancing"]
+    return {
+        "setting": (f"bytes per decoded token of K3 with the idea against K3 without it, from the ledger below: "
+                    f"{context:,}-token context, {WEIGHT_PRECISION.upper()} weights, uniform routing, "
+                    f"{deploy.topology} with experts over {deploy.ep_size} GPUs"),
+        "latent": by_batch("latent"),
+        "hybrid": by_batch("hybrid"),
+        "balancing": (f"saves {fmt(balanced)} on the busiest GPU's links at any batch, assuming that without it that GPU "
+                      f"carries {1 + deploy.gpu_overload:.1f}x the mean (bytes on average do not change)"),
+        "block_attnres": (f"blocks read {fmt(read('block'))}: {fmt(read('full') - read('block'))} less than full "
+                          f"AttnRes, {fmt(read('block') - read('standard'))} more than a standard residual "
+                          "(one running sum per sublayer), at any batch"),
+    }
 
 
 # ------------------------------------------------------------------------------------------ per unit of work

@@ -277,3 +277,48 @@ def test_home_ledger_explains_and_normalises_k3_against_deepseek():
     k3_index = raw["data"][0]["y"].index("Kimi K3")
     assert nvlink(normed)[k3_index] == fmt_bytes(k3.nvlink * 1e9 / w3.total)
     assert at.query_params["ledger_per"] == per_work
+
+
+# ------------------------------------------------------------------------------------------ what each idea buys and costs
+def test_idea_bytes_say_costs_where_the_ledger_says_k3_moves_more():
+    """Home's five-ideas list said the ideas make K3 cheap; at batch 1 the latent and the hybrid cost bytes (their
+    weights), so each idea's clause is the ledger's saving at each batch, with its sign as a verb."""
+    words = L.idea_bytes(CTX, fmt_bytes, batches=(1, 64))
+    assert set(words) == {"setting", "latent", "balancing", "hybrid", "block_attnres"}
+    for key in ("latent", "hybrid"):
+        for batch in (1, 64):
+            net = L.savings(CTX, L.Deploy(batch=batch))[key]
+            verb = "saves" if net >= 0 else "costs"
+            assert f"{verb} {fmt_bytes(abs(net))} at batch {batch}" in words[key]
+    assert L.savings(CTX, L.Deploy(batch=1))["latent"] < 0 and "costs" in words["latent"]
+    assert L.savings(CTX, L.Deploy(batch=1))["hybrid"] < 0 and "costs" in words["hybrid"].split("at batch 1")[0]
+
+
+def test_block_attnres_clause_names_its_cost_against_a_standard_residual():
+    """Blocks are cheap only against full AttnRes: against one running sum per sublayer they read more."""
+    cfg = get_preset("kimi-k3")
+    cost = lambda mode: attnres_cost(cfg.n_layers, cfg.d_model, mode, cfg.attn_res_block_size).read_bytes  # noqa: E731
+    text = L.idea_bytes(CTX, fmt_bytes)["block_attnres"]
+    assert cost("block") > cost("standard")
+    assert fmt_bytes(cost("full") - cost("block")) in text and fmt_bytes(cost("block") - cost("standard")) in text
+    assert "more than a standard residual" in text
+
+
+def test_balancing_clause_states_the_overload_it_assumes():
+    deploy = L.Deploy(gpu_overload=1.0)
+    text = L.idea_bytes(CTX, fmt_bytes, deploy=deploy)["balancing"]
+    assert fmt_bytes(L.savings(CTX, deploy)["balancing"]) in text and "2.0x the mean" in text
+    assert "assum" in text
+
+
+def test_home_five_ideas_say_what_each_costs_in_bytes():
+    """The expander was titled "Five ideas make K3 cheap" and said the latent sends less over the wire and each
+    expert does less work; at batch 1 the latent and the hybrid cost bytes. It now carries the ledger's clauses."""
+    at = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=300).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not any("make K3 cheap" in e.label for e in at.expander)
+    text = " ".join(m.value for m in at.markdown)
+    words = L.idea_bytes(CTX, fmt_bytes)
+    for key in ("latent", "hybrid", "balancing", "block_attnres", "setting"):
+        assert words[key] in " ".join(text.split()), key
+    assert "each expert does less work" not in text

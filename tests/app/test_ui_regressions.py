@@ -98,3 +98,35 @@ def test_kda_page_caption_names_the_input_it_was_fed():
     at = AppTest.from_file(str(ROOT / "views" / "kda.py"), default_timeout=180).run()
     layer = next(c.value for c in at.caption if c.value.startswith("Layer:"))
     assert "byte embeddings of the prompt" in layer
+
+
+def _home_markdown() -> str:
+    at = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=300).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return " ".join(m.value for m in at.markdown)
+
+
+def test_home_says_which_pages_run_pytorch_and_which_are_arithmetic():
+    """Home said every page runs a PyTorch implementation; serving, cost, the tour, the article, the glossary and
+    the hybrid page are arithmetic. The sentence names both lists from the registry."""
+    from views.registry import ARITHMETIC_PAGES, PAGES
+
+    text = " ".join(_home_markdown().split())
+    assert "Every page runs" not in text
+    arithmetic = ", ".join(f"**{spec.short}**" for spec in PAGES if spec.stem in ARITHMETIC_PAGES)
+    assert f"{arithmetic} are arithmetic" in text
+
+
+def test_the_arithmetic_pages_import_no_model_runner():
+    """What home calls arithmetic pages import neither torch nor the experiments, the model stack or its checkpoint."""
+    import ast
+
+    from views.registry import ARITHMETIC_PAGES
+
+    runners = ("torch", "k3lite.experiments", "k3lite.model.stack", "k3lite.model.checkpoint", "k3lite.model.kda",
+               "k3lite.model.moe", "k3lite.model.attnres", "k3lite.model.mla")
+    for stem in ARITHMETIC_PAGES:
+        tree = ast.parse((ROOT / "views" / f"{stem}.py").read_text())
+        mods = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
+        mods += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not [m for m in mods if m.startswith(runners)], (stem, mods)
