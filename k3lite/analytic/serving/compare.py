@@ -26,6 +26,7 @@ from k3lite.analytic.hardware import get_gpu
 from k3lite.analytic.serving.deployment import DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Serving, Speculation
 from k3lite.analytic.serving.step import Prefill, Step, best_batch, decode_step, prefill_usd_per_m_input
 from k3lite.analytic.serving.frontier import FRONTIER_FORMATS, cheapest_at, frontier
+from k3lite.analytic.serving.measured import VLLM_K3, VLLM_K3_INPUT, VLLM_K3_OUTPUT, VLLM_K3_SOURCE
 
 FP8 = {"routed_experts": "fp8", "attention": "fp8", "shared": "fp8", "embeddings": "fp8"}
 FP4_EXPERTS = {**FP8, "routed_experts": "mxfp4"}  # K3's expert format (config.json quantization_config), fp8 rest
@@ -149,23 +150,9 @@ def validate(overlap: bool = True) -> list[dict]:
     return rows
 
 
-# vLLM's K3 post: one B300 node, TP8, 8K in / 1K out, DSpark speculation of 8 tokens, MXFP4 experts (the release)
-VLLM_K3_SOURCE = ("vLLM blog 'Kimi K3 Performance Optimizations in vLLM' (2026-09-13; vllm-project.github.io "
-                  "_posts/2026-09-13-kimi-k3-performance-optimization.md): one B300 node, TP8, guidellm 8,000 prompt / "
-                  "1,000 output tokens, DSpark num_speculative_tokens 8, concurrency 1 / 4 / 16, commit 82a85dc1")
-VLLM_K3_INPUT, VLLM_K3_OUTPUT = 8000, 1000
+# vLLM's K3 post: one B300 node, TP8, 8K in / 1K out, DSpark speculation of 8 tokens, MXFP4 experts (the release);
+# its table lives with the other published K3 runs (measured.py)
 K3_RELEASE_FORMAT = "MXFP4 experts, bf16 rest"
-
-
-class VllmK3(NamedTuple):
-    concurrency: int
-    output_tokens_per_s: float  # the node's output throughput
-    latency_s: float  # average request latency
-    ttft_s: float  # average time to first token
-
-
-VLLM_K3: tuple[VllmK3, ...] = (VllmK3(1, 183.3, 5.30, 0.3763), VllmK3(4, 416.7, 10.50, 0.6405),
-                               VllmK3(16, 725.0, 22.17, 1.1210))
 
 
 DSPARK = Speculation()  # the post's drafter: 8 tokens, the cited acceptance (k3lite.analytic.serving's defaults)
