@@ -8,7 +8,7 @@ from streamlit.errors import StreamlitAPIException
 
 from k3lite.analytic import ledger as byte_ledger
 from k3lite.base import sources
-from k3lite.analytic.anatomy import PART_LABEL, PART_PAGE, anatomy
+from k3lite.analytic.anatomy import PART_LABEL, PART_PAGE, RELEASED_K3_PART_FORMATS, anatomy
 from k3lite.model.config import routed_fraction
 from k3lite.model.presets import KIMI_K3_STATED_TOTAL, PRESETS, get_preset, kimi_k3_vision_params
 from k3lite.analytic.params import ACTIVE_RULE, active_with_embedding, count_params, fmt
@@ -55,7 +55,9 @@ def cached_count(preset: str, experts: int, top_k: int, layers: int, latent: int
 def model_map(preset: str, experts: int, top_k: int, layers: int, latent: int):
     cfg = _config(preset, experts, top_k, layers, latent)
     an = anatomy(cfg, context=MAP_CONTEXT)
-    return architecture_map(cfg, anatomy=an), an.shares()
+    if preset == "kimi-k3":  # K3 as released: MXFP4 routed experts, bf16 rest
+        an = an.in_formats(RELEASED_K3_PART_FORMATS)
+    return architecture_map(cfg, anatomy=an), an.shares(), an.format_words
 
 
 controls, picture = st.columns([1, 3])
@@ -87,18 +89,18 @@ with controls:
         st.metric("experts used per token (top-k / E)", f"{100 * routed_fraction(knobs[1], knobs[0]):.2f} %")
     reset_button("home_", "ledger_")
 with picture, user_errors():
-    fig, shares = model_map(preset, *knobs)
+    fig, shares, weight_formats = model_map(preset, *knobs)
     st.plotly_chart(fig, width="stretch", key="home_map", selection_mode="points",  # a click opens the part's page
                     on_select=partial(pick_from_map, "home_map", "home_go", node_page))
 if (go_to := st.session_state.pop("home_go", None)) is not None:
     st.switch_page(by_url_path(go_to).file)
 top_params = max(shares, key=lambda k: shares[k][0])
 top_bytes = max(shares, key=lambda k: shares[k][1])
-why = " (a token visits only top-k of them)" if top_params == "routed_experts" else ""
-st.markdown(f"In {preset}, {PART_LABEL[top_params].lower()} hold **{100 * shares[top_params][0]:.1f}%** of the "
-            f"parameters and take {100 * shares[top_params][1]:.1f}% of the bytes a decoded token moves{why}; the "
-            f"biggest byte share is {PART_LABEL[top_bytes].lower()} ({100 * shares[top_bytes][1]:.1f}%). Click an "
-            "element to open its page.")
+label = lambda part: PART_LABEL[part] if PART_LABEL[part][:2].isupper() else PART_LABEL[part].lower()  # noqa: E731 (KDA, MLA, LM head keep their capitals)
+st.markdown(f"In {preset}, {label(top_params)} hold **{100 * shares[top_params][0]:.1f}%** of the "
+            f"parameters and take {100 * shares[top_params][1]:.1f}% of the bytes a decoded token moves "
+            f"({weight_formats}, batch 1); the biggest byte share is {label(top_bytes)} "
+            f"({100 * shares[top_bytes][1]:.1f}%). Click an element to open its page.")
 show_code(anatomy, architecture_map)
 @st.cache_data(show_spinner="Computing what each idea costs in bytes…", max_entries=2)
 def idea_bytes(context: int) -> dict[str, str]:
@@ -131,7 +133,7 @@ arithmetic over the published configs. What is shipped rather than computed is l
 is shipped" below. Parameter counts are **counted by building the real k3lite modules on PyTorch's `meta` device**
 (shapes only, no memory), not from a formula.""")
     st.caption(f"Hover an element of the map for its parameters and the bytes one decoded token moves through it "
-               f"(batch 1, bf16 weights, {MAP_CONTEXT:,}-token context). The arcs: the block Attention Residual sums "
+               f"(batch 1, {weight_formats}, {MAP_CONTEXT:,}-token context). The arcs: the block Attention Residual sums "
                "the LM head reads; each layer reads the ones completed before it.")
 with lazy_expander("Each part's share of the parameters and of the bytes, with its page", key="home_x_part_s_share_parameters") as is_open:
     if is_open:

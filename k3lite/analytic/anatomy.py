@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from k3lite.model.attnres import attnres_cost
 from k3lite.model.config import K3Config
-from k3lite.analytic.memory import precision, sequence_cache_bytes
+from k3lite.analytic.memory import PRECISIONS, RELEASED_K3_FORMATS, precision, sequence_cache_bytes
 from k3lite.interconnect import wire_bytes_per_token
 from k3lite.analytic.params import params_by_layer
 
@@ -39,6 +39,8 @@ PART_PAGE = {  # url_path of views/registry.py
     "routed_experts": "interconnect", "shared_experts": "moe", "lm_head": "forward_pass",
 }
 BYTE_KINDS = ("weights", "cache", "wire", "attnres")
+# K3 as released: routed experts in their own format, every other weight bf16 (memory.RELEASED_K3_FORMATS)
+RELEASED_K3_PART_FORMATS = {"routed_experts": RELEASED_K3_FORMATS["routed_experts"]}
 
 
 class PartNumbers(NamedTuple):
@@ -54,7 +56,7 @@ class PartNumbers(NamedTuple):
 class Anatomy(NamedTuple):
     name: str
     context: int  # tokens in the context the cache bytes assume
-    weights: str  # storage format of the weights (a k3lite.analytic.memory.PRECISIONS name)
+    weights: str  # storage format of the weights (a memory.PRECISIONS name; after in_formats, every format named)
     layers: list[dict[str, PartNumbers]]  # per layer, per part present in it
     outside: dict[str, PartNumbers]  # embedding, LM head, the final depth mix (norms folded away)
 
@@ -68,6 +70,30 @@ class Anatomy(NamedTuple):
 
     def totals(self) -> dict[str, PartNumbers]:
         return {name: self.part(name) for name in PARTS}
+
+    @property
+    def format_words(self) -> str:
+        """The storage formats in words: "bf16 weights", or "bf16 weights, routed experts in mxfp4"."""
+        return f"{self.weights} weights" if self.weights in PRECISIONS else self.weights
+
+    def in_formats(self, formats: dict[str, str]) -> Anatomy:
+        """The same anatomy with the named parts' weights stored in other formats ({part: PRECISIONS name}): their
+        weight bytes scale by the formats' bytes per parameter (no rebuild). `weights` then names every format."""
+        if unknown := set(formats) - set(PARTS):
+            raise ValueError(f"unknown parts {sorted(unknown)}; known: {list(PARTS)}")
+        if self.weights not in PRECISIONS:
+            raise ValueError(f"in_formats starts from one format for every weight, got {self.weights!r}")
+        base = precision(self.weights).bytes_per_param
+
+        def redo(name: str, p: PartNumbers) -> PartNumbers:
+            if name not in formats:
+                return p
+            scale = precision(formats[name]).bytes_per_param / base
+            return p._replace(bytes={**p.bytes, "weights": p.bytes["weights"] * scale})
+
+        label = ", ".join([f"{self.weights} weights"] + [f"{PART_LABEL[k]} in {v}" for k, v in formats.items()])
+        return self._replace(weights=label, layers=[{k: redo(k, p) for k, p in lay.items()} for lay in self.layers],
+                             outside={k: redo(k, p) for k, p in self.outside.items()})
 
     def shares(self) -> dict[str, tuple[float, float]]:
         """{part: (share of all parameters, share of all bytes one decoded token moves)}."""
