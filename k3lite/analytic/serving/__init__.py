@@ -31,8 +31,9 @@ sequence keeps `acceptance` tokens: tokens/s per user = acceptance / step.
 Prefill (`prefill_step`), a pool of its own as DeepSeek and SGLang deploy it: per input token, compute = 2 x active
 + attention over the N/2 average earlier tokens at peak, wire = DeepEP normal-kernel bytes, HBM = this GPU's weights
 once per chunk; the max of them (overlap): $ per M input tokens from the same $/GPU-hour.
-Not modelled (each makes real systems slower than this bound): kernel efficiency, expert load imbalance,
-launch and collective latency, activation memory.
+Not modelled here (each makes real systems slower than this bound): kernel efficiency, expert load imbalance,
+launch and collective latency, activation memory. predict.py adds the first, third and fourth as three efficiencies
+fitted to published K3 runs (fit.py), and turns the bound into a prediction of TTFT, TPOT and throughput.
 
 Default weights: as K3 ships them (memory.RELEASED_K3_FORMATS: MXFP4 routed experts, bf16 everything else).
 
@@ -40,13 +41,19 @@ Modules:
     deployment.py  one deployment to evaluate (`Serving`), speculative decoding (`Speculation`), formats, $/GPU-hour
     step.py        the physics above: placement and fit, the wire adapter, one decode step, prefill, batch curves
     compare.py     what each design choice buys (the waterfall), three models side by side, the published checks
-    frontier.py    the speed-price frontier over GPUs, formats and EP sizes, and its verdict
+    frontier.py    the speed-price frontier over GPUs, formats and EP sizes, and its verdict (bound or predicted)
+    measured.py    published K3 runs as data with their sources (SGLang's cookbook, vLLM's post)
+    predict.py     the predictor: step.py's bytes and FLOPs, collectives, chunked prefill queued against decode,
+                   speculation, requests arriving together; three named efficiencies
+    fit.py         the efficiencies fitted to measured.py's rows, leave-one-out error, the page's comparison rows
+    admission.py   how many requests fit (weights, reserve, KDA state, MLA latent, draft cache) and what binds
     __main__.py    the CLI
 
 The package namespace is deployment.py and step.py (the physics); import the rest from their modules.
 
 CLI: python -m k3lite.analytic.serving --preset kimi-k3 --gpu B300 --gpus 64 --ep 64 --weights bf16 --experts mxfp4 --context 32768 --json
      python -m k3lite.analytic.serving frontier --preset kimi-k3 --context 32768 [--gpus B300 GB300] --json
+     python -m k3lite.analytic.serving predict --gpu B300 --gpus 8 --tp 8 --weights mxfp4 --concurrency 16 --json
 """
 from k3lite.analytic.serving.deployment import (
     DSPARK_ACCEPTANCE, DSPARK_DRAFT_LAYERS, DSPARK_DRAFT_PARAMS, DSPARK_DRAFT_TOKENS, FORMAT_ALIASES, K3_PRESET,
@@ -60,8 +67,8 @@ from k3lite.analytic.serving.step import (
 
 __all__ = [
     "DSPARK_ACCEPTANCE", "DSPARK_DRAFT_LAYERS", "DSPARK_DRAFT_PARAMS", "DSPARK_DRAFT_TOKENS", "FORMAT_ALIASES",
-    "K3_PRESET", "MIN_TOKENS_PER_USER", "MTP_LAYERS", "PREFILL_CHUNK_TOKENS", "SPEC_SOURCE", "USD_PER_GPU_HOUR", "Placement",
-    "Prefill", "Serving", "Speculation", "Step", "StepTerms", "TokenFlops", "best_batch", "cache_bytes_per_sequence",
+    "K3_PRESET", "MIN_TOKENS_PER_USER", "MTP_LAYERS", "PREFILL_CHUNK_TOKENS", "SPEC_SOURCE", "USD_PER_GPU_HOUR",
+    "Placement", "Prefill", "Serving", "Speculation", "Step", "StepTerms", "TokenFlops", "best_batch", "cache_bytes_per_sequence",
     "capacity", "check_fits", "curve_batches", "decode_step", "forward_bytes", "has_mtp", "pareto", "placement",
     "precision_map", "prefill_step", "prefill_usd_per_m_input", "report", "step_at", "step_terms", "token_flops",
     "wire_bytes_per_token",

@@ -2,6 +2,8 @@
 
     python -m k3lite.analytic.serving --preset kimi-k3 --gpu B300 --gpus 64 --ep 64 --weights bf16 --experts mxfp4 --json
     python -m k3lite.analytic.serving frontier --preset kimi-k3 --context 32768 [--gpus B300 GB300] --json
+    python -m k3lite.analytic.serving predict --preset kimi-k3 --gpu B300 --gpus 8 --tp 8 --ep 8 --weights mxfp4 \
+        --spec none --concurrency 16 --input-len 8192 --output-len 1024 --json
 
 A setting that cannot run exits 2 with one line naming the constraint."""
 from __future__ import annotations
@@ -12,9 +14,12 @@ import sys
 
 from k3lite.model.presets import PRESETS
 from k3lite.analytic.hardware import GPUS, gpu_name
+from k3lite.analytic.serving.admission import ENGINE_RESERVE
 from k3lite.analytic.serving.deployment import FORMAT_ALIASES, K3_PRESET, Serving, Speculation, precision_map
-from k3lite.analytic.serving.frontier import FRONTIER_GPUS, INTERACTIVE_TOKENS_PER_USER, frontier, verdict
-from k3lite.analytic.serving.step import report
+from k3lite.analytic.serving.fit import FITTED, prediction_report
+from k3lite.analytic.serving.predict import ARRIVALS, Workload
+from k3lite.analytic.serving.frontier import FRONTIER_GPUS, INTERACTIVE_TOKENS_PER_USER, MODELS, frontier, verdict
+from k3lite.analytic.serving.step import PREFILL_CHUNK_TOKENS, report
 
 
 def frontier_main(argv: list[str]) -> int:
@@ -22,22 +27,25 @@ def frontier_main(argv: list[str]) -> int:
                                  description="The speed-price frontier over GPUs, formats and EP sizes")
     ap.add_argument("--preset", default=K3_PRESET, help=f"one of {sorted(PRESETS)}")
     ap.add_argument("--context", type=int, default=32768, help="tokens of context per sequence")
-    ap.add_argument("--gpus", nargs="+", default=None, help=f"GPUs to compare (default {list(FRONTIER_GPUS)}; any of {list(GPUS)})")
+    ap.add_argument("--gpus", nargs="+", default=None,
+                    help=f"GPUs to compare (default {list(FRONTIER_GPUS)}; any of {list(GPUS)})")
     ap.add_argument("--speed", type=float, default=INTERACTIVE_TOKENS_PER_USER,
                     help="tokens/s per user at which to name the cheapest hardware")
     ap.add_argument("--spec", action="store_true", help="speculative decoding with the default drafter")
+    ap.add_argument("--model", default="bound", choices=MODELS,
+                    help="bound: step.py's roofline; predicted: with the efficiencies fitted to published K3 runs")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     a = ap.parse_args(argv)
     try:
         gpus = None if a.gpus is None else [gpu_name(g) for g in a.gpus]
-        fr = frontier(a.preset, a.context, gpus, spec=Speculation() if a.spec else None)
+        fr = frontier(a.preset, a.context, gpus, spec=Speculation() if a.spec else None, model=a.model)
         v = verdict(fr, a.speed)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if a.json:
         print(json.dumps({"inputs": {"preset": fr.preset, "context": fr.context, "gpus": list(fr.by_gpu),
-                                     "speed": a.speed, "spec": a.spec},
+                                     "speed": a.speed, "spec": a.spec, "model": a.model},
                           "envelope": [p.row() for p in fr.envelope],
                           "by_gpu": {g: [p.row() for p in e] for g, e in fr.by_gpu.items()},
                           "verdict": v.sentence, "skipped": list(fr.skipped)}, indent=2))
@@ -50,10 +58,74 @@ def frontier_main(argv: list[str]) -> int:
     return 0
 
 
+def predict_main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m k3lite.analytic.serving predict",
+        description="What a closed-loop benchmark measures (TTFT, TPOT, throughput, admission): step.py's physics "
+                    "with efficiencies fitted to published K3 runs")
+    ap.add_argument("--preset", default=K3_PRESET, help=f"one of {sorted(PRESETS)}")
+    ap.add_argument("--gpu", default="B300", help=f"one of {list(GPUS)}; short names accepted")
+    ap.add_argument("--gpus", type=int, default=8, help="GPUs serving one replica")
+    ap.add_argument("--tp", type=int, default=8, help="tensor-parallel size")
+    ap.add_argument("--ep", type=int, default=None, help="GPUs the routed experts are split over (default --gpus; "
+                    "equal to --tp: split inside the TP group, all-reduced, as the engines' TP default)")
+    ap.add_argument("--dcp", type=int, default=1, help="decode context parallelism (SGLang's --dcp-size)")
+    ap.add_argument("--weights", default="mxfp4",
+                    help=f"routed experts' format: {list(FORMAT_ALIASES)} (K3 ships mxfp4)")
+    ap.add_argument("--attention", default="bf16", help="attention weights' format (NVIDIA's NVFP4 checkpoint: fp8); "
+                    "shared experts and embeddings stay bf16, as released")
+    ap.add_argument("--spec", default="none", choices=("none", "dspark", "mtp"),
+                    help="speculative decoding: dspark = K3's draft model (Speculation() defaults), mtp = an MTP layer")
+    ap.add_argument("--draft-tokens", type=int, default=None,
+                    help=f"tokens drafted per step (default {Speculation().draft_tokens}; SGLang's K3 recipe: 7)")
+    ap.add_argument("--acceptance", type=float, default=None,
+                    help=f"tokens kept per step (default {Speculation().acceptance}; fitted on SGLang's random data: "
+                         f"{FITTED.acceptance['sglang-random']:.2f})")
+    ap.add_argument("--concurrency", type=int, default=1, help="requests in flight")
+    ap.add_argument("--input-len", type=int, default=8192)
+    ap.add_argument("--output-len", type=int, default=1024)
+    ap.add_argument("--arrivals", default="together", choices=ARRIVALS,
+                    help="together: waves of fixed-length requests (SGLang's bench_serving); staggered: spread out")
+    ap.add_argument("--chunk", type=int, default=PREFILL_CHUNK_TOKENS, help="prefill tokens per forward")
+    ap.add_argument("--reserve", type=float, default=ENGINE_RESERVE,
+                    help="share of HBM kept for activations and graphs")
+    ap.add_argument("--state-slots", type=int, default=1, help="KDA state slots reserved per request")
+    ap.add_argument("--usd-per-gpu-hour", type=float, default=None)
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    a = ap.parse_args(argv)
+    try:
+        weights = {**precision_map({"routed_experts": a.weights, "attention": a.attention}),
+                   "shared": "bf16", "embeddings": "bf16"}
+        spec = None
+        if a.spec != "none":
+            d = Speculation()
+            spec = Speculation(a.draft_tokens or d.draft_tokens, a.acceptance or d.acceptance,
+                               "mtp" if a.spec == "mtp" else "draft-model")
+        s = Serving(a.preset, a.gpu, a.gpus, a.ep or a.gpus, a.tp, weights, a.input_len + a.output_len // 2,
+                    usd_per_gpu_hour=a.usd_per_gpu_hour, spec=spec, dcp=a.dcp)
+        r = prediction_report(s, Workload(a.concurrency, a.input_len, a.output_len, a.arrivals, a.chunk), FITTED,
+                              a.reserve, a.state_slots)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps(r, indent=2))
+        return 0
+    print(f"{s.name} on {s.n_gpus} x {s.gpu} (TP {s.tp}, EP {s.ep}, DCP {s.dcp}), {a.concurrency} in flight, "
+          f"{a.input_len:,} in / {a.output_len:,} out:")
+    print(f"  TTFT {r['ttft_s']:.3f} s, TPOT {1e3 * r['tpot_s']:.2f} ms (bound {1e3 * r['bound']['tpot_s']:.2f} ms), "
+          f"{r['output_tokens_per_s_per_gpu']:,.0f} output / {r['total_tokens_per_s_per_gpu']:,.0f} total tok/s/GPU, "
+          f"${r['usd_per_m_output_tokens']:.3f} per M output tokens")
+    print(f"  {r['admission']}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["frontier"]:
         return frontier_main(argv[1:])
+    if argv[:1] == ["predict"]:
+        return predict_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m k3lite.analytic.serving", description="Serving physics of one deployment: placement, decode step, price (a roofline bound)")
     ap.add_argument("--preset", default=K3_PRESET, help=f"one of {sorted(PRESETS)}")
     ap.add_argument("--gpu", default="B300", help=f"one of {list(GPUS)}; short names (H100, GB300) accepted")

@@ -48,7 +48,7 @@ MTP_LAYERS: dict[str, tuple[int, str]] = {
 DSPARK_DRAFT_TOKENS = 8
 DSPARK_ACCEPTANCE = 3.3
 DSPARK_DRAFT_PARAMS = 2.7e9  # Inferact/Kimi-K3.1-Pro-DSpark-preview card: 5 dense layers, 2.7B parameters, bf16
-DSPARK_DRAFT_LAYERS = 5  # the same card: its one forward pass per block runs 5 layers (each pays a layer's fixed latency)
+DSPARK_DRAFT_LAYERS = 5  # the same card: one forward pass per block runs its 5 layers (each pays a layer's fixed time)
 SPEC_SOURCE = ("draft length 8: vLLM's K3 post (2026-09-13, DSpark, num_speculative_tokens 8); acceptance 3.3 tokens "
                "per step: Inferact/Kimi-K3-DSpark-Block5 card (aggregate 3.305 over 1,604 requests, 8 x B300 TP8, "
                "temperature 1.0; a 5-token block, as the vLLM post reports no acceptance); drafter 2.7B bf16 params "

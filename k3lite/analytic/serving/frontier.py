@@ -20,7 +20,11 @@ from typing import NamedTuple
 from k3lite.model.presets import PRESETS, get_preset
 from k3lite.analytic.hardware import GPUS, get_gpu
 from k3lite.analytic.serving.deployment import K3_PRESET, USD_PER_GPU_HOUR, Serving, Speculation
-from k3lite.analytic.serving.step import StepTerms, curve_batches, step_at, step_terms
+from k3lite.analytic.serving.admission import ENGINE_RESERVE, admission
+from k3lite.analytic.serving.fit import FITTED
+from k3lite.analytic.serving.predict import Efficiency, as_step
+from k3lite.analytic.serving.predict import terms as predict_terms
+from k3lite.analytic.serving.step import Step, StepTerms, curve_batches, step_at, step_terms
 
 _REST = ("attention", "shared", "embeddings")
 # the storage formats the frontier tries: each is what some released checkpoint or vendor quantisation ships
@@ -37,6 +41,7 @@ FRONTIER_EP = (8, 16, 32, 64, 72, 128, 144)  # GPUs per replica = EP size; tp 1 
 FRONTIER_GPUS = ("H100 SXM", "H800", "H200", "B200", "B300", "GB300 NVL72")
 INTERACTIVE_TOKENS_PER_USER = 50.0  # "a typical interactive speed": OUR assumption (2.5x DeepSeek's 20-22 tok/s)
 CURVE_POINTS = 16  # batch sizes per setup (log-spaced 1 .. the most that fit)
+MODELS = ("bound", "predicted")  # step.py's roofline, or predict.py with fitted efficiencies
 
 
 class FrontierPoint(NamedTuple):
@@ -79,25 +84,37 @@ class Setup(NamedTuple):
     terms: StepTerms
     crosses_nic: bool
     hbm_bytes: float
+    predicted: tuple | None = None  # (predict.Terms, predict.Efficiency, max batch per GPU) for model="predicted"
+
+    def step(self, batch: int) -> Step:
+        """The decode step at `batch`: step.py's bound, or the predictor's (predict.as_step)."""
+        if self.predicted is None:
+            return step_at(self.terms, batch)
+        k, e, _ = self.predicted
+        return as_step(k, e, batch)
+
+    @property
+    def max_batch(self) -> int:
+        return self.terms.max_batch_per_gpu if self.predicted is None else self.predicted[2]
 
     def point(self, batch: int) -> FrontierPoint:
-        st = step_at(self.terms, batch)
+        st = self.step(batch)
         t = self.terms
         return FrontierPoint(self.gpu, self.ep, self.formats, batch, st.tokens_per_s_per_user, st.tokens_per_s_per_gpu,
                              st.usd_per_m_output_tokens, t.usd_per_gpu_hour, st.bound, st.hbm_s, st.compute_s,
                              st.wire_s, st.draft_s, st.step_s, self.crosses_nic,
                              t.weight_bytes_per_gpu + batch * t.cache_bytes_per_sequence, self.hbm_bytes,
-                             t.max_batch_per_gpu, t.spec is not None)
+                             self.max_batch, t.spec is not None)
 
     def fastest_batch(self, speed: float) -> int | None:
         """The largest batch that keeps every user at >= speed tokens/s (the cheapest such point: per-user speed
         falls and tokens/s per GPU rises with batch), or None when even batch 1 is slower."""
-        if step_at(self.terms, 1).tokens_per_s_per_user < speed:
+        if self.step(1).tokens_per_s_per_user < speed:
             return None
-        lo, hi = 1, self.terms.max_batch_per_gpu
+        lo, hi = 1, self.max_batch
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if step_at(self.terms, mid).tokens_per_s_per_user >= speed else (lo, mid - 1)
+            lo, hi = (mid, hi) if self.step(mid).tokens_per_s_per_user >= speed else (lo, mid - 1)
         return lo
 
 
@@ -124,10 +141,17 @@ def lower_envelope(points) -> list[FrontierPoint]:
 
 def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=None, eps=FRONTIER_EP,
              prices: dict | None = None, spec: Speculation | None = None, overlap: bool = True,
-             points: int = CURVE_POINTS) -> Frontier:
-    """Every setup's curve over batch size, the overall envelope and each GPU's envelope (see the docstring)."""
+             points: int = CURVE_POINTS, model: str = "bound", efficiency: Efficiency | None = None) -> Frontier:
+    """Every setup's curve over batch size, the overall envelope and each GPU's envelope (see the docstring).
+
+    model "bound": step.py's roofline, every batch that fits in HBM. model "predicted": predict.py's decode step with
+    `efficiency` (default: the fit to published K3 runs, fit.FITTED), every batch the engines admit (admission.py,
+    their HBM reserve kept): never cheaper than the bound at any speed."""
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    eff = (efficiency or FITTED.efficiency) if model == "predicted" else None
     gpus = list(FRONTIER_GPUS) if gpus is None else [get_gpu(g).name for g in gpus]
     if not gpus:
         raise ValueError("give at least one GPU")
@@ -154,12 +178,20 @@ def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=N
                     for sp in (None, spec) if spec is not None else (None,):
                         s = Serving(cfg, gpu_key, ep, ep, 1, FRONTIER_FORMATS[fmt], context, overlap,
                                     prices[gpu_key][0], spec=sp)
-                        setups.append(Setup(gpu_key, ep, fmt, step_terms(s), ep > gpu.nvlink_domain, gpu.hbm_bytes))
+                        pred = None
+                        if eff is not None:
+                            top = admission(s, context, 0).max_concurrency // s.n_gpus
+                            if top < 1:
+                                raise ValueError(f"not one sequence of {context:,} tokens fits next to the "
+                                                 f"weights and the engines' {100 * ENGINE_RESERVE:.0f}% reserve")
+                            pred = (predict_terms(s), eff, top)
+                        setups.append(Setup(gpu_key, ep, fmt, step_terms(s), ep > gpu.nvlink_domain, gpu.hbm_bytes,
+                                            pred))
                 except ValueError as e:
                     skipped.append(f"{gpu_key}, EP {ep}, {fmt}: {e}")
     if not setups:
         raise ValueError(f"no setup fits {preset} at {context:,} tokens on {', '.join(gpus)}: " + "; ".join(skipped[:3]))
-    out = [u.point(b) for u in setups for b in curve_batches(u.terms.max_batch_per_gpu, points)]
+    out = [u.point(b) for u in setups for b in curve_batches(u.max_batch, points)]
     by_gpu = {g: tuple(lower_envelope([p for p in out if p.gpu == g])) for g in gpus}
     return Frontier(cfg.name, context, tuple(setups), tuple(out), tuple(lower_envelope(out)),
                     {g: e for g, e in by_gpu.items() if e}, tuple(skipped), prices)
@@ -197,7 +229,8 @@ def _drive(w: FrontierPoint, r: FrontierPoint) -> str:
     parts.append(f"each GPU makes {speed:.2f}x the tokens/s ({w.tokens_per_s_per_gpu:,.0f} vs "
                  f"{r.tokens_per_s_per_gpu:,.0f}) at batch {w.batch_per_gpu} vs {r.batch_per_gpu}")
     main = "throughput per GPU" if abs(speed - 1) >= abs(price - 1) else "the GPU-hour price"
-    why = {"HBM": "reading weights and cache from HBM", "compute": "at the tensor-core peak"}
+    why = {"HBM": "reading weights and cache from HBM", "compute": "at the tensor-core peak",
+           "latency": "the layers' fixed time per forward pass"}
 
     def where(p: FrontierPoint) -> str:
         if p.bound == "wire":

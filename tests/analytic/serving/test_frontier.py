@@ -202,3 +202,28 @@ def test_frontier_figure_draws_every_setup_as_one_line_through_its_batches(k3):
             else:
                 stretch.append(c)
     assert sum(len(t.x) for t in cloud) < 1.1 * len(k3.points) + 80, "one break per setup, no more"
+
+
+# ------------------------------------------------------------------------------------------ the predicted frontier
+@pytest.fixture(scope="module")
+def k3_predicted():
+    return frontier(K3_PRESET, 32768, model="predicted")
+
+
+def test_a_prediction_is_never_cheaper_than_the_bound_at_any_speed(k3, k3_predicted):
+    top = max(p.tokens_per_s_per_user for p in k3.points)
+    for speed in [1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 150, top]:
+        bound, predicted = cheapest_at(k3.setups, speed), cheapest_at(k3_predicted.setups, speed)
+        if predicted is not None:  # whatever the predictor reaches, the bound reaches cheaper or as cheap
+            assert bound is not None and predicted.usd_per_m_output_tokens >= bound.usd_per_m_output_tokens, speed
+    assert max(p.tokens_per_s_per_user for p in k3_predicted.points) < top
+    v = verdict(k3_predicted, 20)
+    assert v.winner is not None and v.winner.tokens_per_s_per_user >= 20
+
+
+def test_the_default_frontier_is_the_bound():
+    again = frontier(K3_PRESET, 32768, model="bound", gpus=["B300"], formats=["MXFP4 experts, bf16 rest"], eps=(16,))
+    plain = frontier(K3_PRESET, 32768, gpus=["B300"], formats=["MXFP4 experts, bf16 rest"], eps=(16,))
+    assert again.points == plain.points
+    with pytest.raises(ValueError, match="model must be one of"):
+        frontier(K3_PRESET, 32768, model="measured")
