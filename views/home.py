@@ -218,6 +218,13 @@ def work_of(preset: str, context: int, toggles: byte_ledger.Toggles):
     return byte_ledger.token_work(preset, context, toggles)
 
 
+def interconnect_link(deploy: byte_ledger.Deploy) -> str:
+    """The interconnect page opened on the ledger's deployment (its url_state keys), K3 at its defaults."""
+    query = {"ic_preset": "kimi-k3", "ic_topology": deploy.topology, "ic_ep": deploy.ep_size,
+             "ic_dispatch": deploy.dispatch, "ic_combine": deploy.combine, "ic_scheme": deploy.scheme}
+    return f"/{by_url_path('interconnect').url_path}?" + "&".join(f"{k}={v}" for k, v in query.items())
+
+
 @st.fragment
 def ledger_panel() -> None:
     """The ledger and its controls: moving them reruns only this panel."""
@@ -301,7 +308,8 @@ def ledger_panel() -> None:
         wire_vs_hbm = [(r.hbm_weights + r.hbm_cache + r.attnres) / (r.nvlink + r.nic) for r in rows if r.nvlink + r.nic > 0]
         st.caption(
             f"Deployment: {deploy.topology} rack, experts over {deploy.ep_size} GPUs, {deploy.dispatch.upper()} dispatch / "
-            f"{deploy.combine.upper()} combine (the interconnect page's defaults); {byte_ledger.WEIGHT_PRECISION.upper()} "
+            f"{deploy.combine.upper()} combine, DeepEP {deploy.scheme} kernels ([the same settings on the interconnect "
+            f"page]({interconnect_link(deploy)})); {byte_ledger.WEIGHT_PRECISION.upper()} "
             "weights; uniform routing. The bars: DeepSeek-V3 and Kimi K2 from their published configs; K3 is its released config.json "
             "(home's table); **K3 without latent** is the same-sized classic MoE the serving page's waterfall starts from: "
             f"{classic_cfg.moe.n_routed_experts} experts, top-{classic_cfg.moe.top_k}, working in d_model "

@@ -56,7 +56,8 @@ WEIGHT_PRECISION = "fp8"  # as DeepSeek-V3 ships and serves its weights (arXiv 2
 
 @dataclass(frozen=True)
 class Deploy:
-    """Where and how one decode step runs (defaults: the interconnect page's)."""
+    """Where and how one decode step runs (defaults: an NVL72 rack, EP64; not the interconnect page's opening
+    settings, so the home ledger's caption links to that page with these)."""
 
     topology: str = "nvl72"
     ep_size: int = 64

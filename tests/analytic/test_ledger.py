@@ -322,3 +322,24 @@ def test_home_five_ideas_say_what_each_costs_in_bytes():
     for key in ("latent", "hybrid", "balancing", "block_attnres", "setting"):
         assert words[key] in " ".join(text.split()), key
     assert "each expert does less work" not in text
+
+
+def test_home_ledger_deployment_links_to_the_interconnect_page_showing_the_same_bytes():
+    """The caption called its NVL72 deployment 'the interconnect page's defaults'; that page opens on 8 DGX B300
+    nodes and shows 19.1 MB, not the ledger's 14.4 MB. The caption now links to the interconnect page with the
+    ledger's settings, and that page, opened from the link, shows the ledger's wire bytes."""
+    import re
+    from urllib.parse import parse_qsl, urlparse
+
+    at = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=300).run()
+    assert not at.exception, [e.message for e in at.exception]
+    text = " ".join(c.value for c in at.caption)
+    assert "the interconnect page's defaults" not in text
+    link = re.search(r"\]\((/interconnect\?[^)]+)\)", text).group(1)
+    ic = AppTest.from_file(str(ROOT / "views" / "interconnect.py"), default_timeout=300)
+    ic.query_params.update(dict(parse_qsl(urlparse(link).query)))
+    ic.run()
+    assert not ic.exception, [e.message for e in ic.exception]
+    k3 = L.ledger("kimi-k3", CTX, deploy=DEP)
+    shown = " ".join(m.value for m in ic.markdown)
+    assert f"MoE layers that is **{fmt_bytes(k3.nvlink + k3.nic)}**" in shown
