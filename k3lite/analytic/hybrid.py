@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from k3lite.analytic import decode, memory
 from k3lite.model.config import K3Config
@@ -185,7 +186,8 @@ class BatchLimited:
     n_gpus: int
     batch: int
     step_s: float  # one decode step of the whole batch, the roofline split ideally over n_gpus
-    per_token_s: float  # step_s / batch: the time per output token the batch shares (Fig. 1b's TPOT)
+    per_token_s: float  # step_s / batch: GPU time per output token, the inverse of throughput (Fig. 1b's "TPOT");
+    #                     each sequence still waits step_s between two of its tokens
     cache_floor_s: float  # reading one sequence's cache once: per_token_s -> this as the weights are shared
 
 
@@ -217,12 +219,18 @@ def batch_limited(kda_per_mla: int, context: int, hardware: str = "H100 SXM", at
 
 def batch_limited_speedup(kda_per_mla: int, context: int, hardware: str = "H100 SXM",
                           attention_efficiency: float = 1.0, base: str = "kimi-linear-48b-a3b") -> float:
-    """Per-token time of all-MLA / of `kda_per_mla`:1, each at the batch it fits on the same GPUs (the report's
-    "theoretical" speedup, modelled)."""
+    """Per-token GPU time of all-MLA / of `kda_per_mla`:1, each at the batch it fits on the same GPUs: a throughput
+    gain (the report's "theoretical" speedup, modelled), not a shorter wait for each user."""
     n = gpus_for_one_sequence(kda_per_mla, context, hardware, base)
     full = batch_limited(0, context, hardware, attention_efficiency, n, base)
     mix = batch_limited(kda_per_mla, context, hardware, attention_efficiency, n, base)
     return full.per_token_s / mix.per_token_s
+@lru_cache(maxsize=1)
+def reference_gpu() -> str:
+    """The GPU the hybrid page opens on and the tour quotes: the first that holds both patterns at 1M tokens."""
+    return first_gpu_that_fits(1_048_576)
+
+
 def first_gpu_that_fits(context: int, batch: int = 1, ratios: tuple[int, ...] = (0, 3),
                         base: str = "kimi-linear-48b-a3b") -> str:
     """The first GPU of HYBRID_GPUS on which every pattern in `ratios` (default: all-MLA and 3:1) fits at `context`

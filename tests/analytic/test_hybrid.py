@@ -170,7 +170,7 @@ def test_hybrid_page_compares_each_speedup_with_its_own_reported_figure():
     hw = at.selectbox(key="hy_hw").value  # the page opens on the first GPU that holds its scenario
     batch1 = decode_cost(0, ONE_M, hardware=hw).tpot_s / decode_cost(3, ONE_M, hardware=hw).tpot_s
     assert metrics["decode speedup at 1M, batch 1: ours vs reported (3:1)"] == f"{batch1:.2f}x vs 2.3x"
-    assert metrics["speedup at 1M, each at the batch its HBM allows: ours vs reported (3:1)"] == \
+    assert metrics["throughput gain at 1M, each at the batch its HBM allows: ours vs reported (3:1)"] == \
         f"{batch_limited_speedup(3, ONE_M, hw):.2f}x vs 6.3x"
     text = _page_text(at)
     assert "theoretical" in text and "measured end-to-end" not in text
@@ -212,3 +212,23 @@ def test_layer_strip_names_kinds_in_the_legend_not_in_tiny_cells():
     assert {t.name.split()[0] for t in fig.data} == {"KDA", "MLA"}
     assert sum(len(t.x) for t in fig.data) == len(types)
     assert list(fig.layout.xaxis.tickvals) == [i for i, t in enumerate(types) if t == "mla"]
+
+
+def test_batch_limited_gain_is_throughput_and_the_page_says_each_user_waits_a_whole_step():
+    """The page called step / batch "the time per output token" (2.48 ms against all-MLA's 8.00 ms); each user of the
+    3:1 model at batch 5 waits the whole step (12.42 ms), longer than all-MLA's user at batch 1. The 3.22x is the
+    GPU's throughput."""
+    from k3lite.analytic.hybrid import batch_limited, gpus_for_one_sequence, reference_gpu
+
+    gpu, one_m = reference_gpu(), 1 << 20
+    n = gpus_for_one_sequence(3, one_m, gpu)
+    full, mix = batch_limited(0, one_m, gpu, 1.0, n), batch_limited(3, one_m, gpu, 1.0, n)
+    assert mix.per_token_s == pytest.approx(mix.step_s / mix.batch)
+    at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=300).run()
+    assert not at.exception, [e.message for e in at.exception]
+    text = " ".join(" ".join(m.value for m in at.markdown).split())
+    assert "so the time per output token is" not in text
+    assert f"a step takes {full.step_s * 1e3:.2f} ms vs {mix.step_s * 1e3:.2f} ms" in text
+    wait = "longer" if mix.step_s > full.step_s else "less"
+    assert f"each user of the 3:1 model waits {wait}" in text
+    assert f"{full.per_token_s * 1e3:.2f} ms vs {mix.per_token_s * 1e3:.2f} ms" in text and "throughput" in text

@@ -70,13 +70,24 @@ def test_revealed_numbers_are_what_the_deeper_pages_show_at_their_defaults():
 
 def test_hybrid_step_sets_each_speedup_against_its_own_reported_figure():
     """Step 5 compared our batch-1 speedup with the report's theoretical 6.3x ("far below")."""
-    from k3lite.analytic.hybrid import batch_limited_speedup, speedup_vs_full_mla
+    from k3lite.analytic.hybrid import batch_limited_speedup, reference_gpu, speedup_vs_full_mla
+    gpu = reference_gpu()
     r = BY_KEY["hybrid"].compute()
-    one, filled = speedup_vs_full_mla(3, 1 << 20), batch_limited_speedup(3, 1 << 20)
+    one, filled = speedup_vs_full_mla(3, 1 << 20, hardware=gpu), batch_limited_speedup(3, 1 << 20, hardware=gpu)
     assert r.details["decode speedup at 1M, batch 1: ours vs reported"] == f"{one:.2f}x vs 2.3x"
-    assert r.details["at the batch HBM allows: ours vs reported (theoretical)"] == f"{filled:.2f}x vs 6.3x"
+    assert r.details["throughput at the batch HBM allows: ours vs reported (theoretical)"] == f"{filled:.2f}x vs 6.3x"
     assert f"{one:.2f}x, above the reported 2.3x at batch 1" in r.explanation
     assert "theoretical" in r.explanation
+
+
+def test_hybrid_step_quotes_the_hybrid_pages_gpu_and_number():
+    """The tour modelled 2 x H100 SXM (3.30x) while the hybrid page opens on one H200 (3.22x) and the tour sent the
+    reader there for the batches: one quantity, two values. Both now come from reference_gpu()."""
+    from k3lite.analytic.hybrid import reference_gpu
+    r = BY_KEY["hybrid"].compute()
+    shown = metric(page("views/hybrid_attention.py"), "throughput gain at 1M")
+    assert shown == r.details["throughput at the batch HBM allows: ours vs reported (theoretical)"]
+    assert reference_gpu() in r.explanation and "throughput" in r.explanation
 
 
 def test_latent_and_decay_answers_follow_their_numbers():
