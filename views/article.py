@@ -1,9 +1,10 @@
 """The seed article beside the app: each claim, what the app computes for it, and where to see it live."""
+import math
+
 import streamlit as st
 
 from k3lite.analytic.sparsity import sparsity_shares
-from k3lite.analytic.serving.compare import gpus_for_weights
-from k3lite.tour.steps import STEPS
+from k3lite.tour.steps import STEPS, weights_in_gpus
 from k3lite.viz.article import shares_figure
 from k3lite.viz.memo import shared_figure
 from views.common import show_code
@@ -39,14 +40,15 @@ st.markdown(s.sentence() + " The tour's first step asks for the parameter share.
 show_code(sparsity_shares, shares_figure)
 
 st.subheader("Claim by claim")
-six = {r.fmt: r for r in gpus_for_weights("kimi-k3", "B300")}
-fits_six = [f for f, r in six.items() if r.whole_gpus == 6]
+six = weights_in_gpus("B300")
+fits_six = [f for f, gpus in six.items() if math.ceil(gpus) == 6]
 st.markdown(md(f"**Six B300s** — the app: six holds for {', '.join(fits_six) or 'no format'} "
                f"[{by_url_path('serving').short}](serving)"))
 with st.expander("Six B300s: the article's claim and every format"):
     st.markdown(md(f"The article: K3 at reduced precision spreads its weights across roughly six GPUs. The app: "
-                   f"{', '.join(f'{r.gpus:.1f} ({f})' for f, r in six.items())} B300s' worth of HBM for the weights "
-                   "alone."))
+                   f"{six['as released']:.2f} (as released: MXFP4 routed experts, bf16 rest), "
+                   f"{', '.join(f'{gpus:.1f} ({f})' for f, gpus in six.items() if f != 'as released')} B300s' worth of "
+                   "HBM for the weights alone."))
 for i, step in enumerate(STEPS, start=1):
     r = computed(i - 1)
     st.markdown(md(f"**{step.title}** — the app: **{r.answer_text}** "

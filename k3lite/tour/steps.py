@@ -19,6 +19,8 @@ from k3lite.model.attnres import attnres_cost, block_size_words
 from k3lite.model.presets import get_preset
 from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker, single_model
 from k3lite.interconnect import REFERENCE
+from k3lite.analytic import memory
+from k3lite.analytic.hardware import get_gpu
 from k3lite.analytic.memory import RELEASED_K3_FORMATS
 from k3lite.analytic.hybrid import (
     REPORTED, batch_limited_speedup, decode_cost, gpus_for_one_sequence, kv_reduction, reference_gpu,
@@ -261,6 +263,13 @@ def cost() -> Reveal:
 SERVING = Serving("kimi-k3", "GB300 NVL72", 64, 64, 1, dict(RELEASED_K3_FORMATS), 32768, True)
 
 
+def weights_in_gpus(gpu: str = "B300") -> dict[str, float]:
+    """K3's weights alone in GPUs' worth of HBM: "as released" (memory.RELEASED_K3_FORMATS: MXFP4 routed experts,
+    bf16 rest), then "all <format>" with every weight in one format (serving.compare.gpus_for_weights)."""
+    released = sum(memory.weight_bytes(get_preset("kimi-k3"), RELEASED_K3_FORMATS).values()) / get_gpu(gpu).hbm_bytes
+    return {"as released": released, **{f"all {r.fmt}": r.gpus for r in gpus_for_weights("kimi-k3", gpu)}}
+
+
 def serving_price() -> Reveal:
     """Serving page, section 3: $ per million output tokens at the largest batch that fits (a roofline floor)."""
     batch = check_fits(SERVING).max_batch_per_gpu
@@ -268,7 +277,7 @@ def serving_price() -> Reveal:
     usd = step.usd_per_m_output_tokens
     listed = PRICES["kimi-k3"].output_per_m
     price_source = USD_PER_GPU_HOUR[SERVING.gpu][1] if SERVING.usd_per_gpu_hour is None else "set by the page"
-    six = {r.fmt: r for r in gpus_for_weights("kimi-k3", "B300")}
+    six = weights_in_gpus("B300")
     return Reveal(usd, f"${usd:.3f} per M output tokens",
                   f"{SERVING.n_gpus} {SERVING.gpu} GPUs at ${SERVING.price:.2f} per GPU-hour ({price_source}), "
                   f"{batch} sequences of "
@@ -278,7 +287,9 @@ def serving_price() -> Reveal:
                   f"(Moonshot AI's, ${listed:.0f} per M output tokens) is {listed / usd:.0f}x it at that assumed rate (at "
                   f"${2 * SERVING.price:.0f} per GPU-hour, {listed / (2 * usd):.0f}x), which pays for real kernel "
                   "efficiency, idle capacity, prefill and margin. The weights alone need "
-                  f"{six['mxfp4'].gpus:.1f} B300s at MXFP4 ({six['fp8'].gpus:.1f} at fp8): the seed's 'roughly six'.",
+                  f"{six['as released']:.2f} B300s as released (MXFP4 routed experts, bf16 rest; "
+                  f"{six['all mxfp4']:.1f} if every weight were MXFP4, {six['all fp8']:.1f} at fp8): the seed's "
+                  "'roughly six'.",
                   {"tokens/s per GPU": f"{step.tokens_per_s_per_gpu:,.0f}",
                    "tokens/s per user": f"{step.tokens_per_s_per_user:.1f}",
                    "listed output price (Moonshot AI)": f"${listed:.2f} per M"})

@@ -218,3 +218,28 @@ def test_tour_shows_the_summary_on_its_last_step():
     assert any(m.value.startswith(f"You revealed 2 of {n} steps") for m in at.markdown)
     early = page("views/tour.py", {"tour_step": "1"})
     assert not any(h.value.startswith("Summary") for h in early.subheader)
+
+
+def test_serving_step_counts_k3s_weights_as_released():
+    """The step said the weights need 5.1 B300s at MXFP4, a hypothetical all-MXFP4 model; K3 as released (MXFP4
+    routed experts, bf16 rest) is 1.56 TB, 5.42 B300s. The sentence gives the released figure and labels the
+    all-one-format ones."""
+    from k3lite.analytic.hardware import get_gpu
+    from k3lite.analytic.memory import RELEASED_K3_FORMATS, weight_bytes
+    from k3lite.model.presets import get_preset
+    from k3lite.tour.steps import weights_in_gpus
+
+    released = sum(weight_bytes(get_preset("kimi-k3"), RELEASED_K3_FORMATS).values()) / get_gpu("B300").hbm_bytes
+    assert weights_in_gpus()["as released"] == pytest.approx(released)
+    text = BY_KEY["serving"].compute().explanation
+    assert f"{released:.2f} B300s as released" in text
+    assert f"{weights_in_gpus()['all mxfp4']:.1f} if every weight were MXFP4" in text
+
+
+def test_article_six_b300s_counts_the_released_weights():
+    from k3lite.tour.steps import weights_in_gpus
+
+    at = AppTest.from_file(str(ROOT / "views" / "article.py"), default_timeout=300).run()
+    assert not at.exception, [e.message for e in at.exception]
+    text = " ".join(m.value for m in at.markdown)
+    assert f"{weights_in_gpus()['as released']:.2f} (as released" in text
