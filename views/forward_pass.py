@@ -91,9 +91,13 @@ st.markdown(f"Your prompt is **{len(trace.tokens)} bytes**; the model's best gue
             f"{len(STAGES)} stages in your browser; click an element to open its stage in detail below.")
 show_code(stepper_map, at_stage, architecture_map)
 with st.expander("What the map shows"):
-    st.caption("The whole trained lite model (8 layers: KDA = Kimi Delta Attention, linear attention with a fixed-size "
-               "state; MLA = Multi-head Latent Attention, global attention with a compressed cache; 3 KDA per MLA; "
-               "32 latent experts top-4 + 1 shared; block Attention Residuals), drawn from its config. Hover for this "
+    lite_cfg = lite_model()[0].cfg
+    lite_types, lite_moe = lite_cfg.layer_types(), lite_cfg.moe
+    st.caption(f"The whole trained lite model ({lite_cfg.n_layers} layers: KDA = Kimi Delta Attention, linear attention "
+               "with a fixed-size state; MLA = Multi-head Latent Attention, global attention with a compressed cache; "
+               f"{lite_types.count('kda') // max(1, lite_types.count('mla'))} KDA per MLA; "
+               f"{lite_moe.n_routed_experts} {'latent ' if lite_moe.latent_dim else ''}experts top-{lite_moe.top_k} + "
+               f"{lite_moe.n_shared_experts} shared; {lite_cfg.attn_res} Attention Residuals), drawn from its config. Hover for this "
                "prompt's numbers (state norm, max-violation, bytes so far), read from the same Trace as the stage view "
                "below, and for each element's parameters and bytes per decoded token at this prompt's length "
                "(`k3lite.analytic.anatomy`). Every picture is read from the `Trace` the forward pass just recorded.")

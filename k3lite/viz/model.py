@@ -35,8 +35,9 @@ WHAT = {
     "router": "The router scores all routed experts from the full hidden state (sigmoid) and picks the top-k per "
               "token, balanced by quantile balancing; the gate weights are the chosen raw scores, renormalised.",
     "experts": "LatentMoE: each token is projected down to the latent dimension and sent to its k experts. The "
-               "load bar shows how many tokens each expert got; with expert parallelism every copy crosses the "
-               "interconnect.",
+               "load bar shows how many tokens each expert got. With expert parallelism a copy for an expert on "
+               "another GPU crosses the interconnect; one for the token's own GPU does not, and DeepEP's normal "
+               "kernels send one copy per remote node over the NIC and fan it out over NVLink there.",
     "combine": "Expert outputs come back (combine), are summed with the gate weights, "
                + ("RMS-normalised (as K3: the norm sits on the aggregated output), "
                   if LITE_CFG.moe.latent_norm and LITE_CFG.moe.latent_norm_at == "combine" else "")

@@ -130,3 +130,18 @@ def test_the_arithmetic_pages_import_no_model_runner():
         mods = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
         mods += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
         assert not [m for m in mods if m.startswith(runners)], (stem, mods)
+
+
+def test_forward_pass_map_caption_describes_the_shipped_checkpoints_config():
+    """The caption said '32 latent experts top-4 + 1 shared' by hand; the lite checkpoint has 2 shared experts."""
+    from k3lite.model.checkpoint import load_lite_model
+
+    cfg = load_lite_model()[0].cfg
+    at = AppTest.from_file(str(ROOT / "views" / "forward_pass.py"), default_timeout=300).run()
+    assert not at.exception, [e.message for e in at.exception]
+    text = next(c.value for c in at.caption if c.value.startswith("The whole trained lite model"))
+    types = cfg.layer_types()
+    assert f"({cfg.n_layers} layers:" in text
+    assert f"{types.count('kda') // types.count('mla')} KDA per MLA" in text
+    assert (f"{cfg.moe.n_routed_experts} latent experts top-{cfg.moe.top_k} + {cfg.moe.n_shared_experts} shared"
+            in text)

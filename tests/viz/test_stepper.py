@@ -50,3 +50,14 @@ def test_at_stage_is_the_flipbook_built_on_that_stage():
     assert at_stage(book, 5).to_plotly_json() == stepper_map(base, LITE, STAGES, 5).to_plotly_json()
     with pytest.raises(ValueError, match="start must be a stage in 0..41"):
         at_stage(book, len(STAGES))
+
+
+def test_experts_stage_says_only_copies_to_other_gpus_cross_the_interconnect():
+    """It said every copy crosses the interconnect under expert parallelism; a copy to an expert on the token's own
+    GPU does not (the interconnect page counts only what leaves it), and DeepEP's normal kernels send one NIC copy
+    per remote node and fan it out over NVLink."""
+    from k3lite.viz.model import WHAT
+
+    text = WHAT["experts"]
+    assert "every copy crosses" not in text
+    assert "own GPU" in text and "one copy per remote node" in text
