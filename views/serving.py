@@ -14,11 +14,13 @@ from k3lite.analytic.serving.compare import (
     gpus_for_weights, price_split_sentence, side_by_side, speculation_sentence, validate, validate_vllm_k3,
     vllm_k3_sentence, waterfall,
 )
+from k3lite.analytic.serving.fit import FITTED, MEANING, checked, checked_sentence
 from k3lite.analytic.serving.frontier import INTERACTIVE_TOKENS_PER_USER, frontier, per_gpu_at, verdict
+from k3lite.analytic.serving.predict import as_step, terms
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.serving import (
-    capacity_figure, frontier_figure, gpus_for_weights_figure, pareto_figure, placement_figure, price_ratio_figure,
-    step_figure, validation_figure, waterfall_figure,
+    capacity_figure, frontier_figure, gpus_for_weights_figure, pareto_figure, placement_figure, prediction_figure,
+    price_ratio_figure, step_figure, validation_figure, waterfall_figure,
 )
 from k3lite.viz.style import fmt_bytes
 from views.common import explain, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
@@ -40,8 +42,10 @@ with st.expander("How the price of a token is computed"):
         "The price of a token is set by serving physics: the weights are sharded over many GPUs, the KV cache "
         "fights the weights for HBM, and every token hops the interconnect twice per MoE layer. Pick a model, a GPU "
         "and a layout; the page places the weights, counts how many sequences fit, times one decode step "
-        "(HBM reads, compute, dispatch + combine) and turns it into tokens/s and dollars. It is a roofline model: "
-        "an **upper bound** on throughput (a floor on cost), checked against published measurements below.")
+        "(HBM reads, compute, dispatch + combine) and turns it into tokens/s and dollars. That roofline is an **upper "
+        "bound** on throughput (a floor on cost). The **prediction** adds what real engines spend: a fixed time per "
+        "layer, the share of HBM bandwidth and of peak FLOPs they achieve (three terms fitted to published K3 runs), "
+        "TP all-reduces, and prefills queued against decode when users arrive together.")
 
 url_state("sv_preset", K3_PRESET, choices=PRESETS)
 url_state("sv_gpu", "GB300 NVL72", choices=list(GPUS))
@@ -58,12 +62,15 @@ url_state("sv_spec", False)
 url_state("sv_draft", DSPARK_DRAFT_TOKENS, lo=1, hi=32)
 url_state("sv_accept", Speculation().acceptance, lo=1.0, hi=33.0)
 url_state("sv_speed", INTERACTIVE_TOKENS_PER_USER, lo=1.0, hi=1000.0)
+url_state("sv_bound", False)
 ctl, fig_col = st.columns([1, 3])
 ctl.selectbox("model", PRESETS, key="sv_preset")
 ctl.select_slider("context per sequence (tokens)", CONTEXTS, key="sv_context")
 ctl.number_input("interactive speed (tokens/s per user)", 1.0, 1000.0, step=5.0, key="sv_speed",
                  help="our assumption of a typical interactive speed: 2.5x DeepSeek's 20-22 tokens/s average")
 ctl.toggle("speculative decoding", key="sv_spec", help="MTP layer where the model ships one, else a draft model")
+ctl.toggle("roofline bound instead of the prediction", key="sv_bound",
+           help="the bound assumes every step runs at the HBM, FLOP or wire roofline; measured runs are slower")
 if st.session_state.sv_spec:
     ctl.number_input("draft tokens per step", 1, 32, key="sv_draft")
     ctl.number_input("acceptance (tokens per step)", 1.0, 33.0, step=0.1, key="sv_accept")
@@ -91,7 +98,7 @@ with lazy_expander("Your deployment: GPU, parallelism, formats, batch (sections 
         c4.toggle("overlap communication with compute", key="sv_overlap")
         c4.number_input("$ per GPU-hour (0 = default)", 0.0, 999.0, step=0.1, key="sv_price")
 push_url("sv_preset", "sv_gpu", "sv_gpus", "sv_ep", "sv_tp", "sv_experts", "sv_rest", "sv_context", "sv_batch",
-         "sv_overlap", "sv_price", "sv_spec", "sv_draft", "sv_accept", "sv_speed", *PRICE_KEYS.values())
+         "sv_overlap", "sv_price", "sv_spec", "sv_draft", "sv_accept", "sv_speed", "sv_bound", *PRICE_KEYS.values())
 ss = st.session_state
 rest = ss.sv_rest
 with user_errors():
@@ -103,25 +110,52 @@ with user_errors():
     place = check_fits(s, int(ss.sv_batch) or None)  # refuses what does not fit before anything else runs
     batch = int(ss.sv_batch) or place.max_batch_per_gpu
     step = decode_step(s, batch)
+    predicted = as_step(terms(s), FITTED.efficiency, batch)
 price_src = USD_PER_GPU_HOUR[s.gpu][1] if not ss.sv_price else "your number"
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def frontier_cached(preset: str, context: int, prices: tuple, spec_: Speculation | None):
-    return frontier(preset, context, prices=dict(prices), spec=spec_)
+@st.cache_data(max_entries=1, show_spinner="Predicting every published run from a fit of the others…")
+def checked_cached():
+    return checked()
 
 
+@st.cache_data(max_entries=32, show_spinner="Predicting every setup's curve…")
+def frontier_cached(preset: str, context: int, prices: tuple, spec_: Speculation | None, model: str):
+    return frontier(preset, context, prices=dict(prices), spec=spec_, model=model)
+
+
+check = checked_cached()
+fig_col.plotly_chart(shared_figure(prediction_figure, check.rows), width="stretch")
+fig_col.markdown(checked_sentence(check))
+model = "bound" if ss.sv_bound else "predicted"
 with user_errors():
-    fr = frontier_cached(s.name, s.context, tuple(sorted(prices.items())), spec)
+    fr = frontier_cached(s.name, s.context, tuple(sorted(prices.items())), spec, model)
     verdict_ = verdict(fr, float(ss.sv_speed))
 fig_col.plotly_chart(shared_figure(frontier_figure, fr.points, fr.envelope, fr.by_gpu, float(ss.sv_speed),
                                    verdict_.winner), width="stretch")
-fig_col.markdown(dollars(verdict_.sentence))
+fig_col.markdown(dollars(("**Roofline bound** (a floor on price). " if ss.sv_bound else "**Predicted.** ")
+                         + verdict_.sentence))
 fig_col.markdown(dollars(
-    f"Your deployment ({s.n_gpus} × {s.gpu}, EP {s.ep}, batch {batch} per GPU) decodes "
-    f"{step.tokens_per_s_per_gpu:,.0f} tokens/s per GPU at {step.tokens_per_s_per_user:.1f} tokens/s per user, "
-    f"{step.bound}-bound: ${step.usd_per_m_output_tokens:.3f} per M output tokens."))
-show_code(frontier, decode_step)
+    f"Your deployment ({s.n_gpus} × {s.gpu}, EP {s.ep}, TP {s.tp}, batch {batch}/GPU): predicted "
+    f"{predicted.tokens_per_s_per_user:.1f} tokens/s per user, ${predicted.usd_per_m_output_tokens:.3f} per M output "
+    f"tokens; bound {step.tokens_per_s_per_user:.1f}, ${step.usd_per_m_output_tokens:.3f}."))
+show_code(checked, frontier, terms, decode_step)
+with lazy_expander("What the prediction fits and assumes, run by run", key="serving_x_prediction_terms") as is_open:
+    if is_open:
+        st.dataframe([{"term": k, "value": f"{v * 1e6:.0f} µs" if k == "layer_s" else f"{v:.2f}", "evidence": "fitted",
+                       "what it means": MEANING[k]} for k, v in FITTED.values().items()], hide_index=True,
+                     width="stretch")
+        st.caption("Fitted (least squares on log errors, `k3lite.analytic.serving.fit`) to the published runs below; "
+                   "every other input is released (K3's config), a datasheet's (the GPU table) or cited (the runs' "
+                   "settings). The GPU-hour prices are assumed unless the price list says cited.")
+        st.dataframe([{"run": r["row"], "fitted": r["fitted"], "TPOT measured (ms)": round(r["measured TPOT (ms)"], 2),
+                       "TPOT predicted (ms)": round(r["predicted TPOT (ms)"], 2),
+                       "TPOT error": f"{100 * r['tpot error']:+.0f}%",
+                       "TTFT measured (s)": round(r["measured TTFT (s)"], 3),
+                       "TTFT predicted (s)": round(r["predicted TTFT (s)"], 3),
+                       "TTFT error": f"{100 * r['ttft error']:+.0f}%" if r["TTFT scored"] else "arrivals unknown",
+                       "bound TPOT (ms)": round(r["bound TPOT (ms)"], 2), "source": r["source"]}
+                      for r in check.rows], hide_index=True, width="stretch")
 with lazy_expander("Each GPU at this speed, and where the prices come from", key="serving_x_gpu_speed_prices") as is_open:
     if is_open:
         st.caption("Each setup: one replica on EP GPUs (data-parallel attention), every batch that fits; formats: fp8, "

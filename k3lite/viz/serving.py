@@ -1,9 +1,11 @@
 """Figures for the serving page (no Streamlit): take k3lite.analytic.serving results (its step, compare and frontier modules), return figures."""
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from k3lite.analytic.hardware import GPUS
 from k3lite.viz.style import (
@@ -162,3 +164,40 @@ def price_ratio_figure(labels: Sequence[str], ratios: Sequence[float]) -> go.Fig
     fig.update_layout(height=320, yaxis_title="output price / input price", showlegend=False, margin=_LAYOUT["margin"])
     fig.update_xaxes(automargin=True, tickangle=0)
     return fit_titles(fig, "How many input tokens one output token costs")
+
+
+def prediction_figure(rows: Sequence[dict]) -> go.Figure:
+    """Published K3 runs, measured (x) against predicted (y), time per output token and time to first token side by
+    side, log-log (fit.checked's rows). Filled: the prediction (leave-one-out for the fitted runs); open: step.py's
+    roofline bound for the same run, faint; the diagonal is a perfect prediction, the dotted lines +-25%. TTFT is
+    drawn only where the runs' arrivals are known (SGLang's waves); held-out runs (another GPU) in their own colour."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(wrap("time per output token (ms)", 16), wrap("time to first token (s)", 16)),
+                        horizontal_spacing=0.12)
+    panels = (("TPOT (ms)", lambda r: True), ("TTFT (s)", lambda r: r["TTFT scored"]))
+    groups = (("fitted (B300)", lambda r: r["fitted"], CONCEPT["hybrid"]),
+              ("held out (other GPU)", lambda r: not r["fitted"], CONCEPT["mla"]))
+    for col, (unit, shown) in enumerate(panels, start=1):
+        kept = [r for r in rows if shown(r)]
+        lo = min(min(r[f"measured {unit}"], r[f"bound {unit}"]) for r in kept) / 1.5
+        hi = max(max(r[f"measured {unit}"], r[f"predicted {unit}"]) for r in kept) * 1.5
+        for factor, dash in ((1.0, "solid"), (1.25, "dot"), (0.75, "dot")):
+            fig.add_scatter(x=[lo, hi], y=[lo * factor, hi * factor], mode="lines", showlegend=False, hoverinfo="skip",
+                            line=dict(color=NEUTRAL, width=1, dash=dash), row=1, col=col)
+        for name, member, colour in groups:
+            group = [r for r in kept if member(r)]
+            if not group:
+                continue
+            text = [f"{r['row']}<br>measured {r[f'measured {unit}']:.3g}, predicted {r[f'predicted {unit}']:.3g}, "
+                    f"bound {r[f'bound {unit}']:.3g}" for r in group]
+            fig.add_scatter(x=[r[f"measured {unit}"] for r in group], y=[r[f"bound {unit}"] for r in group],
+                            mode="markers", name="roofline bound", legendgroup="bound", showlegend=col == 1 and
+                            member is groups[0][1], marker=dict(symbol="circle-open", color=NEUTRAL, size=7),
+                            opacity=0.5, text=text, hovertemplate="%{text}<extra>bound</extra>", row=1, col=col)
+            fig.add_scatter(x=[r[f"measured {unit}"] for r in group], y=[r[f"predicted {unit}"] for r in group],
+                            mode="markers", name=f"predicted, {name}", legendgroup=name, showlegend=col == 1,
+                            marker=dict(color=colour, size=9), text=text,
+                            hovertemplate="%{text}<extra>predicted</extra>", row=1, col=col)
+        fig.update_xaxes(type="log", range=[math.log10(lo), math.log10(hi)], title_text="measured", row=1, col=col)
+        fig.update_yaxes(type="log", range=[math.log10(lo), math.log10(hi)], title_text="ours", row=1, col=col)
+    fig.update_layout(height=380, **_LAYOUT)
+    return fit_titles(fig, "Published K3 runs: measured vs predicted")

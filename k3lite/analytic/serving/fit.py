@@ -225,6 +225,48 @@ def comparison(f: Fitted = FITTED, rows=MEASURED) -> list[dict]:
     return out
 
 
+class Checked(NamedTuple):
+    """What the serving page opens on: every published row with the prediction a reader should trust for it (a
+    fitted row: predicted by a fit of the OTHER fitted rows, leave-one-out; a held-out row: by the shipped fit, which
+    never saw it) and step.py's bound beside it."""
+
+    rows: list[dict]  # comparison()'s keys, the predictions replaced by the leave-one-out ones for fitted rows
+    loo: Summary  # over the fitted rows
+    held_out: Summary | None  # the rows not fitted (another platform), scored against the shipped fit
+    bound_tpot_ratio: tuple[float, float]  # measured TPOT / bound TPOT, min and max over the fitted rows
+
+
+def checked(rows=MEASURED) -> Checked:
+    loo = {r.key: r for r in leave_one_out(tuple(m for m in rows if m.fitted))}
+    out, held = [], []
+    for c, m in zip(comparison(FITTED, rows), rows):
+        r = loo.get(m.key) or row_error(m, FITTED)
+        if not m.fitted:
+            held.append(r)
+        out.append({**c, "predicted TTFT (s)": r.predicted_ttft_s, "predicted TPOT (ms)": 1e3 * r.predicted_tpot_s,
+                    "predicted throughput": r.predicted_throughput, **{f"{k} error": v for k, v in r.errors.items()},
+                    "ttft bracket (s)": r.ttft_bracket})
+    ratios = [c["measured TPOT (ms)"] / c["bound TPOT (ms)"] for c in out if c["fitted"]]
+    return Checked(out, summary(list(loo.values())), summary(held) if held else None, (min(ratios), max(ratios)))
+
+
+def checked_sentence(c: Checked) -> str:
+    """The page's headline on the prediction, every number from `c`."""
+    n, n_ttft = c.loo.rows, sum(r["fitted"] and r["TTFT scored"] for r in c.rows)
+    (_, tv), (_, fv) = c.loo.worst["tpot"], c.loo.worst["ttft"]
+    text = (f"Each of {n} published K3 runs predicted by a fit of the other {n - 1}: time per output token off by "
+            f"{100 * c.loo.mape['tpot']:.0f}% on average (worst {100 * tv:+.0f}%), time to first token by "
+            f"{100 * c.loo.mape['ttft']:.0f}% ({n_ttft} runs; worst {100 * fv:+.0f}%). The bound alone is "
+            f"{c.bound_tpot_ratio[0]:.1f}-{c.bound_tpot_ratio[1]:.1f}x too fast.")
+    held = [r["tpot error"] for r in c.rows if not r["fitted"]]
+    if held:
+        gpus = ", ".join(sorted({r["gpu"] for r in c.rows if not r["fitted"]}))
+        lo, hi = min(map(abs, held)), max(map(abs, held))
+        way = "too fast" if max(held) < 0 else "too slow" if min(held) > 0 else "off"
+        text += f" On {gpus} (not fitted) these terms are {100 * lo:.0f}-{100 * hi:.0f}% {way}: it needs its own."
+    return text
+
+
 # ------------------------------------------------------------------------------------------ one deployment
 def prediction_report(s: Serving, w: Workload, f: Fitted = FITTED, reserve: float = ENGINE_RESERVE,
                       state_slots: int = 1) -> dict:

@@ -77,3 +77,44 @@ def test_held_out_mi350x_rows_are_not_fitted_and_are_reported():
     rows = {r["row"]: r for r in comparison()}
     for m in MI350X_K3:
         assert not m.fitted and m.key in rows and m not in FITTED_ROWS
+
+
+def test_the_page_shows_leave_one_out_predictions_and_a_sentence_built_from_them(loo):
+    """What the serving page opens on: a fitted run's point is its leave-one-out prediction (not the shipped fit,
+    which saw it), a held-out run's is the shipped fit's; the sentence's numbers are the summary's."""
+    import re
+
+    from k3lite.analytic.serving.fit import FITTED, checked, checked_sentence, row_error, summary
+    from k3lite.analytic.serving.measured import MEASURED
+
+    c = checked()
+    by_key = {r.key: r for r in loo}
+    for row, m in zip(c.rows, MEASURED):
+        expect = by_key[m.key] if m.fitted else row_error(m, FITTED)
+        assert row["predicted TPOT (ms)"] == pytest.approx(1e3 * expect.predicted_tpot_s)
+        assert row["predicted TTFT (s)"] == pytest.approx(expect.predicted_ttft_s)
+        assert row["bound TPOT (ms)"] < row["measured TPOT (ms)"]  # a bound is never slower than a measurement
+    s = summary(loo)
+    text = checked_sentence(c)
+    assert f"off by {100 * s.mape['tpot']:.0f}% on average (worst {100 * s.worst['tpot'][1]:+.0f}%)" in text
+    assert f"time to first token by {100 * s.mape['ttft']:.0f}%" in text
+    lo, hi = (float(x) for x in re.search(r"bound alone is ([\d.]+)-([\d.]+)x too fast", text).groups())
+    ratios = [r["measured TPOT (ms)"] / r["bound TPOT (ms)"] for r in c.rows if r["fitted"]]
+    assert (lo, hi) == (round(min(ratios), 1), round(max(ratios), 1))
+    held = [r["tpot error"] for r in c.rows if not r["fitted"]]
+    assert held and ("too fast" in text) == (max(held) < 0)  # the direction word agrees with the errors' sign
+
+
+def test_prediction_figure_draws_each_run_once_per_panel_with_its_bound():
+    from k3lite.analytic.serving.fit import checked
+    from k3lite.viz.serving import prediction_figure
+
+    rows = checked().rows
+    fig = prediction_figure(rows)
+    predicted = [t for t in fig.data if t.name and t.name.startswith("predicted")]
+    bounds = [t for t in fig.data if t.name == "roofline bound"]
+    n_tpot, n_ttft = len(rows), sum(r["TTFT scored"] for r in rows)
+    assert sum(len(t.x) for t in predicted) == n_tpot + n_ttft
+    assert sum(len(t.x) for t in bounds) == n_tpot + n_ttft
+    tpot_points = {(x, y) for t in predicted if t.xaxis == "x" for x, y in zip(t.x, t.y)}
+    assert tpot_points == {(r["measured TPOT (ms)"], r["predicted TPOT (ms)"]) for r in rows}

@@ -128,7 +128,9 @@ def test_bad_inputs_name_the_constraint():
         gpu_name("B")  # B200 or B300: not guessed
 
 
-def test_serving_page_opens_on_the_frontier_and_its_prices_are_inputs():
+def test_serving_page_opens_on_the_predicted_frontier_and_its_prices_are_inputs():
+    """The verdict on the first screen rests on the prediction (fitted efficiencies), the bound one toggle away;
+    the GPU-hour prices are inputs of both."""
     from streamlit.testing.v1 import AppTest
 
     from conftest import ROOT
@@ -136,15 +138,20 @@ def test_serving_page_opens_on_the_frontier_and_its_prices_are_inputs():
     at = AppTest.from_file(str(ROOT / "views" / "serving.py"), default_timeout=180)
     at.run()
     assert not at.exception and not at.error
-    fr = frontier(K3_PRESET, 32768)
-    expected = verdict(fr, INTERACTIVE_TOKENS_PER_USER).sentence.replace("$", "\\$")
+    fr = frontier(K3_PRESET, 32768, model="predicted")
+    expected = "**Predicted.** " + verdict(fr, INTERACTIVE_TOKENS_PER_USER).sentence.replace("$", "\\$")
     assert any(m.value == expected for m in at.markdown)
     winner = verdict(fr, INTERACTIVE_TOKENS_PER_USER).winner.gpu
     at.number_input(key="sv_usd_" + winner.replace(" ", "_")).set_value(40.0).run()  # make the winner dear: another GPU must win
     assert not at.exception
-    dear = verdict(frontier(K3_PRESET, 32768, prices={winner: 40.0}), INTERACTIVE_TOKENS_PER_USER)
+    dear = verdict(frontier(K3_PRESET, 32768, prices={winner: 40.0}, model="predicted"), INTERACTIVE_TOKENS_PER_USER)
     assert dear.winner.gpu != winner
-    assert any(m.value == dear.sentence.replace("$", "\\$") for m in at.markdown)
+    assert any(m.value == "**Predicted.** " + dear.sentence.replace("$", "\\$") for m in at.markdown)
+    at.toggle(key="sv_bound").set_value(True).run()
+    assert not at.exception
+    bound = verdict(frontier(K3_PRESET, 32768, prices={winner: 40.0}), INTERACTIVE_TOKENS_PER_USER)
+    assert any(m.value == "**Roofline bound** (a floor on price). " + bound.sentence.replace("$", "\\$")
+               for m in at.markdown)
 
 
 def test_speculation_extends_the_frontier_it_never_shrinks_it(k3):
