@@ -1,4 +1,4 @@
-"""Full-page screenshots of every page for review (issue 26): test-output/screenshots/<url_path>-<width>.png.
+"""Full-page screenshots of every page for review: test-output/screenshots/<url_path>-<width>.png.
 
     python -m tools.screenshots                       # every page at 390 px (a phone), starts its own server
     python -m tools.screenshots --width 1400 --first-screen   # the first 1400 x 900 screen only
