@@ -126,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         return frontier_main(argv[1:])
     if argv[:1] == ["predict"]:
         return predict_main(argv[1:])
-    ap = argparse.ArgumentParser(prog="python -m k3lite.analytic.serving", description="Serving physics of one deployment: placement, decode step, price (a roofline bound)")
+    ap = argparse.ArgumentParser(prog="python -m k3lite.analytic.serving",
+                                 description="Serving physics of one deployment: placement, decode step, price "
+                                             "(a roofline bound)")
     ap.add_argument("--preset", default=K3_PRESET, help=f"one of {sorted(PRESETS)}")
     ap.add_argument("--gpu", default="B300", help=f"one of {list(GPUS)}; short names (H100, GB300) accepted")
     ap.add_argument("--gpus", type=int, default=64, help="GPUs serving one replica")
