@@ -18,7 +18,7 @@ from k3lite.analytic.sparsity import sparsity_shares
 from k3lite.model.attnres import attnres_cost, block_size_words
 from k3lite.model.presets import get_preset
 from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker, single_model
-from k3lite.interconnect import REFERENCE
+from k3lite.interconnect import REFERENCE, deployment_bytes
 from k3lite.analytic import memory
 from k3lite.analytic.hardware import get_gpu
 from k3lite.analytic.memory import RELEASED_K3_FORMATS
@@ -126,12 +126,14 @@ def latent() -> Reveal:
                                            m.one_shared_ffn_dim, r, n_experts=m.n_routed_experts)
                      for r in (0.5, 0.25))
     factor = quarter.wire_bytes / half.wire_bytes
+    copies = deployment_bytes(cfg, REFERENCE).copies.total  # the MoE page's "copies each way"
     options = {"they halve": 0.5, "they fall to a quarter": 0.25, "unchanged": 1.0, "they double": 2.0}
     answer = min(range(len(options)), key=lambda i: abs(math.log(list(options.values())[i] / factor)))
     return Reveal(answer, f"x {factor:.2f}",
                   f"Only the latent crosses the wire, so the bytes follow l: {fmt_bytes(half.wire_bytes)} at "
                   f"l = {half.latent_dim} vs {fmt_bytes(quarter.wire_bytes)} at l = {quarter.latent_dim} per token per "
-                  f"MoE layer (x {factor:.2f}; dispatch + combine of top-{m.top_k} copies on {REFERENCE.describe()}, "
+                  f"MoE layer (x {factor:.2f}; dispatch + combine of {copies:.2f} copies each way, one per GPU that "
+                  f"hosts one of the top-{m.top_k} experts, on {REFERENCE.describe()}, "
                   f"record metadata included{', so not exactly half' if abs(factor - 0.5) > 0.005 else ''}). "
                   "The routed FLOPs fall by half too "
                   f"({half.routed_flops / 1e9:.2f} -> {quarter.routed_flops / 1e9:.2f} GFLOP); the saving is what "
@@ -252,7 +254,8 @@ def cost() -> Reveal:
                   f"${split.per_completed_task:.3f}. Such a split is said to be {sources.SPLIT_CLAIM}; the factor "
                   "rests on the worker being as "
                   f"reliable as K3 (here {100 * COST_WORKER_SUCCESS:.0f}% vs "
-                  f"{100 * COST_PROFILE.success_rate:.0f}%): the "
+                  f"{100 * COST_PROFILE.success_rate:.0f}%; with the planner's {100 * COST_PLANNER_SUCCESS:.0f}% a split "
+                  f"attempt succeeds {100 * COST_PLANNER_SUCCESS * COST_WORKER_SUCCESS:.1f}%): the "
                   "cost page shows how fast it falls when it is not.",
                   {"K3 alone": f"${alone.per_completed_task:.3f} / task",
                    "K3 plans + worker": f"${split.per_completed_task:.3f} / task"})
@@ -321,8 +324,11 @@ STEPS: tuple[Step, ...] = (
          "token?", "number", "attention_residuals", residuals, "x", 2.0, 1.0,
          1000.0),
     Step("cost", "Cost per task", "A big planner with a small worker is said (seed article, directional) to be "
-         "~9-10x cheaper for the same result.", "K3 plans 7.5% of the turns, a $0.10 / $0.40 worker does the rest, both succeed 80% of the time "
-         "per attempt. How many times cheaper per completed task than K3 alone?", "number", "cost_per_task", cost,
+         "~9-10x cheaper for the same result.", f"K3 plans {100 * COST_PLANNER_SHARE:.1f}% of the turns, a $0.10 / $0.40 worker does the rest; an attempt "
+         f"succeeds {100 * COST_PROFILE.success_rate:.0f}% of the time with K3 alone, "
+         f"{100 * COST_PLANNER_SUCCESS * COST_WORKER_SUCCESS:.1f}% with the split (planner "
+         f"{100 * COST_PLANNER_SUCCESS:.0f}% x worker {100 * COST_WORKER_SUCCESS:.0f}%). How many times cheaper per "
+         "completed task than K3 alone?", "number", "cost_per_task", cost,
          "x", 5.0, 0.1, 1000.0),
     Step("serving", "Serving price", "K3 is listed at $3 / $15 per million input / output tokens (Moonshot AI's "
          "price list); what does serving physics say a token costs?", "64 GB300 GPUs serve K3 (4-bit experts, 32K-token contexts, as many users as "

@@ -243,3 +243,26 @@ def test_article_six_b300s_counts_the_released_weights():
     assert not at.exception, [e.message for e in at.exception]
     text = " ".join(m.value for m in at.markdown)
     assert f"{weights_in_gpus()['as released']:.2f} (as released" in text
+
+
+def test_cost_step_says_the_split_succeeds_planner_times_worker():
+    """The question said both succeed 80% per attempt; the planner is modelled at 98%, so the split's attempt
+    succeeds 0.98 x 0.80 = 78.4%. Question and reveal say so, from the step's own constants."""
+    from k3lite.tour import steps
+
+    p, w = steps.COST_PLANNER_SUCCESS, steps.COST_WORKER_SUCCESS
+    both = f"{100 * p * w:.1f}%"
+    assert both == "78.4%"  # hand arithmetic: 0.98 x 0.80
+    assert both in BY_KEY["cost"].question and "both succeed 80%" not in BY_KEY["cost"].question
+    assert both in BY_KEY["cost"].compute().explanation
+
+
+def test_latent_step_counts_the_copies_deepep_normal_sends():
+    """It said 'top-16 copies' on one DGX B300 node under DeepEP normal; one copy goes to each GPU hosting a chosen
+    expert (the MoE page says about 6.19 each way), so the count is the wire model's."""
+    from k3lite.interconnect import REFERENCE, deployment_bytes
+    from k3lite.model.presets import get_preset
+
+    copies = deployment_bytes(get_preset("kimi-k3"), REFERENCE).copies.total
+    text = BY_KEY["latent"].compute().explanation
+    assert f"{copies:.2f} copies each way" in text and "top-16 copies" not in text
