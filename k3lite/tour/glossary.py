@@ -52,7 +52,7 @@ GLOSSARY: tuple[Term, ...] = (
     Term("Mamba2", "", "A state-space sequence mixer with a fixed-size state and one scalar decay per head, one "
          "of the lab's comparison mixers.", "lab"),
     Term("3:1 hybrid", "", "Three KDA layers for every MLA layer: the fixed-size states do most of the work, the "
-         "global layer keeps exact recall over the whole context.", "hybrid_attention", ("hybrid",)),
+         "global layer can still attend to every earlier token (recall it learns, not a guarantee).", "hybrid_attention", ("hybrid",)),
     Term("AttnRes", "Attention Residuals", "Instead of adding each layer's output to one running sum, a layer "
          "reads earlier layers' outputs with a softmax over depth; the block variant groups layers into blocks "
          "to keep the reads cheap.", "attention_residuals", ("Attention Residuals",)),

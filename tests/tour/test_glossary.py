@@ -104,3 +104,12 @@ def test_every_page_links_to_the_glossary():
         assert not at.exception, [e.message for e in at.exception]
         links = [link.proto.label for link in at.sidebar.get("page_link")]
         assert any(label.startswith("Glossary") for label in links), links
+
+
+def test_hybrid_entry_does_not_promise_exact_recall():
+    """It said the global layer keeps exact recall over the whole context; full attention can attend to every
+    token, but recall is learned, not guaranteed (the lab's softmax attention scores below 100%)."""
+    from k3lite.tour.glossary import GLOSSARY
+
+    entry = next(t for t in GLOSSARY if t.term == "3:1 hybrid")
+    assert "exact recall" not in entry.meaning and "every earlier token" in entry.meaning
