@@ -197,7 +197,8 @@ def prediction_figure(rows: Sequence[dict]) -> go.Figure:
                             mode="markers", name=f"predicted, {name}", legendgroup=name, showlegend=col == 1,
                             marker=dict(color=colour, size=9), text=text,
                             hovertemplate="%{text}<extra>predicted</extra>", row=1, col=col)
-        fig.update_xaxes(type="log", range=[math.log10(lo), math.log10(hi)], title_text="measured", row=1, col=col)
-        fig.update_yaxes(type="log", range=[math.log10(lo), math.log10(hi)], title_text="ours", row=1, col=col)
+        span = [math.log10(lo), math.log10(hi)]
+        fig.update_xaxes(**log_axis("measured"), range=span, row=1, col=col)
+        fig.update_yaxes(**log_axis("ours"), range=span, row=1, col=col)
     fig.update_layout(height=380, **_LAYOUT)
     return fit_titles(fig, "Published K3 runs: measured vs predicted")
