@@ -5,6 +5,7 @@ import streamlit as st
 
 from k3lite.base.guards import bounded_threads, quiet_gc
 from k3lite.viz.style import APP_CSS
+from views.common import evidence_legend, set_state
 from views.registry import LEDGER_SECTION, PAGES
 
 bounded_threads()  # process-wide torch thread cap, once for every page: one session cannot take every core
@@ -34,13 +35,20 @@ for spec in PAGES:
 current = st.navigation(sections)
 with st.sidebar:
     st.caption(
-        "k3lite runs a small PyTorch model of every K3 idea live on this server's CPU. Most charts come from "
-        "code that just executed; a few show shipped results (the trained checkpoint, the lab's sweep, the MoE "
-        "page's defaults): the home page lists which, and each page says so."
+        "The mechanism pages run a small PyTorch model of each K3 idea live on this server's CPU; serving, cost "
+        "and the byte ledger are analytic models; a few charts show shipped results (the trained checkpoint, the "
+        "lab's sweep). Every number says which it is:"
     )
-    # the byte story in one picture, reachable from every page (it lives on the home page)
-    st.page_link(home, label="Bytes per decoded token: the ledger (on Home)", icon=":material/stacked_bar_chart:",
-                 query_params={"home_section": LEDGER_SECTION})
+    evidence_legend()
+    # the byte story in one picture, reachable from every page (it lives on the home page). On home itself a link
+    # to home changes nothing (Streamlit does not rerun the page it is on): a button opens the section there
+    ledger_label = "Bytes per decoded token: the ledger (on Home)"
+    if current.url_path in (home.url_path, f"{home.url_path.removesuffix('-root')}"):
+        st.button(ledger_label, icon=":material/stacked_bar_chart:", key="sidebar_ledger", type="tertiary",
+                  on_click=set_state, args=("home_section", LEDGER_SECTION))
+    else:
+        st.page_link(home, label=ledger_label, icon=":material/stacked_bar_chart:",
+                     query_params={"home_section": LEDGER_SECTION})
     # every abbreviation spelled out, reachable from every page and readable on touch (no hover needed)
     st.page_link(glossary, label="Glossary: MLA, EP, HBM, TPOT, ... spelled out", icon=":material/menu_book:")
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from k3lite.base.evidence import KINDS, LEGEND, MARKERS, MEANING, derived, looks_numeric
+
 
 @contextmanager
 def user_errors():
@@ -229,3 +231,76 @@ def show_code(*functions, title: str = "The code behind this figure") -> None:
             where = path.relative_to(root) if path.is_relative_to(root) else path.name
             st.caption(f"`{fn.__qualname__}` — `{where}`, line {inspect.getsourcelines(fn)[1]}")
             st.code(inspect.getsource(fn), language="python")
+
+
+# ------------------------------------------------------------------------------------ evidence classes
+# Every number a page shows says what kind of evidence it is (k3lite.base.evidence): a quiet circled letter after a
+# metric's label or a table column's name, the source in the tooltip; a figure's hover carries it too
+# (shared_figure(..., evidence=...)). tests/app/test_evidence.py fails on a metric, a numeric column or a
+# hoverable trace without one.
+def metric(container, label: str, value, evidence, *, help: str | None = None, **kwargs) -> None:
+    """container.metric with `evidence`'s marker after the label and its source first in the tooltip."""
+    tip = evidence.note + (f"\n\n{help}" if help else "")
+    container.metric(f"{label} :gray[{evidence.marker}]", value, help=tip, **kwargs)
+
+
+def evidence_columns(data, evidence: dict, default=None):
+    """(a DataFrame whose numeric columns' names end with their evidence marker, a column_config with each source in
+    the column's tooltip) for st.dataframe / st.data_editor. `evidence` maps a column name to its Evidence;
+    `default` covers the numeric columns it does not name. A numeric column with neither is a ValueError."""
+    import pandas as pd  # here: only pages with a table pay pandas' import (~0.3 s) on a cold server
+
+    frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    names, config = {}, {}
+    for col in frame.columns:
+        numeric = ((pd.api.types.is_numeric_dtype(frame[col]) and not pd.api.types.is_bool_dtype(frame[col]))
+                   or looks_numeric(frame[col]))
+        ev = evidence.get(col, default if numeric else None)
+        if ev is None:
+            if numeric:
+                raise ValueError(f"column {col!r} holds numbers but names no evidence class")
+            continue
+        names[col] = f"{col} {ev.marker}"
+        config[names[col]] = st.column_config.Column(help=ev.note)
+    return frame.rename(columns=names), config
+
+
+def table(container, data, evidence: dict | None = None, *, default=None, **kwargs):
+    """container.dataframe of `data` with every numeric column's evidence class (evidence_columns)."""
+    frame, config = evidence_columns(data, evidence or {}, default)
+    return container.dataframe(frame, column_config={**config, **kwargs.pop("column_config", {})}, **kwargs)
+
+
+def sentence(text: str, *evidence, container=None) -> None:
+    """A computed sentence as a caption whose tooltip lists its sources' evidence classes."""
+    (container or st).caption(text, help="\n\n".join(ev.note for ev in evidence) or None)
+
+
+def evidence_legend() -> None:
+    """The sidebar's key to the markers (app.py)."""
+    st.caption(f"Evidence: {LEGEND}", help="\n\n".join(f"{MARKERS[k]} **{k}**: {MEANING[k]}" for k in KINDS))
+
+
+def assumptions_block(key: str, headline_name: str, headline, assumptions: list, fmt, *, also=(),
+                      title: str = "What this page assumes, and which assumption matters most") -> None:
+    """One expander listing every assumed input of a page (value, why, where to change it), a tornado of the
+    headline with each moved ±20%, and a computed sentence naming the one it leans on most. `also`: (name, text)
+    pairs for assumptions that are not a number (uniform routing, a format)."""
+    # here, not at the top: app.py imports this module for its sidebar, and these pull plotly and torch
+    from k3lite.analytic.sensitivity import most_sensitive_sentence, swings
+    from k3lite.viz.memo import shared_figure  # (the reason above)
+    from k3lite.viz.sensitivity import tornado_figure  # (the reason above)
+
+    with lazy_expander(title, key) as is_open:
+        if not is_open:
+            return
+        ranked = swings(headline, assumptions)
+        st.markdown(most_sensitive_sentence(headline_name, ranked, fmt))
+        rows = [{"assumption": a.name, "value": f"{a.value:g}{(' ' + a.unit) if a.unit else ''}", "why": a.why,
+                 "change it": a.change} for a in assumptions]
+        rows += [{"assumption": name, "value": "—", "why": text, "change it": "not adjustable here"}
+                 for name, text in also]
+        table(st, rows, hide_index=True, width="stretch")
+        st.plotly_chart(shared_figure(tornado_figure, ranked, headline_name, fmt,
+                                      evidence=derived(swings)),
+                        width="stretch", key=f"{key}_tornado")

@@ -12,7 +12,9 @@ arrays and tensors by dtype, shape and bytes, lists, dicts, named tuples and dat
 equal inputs share a figure and any changed element builds a new one. A builder that is not a module-level
 function (a lambda, a function defined inside another) or an argument of another kind builds the figure every
 time, uncached. Either way the figure gets the app's legend placement (`style.legend_below`: horizontal,
-under the plot, for phones). The figure returned is shared: read it (st.plotly_chart only calls
+under the plot, for phones), and `evidence=` (an Evidence; `evidence_by_name=` a dict trace name -> Evidence for the
+traces that differ) tags every trace's hover with its evidence class (`k3lite.viz.evidence.with_evidence`): both are
+taken by the memo, part of the key, never passed to the builder. The figure returned is shared: read it (st.plotly_chart only calls
 `to_dict()`), never mutate it. A builder must be a pure function of its arguments.
 
 The memo is bounded twice: at most `max_entries` figures, and at most `max_bytes` of the numbers and strings they
@@ -32,6 +34,7 @@ import numpy as np
 import torch
 from plotly.basedatatypes import BaseFigure
 
+from k3lite.viz.evidence import with_evidence
 from k3lite.viz.style import legend_below
 
 MAX_FIGURES = 256
@@ -64,11 +67,16 @@ class FigureMemo:
         except TypeError:
             return None
 
-    def __call__(self, builder: Callable, *args, **kwargs):
-        key = self.key(builder, args, kwargs)
+    def __call__(self, builder: Callable, *args, evidence=None, evidence_by_name=None, **kwargs):
+        key = self.key(builder, args, {**kwargs, "__evidence": (evidence, evidence_by_name)})
+
+        def build():
+            fig = legend_below(builder(*args, **kwargs))
+            return with_evidence(fig, evidence, evidence_by_name) if evidence is not None else fig
+
         if key is None:
             self.uncached += 1
-            return legend_below(builder(*args, **kwargs))
+            return build()
         with self._lock:
             held = self._figures.get(key)
             if held is not None:
@@ -77,7 +85,7 @@ class FigureMemo:
                 return held[0]
         # outside the lock: two sessions may build the same figure once each. Every figure gets the app's legend
         # placement here (under the plot: the one mechanism for phones, k3lite.viz.style.legend_below)
-        fig = legend_below(builder(*args, **kwargs))
+        fig = build()
         size = content_bytes(fig)  # ~1 ms for a 0.5 MB animation (serializing it would take ~25 ms)
         with self._lock:
             self.misses += 1

@@ -1,0 +1,36 @@
+import pytest
+
+from k3lite.analytic.sensitivity import Assumption, most_sensitive_sentence, swings
+
+
+def _price(gpu_hour, efficiency, overhead):
+    return gpu_hour / efficiency + overhead
+
+
+ASSUMED = [Assumption("gpu_hour", "GPU-hour price", 4.0, "list price"),
+           Assumption("efficiency", "efficiency", 0.5, "fitted"),
+           Assumption("overhead", "overhead", 0.1, "ours")]
+
+
+def test_swings_rank_by_width_and_hold_the_moved_values():
+    ranked = swings(_price, ASSUMED)
+    assert [s.name for s in ranked] == ["efficiency", "GPU-hour price", "overhead"]
+    eff = ranked[0]
+    assert eff.base == pytest.approx(8.1)
+    assert eff.low == pytest.approx(4 / 0.4 + 0.1) and eff.high == pytest.approx(4 / 0.6 + 0.1)
+    assert ranked[1].width == pytest.approx((4.8 - 3.2) / 0.5 / 8.1)
+
+
+def test_sentence_names_the_widest_and_its_range():
+    text = most_sensitive_sentence("The price", swings(_price, ASSUMED), lambda v: f"${v:.2f}")
+    assert text.startswith("The price ($8.10) moves most with **efficiency**: ±20% in it gives $6.77 to $10.10")
+    assert "next comes GPU-hour price" in text
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="at least one"):
+        swings(_price, [])
+    with pytest.raises(ValueError, match="unique"):
+        swings(_price, ASSUMED + [ASSUMED[0]])
+    with pytest.raises(ValueError, match=r"\(0, 1\)"):
+        swings(_price, ASSUMED, rel=1.5)
