@@ -7,6 +7,7 @@ trace not tagged yet (a builder may tag some traces itself, e.g. measured points
 from __future__ import annotations
 
 from k3lite.base.evidence import Evidence, kind_of
+from k3lite.viz.style import NEUTRAL
 
 # the hover a trace type shows when it has no hovertemplate of its own, written as a template
 _DEFAULT_HOVER = {
@@ -20,7 +21,7 @@ _HIDDEN = ("skip", "none")
 
 def _line(ev: Evidence) -> str:
     source = ev.source if len(ev.source) <= 90 else ev.source[:87] + "…"
-    return f"<span style='color:#777777'>{ev.marker} {ev.kind}: {source}</span>"
+    return f"<span style='color:{NEUTRAL}'>{ev.marker} {ev.kind}: {source}</span>"
 
 
 def is_hoverable(trace) -> bool:

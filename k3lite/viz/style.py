@@ -5,8 +5,9 @@ byte count reads the same everywhere (`fmt_bytes`; durations: `fmt_seconds`). Co
 palette (distinguishable with the common colour-vision deficiencies) plus greys; "your setting" is drawn as an
 outline (`HIGHLIGHT_LINE`), never as one more hue.
 
-Bytes are decimal (SI) everywhere: 1 kB = 1000 B, 1 MB = 10^6 B, 1 GB = 10^9 B, as in network and HBM
-datasheets (GB/s, TB/s) and DeepEP's README. One formatter (`fmt_bytes`), one axis title helper (`bytes_axis`).
+Bytes are decimal (SI): 1 kB = 1000 B, 1 MB = 10^6 B, 1 GB = 10^9 B, as in network and HBM-bandwidth datasheets
+(GB/s, TB/s) and DeepEP's README; HBM capacity alone is binary (GiB), as the hardware is (the rule:
+k3lite.base.units). One formatter each (`fmt_bytes`, `fmt_capacity`), one axis title helper (`bytes_axis`).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import math
 
 # the one byte and duration formatter lives below every layer (experiments and analytic code print bytes the
 # way the figures do); the figures use it from here
-from k3lite.base.units import _BYTE_UNITS, byte_unit, fmt_bytes, fmt_seconds  # noqa: F401
+from k3lite.base.units import _BYTE_UNITS, byte_unit, fmt_bytes, fmt_capacity, fmt_seconds  # noqa: F401
 
 # ------------------------------------------------------------------------------------------- colours
 # Okabe & Ito (2008), "Color Universal Design": black, orange, sky blue, bluish green, yellow, blue,
@@ -191,8 +192,9 @@ def legend_below(fig):
     return fig
 
 
-# byte units a figure must not show: binary units (one formatter, decimal) and the upper-case "KB" spelling
-FORBIDDEN_UNITS = ("KiB", "MiB", "GiB", "TiB", "KB")
+# byte units a figure must not show: binary units other than GiB (HBM capacity is the one binary quantity:
+# k3lite.base.units.fmt_capacity) and the upper-case "KB" spelling
+FORBIDDEN_UNITS = ("KiB", "MiB", "TiB", "KB")
 
 
 def log_axis(title: str) -> dict:

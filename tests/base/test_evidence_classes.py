@@ -28,3 +28,11 @@ def test_bad_evidence_is_refused():
         ev.assumed("  ")
     with pytest.raises(ValueError, match="names the function"):
         ev.derived()
+
+
+def test_units_rule_decimal_bytes_binary_capacity_and_one_million():
+    from k3lite.base.units import ONE_M_CONTEXT, PER_M_TOKENS, fmt_bytes, fmt_capacity
+
+    assert fmt_bytes(80e9) == "80.0 GB" and fmt_capacity(80 * 2**30) == "80.0 GiB"
+    assert fmt_capacity(81_559 * 2**20) == "79.6 GiB"  # nvidia-smi's H100 "80GB"
+    assert ONE_M_CONTEXT == 2**20 and PER_M_TOKENS == 10**6
