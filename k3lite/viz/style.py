@@ -163,6 +163,8 @@ def fit_titles(fig, title: str = "", width: int = 40, min_top: int = 20):
 #    the table's own horizontal scroll (a CSS scroll timeline: no timeline, i.e. nothing to scroll, no shadow).
 #  - labels Streamlit cuts with "…" in a narrow column (metric and widget labels, page links) wrap instead.
 NARROW_PX = 640
+# long labels wrap (metric, widget, page-link labels). Not every descendant of a checkbox's <label>: height: auto
+# there collapsed a toggle's track to 0 px and squashed a checkbox's square (its text sits in stWidgetLabel anyway)
 TABLE_CUE = "k3-more-right"  # the animation name the browser test looks for
 APP_CSS = f"""<style>
 @media (max-width: {NARROW_PX}px) {{ .js-plotly-plot .modebar-container {{ display: none !important; }} }}
@@ -173,9 +175,9 @@ APP_CSS = f"""<style>
   background: linear-gradient(to right, rgba(51, 51, 51, 0), rgba(51, 51, 51, 0.28)); opacity: 0;
   animation: {TABLE_CUE} linear both; animation-timeline: --k3-table-x;
 }}
-[data-testid="stMetricLabel"] *, [data-testid="stWidgetLabel"] *, [data-testid="stPageLink-NavLink"] *,
-[data-testid="stCheckbox"] label * {{ white-space: normal !important; text-overflow: clip !important;
-  overflow: visible !important; height: auto !important; }}
+[data-testid="stMetricLabel"] *, [data-testid="stWidgetLabel"] *, [data-testid="stPageLink-NavLink"] *
+  {{ white-space: normal !important; text-overflow: clip !important; overflow: visible !important;
+  height: auto !important; }}
 @keyframes {TABLE_CUE} {{ 0% {{ opacity: 1; }} 92% {{ opacity: 1; }} 100% {{ opacity: 0; }} }}
 </style>"""
 

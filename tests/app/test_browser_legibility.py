@@ -267,3 +267,48 @@ def test_pages_fetch_nothing_from_another_host(app_server, browser):
         context.close()
     assert not outside, outside
     assert icons and all(urlparse(h).hostname in ("127.0.0.1", "localhost") or h.startswith("data:") for h in icons), icons
+
+
+# every toggle's track and every checkbox's square, as drawn: a CSS rule meant for long labels once set every
+# descendant of a checkbox's label to height: auto, which collapsed a toggle's track to 0 px (on or off could not be
+# seen) and squashed a checkbox's square
+CONTROLS_JS = """
+() => [...document.querySelectorAll('[data-testid="stCheckbox"] label')].map(lab => {
+  const box = [...lab.children].find(ch => ch.tagName === 'DIV' && !ch.getAttribute('data-testid'));
+  const b = box ? box.getBoundingClientRect() : {width: 0, height: 0};
+  return {label: (lab.textContent || '').trim().slice(0, 40), w: b.width, h: b.height};
+})
+"""
+
+
+@pytest.mark.parametrize("route", ["serving", "home"])
+def test_toggles_and_checkboxes_are_drawn(app_server, browser, route):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    try:
+        query = "?home_section=Bytes per decoded token" if route == "home" else ""
+        page.goto(f"{app_server['url']}/{url_of(route)}{query}", timeout=LOAD_TIMEOUT_MS)
+        wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS * 3)
+        controls = page.evaluate(CONTROLS_JS)
+        page.screenshot(path=str(OUT / f"controls-{route}.png"))
+    finally:
+        context.close()
+    assert controls, f"no toggle or checkbox found on {route}"
+    flat = [c for c in controls if c["h"] < 12 or c["w"] < 12]
+    assert not flat, f"{route}: controls drawn without their switch or box: {flat}"
+
+
+def test_sidebar_ledger_link_opens_the_ledger_on_home(app_server, browser):
+    """On home, the sidebar's ledger link was a page link to the page already shown: Streamlit ignored the click."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(f"{app_server['url']}/", timeout=LOAD_TIMEOUT_MS)
+        wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS * 3)
+        page.get_by_test_id("stSidebar").get_by_text("Bytes per decoded token: the ledger").click()
+        wait_idle(page, timeout_ms=LOAD_TIMEOUT_MS * 3)
+        picked = page.get_by_test_id("stMain").get_by_role("radiogroup", name=SECTIONS_LABEL).get_by_role(
+            "radio", name="Bytes per decoded token", exact=True)
+        assert picked.is_checked()
+    finally:
+        context.close()
