@@ -69,12 +69,17 @@ def with_evidence(fig, ev: Evidence, by_name: dict[str, Evidence] | None = None)
     return fig
 
 
+def is_hoverable_json(trace: dict) -> bool:
+    """is_hoverable for a trace as JSON (what the browser gets)."""
+    info = trace.get("hoverinfo")
+    return not (isinstance(info, str) and info in _HIDDEN) and _DEFAULT_HOVER.get(trace.get("type", "scatter"), "") is not None
+
+
 def untagged(fig_json: dict) -> list[str]:
     """The names (or types) of the hoverable traces in a figure's JSON whose hover names no evidence (the tests)."""
     out = []
     for trace in fig_json.get("data", []):
-        info = trace.get("hoverinfo")
-        if (isinstance(info, str) and info in _HIDDEN) or _DEFAULT_HOVER.get(trace.get("type", "scatter"), "") is None:
+        if not is_hoverable_json(trace):
             continue
         template = trace.get("hovertemplate") or ""
         templates = template if isinstance(template, list) else [template]
