@@ -8,7 +8,10 @@ keep one visitor from hurting the others (the memory estimate before a live buil
 2. **Heavy work behind a small semaphore.** `with heavy_work("training"):` lets at most
    `K3LITE_HEAVY_SLOTS` (default 1) heavy jobs run at once; a visitor who waits longer than `timeout_s`
    (`K3LITE_HEAVY_TIMEOUT_S`, default 30) gets `ServerBusy` (a ValueError, so `user_errors()` shows it)
-   instead of a hung page. Re-entrant per thread.
+   instead of a hung page: it names what runs and for how long, how many others wait, and "try again in at most
+   N s" (the running job's time bound, rule 3, minus what it has used). Re-entrant per thread. The slot is per
+   process: behind a proxy each replica has its own (deploy/README.md), so one class cannot starve the next.
+   `heavy_queue()` says where a waiting visitor stands, for a page's "waiting for a free slot" line.
 3. **Time bounds.** Long loops call `deadline().check(step)`, which raises `TimeLimit` (a ValueError) after
    `K3LITE_JOB_LIMIT_S` (default 300 s).
 4. **Rare full garbage collections.** A full collection walks every tracked object (~640,000 in a busy server:
@@ -105,7 +108,8 @@ def _slots_from_env() -> int:
 HEAVY_SLOTS = _slots_from_env()
 _heavy = threading.BoundedSemaphore(HEAVY_SLOTS)
 _held = threading.local()  # per-thread depth, so nested heavy_work() in one session does not deadlock
-_running: dict[int, str] = {}  # thread id -> what it is doing (for the busy message)
+_running: dict[int, tuple[str, float, float]] = {}  # thread id -> (what, started (monotonic), time bound s)
+_waiting: list[int] = []  # thread ids waiting for a slot, in arrival order
 _running_lock = threading.Lock()
 
 
@@ -114,12 +118,40 @@ def heavy_timeout_from_env() -> float:
     return env_number("K3LITE_HEAVY_TIMEOUT_S", 30, "seconds", allow_zero=True)
 
 
+def heavy_queue() -> tuple[int, int]:
+    """(jobs running, visitors waiting ahead of the calling thread) on this process's heavy-work slot; a thread
+    that is not waiting counts every waiter as ahead of it."""
+    me = threading.get_ident()
+    with _running_lock:
+        ahead = _waiting.index(me) if me in _waiting else len(_waiting)
+        return len(_running), ahead
+
+
+def busy_message(what: str, waited_s: float, ahead: int, now: float | None = None) -> str:
+    """The refusal a visitor reads: what runs and for how long, who else waits, and when to try again (the
+    soonest a running job must end: its time bound minus what it has used, at least 1 s)."""
+    now = time.monotonic() if now is None else now
+    with _running_lock:
+        jobs = sorted(_running.values(), key=lambda job: job[1])
+    if jobs:
+        running = "; ".join(f"{name} running for {now - started:.0f} s" for name, started, _ in jobs)
+        free_in = max(1, math.ceil(min(started + bound - now for _, started, bound in jobs)))
+        again = f"try again in at most {free_in} s (the running job's time bound)"
+    else:
+        running, again = "another job running", "try again in a moment"
+    others = f"{ahead} other visitor(s) waiting before you" if ahead else "no one else waiting"
+    return (f"the server is busy ({running}; at most {HEAVY_SLOTS} heavy job(s) at a time on this server "
+            f"process, {others}); {what} waited {waited_s:g} s — {again}")
+
+
 @contextmanager
-def heavy_work(what: str = "a heavy job", timeout_s: float | None = None):
+def heavy_work(what: str = "a heavy job", timeout_s: float | None = None, bound_s: float | None = None):
     """Run the block while holding one of the process-wide heavy-work slots.
 
     Waits up to `timeout_s` seconds (default: env K3LITE_HEAVY_TIMEOUT_S, else 30) for a slot, then raises
-    ServerBusy naming what is running. Call it where user_errors() can show that (not bare in a page).
+    ServerBusy (busy_message: what is running, how many wait, when to try again). `bound_s`: this job's own time
+    bound, from which the next visitor's "try again in" is computed (default: K3LITE_JOB_LIMIT_S, rule 3).
+    Call it where user_errors() can show the refusal (not bare in a page).
     """
     if timeout_s is None:
         timeout_s = heavy_timeout_from_env()
@@ -131,21 +163,25 @@ def heavy_work(what: str = "a heavy job", timeout_s: float | None = None):
         finally:
             _held.depth -= 1
         return
-    if not _heavy.acquire(timeout=max(0.0, timeout_s)):
+    me = threading.get_ident()
+    with _running_lock:
+        _waiting.append(me)
+    try:
+        got = _heavy.acquire(timeout=max(0.0, timeout_s))
+        if not got:
+            _, ahead = heavy_queue()
+            raise ServerBusy(busy_message(what, timeout_s, ahead))
+    finally:
         with _running_lock:
-            busy = ", ".join(sorted(set(_running.values()))) or "another job"
-        raise ServerBusy(
-            f"the server is busy ({busy} running; at most {HEAVY_SLOTS} heavy job(s) at a time); "
-            f"{what} waited {timeout_s:g} s — try again in a moment"
-        )
+            _waiting.remove(me)
     _held.depth = 1
     with _running_lock:
-        _running[threading.get_ident()] = what
+        _running[me] = (what, time.monotonic(), job_limit_from_env() if bound_s is None else float(bound_s))
     try:
         yield
     finally:
         with _running_lock:
-            _running.pop(threading.get_ident(), None)
+            _running.pop(me, None)
         _held.depth = 0
         _heavy.release()
 

@@ -1,5 +1,6 @@
 """Resource guards: threads, heavy-work slots, time bounds (the memory estimate is tests/analytic/test_budget.py)."""
 import gc
+import re
 import threading
 import time
 
@@ -55,6 +56,57 @@ def test_heavy_work_serialises_concurrent_jobs():
     for t in threads:
         t.join(30)
     assert peak[0] == guards.HEAVY_SLOTS == 1
+
+
+def test_two_heavy_jobs_at_once_the_second_is_told_who_runs_and_when_to_try_again(monkeypatch):
+    """Two visitors press a heavy button at once on one server process: the first trains, the second is refused
+    with what runs (for how long), who else waits, and a 'try again in at most N s' computed from the running
+    job's time bound; a third, waiting meanwhile, counts as waiting before a later one."""
+    monkeypatch.setenv("K3LITE_JOB_LIMIT_S", "120")
+    started, release, refusals = threading.Event(), threading.Event(), []
+
+    def first():
+        with guards.heavy_work("lab training"):
+            started.set()
+            release.wait(20)
+
+    def second(timeout_s):
+        try:
+            with guards.heavy_work("the measured gloo run", timeout_s=timeout_s):
+                pass
+        except guards.ServerBusy as e:
+            refusals.append(str(e))
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    try:
+        assert started.wait(10)
+        patient = threading.Thread(target=second, args=(3.0,))
+        patient.start()
+        time.sleep(0.3)  # the patient visitor now waits for the slot
+        assert guards.heavy_queue() == (1, 1), "one running, one waiting (before this thread)"
+        second(0.2)
+        patient.join(10)
+    finally:
+        release.set()
+        holder.join(10)
+    assert len(refusals) == 2, refusals
+    late = refusals[0]  # the 0.2 s visitor gave up first, while the patient one still waited
+    assert late.startswith("the server is busy (lab training running for "), late
+    assert "1 other visitor(s) waiting before you" in late and "waited 0.2 s" in late
+    n = int(re.search(r"try again in at most (\d+) s", late).group(1))
+    assert 115 <= n <= 120, late  # 120 s bound minus the ~1 s the training has run
+    assert "no one else waiting" in refusals[1] and "waited 3 s" in refusals[1]
+    assert guards.heavy_queue() == (0, 0)
+    with guards.heavy_work("the next class", timeout_s=1):  # and the slot is free again
+        pass
+
+
+def test_the_try_again_time_is_the_running_jobs_own_bound():
+    with heavy_slot_taken("a short measured run", hold_s=10):
+        msg = guards.busy_message("lab training", 0.1, 0, now=time.monotonic() + 10_000)
+    assert "try again in at most 1 s" in msg, "a job past its bound is about to stop: at least 1 s, never negative"
+    assert guards.busy_message("x", 1, 0).endswith("try again in a moment"), "nothing running: no number to give"
 
 
 def test_deadline_stops_a_long_loop():
