@@ -22,7 +22,7 @@ from k3lite.model.attnres import attnres_cost
 from k3lite.model.config import K3Config
 from k3lite.analytic.memory import PRECISIONS, RELEASED_K3_FORMATS, precision, sequence_cache_bytes
 from k3lite.interconnect import wire_bytes_per_token
-from k3lite.analytic.params import params_by_layer
+from k3lite.analytic.params import latent_sides, params_by_layer
 
 # the parts a learner can point at, in drawing order, and the page that goes deeper into each
 PARTS: tuple[str, ...] = ("embedding", "attention_kda", "attention_mla", "attn_res", "dense_ffn", "router",
@@ -59,6 +59,17 @@ class Anatomy(NamedTuple):
     weights: str  # storage format of the weights (a memory.PRECISIONS name; after in_formats, every format named)
     layers: list[dict[str, PartNumbers]]  # per layer, per part present in it
     outside: dict[str, PartNumbers]  # embedding, LM head, the final depth mix (norms folded away)
+    latent_sides: tuple[int, int] = (0, 0)  # one MoE layer's latent projections: (down side, up side) parameters
+
+    def latent_side(self, layer: int, side: str) -> PartNumbers | None:
+        """The down ("down": d_model -> latent) or up ("up") side of one layer's latent projections: its own
+        parameters and weight bytes (the layer's "latent_proj" split in proportion to its parameters)."""
+        part = self.layers[layer].get("latent_proj")
+        if part is None or not part.params:
+            return None
+        n = dict(zip(("down", "up"), self.latent_sides))[side]
+        share = n / part.params
+        return PartNumbers(n, round(part.active * share), {k: v * share for k, v in part.bytes.items()})
 
     def part(self, name: str) -> PartNumbers:
         """One part summed over the whole model."""
@@ -154,4 +165,5 @@ def anatomy(cfg: K3Config, context: int = 131072, weights: str = "bf16") -> Anat
     if cfg.attn_res != "standard":
         prev = outside.get("attn_res", PartNumbers(0, 0, {"weights": 0.0}))
         outside["attn_res"] = PartNumbers(prev.params, prev.active, {**prev.bytes, "attnres": float(reads)})
-    return Anatomy(cfg.name, context, weights, layers, outside)
+    sides = latent_sides(cfg)
+    return Anatomy(cfg.name, context, weights, layers, outside, (sides.get("down", 0), sides.get("up", 0)))

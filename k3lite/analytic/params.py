@@ -213,6 +213,25 @@ def params_by_layer(cfg: K3Config) -> tuple[list[dict[str, tuple[int, int]]], di
     return [with_active(built[first_of[kind]]) for kind in kinds], with_active(outside)
 
 
+@lru_cache(maxsize=64)
+def latent_sides(cfg: K3Config) -> dict[str, int]:
+    """One MoE layer's latent projections split by side, from the same modules as `params_by_layer`:
+    {"down": d_model -> latent weights (+ the latent norm when it sits at dispatch), "up": latent -> d_model (+ the
+    norm when it sits on the aggregated output, as K3)}. Empty without a latent. The map shows each side on its own
+    node (their sum is `params_by_layer`'s "latent_proj")."""
+    if not cfg.moe.latent_dim or "moe" not in cfg.ffn_types():
+        return {}
+    layer = cfg.ffn_types().index("moe")
+    norm_side = "down" if cfg.moe.latent_norm_at == "dispatch" else "up"
+    sides = {"down": 0, "up": 0}
+    for name, numel, _ in _meta_parameters(cfg):
+        parts = name.split(".")
+        if name.startswith(f"layers.{layer}.ffn.") and _component(name) == "latent_proj":
+            side = {"down_proj": "down", "up_proj": "up"}.get(parts[3], norm_side)
+            sides[side] += numel
+    return sides
+
+
 @lru_cache(maxsize=256)
 def active_params(cfg: K3Config) -> int:
     """`count_params(cfg).active`, cached per config (the hybrid decode model asks for it on every rerun)."""

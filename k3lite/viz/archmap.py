@@ -209,8 +209,10 @@ def _num_static(node: Node, an: Anatomy | None) -> str:
         part = an.layers[node.layer].get(node.part)
     else:
         part = an.outside.get(node.part)
-    if part is None or node.part == "latent_proj" and node.stage == "combine":
-        return ""  # the latent projections' numbers appear once, on the down-projection
+    if node.part == "latent_proj" and node.layer is not None:  # each side its own share (down at dispatch)
+        part = an.latent_side(node.layer, "down" if node.stage == "experts" else "up")
+    if part is None:
+        return ""
     parts = [f"{fmt(part.params)} params"]
     if part.active != part.params:
         parts.append(f"{fmt(part.active)} active")

@@ -10,7 +10,7 @@ from k3lite.analytic.anatomy import PARTS, anatomy
 from k3lite.model.config import KDAConfig, K3Config, MLAConfig, MoEConfig
 from k3lite.model.presets import PRESETS, get_preset
 from k3lite.model.stack import K3Model
-from k3lite.analytic.params import count_params
+from k3lite.analytic.params import count_params, fmt
 from k3lite.viz.archmap import architecture_map, collapse, layout, stage_index
 from k3lite.viz.model import stages
 from k3lite.viz.style import CONCEPT, LINK
@@ -142,3 +142,21 @@ def test_anatomy_parts_add_up_to_the_parameter_count(name):
     assert longer["attention_mla"].bytes["cache"] == pytest.approx(2 * tot["attention_mla"].bytes["cache"])
     with pytest.raises(ValueError, match="context"):
         anatomy(cfg, context=0)
+
+
+def test_latent_nodes_show_each_projection_on_its_own_side():
+    """The down-projection's hover shows d_model x latent parameters (K3: 25.7M), not down + up (51.4M); the up
+    node shows its own share; the two sides add up to the layer's latent projections."""
+    cfg = get_preset("kimi-k3")
+    an = anatomy(cfg, context=4096)
+    fig = architecture_map(cfg, anatomy=an)
+    hovers = [h for t in fig.data if t.hovertext is not None for h in t.hovertext]
+    down = next(h for h in hovers if h.startswith("<b>latent down-projection"))
+    up = next(h for h in hovers if h.startswith("<b>latent up-projection"))
+    d, l = cfg.d_model, cfg.moe.latent_dim
+    assert f"{fmt(d * l)} params" in down and fmt(2 * d * l) not in down
+    assert "params" in up and "per decoded token" in up
+    layer = cfg.ffn_types().index("moe")
+    sides = [an.latent_side(layer, s) for s in ("down", "up")]
+    assert sum(p.params for p in sides) == an.layers[layer]["latent_proj"].params
+    assert sum(p.bytes["weights"] for p in sides) == pytest.approx(an.layers[layer]["latent_proj"].bytes["weights"])
