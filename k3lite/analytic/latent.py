@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from k3lite.interconnect import REFERENCE, Deployment, deployment_bytes
+from k3lite.interconnect.deployment import WIRE_FORMATS
 from k3lite.model.config import MoEConfig
 from k3lite.model.moe import active_expert_flops_per_token
 
@@ -36,3 +37,27 @@ def latent_cost_per_token(d_model: int, expert_ffn_dim: int, top_k: int, n_share
     return LatentCost(ratio, latent, deployment_bytes(moe, deployment, d_model).total,
                       float(active_expert_flops_per_token(latent, expert_ffn_dim, top_k)), proj,
                       2.0 * 3 * d_model * (shared_ffn_dim or expert_ffn_dim) * n_shared)
+
+
+
+def record_overhead(moe: MoEConfig, d_model: int, deployment: Deployment = REFERENCE) -> float:
+    """Bytes a dispatch + combine record pair carries beyond its payload on `deployment` (FP8 scales, routing
+    metadata, padding): `wire_bytes_headline`'s default `record_overhead_bytes`."""
+    wire = deployment_bytes(moe, deployment, d_model)
+    dim = moe.latent_dim or d_model
+    payload = dim * (WIRE_FORMATS[deployment.dispatch].elem_bytes + WIRE_FORMATS[deployment.combine].elem_bytes)
+    return float(wire.dispatch_record + wire.combine_record - payload)
+
+
+def wire_bytes_headline(moe: MoEConfig, d_model: int, dispatch_elem_bytes: float = 1.0,
+                        combine_elem_bytes: float = 2.0, record_overhead_bytes: float | None = None,
+                        deployment: Deployment = REFERENCE) -> float:
+    """The MoE page's headline, bytes on the wire per token per MoE layer, with its assumed wire format as numbers:
+    bytes per element of a dispatched (FP8: 1) and a combined (BF16: 2) latent, and the bytes a record pair adds
+    beyond its payload (None: the deployment's, `record_overhead`). The expected copies per token (uniform routing)
+    are the deployment's. At the defaults it is `deployment_bytes(moe, deployment, d_model).total`."""
+    if dispatch_elem_bytes <= 0 or combine_elem_bytes <= 0:
+        raise ValueError("bytes per element must be > 0")
+    overhead = record_overhead(moe, d_model, deployment) if record_overhead_bytes is None else record_overhead_bytes
+    copies = deployment_bytes(moe, deployment, d_model).copies.total  # each way: dispatch out, combine back
+    return copies * ((moe.latent_dim or d_model) * (dispatch_elem_bytes + combine_elem_bytes) + overhead)

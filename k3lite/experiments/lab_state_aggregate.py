@@ -86,3 +86,30 @@ def ablation_rows(runs: list[dict]) -> list[dict]:
                     **dict(zip(("lab_mean", "lab_std"), mean_std(lab_acc))),
                     **dict(zip(("ref_mean", "ref_std"), mean_std(ref_acc)))})
     return out
+
+
+HEADLINE_HEAD_DIM = ABLATION_HEAD_DIM  # the head dim the page headlines: where the recurrent state binds (K = 16)
+
+
+def recall_at(run: dict, step: float) -> float:
+    """A run's held-out recall at training step `step`, read off its stored evals (the last eval at or before it;
+    past the run's end, its final number: the run had solved the task or reached its cap; 0 before its first)."""
+    before = [a for s, a in zip(run["evals"]["step"], run["evals"]["acc"]) if s <= step]
+    return before[-1] if before else 0.0
+
+
+def ceiling_gap(runs: list[dict], steps_scale: float = 1.0, head_dim: int = HEADLINE_HEAD_DIM) -> float:
+    """The lab page's headline: points of held-out recall between softmax attention and the best recurrent mixer
+    at `head_dim`, over the table's runs (`aggregate`: chosen learning rate, LONG_STEPS reruns in place), each read
+    at `steps_scale` x its step cap (STEPS, or LONG_STEPS for a rerun; `recall_at`: a run that solved the task
+    sooner keeps its final number). 1 = the table's numbers."""
+    by_name = {Job(**r["job"]).name: r for r in runs}
+    means = {}
+    for row in aggregate(runs):
+        if row["head_dim"] == head_dim:
+            sel = [by_name[n] for n in row["names"]]
+            means[row["mixer"]] = statistics.fmean(recall_at(r, steps_scale * r["job"].get("steps", STEPS)) for r in sel)
+    recurrent = [m for m in means if m != "attention"]
+    if "attention" not in means or not recurrent:
+        raise ValueError(f"no attention and recurrent cells at K = {head_dim} yet")
+    return 100 * (means["attention"] - max(means[m] for m in recurrent))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 
 from k3lite.base.units import fmt_bytes
+from k3lite.base.wording import compare
 from k3lite.experiments.lab_state_jobs import (ABLATION_HEAD_DIM, FLAT_GAIN, FLAT_WINDOW, LONG_STEPS, MIXERS,
                                                NUM_PAIRS, RECURRENT, SEQ_LEN, STEPS)
 from k3lite.experiments.lab_sweep_sentences import REPORT_ORDER, ranked_chain, report_verdict, short_name, within_spread
@@ -53,10 +54,18 @@ def ceiling_sentence(rows: list[dict]) -> str:
 RUN_OUT = 0.2
 
 
+def _clearly_apart(hi: dict, lo: dict) -> bool:
+    """`hi`'s mean above `lo`'s by more than twice the larger seed spread (and 2 points): with 5 seeds a gap of
+    one spread is about 1.6 standard errors of the difference, twice it about 3. Beyond one spread, the chains'
+    '>', is enough to order two cells, not to say what orders them."""
+    return hi["mean"] - lo["mean"] > max(0.02, 2 * hi["std"], 2 * lo["std"])
+
+
 def rule_sentence(rows: list[dict]) -> str:
-    """At equal state (each head dim), does the update rule order the recurrent mixers beyond seed spread, or is
-    the size of the state what decides? Order with '>' (beyond spread) and '≈' (within), then a verdict per K:
-    every rule run out (best below RUN_OUT), the rule separating the best from the worst, or all within spread."""
+    """At equal state (each head dim), does the update rule order the recurrent mixers, or is the size of the
+    state what decides? Order with '>' (beyond seed spread) and '≈' (within), then a verdict per K: every rule run
+    out (best below RUN_OUT); the rule matters (a pair more than twice the larger seed spread apart, the lower
+    cell's seeds all levelled off); a gap too small, or a lower cell still rising, to credit the rule; or all within spread."""
     parts, verdicts = [], []
     for K in sorted({r["head_dim"] for r in rows}):
         rec = sorted((r for r in rows if r["head_dim"] == K and r["mixer"] in RECURRENT), key=lambda r: -r["mean"])
@@ -73,12 +82,25 @@ def rule_sentence(rows: list[dict]) -> str:
             verdicts.append(f"at K = {K} too few seeds yet to tell ({min(r['n'] for r in rec)} for some mixer)")
         elif not _tie(top, bottom) or apart:
             win, lose = (top, bottom) if not _tie(top, bottom) else apart[0]
-            verdict = (f"at K = {K} the update rule matters: {short_name(win['mixer'])} beats "
-                       f"{short_name(lose['mixer'])} beyond seed spread")
-            plain = _cell(rec, "linear", K)  # the additive rule with no decay: what delta updates and decay refine
-            if plain is not None and plain is not top and plain is not lose and _tie(plain, top):
-                verdict += (f", yet the plain additive rule (linear, {100 * plain['mean']:.0f}%) ties with the best: "
-                            f"delta updates and decay buy nothing beyond seed spread here")
+            gap, spread = 100 * (win["mean"] - lose["mean"]), 100 * max(win["std"], lose["std"])
+            if _clearly_apart(win, lose) and not lose["not_flat"]:
+                verdict = (f"at K = {K} the update rule matters: {short_name(win['mixer'])} "
+                           f"{compare(win['mean'], lose['mean'], 'beats', 'trails', 'ties with')} "
+                           f"{short_name(lose['mixer'])} by {gap:.1f} points, over twice the larger seed spread "
+                           f"({spread:.1f})")
+                plain = _cell(rec, "linear", K)  # the additive rule with no decay: what delta updates and decay refine
+                if plain is not None and plain is not top and plain is not lose and _tie(plain, top):
+                    verdict += (f", yet the plain additive rule (linear, {100 * plain['mean']:.0f}%) ties with the "
+                                "best: delta updates and decay buy nothing beyond seed spread here")
+            else:
+                why = [] if _clearly_apart(win, lose) else ["not beyond twice it"]
+                if lose["not_flat"]:
+                    why.append(f"{short_name(lose['mixer'])} has {lose['not_flat']} seed"
+                               f"{'s' * (lose['not_flat'] != 1)} still rising (its mean is a lower bound)")
+                verdict = (f"at K = {K} the gap between {short_name(win['mixer'])} {100 * win['mean']:.1f}% and "
+                           f"{short_name(lose['mixer'])} {100 * lose['mean']:.1f}% is {gap:.1f} points, beyond the "
+                           f"larger seed spread ({spread:.1f}) but " + " and ".join(why)
+                           + ": too close to credit the update rule")
             verdicts.append(verdict)
         else:
             verdicts.append(f"at K = {K} all are within seed spread: the size of the state decides")
@@ -130,15 +152,18 @@ def report_sentence(rows: list[dict]) -> str:
     return text
 
 
-def ablation_sentence(rows: list[dict]) -> str:
+def ablation_sentence(rows: list[dict], table_rows: list[dict] | None = None) -> str:
     """What the lab's initialisation changes, from `ablation_rows`: per mixer lab vs reference init, the order
-    of the mixers under each ('>' beyond seed spread, '≈' within), and which mixers only learn with the lab's init."""
+    of the mixers under each ('>' beyond seed spread, '≈' within), and which mixers only learn with the lab's init.
+    Both inits are compared at the STEPS cap on the seeds both have; `table_rows` (`aggregate`'s, the headline
+    table) adds what the table shows for the same cells where it differs (more seeds, LONG_STEPS reruns)."""
     if not rows:
         return ""
     parts = [f"{short_name(r['mixer'])} {100 * r['lab_mean']:.0f}% → {100 * r['ref_mean']:.0f}%" for r in rows]
     moved = [r for r in rows if not within_spread((r["lab_mean"], r["lab_std"]), (r["ref_mean"], r["ref_std"]))]
     by_lab, by_ref = (sorted(rows, key=lambda r: -r[k]) for k in ("lab_mean", "ref_mean"))
     stuck = [r for r in rows if r["ref_mean"] < RUN_OUT <= r["lab_mean"]]
+    seeds = sorted({s for r in rows for s in r["seeds"]})
     tail = (f" Order with the lab's init: {ranked_chain([(r['mixer'], r['lab_mean'], r['lab_std']) for r in by_lab])}; "
             f"with the reference init: {ranked_chain([(r['mixer'], r['ref_mean'], r['ref_std']) for r in by_ref])}.")
     if stuck:
@@ -146,9 +171,21 @@ def ablation_sentence(rows: list[dict]) -> str:
                  f"stay{'s' if len(stuck) == 1 else ''} under "
                  f"{100 * RUN_OUT:.0f}% in {STEPS:,} steps: the lab's init is what lets them learn in this budget, so "
                  "the recurrent numbers above assume it.")
-    return (f"Init ablation at K = {ABLATION_HEAD_DIM} (lab init → reference init, same seeds and learning rate): "
-            + "; ".join(parts) + f". Beyond seed spread: {', '.join(short_name(r['mixer']) for r in moved) or 'none'}."
-            + tail)
+    shown = {r["mixer"]: r for r in (table_rows or []) if r["head_dim"] == ABLATION_HEAD_DIM}
+    differ = [(r, shown[r["mixer"]]) for r in rows
+              if r["mixer"] in shown and round(100 * shown[r["mixer"]]["mean"]) != round(100 * r["lab_mean"])]
+    if differ:
+        n_table = sorted({t["n"] for _, t in differ})
+        reruns = sum(t["extended"] for _, t in differ)
+        tail += (f" These are the {STEPS:,}-step runs of seeds {seeds[0]}–{seeds[-1]} on both sides; the table above "
+                 f"averages {'/'.join(map(str, n_table))} seeds"
+                 + (f" and puts {LONG_STEPS:,}-step reruns in place of the {reruns} seeds still rising at {STEPS:,}"
+                    if reruns else "")
+                 + ", so for the lab init it shows "
+                 + ", ".join(f"{short_name(r['mixer'])} {100 * t['mean']:.0f}%" for r, t in differ) + ".")
+    return (f"Init ablation at K = {ABLATION_HEAD_DIM} (lab init → reference init, same seeds, learning rate and "
+            f"{STEPS:,}-step cap): " + "; ".join(parts)
+            + f". Beyond seed spread: {', '.join(short_name(r['mixer']) for r in moved) or 'none'}." + tail)
 
 
 def format_table(rows: list[dict]) -> str:

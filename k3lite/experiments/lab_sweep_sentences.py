@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import statistics
 
-from k3lite.experiments.lab_sweep_jobs import LONG_STEPS, MAX_STEPS, MIN_GAIN, MIXERS, PATIENCE, SEQ_LENS
+from k3lite.base.wording import compare
+from k3lite.experiments.lab_sweep_jobs import LONG_STEPS, MAX_STEPS, MIN_GAIN, MIXERS, PATIENCE, SEQ_LENS, VOCAB
+from k3lite.experiments.tasks import chance_accuracy
 
 REPORT_ORDER: tuple[str, ...] = ("kda", "gdn", "mamba2")  # Kimi Linear report: KDA >= GDN > Mamba-2
 
@@ -106,9 +108,10 @@ def mechanism_sentence(rows: list[dict], task: str) -> str:
     parts = []
     for a, b, what in MECHANISM_STEPS:
         (ma, sa), (mb, sb) = stats[a], stats[b]
-        d = 100 * (ma - mb)
+        shown_a, shown_b = round(100 * ma, 1), round(100 * mb, 1)  # the difference of the numbers printed
         tie = abs(ma - mb) <= max(0.02, sa, sb)
-        parts.append(f"{what} ({short_name(a)} vs {short_name(b)}): {d:+.0f} points ({100 * ma:.0f}% vs {100 * mb:.0f}%"
+        parts.append(f"{what} ({short_name(a)} vs {short_name(b)}): {round(shown_a - shown_b, 1) + 0.0:+.1f} points "
+                     f"({shown_a:.1f}% vs {shown_b:.1f}%"
                      + ("; within seed spread" if tie else "") + ")")
     at_T = [r for r in rows if r["task"] == task and r["seq_len"] == T
             and r["mixer"] in {m for pair in MECHANISM_STEPS for m in pair[:2]}]
@@ -178,6 +181,28 @@ def spread_sentence(rows: list[dict], task: str) -> str:
     return (f"From T = {lens[0]} to T = {lens[-1]} the largest drop is {short_name(drop)}'s "
             f"({100 * mean_lo[drop]:.0f}% → {100 * mean_hi[drop]:.0f}%); at T = {lens[-1]} {short_name(best)} is best "
             f"with {100 * hi[0][1]:.0f}%.")
+
+
+def live_sentence(finals: dict[str, tuple[float, int, float]], task: str, labels: dict[str, str] | None = None,
+                  vocab_size: int = VOCAB) -> str:
+    """The live run's result: {mixer: (final held-out accuracy, steps trained, seconds)} in the order trained, the
+    one ahead (or a tie within half a point), and the task's chance level (`tasks.chance_accuracy`) to the digits
+    that show it (1/256 is 0.39%, not '0%')."""
+    if not finals:
+        raise ValueError("no finished run to describe")
+    labels = labels or {}
+    text = "Held-out accuracy at the end: " + ", ".join(
+        f"{labels.get(m, m)} {100 * acc:.0f}% after {steps} steps ({seconds:.1f} s)"
+        for m, (acc, steps, seconds) in finals.items())
+    if len(finals) > 1:
+        ranked = sorted(finals, key=lambda m: -finals[m][0])
+        first, second = ranked[0], ranked[1]
+        word = compare(finals[first][0], finals[second][0], "higher", "lower", "level", rel_tol=0.0)
+        text += ("; the top two are level" if abs(finals[first][0] - finals[second][0]) < 0.005 else
+                 f"; {labels.get(first, first)} ends {word}, "
+                 f"{100 * (finals[first][0] - finals[second][0]):.1f} points ahead of {labels.get(second, second)}")
+    chance = chance_accuracy(task, vocab_size)
+    return text + f". Chance is {100 * chance:.2g}% per answer token (a guess among {round(1 / chance)} tokens)."
 
 
 def format_table(rows: list[dict]) -> str:

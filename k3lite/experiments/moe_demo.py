@@ -25,6 +25,7 @@ from k3lite.model.trace import own_inputs
 from k3lite.model.moe import (LatentMoE, Router, capacity_for, capacity_mask, routing_metrics, routing_stats,
                         selection_stability)
 from k3lite.base.rng import seeded
+from k3lite.base.wording import compare
 from k3lite.base.tokenizer import token_label, validate_prompt
 
 METHODS = tuple(BALANCING_METHODS)  # none, aux_loss, bias, quantile
@@ -398,24 +399,30 @@ def balance_claim(demo: PromptDemo, names: dict[str, str] | None = None) -> str:
 
 
 def notice_lines(demo: PromptDemo, names: dict[str, str] | None = None) -> tuple[str, str]:
-    """The page's two "what to notice" sentences about (b), each built from the demo's numbers."""
+    """The page's two "what to notice" sentences about (b), each built from the demo's numbers. The speed sentence
+    says what the threshold means as a load (max-violation v = the busiest expert at 1 + v times its share), not
+    "close to even": the threshold is relative to the methods' own median, so it can be far from even."""
     names = names or {}
     threshold, reach = updates_to_even(demo)
     quick = fastest(reach)
     if quick:
         n = reach[quick[0]]
-        speed = (f"{' and '.join(names.get(m, m) for m in quick)} need{'s' * (len(quick) == 1)} the fewest updates to "
-                 f"get close to even ({n}, to below {threshold:.2f}; the curve under (b))")
+        speed = (f"{' and '.join(names.get(m, m) for m in quick)} need{'s' * (len(quick) == 1)} the fewest updates, "
+                 f"{n}, to bring the busiest expert under {1 + threshold:.1f}x the ideal load (max-violation "
+                 f"{threshold:.2f}, 1.5x the methods' median after {demo.update_counts[-1]} updates; the curve under (b))")
     else:
-        speed = f"no method gets below {threshold:.2f} within {demo.update_counts[-1]} updates (the curve under (b))"
+        speed = (f"no method brings the busiest expert under {1 + threshold:.1f}x the ideal load within "
+                 f"{demo.update_counts[-1]} updates (the curve under (b))")
     first = (f"Raw top-k (*none*) piles tokens onto favourites: on the held-out bytes in (b) its busiest expert gets "
              f"{1 + demo.eval_violation['none']:.1f}x the ideal load. {speed[0].upper() + speed[1:]}.")
     flips = ", ".join(f"{names.get(m, m)} {100 * v:.1f}%" for m, v in demo.stability.items())
-    calmer = [m for m in demo.stability if m != "none" and demo.stability[m] <= demo.stability["none"]]
-    if calmer:
-        second = (f"Selections flipped by score noise in (b): {flips}. Balancing usually moves choices closer to ties "
-                  f"(more flips); here {', '.join(names.get(m, m) for m in calmer)} did not.")
-    else:
-        second = (f"Balanced selections sit closer to ties, so they flip more easily under score noise (in (b): "
-                  f"{flips}): the sensitivity a *Stable* MoE has to keep in check.")
+    raw = demo.stability["none"]
+    by_word: dict[str, list[str]] = {}
+    for m, v in demo.stability.items():
+        if m != "none":
+            by_word.setdefault(compare(v, raw, "more", "less", "as"), []).append(names.get(m, m))
+    against = "; ".join(f"{' and '.join(ms)} flipped {word} often {'as' if word == 'as' else 'than'} raw top-k"
+                        for word, ms in by_word.items())
+    second = (f"Selections flipped by score noise in (b): {flips}. Balancing moves choices closer to ties, where noise "
+              f"flips them: the sensitivity a *Stable* MoE has to keep in check; here {against}.")
     return first, second

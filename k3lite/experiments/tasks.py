@@ -180,6 +180,17 @@ def stack(batch_size: int, seq_len: int, vocab_size: int, *, push_prob: float = 
     return TaskBatch(torch.from_numpy(inputs), torch.from_numpy(targets))
 
 
+def chance_accuracy(task: str, vocab_size: int) -> float:
+    """Accuracy per answer token of a guess uniform over the tokens an answer can be, reading nothing of the
+    sequence: MQAR's values come from the upper half of the vocab (1 / (V - V // 2)); palindrome's and stack's
+    answers from [2, V) (1 / (V - 2))."""
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    if vocab_size < 4:
+        raise ValueError(f"vocab_size must be >= 4, got {vocab_size}")
+    return 1 / (vocab_size - vocab_size // 2) if task == "mqar" else 1 / (vocab_size - 2)
+
+
 # ------------------------------------------------------------------------------------------- dispatch
 def make_batch(spec: TaskSpec, batch_size: int, *, seed: int = 0, step: int = 0) -> TaskBatch:
     """One batch of `spec.task`; depends only on (spec, batch_size, seed, step)."""

@@ -39,6 +39,25 @@ def test_ablation_compares_the_same_seeds_and_rate():
     assert "With the reference init DeltaNet stays under 20%" in text and "KDA stay" not in text
 
 
+def test_ablation_says_it_uses_the_capped_runs_and_what_the_table_shows_instead():
+    """The ablation compares both inits at the STEPS cap on seeds 0-2; the headline table averages 5 seeds with
+    LONG_STEPS reruns in place of rising ones. The sentence says which runs it uses and the table's numbers where
+    they differ (it said 'GDN 71%' next to a table showing 73.1%, unsaid)."""
+    from k3lite.experiments.lab_state_jobs import LONG_STEPS, STEPS
+    runs = _cells({("gdn", 16): [0.70, 0.71, 0.72], ("kda", 16): [0.66, 0.68, 0.70]})
+    runs += [_rec(m, 16, 1e-2, s, 0.01, init="reference") for m in ("gdn", "kda") for s in (0, 1, 2)]
+    ablation = ablation_rows(runs)
+    table = [{"mixer": "gdn", "head_dim": 16, "mean": 0.731, "n": 5, "extended": 0},
+             {"mixer": "kda", "head_dim": 16, "mean": 0.689, "n": 5, "extended": 2}]
+    text = ablation_sentence(ablation, table)
+    assert f"same seeds, learning rate and {STEPS:,}-step cap" in text
+    assert (f"These are the {STEPS:,}-step runs of seeds 0–2 on both sides; the table above averages 5 seeds and "
+            f"puts {LONG_STEPS:,}-step reruns in place of the 2 seeds still rising at {STEPS:,}, so for the lab init "
+            "it shows GDN 73%, KDA 69%.") in text
+    same = [{"mixer": "gdn", "head_dim": 16, "mean": 0.71, "n": 3, "extended": 0}]
+    assert "the table above" not in ablation_sentence(ablation, same), "nothing to say where the numbers agree"
+
+
 def test_seed_explorer_links_each_seed_to_its_own_curve():
     """The per-seed explorer (k3lite.viz.lab.seed_explorer): the points are the headline figure's seeds (chosen LR,
     lab init; not the LR grid, not the ablation), the curves are those runs' stored held-out evals, and clicking
@@ -65,3 +84,20 @@ def test_seed_explorer_links_each_seed_to_its_own_curve():
     assert bottom["transform"] == [{"filter": {"param": "cell", "empty": False}}]
     with pytest.raises(ValueError, match="at least one finished run"):
         seed_explorer([], [])
+
+
+def test_ceiling_gap_is_the_tables_gap_and_reads_each_run_at_a_scaled_step_cap():
+    """The lab page's headline (its assumptions block): attention's recall minus the best recurrent mixer's at
+    K = 16, each run read at a multiple of its step cap off its stored evals (a run that solved sooner keeps its
+    final number)."""
+    from k3lite.experiments.lab_state_aggregate import ceiling_gap, recall_at
+    runs = _cells({("attention", 16): [1.0, 1.0, 1.0], ("gdn", 16): [0.7, 0.7, 0.7], ("kda", 16): [0.6, 0.6, 0.6]})
+    for r in runs:
+        if r["job"]["mixer"] == "gdn":
+            r["evals"] = {"step": [1000, 1500, 2000], "acc": [0.3, 0.5, 0.7]}
+    assert ceiling_gap(runs) == pytest.approx(30.0)
+    assert ceiling_gap(runs, steps_scale=0.8) == pytest.approx(100 - max(50, 60)), "GDN read at 1,600 steps: 50%"
+    assert ceiling_gap(runs, steps_scale=1.2) == pytest.approx(30.0), "past the cap: the final number"
+    assert recall_at(runs[0], 10) == 0.0
+    with pytest.raises(ValueError, match="no attention"):
+        ceiling_gap(runs, head_dim=8)

@@ -15,7 +15,8 @@ def test_sentences_follow_the_numbers():
     assert "30 points apart" in ceiling
     rule = rule_sentence(rows)
     assert "KDA 70% ≈ GDN 70% > Mamba-2 50% > linear 30%" in rule
-    assert rule.endswith("at K = 16 the update rule matters: KDA beats linear beyond seed spread.")
+    assert rule.endswith("at K = 16 the update rule matters: KDA beats linear by 40.0 points, over twice the larger "
+                         "seed spread (4.1).")
     assert "matches up to ties" in report_sentence(rows)
     tied = aggregate(_cells({("kda", 8): [0.3, 0.5, 0.4], ("linear", 8): [0.35, 0.45, 0.4]}))
     assert rule_sentence(tied).endswith("at K = 8 all are within seed spread: the size of the state decides.")
@@ -45,17 +46,37 @@ def test_verdicts_need_two_seeds_and_read_the_whole_chain():
                                     ("linear", 16): [0.3, 0.3, 0.3]}))
     text = rule_sentence(chain)
     assert "KDA 50% ≈ GDN 45% > linear 30%" in text
-    assert text.endswith("at K = 16 the update rule matters: GDN beats linear beyond seed spread.")
+    assert text.endswith("at K = 16 the update rule matters: GDN beats linear by 15.0 points, over twice the larger "
+                         "seed spread (0.0).")
     # the shipped K = 16 shape: a separation between the best and the worst, but the plain additive rule ties
     # with the best, so the refinements of the rule are not what separates them
     plain = aggregate(_cells({("gdn", 16): [0.73, 0.71, 0.75], ("linear", 16): [0.72, 0.73, 0.71],
                                     ("kda", 16): [0.66, 0.68, 0.70]}))
     text = rule_sentence(plain)
-    assert "GDN beats KDA beyond seed spread, yet the plain additive rule (linear, 72%) ties with the best" in text
+    assert "GDN beats KDA by 5.0 points, over twice the larger seed spread (1.6), yet the plain additive rule " \
+           "(linear, 72%) ties with the best" in text
     plain_loses = aggregate(_cells({("gdn", 16): [0.80, 0.81, 0.79], ("linear", 16): [0.60, 0.61, 0.59],
                                           ("kda", 16): [0.70, 0.71, 0.69]}))
     assert "plain additive" not in rule_sentence(plain_loses)
     assert "Not final" not in rule_sentence(plain_loses), "every run here is flat"
+
+
+def test_a_gap_just_beyond_one_spread_with_a_rising_seed_is_not_called_a_rule_effect():
+    """The shipped K = 16 cells: GDN 73.1 ± 2.1 and KDA 68.9 ± 4.1 (one KDA seed still rising). 4.2 points is just
+    beyond KDA's spread of 4.1 and the lower mean is a lower bound: not 'the update rule matters: GDN beats KDA'."""
+    rows = aggregate(_cells({("gdn", 16): [0.709, 0.718, 0.717, 0.761, 0.752],
+                             ("kda", 16): [0.696, 0.63, 0.751, 0.707, 0.658],
+                             ("linear", 16): [0.72, 0.728, 0.703, 0.674, 0.701]}))
+    for r in rows:
+        r["not_flat"] = 1 if r["mixer"] == "kda" else 0
+    text = rule_sentence(rows)
+    assert "the update rule matters" not in text and "beats" not in text
+    assert ("at K = 16 the gap between GDN 73.1% and KDA 68.8% is 4.3 points, beyond the larger seed spread (4.2) but "
+            "not beyond twice it and KDA has 1 seed still rising (its mean is a lower bound): too close to credit the "
+            "update rule") in text
+    for r in rows:  # the same gap with every seed levelled off: still only one spread apart
+        r["not_flat"] = 0
+    assert "not beyond twice it: too close" in rule_sentence(rows)
 
 
 def test_rule_sentence_says_which_cells_are_still_rising():
@@ -67,9 +88,11 @@ def test_rule_sentence_says_which_cells_are_still_rising():
         if r["mixer"] == "kda":
             r["not_flat"] = 2
     text = rule_sentence(rows)
-    assert text.startswith(flat_text[:-1]) and text.endswith(
+    assert text.startswith(flat_text.split(" — ")[0]) and text.endswith(
         "Not final: at K = 16, 2 of 6 recurrent runs (KDA 2) still gained ≥ 2 points over their last 25% of steps, "
         "so those cells' means are lower bounds.")
+    assert "the update rule matters" in flat_text and "the update rule matters" not in text, \
+        "a lower cell whose mean is a lower bound is no evidence the rule separates them"
 
 
 def test_report_cost_uses_time_per_step_done():

@@ -19,9 +19,9 @@ def test_mechanism_sentence_one_idea_at_a_time_and_chance_count():
             [("linear", 0.69), ("mamba2", 0.30), ("deltanet", 0.95), ("gdn", 0.90), ("kda", 0.91, )]]
     rows[-1]["std"] = 0.05  # KDA at T=256: KDA vs GDN (+1 point) is inside its seed spread
     text = mechanism_sentence(rows, "mqar")
-    assert text.startswith("At T = 256, the delta rule (DeltaNet vs linear): +26 points (95% vs 69%)")
-    assert "a scalar decay on top of it (GDN vs DeltaNet): -5 points (90% vs 95%)" in text
-    assert "(KDA vs GDN): +1 points (91% vs 90%; within seed spread)" in text
+    assert text.startswith("At T = 256, the delta rule (DeltaNet vs linear): +26.0 points (95.0% vs 69.0%)")
+    assert "a scalar decay on top of it (GDN vs DeltaNet): -5.0 points (90.0% vs 95.0%)" in text
+    assert "(KDA vs GDN): +1.0 points (91.0% vs 90.0%; within seed spread)" in text
     assert mechanism_sentence([r for r in rows if r["mixer"] != "deltanet"], "mqar") == "", "needs the control"
     assert "still gaining" not in text
     rows[-1]["rising"] = 2  # two KDA runs at T=256 hit the cap while still learning
@@ -34,6 +34,23 @@ def test_mechanism_sentence_one_idea_at_a_time_and_chance_count():
     recs += [_record("mqar", "kda", 128, 1e-2, 0, 0.6)] + [_record("mqar", "kda", 128, lr, 0, 0.1) for lr in (3e-3, 3e-2)]
     agg = {r["seq_len"]: r for r in aggregate(recs) if r["mixer"] == "kda"}
     assert agg[256]["at_chance"] == 2 and agg[128]["at_chance"] == 0
+
+
+def test_mechanism_points_are_the_difference_of_the_percentages_shown():
+    """The shipped palindrome cell read '+1 points (96% vs 94%)': 95.7 - 94.4 = 1.3 rounds to 1 while the rounded
+    means differ by 2. The points printed are the difference of the percentages printed."""
+    import re
+
+    def row(m, mean):
+        return {"task": "palindrome", "mixer": m, "seq_len": 128, "lr": 0.01, "n": 3, "mean": mean, "std": 0.02,
+                "at_chance": 0}
+    rows = [row("linear", 0.944), row("mamba2", 0.95), row("deltanet", 0.957), row("gdn", 0.9565), row("kda", 0.9561)]
+    text = mechanism_sentence(rows, "palindrome")
+    found = re.findall(r"([+-]\d+(?:\.\d+)?) points \((\d+(?:\.\d+)?)% vs (\d+(?:\.\d+)?)%", text)
+    assert len(found) == 3, text
+    for d, a, b in found:
+        assert float(d) == pytest.approx(float(a) - float(b), abs=1e-9), (d, a, b)
+    assert "+1.3 points (95.7% vs 94.4%" in text
 
 
 def test_capacity_sentence_names_the_longest_length_and_the_best_delta_rule(small_protocol):

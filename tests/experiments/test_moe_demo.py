@@ -123,11 +123,23 @@ def test_notice_lines_follow_the_numbers():
     curves = {"none": [3.0] * 7, "aux_loss": [3, 3, 3, 2, 1, 0.6, 0.5], "bias": [3, 2, 1, 0.7, 0.6, 0.6, 0.6],
               "quantile": [0.6] * 7}
     first, second = notice_lines(fake_demo(curves))
-    assert "4.0x the ideal load" in first and "Quantile needs the fewest updates" in first
-    assert "flip more easily" in second
+    assert "4.0x the ideal load" in first and "Quantile needs the fewest updates, 1, to bring the busiest" in first
+    assert "aux_loss and bias and quantile flipped more often than raw top-k" in second
     _, calm = notice_lines(fake_demo(curves, stability={"none": 0.05, "aux_loss": 0.02, "bias": 0.06,
                                                         "quantile": 0.07}))
-    assert "aux_loss did not" in calm and "flip more easily" not in calm
+    assert "aux_loss flipped less often than raw top-k" in calm and "bias and quantile flipped more often" in calm
+
+
+def test_notice_lines_say_what_load_the_threshold_is_not_close_to_even():
+    """The threshold is 1.5x the methods' own median: a max-violation of 0.99 is the busiest expert at 2x its share
+    (5.14 at 896 experts: 6.1x). The sentence says that load, never "close to even"."""
+    curves = {"none": [3.0] * 7, "aux_loss": [3, 3, 3, 2, 1, 0.7, 0.65], "bias": [3, 2.6, 2.0, 1.2, 0.8, 0.7, 0.68],
+              "quantile": [0.65, 0.58, 0.56, 0.66, 0.67, 0.58, 0.66]}
+    first, _ = notice_lines(fake_demo(curves))
+    threshold, _ = updates_to_even(fake_demo(curves))
+    assert threshold == pytest.approx(0.99)
+    assert "close to even" not in first
+    assert "under 2.0x the ideal load (max-violation 0.99" in first
 
 
 def test_no_page_imports_a_benchmark():
