@@ -3,11 +3,11 @@
 Each value is a vendor datasheet number as quoted by the page in `source` (we have no direct access to the
 PDFs here: every source is the stored public page we could read, and `unverified` lists the values we could
 not find stated for that exact part). Conventions:
-    hbm_bytes       HBM per GPU in bytes, as the datasheet means its "GB". AMD's ROCm specification table heads its
-                    column "VRAM (GiB)": an MI300X's 192 is 192 GiB (192 x 2**30 B). The NVIDIA rows are stored as
-                    decimal GB (80 GB = 80e9), although an "80 GB" H100 has 80 GiB (nvidia-smi: 81,559 MiB): the
-                    project rule says binary; moving them changes every NVIDIA capacity on every page by 7.4%, a
-                    change of its own, not made here
+    hbm_bytes       HBM per GPU in bytes. Capacity is binary (k3lite.base.units): a datasheet's "80 GB" is 80 GiB,
+                    stored as 80 x 2**30 B and printed with fmt_capacity. An "80 GB" H100 shows 81,559 MiB in
+                    nvidia-smi and a "141 GB" H200 143,771 MiB (the driver keeps a little back); a row whose source is
+                    nvidia-smi's MiB (the B200's) stores that MiB x 2**20. AMD's ROCm specification table heads its
+                    column "VRAM (GiB)": an MI300X's 192 is 192 GiB
     hbm_bw          peak HBM bandwidth, bytes/s
     *_flops         DENSE tensor-core peak (datasheets print sparse numbers with an asterisk: half them)
     fp4_flops       0 = no FP4 tensor cores (Hopper, MI300X, MI325X): 4-bit weights are dequantised and multiplied
@@ -21,7 +21,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-GiB = 2 ** 30  # AMD's ROCm table states VRAM in GiB
+from k3lite.base.units import GIB
+
+GiB = GIB  # HBM capacity is binary: a datasheet's "80 GB" and AMD's "VRAM (GiB)" are both GiB
+MiB = 2 ** 20  # nvidia-smi's memory.total unit
 
 
 class GPU(NamedTuple):
@@ -51,34 +54,40 @@ class GPU(NamedTuple):
 _HOPPER = ("NVIDIA H100 SXM datasheet as tabulated at glennklockwood.com/garden/processors/h100 (80 GB HBM3, "
            "3.35 TB/s, dense matrix BF16 989.4 / FP8 1978.9 TFLOPS, NVLink 900 GB/s) and "
            "archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html (the datasheet table, sparse figures with an asterisk); "
-           "ConnectX-7 400 Gb/s per GPU as in DGX H100")
+           "ConnectX-7 400 Gb/s per GPU as in DGX H100; 80 GB read as 80 GiB (nvidia-smi: 81,559 MiB)")
 
 GPUS: dict[str, GPU] = {
-    "H100 SXM": GPU("H100 SXM", 80e9, 3.35e12, 989e12, 1979e12, 0.0, 450e9, 50e9, 8, _HOPPER),
-    "H800": GPU("H800", 80e9, 3.35e12, 989e12, 1979e12, 0.0, 200e9, 50e9, 8,
+    "H100 SXM": GPU("H100 SXM", 80 * GiB, 3.35e12, 989e12, 1979e12, 0.0, 450e9, 50e9, 8, _HOPPER),
+    "H800": GPU("H800", 80 * GiB, 3.35e12, 989e12, 1979e12, 0.0, 200e9, 50e9, 8,
                 "H100 silicon with a cut NVLink (aiwiki.ai/wiki/nvidia_h800; tumgag/philisun pages: 400 GB/s "
                 "bidirectional); DeepSeek-V3 report (arXiv 2412.19437 §3.2.2): NVLink 160 GB/s achieved, "
                 "InfiniBand 50 GB/s per GPU",
                 unverified="NVLink: secondary pages say 400 GB/s, Reuters-based reports 300 GB/s, no NVIDIA datasheet "
                            "stored; HBM and FLOPs taken equal to H100 SXM"),
-    "H200": GPU("H200", 141e9, 4.8e12, 989e12, 1979e12, 0.0, 450e9, 50e9, 8,
+    "H200": GPU("H200", 141 * GiB, 4.8e12, 989e12, 1979e12, 0.0, 450e9, 50e9, 8,
                 "NVIDIA H200 SXM: 141 GB HBM3e, 4.8 TB/s, FP8 3,958 TFLOPS with sparsity, NVLink 900 GB/s "
                 "(tabulated at lzwjava.github.io/nvidia-h200-gpu-specs-en and aiwiki.ai/wiki/nvidia_h200); "
-                "compute as H100 SXM"),
-    "B200": GPU("B200", 180e9, 8.0e12, 2250e12, 4500e12, 9000e12, 900e9, 50e9, 8,
+                "compute as H100 SXM; 141 GB read as 141 GiB (nvidia-smi: 143,771 MiB)"),
+    "B200": GPU("B200", 183_359 * MiB, 8.0e12, 2250e12, 4500e12, 9000e12, 900e9, 50e9, 8,
                 "HGX B200 (1,000 W variant) at glennklockwood.com/garden/processors/B200: dense BF16 2.25 / FP8 4.5 / "
-                "FP4 9 PFLOPS, 8 TB/s, NVLink 5 2 x 900 GB/s; HBM: 192 GB on spec pages, 179 GB visible on an HGX "
-                "B200 (docs.vultr.com inference cookbook): we use 180 GB (DGX B200: 1,440 GB per 8 GPUs)",
-                unverified="180 GB usable HBM (spec pages say 192 GB); the ConnectX-7 400 Gb/s NIC"),
-    "B300": GPU("B300", 288e9, 8.0e12, 2250e12, 4500e12, 13500e12, 900e9, 100e9, 8,
+                "FP4 9 PFLOPS, 8 TB/s, NVLink 5 2 x 900 GB/s; HBM: 192 GB on spec pages, '179 GB' visible on an HGX "
+                "B200 (docs.vultr.com inference cookbook), which is nvidia-smi's memory.total of 183,359 MiB = "
+                "179 GiB: we use those 183,359 MiB (DGX B200: 1,440 GB per 8 GPUs)",
+                unverified="usable HBM from one provider's nvidia-smi (spec pages say 192 GB); the ConnectX-7 "
+                           "400 Gb/s NIC"),
+    "B300": GPU("B300", 288 * GiB, 8.0e12, 2250e12, 4500e12, 13500e12, 900e9, 100e9, 8,
                 "HGX B300 (Blackwell Ultra) at glennklockwood.com/garden/processors/B300: 288 GB HBM3e, 8 TB/s, "
-                "NVLink 5 2 x 900 GB/s, BF16 / FP8 as B200, dense FP4 '13 PF'; ConnectX-8 800 Gb/s (DGX B300)",
-                unverified="dense FP4 (secondary pages give 13.1 to 15 PFLOPS; we use 13.5)"),
-    "GB300 NVL72": GPU("GB300 NVL72", 288e9, 8.0e12, 2500e12, 5000e12, 15000e12, 900e9, 100e9, 72,
+                "NVLink 5 2 x 900 GB/s, BF16 / FP8 as B200, dense FP4 '13 PF'; ConnectX-8 800 Gb/s (DGX B300); "
+                "we read its 288 GB as 288 GiB, as for every HBM part (8 stacks of 12-high 24 Gbit HBM3e dies: "
+                "8 x 36 GiB)",
+                unverified="288 GB read as GiB (no nvidia-smi figure stored for a B300); dense FP4 (secondary pages "
+                           "give 13.1 to 15 PFLOPS; we use 13.5)"),
+    "GB300 NVL72": GPU("GB300 NVL72", 288 * GiB, 8.0e12, 2500e12, 5000e12, 15000e12, 900e9, 100e9, 72,
                        "GB300 NVL72 as advertised (glennklockwood.com/garden/processors/B300): 1.1 EF dense FP4, "
                        "360 PF FP8, ~20 TB HBM at 576 TB/s, one 72-GPU NVLink domain (130 TB/s), 72 ConnectX-8 NICs; "
                        "per GPU: 288 GB, 8 TB/s, ~15 PF FP4, 5 PF FP8, 1.8 TB/s NVLink, 800 Gb/s",
-                       unverified="BF16 taken as half the FP8 figure; 288 GB per GPU (the rack figure '20 TB' / 72 = 278 GB)"),
+                       unverified="BF16 taken as half the FP8 figure; 288 GB per GPU read as 288 GiB, as the B300 (the "
+                                  "rack figure '20 TB' / 72 = 278 GB, or 20 TiB / 72 = 284 GiB)"),
     # AMD Instinct, one 8-GPU platform: seven Infinity Fabric links per GPU, one to each peer
     "MI300X": GPU("MI300X", 192 * GiB, 5.3e12, 1307.4e12, 2614.9e12, 0.0, 448e9, 50e9, 8,
                   "AMD Instinct MI300X: ROCm GPU specifications (rocm-docs reference/gpu-specs.rst: 192 GiB, CDNA3, "

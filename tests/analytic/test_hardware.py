@@ -48,3 +48,18 @@ def test_cdna4_peaks_follow_per_cu_rate_clock_and_units():
 
 def test_short_names_reach_the_amd_rows():
     assert gpu_name("mi300x") == "MI300X" and get_gpu("MI-355X").name == "MI355X"
+
+
+def test_nvidia_capacities_are_binary_as_nvidia_smi_shows_them():
+    # an "80 GB" H100 holds 80 GiB (nvidia-smi 81,559 MiB), a "141 GB" H200 141 GiB (143,771 MiB); the "179 GB" an
+    # HGX B200 shows is nvidia-smi's 183,359 MiB; the B300 and GB300's 288 GB are read as GiB, as every HBM part
+    mib = 2 ** 20
+    assert GPUS["H100 SXM"].hbm_bytes == GPUS["H800"].hbm_bytes == 80 * GiB
+    assert GPUS["H200"].hbm_bytes == 141 * GiB
+    assert GPUS["B200"].hbm_bytes == 183_359 * mib
+    assert GPUS["B300"].hbm_bytes == GPUS["GB300 NVL72"].hbm_bytes == 288 * GiB
+    for name, smi in (("H100 SXM", 81_559), ("H200", 143_771), ("B200", 183_359)):
+        # what the driver shows is within 0.5% of what we store, not 6-7% above it as decimal GB were
+        assert GPUS[name].hbm_bytes == pytest.approx(smi * mib, rel=0.005)
+    for name in ("B300", "GB300 NVL72"):
+        assert "288 GiB" in GPUS[name].source + GPUS[name].unverified, "the reading taken is said in the source"

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from k3lite.analytic import memory
+from k3lite.base.units import fmt_capacity
 from k3lite.analytic.hardware import get_gpu
 from k3lite.analytic.serving.deployment import Serving
 from k3lite.analytic.serving.step import placement
@@ -69,8 +70,8 @@ def admission(s: Serving, input_len: int, output_len: int, reserve: float = ENGI
     n = (s.n_gpus // s.tp) * fit
     gb = 1e9
     parts = ", ".join(f"{k} {v / gb:.3f} GB" for k, v in per_request.items())
-    sentence = (f"{s.n_gpus} x {s.gpu} (TP {s.tp}{f', DCP {s.dcp}' if s.dcp > 1 else ''}): {gpu.hbm_bytes / gb:.0f} GB "
-                f"per GPU - {100 * reserve:.0f}% reserve - {weights / gb:.1f} GB of weights leaves {free / gb:.1f} GB; "
+    sentence = (f"{s.n_gpus} x {s.gpu} (TP {s.tp}{f', DCP {s.dcp}' if s.dcp > 1 else ''}): "
+                f"{fmt_capacity(gpu.hbm_bytes)} ({gpu.hbm_bytes / gb:.0f} GB) per GPU - {100 * reserve:.0f}% reserve - {weights / gb:.1f} GB of weights leaves {free / gb:.1f} GB; "
                 + (f"a request of {tokens:,} tokens holds {one / gb:.3f} GB per GPU ({parts}), so {n:,} fit at once; "
                    f"the {binding} binds." if fit else
                    f"nothing is left for requests: the weights bind (at least {-free / gb:.1f} GB short)."))

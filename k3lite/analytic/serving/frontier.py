@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from k3lite.base.units import fmt_capacity
 from k3lite.model.presets import PRESETS, get_preset
 from k3lite.analytic.hardware import GPUS, get_gpu
 from k3lite.analytic.serving.deployment import K3_PRESET, USD_PER_GPU_HOUR, Serving, Speculation
@@ -240,8 +241,8 @@ def _drive(w: FrontierPoint, r: FrontierPoint) -> str:
     return (f"{'; '.join(parts)}. The larger factor is {main}: the winner's step is {w.bound}-bound "
             f"({1e3 * w.step_s:.1f} ms, {where(w)}), the {r.gpu}'s {r.bound}-bound ({1e3 * r.step_s:.1f} ms, "
             f"{where(r)}); at this speed the winner runs {w.batch_per_gpu} of the {w.max_batch_per_gpu} sequences that fit "
-            f"in its {w.hbm_bytes / 1e9:.0f} GB, the {r.gpu} {r.batch_per_gpu} of {r.max_batch_per_gpu} in "
-            f"{r.hbm_bytes / 1e9:.0f} GB")
+            f"in its {fmt_capacity(w.hbm_bytes)}, the {r.gpu} {r.batch_per_gpu} of {r.max_batch_per_gpu} in "
+            f"{fmt_capacity(r.hbm_bytes)}")
 
 
 def verdict(fr: Frontier, speed: float = INTERACTIVE_TOKENS_PER_USER) -> Verdict:

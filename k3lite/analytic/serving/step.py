@@ -6,6 +6,7 @@ import math
 from typing import NamedTuple
 
 from k3lite.analytic import decode, memory
+from k3lite.base.units import fmt_capacity
 from k3lite.model.config import K3Config
 from k3lite.analytic.hardware import get_gpu
 from k3lite.analytic.serving.deployment import Serving, Speculation
@@ -50,7 +51,7 @@ def check_fits(s: Serving, batch: int | None = None) -> Placement:
     if p.free_hbm_bytes_per_gpu <= 0:
         raise ValueError(
             f"{s.name} does not fit: {p.weight_bytes_per_gpu / gb:,.0f} GB of weights per GPU (ep {s.ep}, tp {s.tp}) "
-            f"exceed one {s.gpu}'s {p.hbm_bytes / gb:.0f} GB of HBM. At these formats the weights alone need at least "
+            f"exceed one {s.gpu}'s {fmt_capacity(p.hbm_bytes)} ({p.hbm_bytes / gb:.0f} GB) of HBM. At these formats the weights alone need at least "
             f"{p.min_gpus_for_weights} {s.gpu} GPUs; raise ep / tp or use a smaller format.")
     if p.max_batch_per_gpu < 1:
         raise ValueError(f"not one sequence of {s.context:,} tokens fits: its cache needs "

@@ -21,7 +21,9 @@ from k3lite.analytic.serving.frontier import (
 
 def test_six_b300_needs_four_bit():
     rows = {r.fmt: r for r in gpus_for_weights("kimi-k3", "B300")}
-    assert rows["nvfp4"].whole_gpus == 6 and rows["fp8"].whole_gpus == 10 and rows["bf16"].whole_gpus == 20
+    # 288 GiB each: NVFP4 (scales 1/16 byte) just over five B300s, MXFP4 (1/32) just under
+    assert rows["nvfp4"].whole_gpus == 6 and rows["mxfp4"].whole_gpus == 5
+    assert rows["fp8"].whole_gpus == 9 and rows["bf16"].whole_gpus == 18
 
 
 def test_model_is_an_upper_bound_on_every_published_figure():

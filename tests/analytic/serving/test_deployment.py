@@ -31,7 +31,7 @@ def test_storage_formats_carry_their_scales():
 
 
 @pytest.mark.parametrize("kw, match", [
-    (dict(preset="kimi-k3", gpu="H100 SXM", n_gpus=8, ep=8, weights="bf16"), "does not fit.*at least 70 H100"),
+    (dict(preset="kimi-k3", gpu="H100 SXM", n_gpus=8, ep=8, weights="bf16"), "does not fit.*80.0 GiB.*at least 65 H100"),
     (dict(preset="deepseek-v3", gpu="H800", n_gpus=16, ep=16, context=10_000_000), "not one sequence"),
     (dict(preset="gpt-9"), "preset must be one of"), (dict(n_gpus=64, ep=48), "multiple of ep"),
     (dict(weights="fp3"), "weight format"), (dict(context=0), "context"),

@@ -31,7 +31,7 @@ def test_placement_by_hand():
     # decode context parallelism over the 2 ranks: each keeps half of every latent cache, the KDA states as before
     assert placement(s.with_(dcp=2)).cache_bytes_per_sequence == seq.mla + seq.kda
     assert seq.mla == 7 * 100_000 * 576 * 2
-    assert p.max_batch_per_gpu == int((141e9 - p.weight_bytes_per_gpu) // p.cache_bytes_per_sequence)
+    assert p.max_batch_per_gpu == int((141 * 2 ** 30 - p.weight_bytes_per_gpu) // p.cache_bytes_per_sequence)
     assert p.min_gpus_for_weights == math.ceil(sum(w.values()) / 141e9)
 
 
@@ -82,7 +82,7 @@ def test_prefill_estimate_by_hand():
 
 def test_capacity_by_hand():
     s = Serving("kimi-linear-48b-a3b", "H200", 8, 8, 1, "fp8", 65536)
-    free = 141e9 - placement(s).weight_bytes_per_gpu
+    free = 141 * 2 ** 30 - placement(s).weight_bytes_per_gpu
     hybrid = 7 * 65536 * 576 * 2 + 20 * (32 * 128 * 128 * 4 + 3 * 3 * 32 * 128 * 2)
     caps = capacity(s, [65536])
     assert list(caps.values()) == [[int(free // hybrid)], [int(free // (27 * 65536 * 576 * 2))],
