@@ -88,8 +88,9 @@ def main_panel() -> None:
 
     ctl, fig_col = st.columns([1, 3])
     with ctl:
-        st.selectbox("topology", list(TOPOLOGIES), key="ic_topology",
-                     format_func={k: t.name for k, t in TOPOLOGIES.items()}.get)
+        st.selectbox("topology", list(TOPOLOGIES), key="ic_topology",  # short labels: the full name was clipped
+                     format_func={k: t.label for k, t in TOPOLOGIES.items()}.get,
+                     help="; ".join(f"**{t.label}**: {t.name}" for t in TOPOLOGIES.values()))
         st.select_slider("EP size (GPUs holding the experts)", ep_options, key="ic_ep")
         st.radio("dispatch scheme", SCHEMES, key="ic_scheme", format_func=SCHEME_LABELS.get)
         st.selectbox("model preset (resets E, top-k, latent)", PRESETS, key="ic_preset",

@@ -101,6 +101,11 @@ class Topology:
     intra_bw: float  # bytes/s per GPU per direction inside the NVLink domain
     inter_bw: float  # bytes/s per GPU per direction to other domains (scale-out NIC)
     source: str
+    short: str = ""  # what a control shows (a quarter of a 1400 px page holds ~25 characters); "" = the name
+
+    @property
+    def label(self) -> str:
+        return self.short or self.name
 
     def __post_init__(self) -> None:
         if self.n_gpus < 1 or self.gpus_per_domain < 1:
@@ -115,19 +120,19 @@ TOPOLOGIES: dict[str, Topology] = {
     "dgx-b300": Topology(
         "8-GPU DGX B300 node", 8, 8, NVLINK5_PER_DIR, CX8_PER_DIR,
         "NVIDIA DGX B300 datasheet: 8 Blackwell Ultra GPUs, 5th-gen NVLink 1.8 TB/s per GPU (14.4 TB/s total), "
-        "8x ConnectX-8 SuperNIC 800 Gb/s"),
+        "8x ConnectX-8 SuperNIC 800 Gb/s", "one node, 8 GPUs"),
     "super-node-64": Topology(
         "64-GPU super-node (one scale-up domain)", 64, 64, NVLINK5_PER_DIR, CX8_PER_DIR,
         "64 GPUs in one scale-up domain; per-GPU bandwidth ASSUMED equal to NVLink 5 (1.8 TB/s per GPU, "
-        "NVIDIA NVLink spec) - our assumption, not a vendor spec for a 64-GPU system"),
+        "NVIDIA NVLink spec) - our assumption, not a vendor spec for a 64-GPU system", "64-GPU super-node"),
     "nvl72": Topology(
         "NVL72 rack (72 GPUs, one NVLink domain)", 72, 72, NVLINK5_PER_DIR, CX8_PER_DIR,
         "NVIDIA GB200 NVL72 spec: 72 GPUs in one NVLink domain, 1.8 TB/s NVLink per GPU (130 TB/s total); "
-        "scale-out ConnectX-8 800 Gb/s per GPU (GB300 NVL72 spec)"),
+        "scale-out ConnectX-8 800 Gb/s per GPU (GB300 NVL72 spec)", "NVL72 rack, 72 GPUs"),
     "multi-node-8x8": Topology(
         "8 nodes x 8 GPUs over scale-out network", 64, 8, NVLINK5_PER_DIR, CX8_PER_DIR,
         "8x DGX B300 (NVIDIA DGX B300 datasheet: NVLink 5 1.8 TB/s per GPU inside a node; "
-        "ConnectX-8 800 Gb/s per GPU between nodes)"),
+        "ConnectX-8 800 Gb/s per GPU between nodes)", "8 nodes × 8 GPUs"),
 }
 
 

@@ -92,14 +92,32 @@ def _layout(fig: go.Figure, title: str, height: int = 360) -> go.Figure:
     return fit_titles(fig, title)
 
 
+TOKEN_COLUMNS = 12  # tokens per row of the token grid: at 390 px a cell is ~25 px, room for "xe6" over "230"
+TOKEN_FONT_PX = 10
+TOKEN_ROW_PX = 34
+
+
 def tokens_figure(trace: Trace) -> go.Figure:
-    ids = trace.tokens
-    fig = go.Figure(go.Heatmap(z=[ids], text=[[f"{token_label(i)}<br>{i}" for i in ids]], texttemplate="%{text}",
-                               colorscale=SEQUENTIAL_SCALE, zmin=0, zmax=255, showscale=False,
-                               hovertemplate="position %{x}: byte %{z}<extra></extra>"))
-    fig.update_yaxes(visible=False)
-    fig.update_xaxes(title="position")
-    return _layout(fig, f"{len(ids)} byte tokens (label, id)", 180)
+    """The prompt's byte tokens as a grid, TOKEN_COLUMNS to a row, each cell its label over its id. One long row of
+    44 cells overprinted its ids on a phone; rows of 12 stay readable at 390 px and the grid grows down instead."""
+    ids = list(trace.tokens)
+    n_rows = max(1, -(-len(ids) // TOKEN_COLUMNS))
+    pad = n_rows * TOKEN_COLUMNS - len(ids)
+    cells = ids + [None] * pad
+
+    def grid(values):
+        return [values[r * TOKEN_COLUMNS:(r + 1) * TOKEN_COLUMNS] for r in range(n_rows)]
+
+    text = grid([f"{token_label(i)}<br>{i}" if i is not None else "" for i in cells])
+    position = grid([p if p < len(ids) else None for p in range(len(cells))])
+    fig = go.Figure(go.Heatmap(z=grid(cells), text=text, texttemplate="%{text}", customdata=position,
+                               textfont=dict(size=TOKEN_FONT_PX), colorscale=SEQUENTIAL_SCALE, zmin=0, zmax=255,
+                               showscale=False, xgap=1, ygap=1, hoverongaps=False,
+                               hovertemplate="position %{customdata}: byte %{z}<extra></extra>"))
+    fig.update_xaxes(visible=False, range=[-0.5, TOKEN_COLUMNS - 0.5])
+    fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=list(range(n_rows)),
+                     ticktext=[str(r * TOKEN_COLUMNS) for r in range(n_rows)], title="position", fixedrange=True)
+    return _layout(fig, f"{len(ids)} byte tokens (label, id), {TOKEN_COLUMNS} to a row", 55 + TOKEN_ROW_PX * n_rows)
 
 
 def embedding_figure(trace: Trace) -> go.Figure:
