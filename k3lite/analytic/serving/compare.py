@@ -23,6 +23,7 @@ from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker
 from k3lite.analytic.hardware import get_gpu
+from k3lite.base.wording import compare, times
 from k3lite.analytic.serving.deployment import DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Serving, Speculation
 from k3lite.analytic.serving.step import Prefill, Step, best_batch, decode_step, prefill_usd_per_m_input
 from k3lite.analytic.serving.frontier import FRONTIER_FORMATS, cheapest_at, frontier
@@ -129,11 +130,12 @@ PUBLISHED: tuple[Published, ...] = (
               "LMSYS / SGLang team, 'Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism "
               "on 96 H100 GPUs' (2025-05-05): 22,282 output tokens/s per node, batch 256, 2,000-token inputs"),
     Published("Kimi K2 on SGLang, 12 x 8 H200 decode (1P1D, 128 GPUs)", "SGLang Kimi K2, 12x8 H200",
-              Serving("kimi-k2", "H200", 96, 96, 1, FP8, 2100), 480, 384_000 / 96,
+              Serving("kimi-k2", "H200", 96, 96, 1, FP8, 2100), 480, 24_000 / 8,
               "LMSYS / Mooncake team, 'Deploying Kimi K2 with PD Disaggregation and Large-Scale Expert Parallelism "
-              "on 128 H200 GPUs' (2025-07-17): decode throughput 384k tokens/s on the cluster (12 decode nodes), "
-              "2,000-token inputs, 100-token outputs, decode batch 480 (read as per GPU: the blog does not say); we "
-              "divide by the 96 decode GPUs"),
+              "on 128 H200 GPUs' (2025-07-17): the blog's own comparison table gives 24k decode tokens/s per node, "
+              "3,000 per GPU, which we use (its 384k tokens/s for the cluster over the 96 decode GPUs would be 4,000 "
+              "per GPU); 2,000-token inputs, 100-token outputs, decode batch 480 (read as per GPU: the blog does not "
+              "say)"),
 )
 
 
@@ -209,39 +211,52 @@ def speculation_sentence(s: Serving, batch: float) -> str:
         raise ValueError("speculation_sentence needs a Serving with spec set")
     plain, spec = decode_step(s.with_(spec=None), batch), decode_step(s, batch)
     sp = s.spec
-    return (f"Speculation ({sp.draft_tokens} drafted, {sp.acceptance:.1f} kept per step, "
+    reach = compare(spec.hbm_bytes, plain.hbm_bytes, "more", "fewer", "the same", rel_tol=0.01)
+    return (f"Speculation ({sp.draft_tokens} drafted, {sp.acceptance:.2f} kept per step, "
             f"{'the MTP layer' if sp.drafter == 'mtp' else 'a separate draft model'}): tokens/s per user "
             f"{plain.tokens_per_s_per_user:.0f} -> {spec.tokens_per_s_per_user:.0f} "
             f"({spec.tokens_per_s_per_user / plain.tokens_per_s_per_user:.2f}x), $ per M output "
             f"{plain.usd_per_m_output_tokens:.3f} -> {spec.usd_per_m_output_tokens:.3f}. The verification step reads "
             f"{spec.hbm_bytes / plain.hbm_bytes:.2f}x the HBM bytes ("
-            + (f"{sp.draft_tokens + 1} tokens per sequence reach more experts" if spec.hbm_bytes > 1.01 * plain.hbm_bytes
+            + (f"{sp.draft_tokens + 1} tokens per sequence reach {reach} experts" if reach != "the same"
                else "at this batch every hosted expert is read either way")
             + f") and computes {spec.compute_s / plain.compute_s:.0f}x; the drafter adds {1e3 * spec.draft_s:.2f} ms. "
             + ("Speculation pays here." if spec.usd_per_m_output_tokens < plain.usd_per_m_output_tokens else
                f"Speculation does not pay here: verifying {sp.draft_tokens + 1} tokens per sequence makes the step "
                f"{spec.bound}-bound, {1e3 * spec.step_s:.1f} ms instead of {1e3 * plain.step_s:.1f} ms, for "
-               f"{sp.acceptance:.1f} tokens kept."))
+               f"{sp.acceptance:.2f} tokens kept."))
 
 
-def price_split_sentence(decode: Step, prefill: Prefill, pool: str) -> tuple[float, dict, str]:
+def _sticker(p: ModelPrice) -> str:
+    return f"${p.input_per_m:g} / ${p.output_per_m:g} per M"
+
+
+def price_split_sentence(decode: Step, prefill: Prefill, pool: str, model: str = K3_PRESET) -> tuple[float, dict, str]:
     """(output / input $ at cost, {model: list-price ratio}, the sentence comparing them) for a decode step and
-    a prefill pool (`pool` names its GPUs)."""
+    a prefill pool (`pool` names its GPUs) of the served `model` (a preset name): the verdict compares against that
+    model's own sticker price (cost.PRICES), or says it has none."""
     ratio = decode.usd_per_m_output_tokens / prefill.usd_per_m_input_tokens
     listed = {p.name: p.output_per_m / p.input_per_m for k, p in PRICES.items() if k != "small-worker"}
-    k3 = PRICES["kimi-k3"]
-    sticker = listed[k3.name]
-    text = (f"Prefill runs on its own pool ({pool}, chunks of {prefill.chunk_tokens:,} tokens per GPU): "
+    own = PRICES.get(model) if model != "small-worker" else None
+    head = (f"Prefill runs on its own pool ({pool}, chunks of {prefill.chunk_tokens:,} tokens per GPU): "
             f"{prefill.compute_s * 1e6:.1f} µs of compute, {prefill.wire_s * 1e6:.1f} µs on the wire (DeepEP's normal "
             f"kernels) and {prefill.hbm_s * 1e6:.2f} µs of weight reads per token, so it is {prefill.bound}-bound at "
             f"${prefill.usd_per_m_input_tokens:.3f} per M input tokens. Decode at batch {decode.batch_per_gpu:g} costs "
             f"${decode.usd_per_m_output_tokens:.3f} per M output: an output token costs {ratio:.1f}x an input token at "
-            f"cost, against {sticker:.1f}x on K3's sticker (${k3.input_per_m:.0f} / ${k3.output_per_m:.0f}) and "
-            + ", ".join(f"{v:.1f}x for {n}" for n, v in listed.items() if n != k3.name)
-            + f". The sticker charges output {'more' if sticker > ratio else 'less'} steeply than serving physics "
-            "does here. List prices: " + "; ".join(f"{p.name}: {p.source}" for k, p in PRICES.items()
-                                                    if k != "small-worker") + ".")
-    return ratio, listed, text
+            "cost")
+    others = ", ".join(f"{v:.1f}x for {n}" for n, v in listed.items() if own is None or n != own.name)
+    if own is None:
+        verdict_ = (f". {model} has no sticker price in this app, so there is no price list of its own to compare "
+                    f"with (other models' lists: {others}).")
+    else:
+        sticker = listed[own.name]
+        word = compare(sticker, ratio, "more", "less", "as")
+        verdict_ = (f", against {sticker:.1f}x on {own.name}'s own sticker ({_sticker(own)}) and {others}. "
+                    f"{own.name}'s sticker charges output "
+                    + ("as steeply as" if word == "as" else f"{word} steeply than")
+                    + " serving physics does here.")
+    return ratio, listed, head + verdict_ + " List prices: " + "; ".join(
+        f"{p.name}: {p.source}" for k, p in PRICES.items() if k != "small-worker") + "."
 
 
 # ------------------------------------------------------------------------------------------ cost page
@@ -285,18 +300,24 @@ def frontier_prices(preset: str = K3_PRESET, context: int = 32768,
 def task_vs_token_ranking(slow: ModelPrice, fast: ModelPrice, worker: ModelPrice, profile: TaskProfile,
                           planner_share: float, planner_success: float, worker_success: float) -> tuple[float, float, str]:
     """(fast / slow per output token, fast / slow per completed planner/worker task, the sentence): does ranking
-    the two serving points by $ per task differ from ranking them by $ per token?"""
+    the two serving points by $ per task differ from ranking them by $ per token? Every pair of figures in the
+    sentence is printed fast first and labelled."""
     per_token = fast.output_per_m / slow.output_per_m
     tasks = [analyze(planner_worker(m, worker, profile, planner_share, planner_success, worker_success))
              for m in (slow, fast)]
     per_task = tasks[1].per_completed_task / tasks[0].per_completed_task
     same = (per_token > 1) == (per_task > 1)
-    planner_out = [t.output_cost for t in tasks]
+
+    def pair(f: float, s: float, digits: int) -> str:
+        return f"fast ${f:.{digits}f} vs slow ${s:.{digits}f}"
+
     return per_token, per_task, (
-        f"Priced at the frontier, the fast point costs {per_token:.2f}x the slow one per output token and "
-        f"{per_task:.2f}x per completed planner/worker task (${tasks[1].per_completed_task:.4f} vs "
-        f"${tasks[0].per_completed_task:.4f}): {'the same ranking' if same else 'the ranking flips'}"
-        + (f", but the gap shrinks from {per_token:.2f}x to {per_task:.2f}x: input tokens (priced by the prefill "
-           f"pools, ${slow.input_per_m:.3f} vs ${fast.input_per_m:.3f} per M) and the worker's turns do not speed up "
-           f"with interactivity (all output tokens are ${planner_out[0]:.4f} vs ${planner_out[1]:.4f} of each task)"
-           if same and abs(per_task - 1) < abs(per_token - 1) else "") + ".")
+        f"Priced at the frontier, the fast point is {times(fast.output_per_m, slow.output_per_m, 'dearer', 'cheaper')} "
+        f"per output token ({pair(fast.output_per_m, slow.output_per_m, 3)} per M) and "
+        f"{times(tasks[1].per_completed_task, tasks[0].per_completed_task, 'dearer', 'cheaper')} per completed "
+        f"planner/worker task ({pair(tasks[1].per_completed_task, tasks[0].per_completed_task, 4)}): "
+        f"{'the same ranking' if same else 'the ranking flips'}"
+        + (f", but the gap shrinks from {max(per_token, 1 / per_token):.2f}x to {max(per_task, 1 / per_task):.2f}x: "
+           f"input tokens (priced by the prefill pools, {pair(fast.input_per_m, slow.input_per_m, 3)} per M) and the worker's turns do not speed up "
+           f"with interactivity (all output tokens are {pair(tasks[1].output_cost, tasks[0].output_cost, 4)} of "
+           "each task)" if same and abs(per_task - 1) < abs(per_token - 1) else "") + ".")

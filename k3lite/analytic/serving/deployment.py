@@ -54,6 +54,14 @@ SPEC_SOURCE = ("draft length 8: vLLM's K3 post (2026-09-13, DSpark, num_speculat
                "temperature 1.0; a 5-token block, as the vLLM post reports no acceptance); drafter 2.7B bf16 params "
                "(Inferact/Kimi-K3.1-Pro-DSpark-preview card), one forward pass per block")
 
+# DeepSeek-V3's own MTP figures (arXiv 2412.19437 §2.2 and §5.4.3): one module drafts one token, and the second token is
+# accepted 85-90% of the time: 1 + 0.85 (the low end) = 1.85 tokens kept per step
+MTP_DRAFT_TOKENS = 1
+MTP_ACCEPTANCE = 1.85
+MTP_SPEC_SOURCE = ("DeepSeek-V3 report (arXiv 2412.19437): one MTP module (§2.2), so 1 drafted token per step; the "
+                   "second token is accepted 85-90% of the time (§5.4.3), so 1.85 tokens kept per step (1 + the low "
+                   "end); the report's 1.8x TPS")
+
 
 def has_mtp(preset: str | K3Config) -> bool:
     """Whether the preset's released checkpoint ships an MTP layer (a config not in the table: no)."""
@@ -92,6 +100,20 @@ class Speculation:
             raise ValueError(f"draft_params must be in [0, 1e12], got {self.draft_params}")
         if not isinstance(self.draft_layers, int) or not 0 <= self.draft_layers <= 256:
             raise ValueError(f"draft_layers must be an integer in 0..256, got {self.draft_layers!r}")
+
+
+def default_speculation(preset: str | K3Config) -> Speculation:
+    """The speculation a model is served with by default, from its own sources: a model that ships an MTP layer
+    drafts with it at its report's figures (DeepSeek-V3: 1 drafted, 1.85 kept); any other model with a separate
+    DSpark draft model at K3's figures (8 drafted, 3.3 kept)."""
+    if has_mtp(preset):
+        return Speculation(MTP_DRAFT_TOKENS, MTP_ACCEPTANCE, "mtp")
+    return Speculation()
+
+
+def speculation_source(preset: str | K3Config) -> str:
+    """Where `default_speculation(preset)`'s numbers come from."""
+    return MTP_SPEC_SOURCE if has_mtp(preset) else SPEC_SOURCE
 
 
 def precision_map(weights: str | dict[str, str]) -> dict[str, str]:

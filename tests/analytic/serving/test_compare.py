@@ -157,6 +157,21 @@ def test_task_vs_token_ranking_can_flip():
     assert per_task_same > 1 and "the same ranking" in same and "gap shrinks" in same
 
 
+def test_task_vs_token_ranking_labels_every_pair_fast_then_slow():
+    """Each pair of dollar figures is printed fast first and says so: the sentence printed the task costs fast vs
+    slow and the input and output costs slow vs fast, unlabelled."""
+    from k3lite.analytic.cost import ModelPrice, TaskProfile, analyze, planner_worker
+    from k3lite.analytic.serving.compare import task_vs_token_ranking
+    profile, worker = TaskProfile(), ModelPrice("w", 0.1, 0.4)
+    slow, fast = ModelPrice("slow", 0.086, 1.0), ModelPrice("fast", 0.071, 3.86)
+    _, _, text = task_vs_token_ranking(slow, fast, worker, profile, 0.075, 0.98, 0.8)
+    tasks = [analyze(planner_worker(m, worker, profile, 0.075, 0.98, 0.8)) for m in (fast, slow)]
+    assert f"fast ${fast.output_per_m:.3f} vs slow ${slow.output_per_m:.3f}" in text
+    assert f"fast ${tasks[0].per_completed_task:.4f} vs slow ${tasks[1].per_completed_task:.4f}" in text
+    assert f"fast ${fast.input_per_m:.3f} vs slow ${slow.input_per_m:.3f}" in text
+    assert f"fast ${tasks[0].output_cost:.4f} vs slow ${tasks[1].output_cost:.4f}" in text
+
+
 def test_cost_page_prices_the_split_at_a_frontier_point():
     from streamlit.testing.v1 import AppTest
 
@@ -171,3 +186,37 @@ def test_cost_page_prices_the_split_at_a_frontier_point():
     alone = analyze(single_model(fast, TaskProfile())).per_completed_task  # the page's defaults are TaskProfile's
     assert {m.label: m.value for m in at.metric}["K3 alone"] == f"${alone:.3f} / task"
     assert any("Priced at the frontier" in c.value for c in at.caption)
+
+
+def test_kimi_k2_row_uses_the_blogs_own_per_node_figure():
+    """The K2 blog's comparison table: 24k decode tokens/s per node, 3,000 per GPU (not 384k / 96 = 4,000)."""
+    k2 = next(p for p in PUBLISHED if p.serving.name == "kimi-k2")
+    assert k2.measured_tokens_per_s_per_gpu == 24_000 / 8 == 3_000
+    assert "24k" in k2.source and "4,000" in k2.source  # the other reading is named, not hidden
+    row = next(r for r in validate() if r["deployment"] == k2.label)
+    assert row["model / measured"] == pytest.approx(row["model tokens/s / GPU"] / 3_000)
+
+
+@pytest.mark.parametrize("preset", ["kimi-k3", "kimi-k2", "deepseek-v3"])
+def test_price_verdict_reads_the_served_models_own_sticker(preset):
+    """The verdict compares serving physics with the SERVED model's list price, not always K3's."""
+    from k3lite.analytic.cost import PRICES
+    from k3lite.analytic.serving import prefill_step
+    from k3lite.analytic.serving.compare import price_split_sentence
+    s = Serving(preset, "GB300 NVL72", 64, 64, 1, FP8, 32768)
+    dec, pre = decode_step(s, 8), prefill_step(s.with_(n_gpus=32, ep=32), 16384)
+    ratio, listed, text = price_split_sentence(dec, pre, "32 x GB300 NVL72", preset)
+    own = PRICES[preset]
+    sticker = own.output_per_m / own.input_per_m
+    assert f"against {sticker:.1f}x on {own.name}'s own sticker" in text
+    assert f"{own.name}'s sticker charges output {'more' if sticker > ratio else 'less'} steeply" in text
+    if preset != "kimi-k3":
+        assert "K3's sticker" not in text and "Kimi K3's own sticker" not in text
+
+
+def test_price_verdict_says_when_the_model_has_no_sticker():
+    from k3lite.analytic.serving import prefill_step
+    from k3lite.analytic.serving.compare import price_split_sentence
+    s = Serving("kimi-linear-48b-a3b", "H200", 8, 8, 1, FP8, 32768)
+    _, _, text = price_split_sentence(decode_step(s, 4), prefill_step(s, 16384), "8 x H200", "kimi-linear-48b-a3b")
+    assert "kimi-linear-48b-a3b has no sticker price in this app" in text and "own sticker" not in text

@@ -68,3 +68,15 @@ def test_mtp_only_where_a_model_ships_one():
     assert mtp.draft_s == pytest.approx(decode_step(s, 32).step_s / 61)  # one more layer of the model per draft
     with pytest.raises(ValueError, match="acceptance"):
         Speculation(draft_tokens=2, acceptance=3.5)
+
+
+def test_deepseek_v3_speculates_at_its_own_mtp_figures():
+    """DeepSeek-V3's one MTP module drafts 1 token and keeps ~1.85 per step (85-90% second-token acceptance), cited
+    from its report; K3-DSpark's 8 drafted / 3.3 kept stay the default of the models without MTP."""
+    from k3lite.analytic.serving.deployment import default_speculation, speculation_source
+    ds = default_speculation("deepseek-v3")
+    assert (ds.draft_tokens, ds.acceptance, ds.drafter) == (1, 1.85, "mtp")
+    assert "2412.19437" in speculation_source("deepseek-v3") and "85-90%" in speculation_source("deepseek-v3")
+    k3 = default_speculation("kimi-k3")
+    assert (k3.draft_tokens, k3.acceptance, k3.drafter) == (8, 3.3, "draft-model")
+    assert "DSpark" in speculation_source("kimi-k3")
