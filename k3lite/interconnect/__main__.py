@@ -1,7 +1,8 @@
 """CLI: python -m k3lite.interconnect analytic | measure | worker | deepep
 
     analytic  expected copies and bytes per token per MoE layer for presets on a deployment (--json for machines)
-    measure   a real expert-parallel layer on local gloo processes, bytes compared with the analytic count
+    measure   a real expert-parallel layer on local gloo processes, bytes compared with the analytic count;
+              --backward: one training step, forward and backward through the all-to-alls, both directions counted
     worker    one rank of that run; under torchrun it reads RANK / WORLD_SIZE / MASTER_ADDR from the environment:
                 torchrun --nproc-per-node 4 -m k3lite.interconnect worker --ranks-per-node 2 --scheme normal
               (--backend nccl on GPUs; on several machines add torchrun's --nnodes / --rdzv-endpoint as usual)
@@ -28,8 +29,17 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int, default=4)
     p.add_argument("--dispatch", default="fp32", choices=list(WIRE_FORMATS))
     p.add_argument("--combine", default="fp32", choices=list(WIRE_FORMATS))
+    p.add_argument("--grad-combine", default=None, choices=list(WIRE_FORMATS),
+                   help="backward: the gradient of the combine, sent like a dispatch (default: --dispatch)")
+    p.add_argument("--grad-dispatch", default=None, choices=list(WIRE_FORMATS),
+                   help="backward: the gradient of the dispatch, sent like a combine (default: --combine)")
+    p.add_argument("--training-formats", action="store_true",
+                   help="DeepSeek-V3's training formats: FP8 dispatch and grad of combine, BF16 combine and grad of "
+                        "dispatch (overrides the four format flags)")
+    p.add_argument("--backward", action="store_true", help="forward and backward (one training step), both counted")
     p.add_argument("--node-limit", type=int, default=0, help="max pretend domains per token (0 = none)")
-    p.add_argument("--scheme", default="normal", choices=SCHEMES)
+    p.add_argument("--scheme", default="normal", choices=(*SCHEMES, "all"),
+                   help="'all' (measure --backward only): the three schemes in one launch")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=60.0)
 
@@ -39,14 +49,17 @@ def _spec(args, ranks: int):
     from k3lite.interconnect.measured import MeasureSpec
 
     if args.spec:
-        return MeasureSpec(**json.loads(args.spec))
+        given = json.loads(args.spec)  # one spec, or a list run one after another in one process group
+        return [MeasureSpec(**g) for g in given] if isinstance(given, list) else MeasureSpec(**given)
     # under torchrun on several machines a node is a machine; on one machine, pretend nodes of half the ranks
     local = int(os.environ.get("LOCAL_WORLD_SIZE", "0"))
     rpn = args.ranks_per_node or (local if 0 < local < ranks else max(1, ranks // 2))
+    fmts = (("fp8", "bf16", "fp8", "bf16") if args.training_formats else
+            (args.dispatch, args.combine, args.grad_combine or args.dispatch, args.grad_dispatch or args.combine))
     return MeasureSpec(ranks=ranks, ranks_per_node=rpn, d_model=args.d_model, latent_dim=args.latent,
-                       n_experts=args.experts, top_k=args.top_k, tokens_per_rank=args.tokens, dispatch=args.dispatch,
-                       combine=args.combine, node_limit=args.node_limit, scheme=args.scheme, seed=args.seed,
-                       timeout_s=args.timeout)
+                       n_experts=args.experts, top_k=args.top_k, tokens_per_rank=args.tokens, dispatch=fmts[0],
+                       combine=fmts[1], grad_combine=fmts[2], grad_dispatch=fmts[3], node_limit=args.node_limit,
+                       scheme=args.scheme, seed=args.seed, timeout_s=args.timeout)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,7 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("measure", help="a real expert-parallel run on local gloo worker processes")
     m.add_argument("--ranks", type=int, default=4)
     m.add_argument("--port", type=int, default=0, help="0 = pick a free port")
+    m.add_argument("--both-widths", action="store_true",
+                   help="with --backward: the latent (--latent) and the full width (d_model) on the wire")
     _spec_args(m)
+
     m.set_defaults(spec=None)
     w = sub.add_parser("worker", help="one rank (started by `measure`, or by torchrun)")
     w.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
@@ -99,14 +115,21 @@ def main(argv: list[str] | None = None) -> int:
                 print("  " + ", ".join(f"{k}: {v}" for k, v in row.items()))
             return 0
         # the measured run: imported only here (torch.distributed and the MoE layer are not needed for the rest)
-        from k3lite.interconnect.run import format_result, measure, worker
+        from k3lite.interconnect.measured_backward import format_backward  # torch.distributed: measure only
+        from k3lite.interconnect.run import format_result, measure, worker  # the same reason
+
+        show = format_backward if args.backward else format_result
 
         if args.cmd == "worker":  # a traceback here goes to the rank's log, which the launcher quotes
-            ranks = int(os.environ.get("WORLD_SIZE", "0")) or json.loads(args.spec or "{}").get("ranks", 0)
+            given = json.loads(args.spec or "{}")
+            ranks = int(os.environ.get("WORLD_SIZE", "0")) or (given[0] if isinstance(given, list) else given).get(
+                "ranks", 0)
             spec = _spec(args, ranks)
-            res = worker(spec, args.backend, args.init, args.rank, args.out)
+            res = worker(spec, args.backend, args.init, args.rank, args.out, args.backward)
             if res is not None:
-                print(format_result(res))
+                print(show(res))
+                if args.backward:
+                    return 0 if res.agree and res.gradients_match else 1
                 if args.json_out:
                     with open(args.json_out, "w") as f:
                         json.dump({"spec": asdict(spec), "measured": res.measured, "predicted": res.predicted,
@@ -114,9 +137,28 @@ def main(argv: list[str] | None = None) -> int:
                                    "outputs_match": res.outputs_match, "backend": res.backend}, f, indent=2)
                 return 0 if res.agree and res.outputs_match else 1
             return 0
+        if args.backward and (args.scheme == "all" or args.both_widths):
+            from dataclasses import replace  # noqa: PLC0415 - only the suite of specs needs it
+
+            from k3lite.interconnect.run import measure_backward_suite  # noqa: PLC0415 - torch.distributed
+
+            schemes = SCHEMES if args.scheme == "all" else (args.scheme,)
+            args.scheme = schemes[0]
+            base = _spec(args, args.ranks)
+            widths = (base.latent_dim, 0) if args.both_widths else (base.latent_dim,)
+            specs = [replace(base, scheme=sc, latent_dim=lat) for sc in schemes for lat in widths]
+            results = measure_backward_suite(specs, args.port, progress=lambda f, msg: print(
+                f"[{f:4.0%}] {msg}", file=sys.stderr))
+            print("\n\n".join(format_backward(r) for r in results))
+            return 0 if all(r.agree and r.gradients_match for r in results) else 1
+        if args.scheme == "all":
+            raise ValueError("--scheme all needs --backward (the forward run measures one scheme)")
         spec = _spec(args, args.ranks)
-        res = measure(spec, args.port, progress=lambda f, msg: print(f"[{f:4.0%}] {msg}", file=sys.stderr))
-        print(format_result(res))
+        res = measure(spec, args.port, progress=lambda f, msg: print(f"[{f:4.0%}] {msg}", file=sys.stderr),
+                      backward=args.backward)
+        print(show(res))
+        if args.backward:
+            return 0 if res.agree and res.gradients_match else 1
         return 0 if res.agree and res.outputs_match else 1
     except (ValueError, RuntimeError, TimeoutError) as e:
         print(f"error: {e}", file=sys.stderr)

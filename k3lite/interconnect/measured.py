@@ -105,6 +105,8 @@ class MeasureSpec:
     node_limit: int = 0  # > 0: the real router's group-limited top-k with one group per pretend domain
     scheme: str = "direct"
     seed: int = 0
+    grad_combine: str = "fp32"  # backward (measured_backward): the grad of the combine travels like a dispatch
+    grad_dispatch: str = "fp32"  # and the grad of the dispatch like a combine
     timeout_s: float = 60.0
 
     def __post_init__(self) -> None:
@@ -123,6 +125,7 @@ class MeasureSpec:
         if not 0 < self.timeout_s <= 600:
             raise ValueError(f"timeout_s must be in (0, 600], got {self.timeout_s}")
         wire_format(self.dispatch), wire_format(self.combine), check_scheme(self.scheme)
+        wire_format(self.grad_combine), wire_format(self.grad_dispatch)
         n_dom = self.ranks // self.ranks_per_node
         if self.node_limit and (self.node_limit > n_dom or self.n_experts % self.ranks):
             raise ValueError(f"node_limit ({self.node_limit}) must be <= pretend domains ({n_dom}) and needs "
@@ -160,17 +163,20 @@ def build_problem(spec: MeasureSpec):
 class _Comm:
     """all_to_all_single over one group, counting the bytes each chunk to another rank carries."""
 
-    def __init__(self, spec: MeasureSpec, rank: int, device: torch.device):
+    def __init__(self, spec: MeasureSpec, rank: int, device: torch.device, kinds: tuple[str, ...] = KINDS):
         self.spec, self.rank, self.device = spec, rank, device
-        self.sent = dict.fromkeys(KINDS, 0) | {"control": 0}
+        self.sent = dict.fromkeys(kinds, 0) | {"control": 0}
 
-    def exchange(self, send: torch.Tensor, counts: list[int], members: list[int], kind: str, group=None):
-        """Send counts[i] rows of `send` (sorted by member) to members[i]; -> (received rows, recv counts)."""
-        ct = torch.tensor(counts, dtype=torch.int64, device=self.device)
-        rc = torch.empty_like(ct)
-        dist.all_to_all_single(rc, ct, group=group)  # control: how many records each peer will send
-        self.sent["control"] += 8 * (len(members) - 1)
-        recv_counts = rc.tolist()
+    def exchange(self, send: torch.Tensor, counts: list[int], members: list[int], kind: str, group=None,
+                 recv_counts: list[int] | None = None):
+        """Send counts[i] rows of `send` (sorted by member) to members[i]; -> (received rows, recv counts).
+        `recv_counts` known (the backward retraces a forward exchange): no control message."""
+        if recv_counts is None:
+            ct = torch.tensor(counts, dtype=torch.int64, device=self.device)
+            rc = torch.empty_like(ct)
+            dist.all_to_all_single(rc, ct, group=group)  # control: how many records each peer will send
+            self.sent["control"] += 8 * (len(members) - 1)
+            recv_counts = rc.tolist()
         recv = torch.empty((sum(recv_counts), send.shape[1]), dtype=torch.uint8, device=self.device)
         dist.all_to_all_single(recv, send.contiguous(), output_split_sizes=recv_counts, input_split_sizes=counts,
                                group=group)

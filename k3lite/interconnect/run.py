@@ -26,6 +26,7 @@ import torch.distributed as dist
 from k3lite.interconnect.analytic import CopyCounts, WireBytes, expected_copies, layer_bytes, link_copies
 from k3lite.interconnect.deployment import expert_to_gpu
 from k3lite.interconnect.measured import KINDS, TOLERANCE, MeasureSpec, build_problem, ep_forward
+from k3lite.interconnect.measured_backward import ep_train_step, summarize_backward, upstream_gradient
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -127,9 +128,31 @@ def make_groups(spec: MeasureSpec, backend: str) -> dict:
     return {"node": node, "rail": rail}
 
 
-def worker(spec: MeasureSpec, backend: str = "gloo", init_method: str = "env://", rank: int | None = None,
-           out_dir: str | None = None) -> MeasureResult | None:
-    """One rank: join the group, run the layer, gather to rank 0; rank 0 returns the MeasureResult."""
+def _one(spec: MeasureSpec, rank: int, groups: dict, device: torch.device, backward: bool) -> dict:
+    """This rank's part of one spec's run: its output, bytes sent and routing (and gradients with `backward`)."""
+    moe, x = build_problem(spec)
+    moe = moe.to(device)
+    n = spec.tokens_per_rank
+    mine = slice(rank * n, (rank + 1) * n)
+    if backward:
+        part = ep_train_step(moe, x[mine].to(device), upstream_gradient(spec)[mine].to(device), spec, rank, groups,
+                             device)
+        return {k: ({name: t.cpu() for name, t in v.items()} if k in ("replicated", "experts") else
+                    v.cpu() if isinstance(v, torch.Tensor) else v) for k, v in part.items()}
+    with torch.no_grad():  # not inference_mode: collectives write into their tensors in place
+        out, sent, topk = ep_forward(moe, x[mine].to(device), spec, rank, groups, device)
+    return {"out": out.cpu(), "sent": sent, "topk_idx": topk.cpu()}
+
+
+def worker(spec: MeasureSpec | list[MeasureSpec], backend: str = "gloo", init_method: str = "env://",
+           rank: int | None = None, out_dir: str | None = None, backward: bool = False):
+    """One rank: join the group, run the layer, gather to rank 0; rank 0 returns the MeasureResult (with
+    `backward`: one training step through the all-to-alls, measured_backward.ep_train_step, a BackwardResult).
+    A list of specs (the same ranks and domains) runs one after another in one process group: one start-up."""
+    specs = spec if isinstance(spec, list) else [spec]
+    if len({(s.ranks, s.ranks_per_node) for s in specs}) != 1:
+        raise ValueError("specs run in one process group must share ranks and ranks_per_node")
+    head = specs[0]
     rank = int(os.environ["RANK"]) if rank is None else rank
     if backend == "nccl":
         local = int(os.environ.get("LOCAL_RANK", rank))
@@ -138,26 +161,27 @@ def worker(spec: MeasureSpec, backend: str = "gloo", init_method: str = "env://"
     else:
         device = torch.device("cpu")
     t0 = time.perf_counter()
-    dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=spec.ranks,
-                            timeout=timedelta(seconds=spec.timeout_s))
+    dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=head.ranks,
+                            timeout=timedelta(seconds=max(s.timeout_s for s in specs)))
+    gathered = []
     try:
         print(f"rank {rank}: joined {backend} group", flush=True)
-        groups = make_groups(spec, backend)
-        moe, x = build_problem(spec)
-        moe = moe.to(device)
-        n = spec.tokens_per_rank
-        with torch.no_grad():  # not inference_mode: collectives write into their tensors in place
-            out, sent, topk = ep_forward(moe, x[rank * n:(rank + 1) * n].to(device), spec, rank, groups, device)
-        part = {"out": out.cpu(), "sent": sent, "topk_idx": topk.cpu()}
-        parts = [None] * spec.ranks if rank == 0 else None
-        dist.gather_object(part, parts, dst=0)
+        groups = make_groups(head, backend)
+        for sp in specs:
+            part = _one(sp, rank, groups, device, backward)
+            parts = [None] * sp.ranks if rank == 0 else None
+            dist.gather_object(part, parts, dst=0)
+            gathered.append(parts)
+            print(f"rank {rank}: done, sent {part['sent']}", flush=True)
         if out_dir is not None and rank == 0:
-            torch.save(parts, Path(out_dir) / "parts.pt")
-        print(f"rank {rank}: done, sent {sent}", flush=True)
+            torch.save(gathered if isinstance(spec, list) else gathered[0], Path(out_dir) / "parts.pt")
     finally:
         dist.destroy_process_group()
     if rank == 0 and out_dir is None:
-        return summarize(spec, parts, 0, time.perf_counter() - t0, backend)
+        wall = time.perf_counter() - t0
+        res = [summarize_backward(sp, parts, wall, backend) if backward else summarize(sp, parts, 0, wall, backend)
+               for sp, parts in zip(specs, gathered)]
+        return res if isinstance(spec, list) else res[0]
     return None
 
 
@@ -184,52 +208,52 @@ def check_port(port: int) -> None:
                                  f"pass another --port, or --port 0 to pick a free one") from None
 
 
-def measure(spec: MeasureSpec, port: int = 0, progress: Callable[[float, str], None] | None = None) -> MeasureResult:
-    """Run the expert-parallel layer on spec.ranks gloo processes; always reaps them (also on error/timeout)."""
+def launch(ranks: int, args: list[str], timeout_s: float, port: int = 0,
+           progress: Callable[[float, str], None] | None = None) -> tuple[list, int]:
+    """Start `python -m k3lite.interconnect <args> --rank r --init tcp://127.0.0.1:port --out tmp` for r < ranks as
+    local processes, stream their progress, return (rank 0's gathered parts.pt, port); always reaps them."""
     progress = progress or (lambda frac, msg: None)
-    if spec.ranks > MAX_LOCAL_RANKS:
+    if ranks > MAX_LOCAL_RANKS:
         raise ValueError(f"ranks must be <= {MAX_LOCAL_RANKS} for local processes (each is a CPU process), got "
-                         f"{spec.ranks}; start more with torchrun (`python -m k3lite.interconnect worker`)")
+                         f"{ranks}; start more with torchrun (`python -m k3lite.interconnect worker`)")
     if port:
         check_port(port)
     else:
         port = free_port()
-    t0 = time.perf_counter()
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo",
                PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    spec_json = json.dumps(asdict(spec))
     procs: list[subprocess.Popen] = []
     with tempfile.TemporaryDirectory(prefix="k3lite-ep-") as tmp:
         logs = []
         try:
-            progress(0.05, f"starting {spec.ranks} gloo workers on 127.0.0.1:{port}")
-            for rank in range(spec.ranks):
+            progress(0.05, f"starting {ranks} gloo workers on 127.0.0.1:{port}")
+            for rank in range(ranks):
                 log = open(Path(tmp) / f"rank{rank}.log", "w")
                 logs.append(log)
                 procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "k3lite.interconnect", "worker", "--rank", str(rank), "--init",
-                     f"tcp://127.0.0.1:{port}", "--spec", spec_json, "--out", tmp],
+                    [sys.executable, "-m", "k3lite.interconnect", *args, "--rank", str(rank), "--init",
+                     f"tcp://127.0.0.1:{port}", "--out", tmp],
                     cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
-            deadline = time.monotonic() + spec.timeout_s
+            deadline = time.monotonic() + timeout_s
             reported = (-1, -1)
             while True:
                 codes = [p.poll() for p in procs]
                 done = sum(c == 0 for c in codes)
-                joined = sum("joined" in (Path(tmp) / f"rank{r}.log").read_text() for r in range(spec.ranks))
+                joined = sum("joined" in (Path(tmp) / f"rank{r}.log").read_text() for r in range(ranks))
                 if (joined, done) != reported:  # stream each stage: workers joined the group, then finished
-                    progress(0.05 + 0.4 * joined / spec.ranks + 0.4 * done / spec.ranks,
-                             f"{joined}/{spec.ranks} ranks joined the gloo group, {done}/{spec.ranks} finished")
+                    progress(0.05 + 0.4 * joined / ranks + 0.4 * done / ranks,
+                             f"{joined}/{ranks} ranks joined the gloo group, {done}/{ranks} finished")
                     reported = (joined, done)
                 failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
                 if failed:
                     r = failed[0]
                     tail = (Path(tmp) / f"rank{r}.log").read_text()[-1500:]
                     raise RuntimeError(f"rank {r} exited with code {codes[r]}:\n{tail}")
-                if done == spec.ranks:
+                if done == ranks:
                     break
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"measured run exceeded timeout_s={spec.timeout_s:g} s; workers killed")
+                    raise TimeoutError(f"measured run exceeded timeout_s={timeout_s:g} s; workers killed")
                 time.sleep(0.05)
             parts = torch.load(Path(tmp) / "parts.pt", weights_only=True)
         finally:
@@ -239,7 +263,36 @@ def measure(spec: MeasureSpec, port: int = 0, progress: Callable[[float, str], N
                 p.wait(timeout=10)
             for log in logs:
                 log.close()
+    return parts, port
+
+
+def measure(spec: MeasureSpec, port: int = 0, progress: Callable[[float, str], None] | None = None,
+            backward: bool = False):
+    """Run the expert-parallel layer on spec.ranks gloo processes; always reaps them (also on error/timeout).
+    `backward`: one training step, forward and backward through the all-to-alls (a BackwardResult)."""
+    progress = progress or (lambda frac, msg: None)
+    t0 = time.perf_counter()
+    args = ["worker", "--spec", json.dumps(asdict(spec))] + (["--backward"] if backward else [])
+    parts, port = launch(spec.ranks, args, spec.timeout_s, port, progress)
+    if backward:
+        progress(0.9, "single-process backward")
+        res = summarize_backward(spec, parts, time.perf_counter() - t0)
+        progress(1.0, "done")
+        return res
     progress(0.9, "single-process reference")
     res = summarize(spec, parts, port, time.perf_counter() - t0)
     progress(1.0, "done")
     return res
+
+
+def measure_backward_suite(specs: list[MeasureSpec], port: int = 0,
+                           progress: Callable[[float, str], None] | None = None) -> list:
+    """One training step of each spec (the same ranks and domains) in one launch of local gloo processes:
+    a BackwardResult per spec, in order."""
+    if not specs:
+        raise ValueError("give at least one spec")
+    t0 = time.perf_counter()
+    args = ["worker", "--spec", json.dumps([asdict(s) for s in specs]), "--backward"]
+    gathered, _ = launch(specs[0].ranks, args, sum(s.timeout_s for s in specs), port, progress)
+    wall = time.perf_counter() - t0
+    return [summarize_backward(s, parts, wall) for s, parts in zip(specs, gathered)]
