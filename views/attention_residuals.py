@@ -1,9 +1,13 @@
 """Attention Residuals: which earlier outputs each sublayer reads (drawn, with the trained lite model's depth weights),
 what block grouping saves, and the shipped training experiment's loss curves."""
 
+from functools import partial
+
 import streamlit as st
 import torch
 
+from k3lite.analytic.sensitivity import Assumption
+from k3lite.base.evidence import derived, measured_here
 from k3lite.model.attnres import attnres_cost, block_size_words
 from k3lite.analytic.budget import check_budget
 from k3lite.model.checkpoint import load_lite_model, with_config
@@ -12,10 +16,14 @@ from k3lite.analytic.hardware import get_gpu
 from k3lite.base.tokenizer import MAX_PROMPT_CHARS, encode
 from k3lite.viz.archmap import sources_at
 from k3lite.experiments.lm_train import attnres_results
-from k3lite.viz.attnres import (cost_curves_figure, depth_heatmap_figure, depth_matrix, residual_experiment_claim, residual_experiment_figure)
+from k3lite.viz.attnres import (
+    block_cost_details, block_read_bytes, block_saving_sentence, cost_curves_figure, depth_heatmap_figure, depth_matrix,
+    residual_experiment_claim, residual_experiment_figure,
+)
 from k3lite.viz.diagrams import depth_reads, depth_reads_figure
 from k3lite.viz.memo import shared_figure
-from views.common import explain, lazy_sections, push_url, reset_button, show_code, url_state, user_errors
+from k3lite.viz.style import fmt_bytes
+from views.common import assumptions_block, explain, lazy_sections, push_url, reset_button, show_code, url_state, user_errors
 
 
 st.title("Attention Residuals")
@@ -73,8 +81,12 @@ with user_errors():
     trace = depth_trace(st.session_state.ar_prompt, mode, block)
     reads = depth_reads(model.cfg.n_layers, mode, block, reader, [lt.mixer_type for lt in trace.layers])
 weights = depth_matrix(trace)[reader][: len(reads.sources)] if mode != "standard" else None
+# the depth weights come from running the shipped checkpoint on the prompt, here; a standard residual has none to run
+LIVE = measured_here("live on this server: the shipped lite checkpoint (assets/lite.safetensors) on the prompt, "
+                     f"{mode} residual, S = {block}: model(ids, trace=True).trace.depth_view()")
 with picture:
-    st.plotly_chart(shared_figure(depth_reads_figure, reads, weights), width="stretch")
+    st.plotly_chart(shared_figure(depth_reads_figure, reads, weights,
+                                  evidence=LIVE if mode != "standard" else derived(depth_reads)), width="stretch")
 
 reader_name = reads.names[reader + 1]
 full_count = len(sources_at("full", reader, 1))
@@ -111,7 +123,7 @@ def heatmap_panel() -> None:
     tok = st.radio("weights of", ["mean over the prompt's tokens", "last token"], horizontal=True, key="ar_token")
     st.plotly_chart(shared_figure(depth_heatmap_figure, trace, None if tok.startswith("mean") else len(trace.tokens) - 1,
                                   f"{mode} residual{f', S = {block}' if mode == 'block' else ''}: "
-                                  "what each sublayer reads"), width="stretch")
+                                  "what each sublayer reads", evidence=LIVE), width="stretch")
     show_code(depth_matrix, depth_heatmap_figure)
     with st.expander("What to notice in the heatmap"):
         explain(
@@ -132,7 +144,9 @@ with tab_train as is_open:
         st.subheader("Does it train better? The shipped experiment")
         experiments = attnres_results()
         if experiments:
-            st.plotly_chart(shared_figure(residual_experiment_figure, experiments), width="stretch")
+            ran = measured_here(f"{experiments[0]['command']} (seeds "
+                                f"{', '.join(str(r['seed']) for r in experiments)}; assets/lab_attnres*.json)")
+            st.plotly_chart(shared_figure(residual_experiment_figure, experiments, evidence=ran), width="stretch")
             st.markdown(residual_experiment_claim(experiments) + " The paper reports about 1.25x at scale.")
             show_code(residual_experiment_figure, residual_experiment_claim)
             with st.expander("How the experiment was run"):
@@ -169,33 +183,32 @@ def cost_panel() -> None:
              "full AttnRes": [attnres_cost(n, d, "full") for n in layers],
              f"block AttnRes, S = {S}": [attnres_cost(n, d, "block", S) for n in layers]}
     e1, e2 = st.columns(2)
-    e1.plotly_chart(shared_figure(cost_curves_figure, layers, costs, "read_bytes"), width="stretch")
-    e2.plotly_chart(shared_figure(cost_curves_figure, layers, costs, "live_bytes"), width="stretch")
-    k3_full, k3_block = attnres_cost(K3.n_layers, d, "full"), attnres_cost(K3.n_layers, d, "block", S)
+    e1.plotly_chart(shared_figure(cost_curves_figure, layers, costs, "read_bytes", evidence=derived(attnres_cost)),
+                    width="stretch")
+    e2.plotly_chart(shared_figure(cost_curves_figure, layers, costs, "live_bytes", evidence=derived(attnres_cost)),
+                    width="stretch")
     gpu = get_gpu("H100 SXM")  # the one GPU table (datasheet sources in k3lite/analytic/hardware.py)
-    bw = gpu.hbm_bw  # bytes/s
-    st.markdown(
-        f"At {K3.n_layers} layers (K3), d_model {d}: blocks of {block_size_words(S)} read "
-        f"**{k3_full.read_bytes / k3_block.read_bytes:.1f}x fewer** bytes than full AttnRes "
-        f"({k3_block.read_bytes / 1e6:.1f} vs {k3_full.read_bytes / 1e6:.1f} MB per token) and keep "
-        f"{k3_full.live_bytes / k3_block.live_bytes:.1f}x less memory.")
-    show_code(attnres_cost, cost_curves_figure)
+    st.markdown(block_saving_sentence(K3.n_layers, d, S))
+    show_code(attnres_cost, cost_curves_figure, block_saving_sentence)
     with st.expander("The numbers in full, and what the paper reports"):
         st.markdown(
-            f"At **{K3.n_layers} layers** (K3's config.json; {2 * K3.n_layers} sublayers + the final mix), d_model {d}, "
-            f"bf16: full AttnRes reads {k3_full.read_bytes / 1e6:.1f} MB per token across all mixes and keeps "
-            f"{k3_full.live_sources} vectors ({k3_full.live_bytes / 1e6:.2f} MB) per token alive; blocks of "
-            f"{block_size_words(S)} read {k3_block.read_bytes / 1e6:.1f} MB and keep {k3_block.live_sources} "
-            f"({k3_block.live_bytes / 1e6:.3f} MB): {k3_full.read_bytes / k3_block.read_bytes:.1f}x fewer reads, "
-            f"{k3_full.live_bytes / k3_block.live_bytes:.1f}x less memory. At {bw / 1e12:.2f} TB/s ({gpu.name} HBM, "
-            f"NVIDIA datasheet; `k3lite/analytic/hardware.py`) those reads cost {k3_block.read_bytes / bw * 1e6:.2f} µs per "
-            f"token vs {k3_full.read_bytes / bw * 1e6:.2f} µs for full. *Computed* by `k3lite.model.attnres.attnres_cost`: "
+            block_cost_details(K3.n_layers, d, S, gpu.hbm_bw, gpu.name)
+            + " *Computed* by `k3lite.model.attnres.attnres_cost`: "
             "every source vector each mix reads counts once. *Reported* (arXiv 2603.15031): about 8 blocks recover "
             "most of full AttnRes's gain, block AttnRes matches a baseline trained with 1.25x more compute, at under "
             "2% extra inference latency; their Kimi Linear 48B test uses 54 sublayers in blocks of 6 (9 blocks + "
             "embedding).")
         explain("Full AttnRes grows quadratically in depth (sublayer l reads l vectors), block grows like L²/S, "
                 "standard linearly; the memory a token must keep drops from 2L + 1 to 2L/S + 1 vectors.")
+    assumptions_block(
+        "ar_x_assumptions", f"Block AttnRes's reads per token at K3's {K3.n_layers} layers",
+        partial(block_read_bytes, n_layers=K3.n_layers),
+        [Assumption("block_size", "block size S", S, f"K3's released config: {block_size_words(K3.attn_res_block_size)}",
+                    "the 'block size S for the model' slider", "sublayers"),
+         Assumption("d_model", "d_model", d, f"K3's released width, {K3.d_model}", "the 'd_model' slider"),
+         Assumption("bytes_per_number", "bytes per number", 2.0, "bf16 activations", unit="B")],
+        fmt_bytes, also=[("reads", "every source vector each mix reads counts once (nothing kept on chip between "
+                                   "mixes)")])
 
 
 with tab_cost as is_open:

@@ -1,6 +1,7 @@
 """Kimi Delta Attention: the trained layer's state written and decayed (a browser animation), per-channel decay,
 memory vs context, a recall probe, the bound."""
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -10,6 +11,9 @@ import torch
 from k3lite.model import kda
 
 from k3lite.analytic import memory
+from k3lite.analytic.sensitivity import Assumption
+from k3lite.base.evidence import derived, measured_here
+from k3lite.base.units import ONE_M_CONTEXT
 from k3lite.model.presets import get_preset
 from k3lite.model.checkpoint import load_lite_model
 from k3lite.base.tokenizer import token_label, validate_prompt
@@ -20,12 +24,15 @@ from k3lite.viz.style import fmt_bytes
 from k3lite.model.kda.layer import KimiDeltaAttention
 from k3lite.model.kda.naive import naive_kda_matrix
 from k3lite.model.kda.reference import chunk_kda_reference
-from views.common import explain, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
+from views.common import (
+    assumptions_block, explain, lazy_expander, push_url, reset_button, show_code, table, url_state, user_errors,
+)
 
 MAX_T = 256  # tokens run live (the state trajectory keeps T x H x K x V numbers); the animation shows MAX_FRAMES
 SEED = 0
 LITE = get_preset("lite")
 H = LITE.kda.n_heads
+LIVE = "live on this server: the shipped lite checkpoint (assets/lite.safetensors), k3lite.viz.kda_state."
 
 st.title("Kimi Delta Attention")
 st.markdown("**How does a fixed-size state remember a prompt: what does each token write into it, and what does "
@@ -100,11 +107,15 @@ def state_panel() -> None:
             raise ValueError(f"tokens T must be in [1, {MAX_T}], got {T_req}")
         res = run(st.session_state.kda_source, st.session_state.kda_prompt, T_req, layer)
     T = len(res["labels"])
+    # what ran: the trained layer on this input, here and now (the tooltip names the call)
+    live = measured_here(LIVE + (f"trained_kda_run(model, prompt bytes, layer {layer})" if st.session_state.kda_source
+                                 == "prompt" else f"run_kda_layer(layer {layer}, {T} Gaussian vectors, seed {SEED})"))
     if WARNING:
         fig_col.warning(WARNING)
     fig_col.plotly_chart(shared_figure(state_animation, res["states"][:, head], res["correction"][:, head],
                                        res["v"][:, head], res["beta"][:, head], res["labels"],
-                                       f"layer {layer}, head {head}: press ▶ play, or drag the slider to a token"), width="stretch")
+                                       f"layer {layer}, head {head}: press ▶ play, or drag the slider to a token",
+                                       evidence=live), width="stretch")
     written = res["beta"][:, head] * np.linalg.norm(res["correction"][:, head], axis=1)  # (T,) size of each write
     rel = np.linalg.norm(res["correction"][:, head], axis=1) / np.maximum(np.linalg.norm(res["v"][:, head], axis=1), 1e-9)
     log_a = np.log(np.clip(res["a"][:, head], 1e-30, 1.0)).mean(axis=0)  # (K,) mean log-decay per key channel
@@ -150,7 +161,8 @@ write all of v_t (grey) every time and the state would only grow.
 
     with lazy_expander("(a) The decay: one factor per key channel, per token", key="kda_x_decay_one_factor_per") as is_open:
         if is_open:
-            st.plotly_chart(shared_figure(decay_heatmap, res["a"][:, head], res["labels"], head), width="stretch")
+            st.plotly_chart(shared_figure(decay_heatmap, res["a"][:, head], res["labels"], head, evidence=live),
+                            width="stretch")
             spread = np.log(res["a"][:, head]).std(axis=1).mean()
             explain(f"Each row is one token; bright = keep (a ≈ 1), dark = forget. Within a row the channels differ "
                     f"(mean spread of log a across channels: {spread:.2f} nats): KDA can keep some key directions while "
@@ -159,7 +171,8 @@ write all of v_t (grey) every time and the state would only grow.
             show_code(decay_heatmap)
     with lazy_expander("(b) The state's size over time", key="kda_x_b_state_s_size") as is_open:
         if is_open:
-            st.plotly_chart(shared_figure(state_norm_figure, res["norm"][:, head], T - 1, head), width="stretch")
+            st.plotly_chart(shared_figure(state_norm_figure, res["norm"][:, head], T - 1, head, evidence=live),
+                            width="stretch")
             explain("‖S_t‖_F after each token: the decay pulls it down, each write pushes it up; it never needs more "
                     "than K × V numbers.")
     with lazy_expander("(f) The bounded decay: what e⁻⁵ per token means for memory", key="kda_x_bounded_decay") as is_open:
@@ -173,8 +186,8 @@ def bounded_decay(lite_min: float) -> None:
     span = list(range(0, 41))
     rates = {f"g = {g:g} per token": g for g in (-0.01, -0.1, -1.0)} | {f"g = {BOUND:g} (K3's bound)": BOUND}
     mems = {name: memory.decay_memory(g, span) for name, g in rates.items()}
-    st.plotly_chart(shared_figure(decay_memory_figure, span, {n: m.kept_after for n, m in mems.items()}, 0.01),
-                    width="stretch")
+    st.plotly_chart(shared_figure(decay_memory_figure, span, {n: m.kept_after for n, m in mems.items()}, 0.01,
+                                  evidence=derived(memory.decay_memory)), width="stretch")
     fast, slow = mems[f"g = {BOUND:g} (K3's bound)"], mems["g = -0.01 per token"]
     floors = {c: memory.chunk_decay_floor(BOUND, c) for c in (16, 64)}
     explain(f"K3 writes its decay as g = {BOUND:g} · sigmoid(…) (config.json `gate_lower_bound` {BOUND:g}; the released "
@@ -201,25 +214,23 @@ def memory_panel() -> None:
             st.selectbox("model", ["kimi-linear-48b-a3b", "kimi-k3", "lite"], key="kda_preset")
             push_url("kda_preset")
             preset = get_preset(st.session_state.kda_preset)
-            contexts = np.unique(np.logspace(0, 6, 61).astype(int)).tolist()
+            # up to "1M" of context, 2^20 tokens as on the hybrid page (units.ONE_M_CONTEXT)
+            contexts = np.unique(np.round(np.logspace(0, 20, 61, base=2)).astype(int)).tolist()
             curves = memory.memory_vs_context(preset, contexts)
-            st.plotly_chart(shared_figure(memory_figure, contexts, curves, f"{preset.name}: fp32 KDA state + bf16 conv tail, bf16 caches"),
-                            width="stretch")
-            hybrid = memory.sequence_cache_bytes(preset, contexts[-1]).total
-            full = len(preset.layer_types()) * memory.mla_cache_bytes_per_token(preset.mla) * contexts[-1]
+            st.plotly_chart(shared_figure(memory_figure, contexts, curves, f"{preset.name}: fp32 KDA state + bf16 conv tail, bf16 caches",
+                                          evidence=derived(memory.memory_vs_context)), width="stretch")
             state = memory.kda_layer_state_bytes(preset.kda)
             explain(f"Computed from the preset's dimensions by `k3lite.analytic.memory` (the same function as the hybrid and serving "
                     f"pages): a KDA layer keeps {fmt_bytes(state)} at any length ({preset.kda.n_heads} × "
                     f"{preset.kda.head_dim} × {preset.kda.head_dim} fp32 state, as `KDACache` and fla keep it, plus a "
                     f"{preset.kda.conv_size - 1}-token bf16 conv tail of q, k, v); an MLA (Multi-head Latent Attention) layer keeps (kv_lora "
-                    f"{preset.mla.kv_lora_rank} + rope {preset.mla.qk_rope_head_dim}) bf16 numbers per token. At "
-                    f"{contexts[-1]:,} tokens the hybrid needs {fmt_bytes(hybrid)} against {fmt_bytes(full)} for "
-                    f"all-MLA: {100 * (1 - hybrid / full):.0f}% less; below ~{memory.break_even_context(preset):,} tokens a "
-                    "fixed state costs more than the short cache it replaces. The Kimi Linear report (arXiv 2510.26692) states "
-                    "\"up to 75%\" smaller KV cache for its 3:1 hybrid, and at 1M context 2.3x faster decoding at batch 1 and a "
-                    "theoretical 6.3x from the larger batch the small cache allows (the hybrid page models both).")
+                    f"{preset.mla.kv_lora_rank} + rope {preset.mla.qk_rope_head_dim}) bf16 numbers per token. "
+                    + memory.kda_memory_sentence(preset, contexts[-1])
+                    + " The Kimi Linear report (arXiv 2510.26692) states \"up to 75%\" smaller KV cache for its 3:1 "
+                    "hybrid, and at 1M context 2.3x faster decoding at batch 1 and a theoretical 6.3x from the larger "
+                    "batch the small cache allows (the hybrid page models both).")
 
-            show_code(memory.memory_vs_context)
+            show_code(memory.memory_vs_context, memory.kda_memory_sentence)
 
 
 memory_panel()
@@ -243,12 +254,16 @@ def probe_panel() -> None:
         with user_errors():
             probe = kda.recall_probe(st.session_state.kda_probe_n, fast_decay=st.session_state.kda_probe_decay,
                                      keys=st.session_state.kda_probe_keys, leak=st.session_state.kda_probe_leak)
-        st.plotly_chart(shared_figure(recall_figure, {m: s.numpy() for m, s in probe.scores.items()}), width="stretch")
+        ran = measured_here(f"k3lite.model.kda.recall_probe({st.session_state.kda_probe_n}, fast_decay="
+                            f"{st.session_state.kda_probe_decay}, keys={st.session_state.kda_probe_keys!r}, "
+                            f"leak={st.session_state.kda_probe_leak}), live on this server")
+        st.plotly_chart(shared_figure(recall_figure, {m: s.numpy() for m, s in probe.scores.items()}, evidence=ran),
+                        width="stretch")
         recent = min(8, st.session_state.kda_probe_n)
-        st.dataframe(pd.DataFrame({"mechanism": list(probe.scores),
-                                   "recall of pair 0 (the oldest)": [float(s[0]) for s in probe.scores.values()],
-                                   f"mean recall, last {recent} pairs": [float(s[-recent:].mean()) for s in probe.scores.values()]}),
-                     hide_index=True, width="stretch")
+        table(st, pd.DataFrame({"mechanism": list(probe.scores),
+                                "recall of pair 0 (the oldest)": [float(s[0]) for s in probe.scores.values()],
+                                f"mean recall, last {recent} pairs": [float(s[-recent:].mean()) for s in probe.scores.values()]}),
+              default=ran, hide_index=True, width="stretch")
         explain(f"Hand-built, not trained (`k3lite.model.kda.recall_probe`): n random unit (key, value) pairs in K = 32 dims are "
                 f"written with β = 1, then every key is read back from the final state; recall = cosine with the stored "
                 f"value. KDA keeps 8 of 32 channels at a = 1 and decays the other 24 by your factor; Gated DeltaNet gets "
@@ -261,6 +276,18 @@ def probe_panel() -> None:
 
 
 probe_panel()
+
+assumptions_block(
+    "kda_x_assumptions", f"{st.session_state.get('kda_preset', 'kimi-linear-48b-a3b')}'s decode cache per sequence at 1M "
+    f"tokens (hybrid)", partial(memory.hybrid_cache_at, preset=st.session_state.get("kda_preset", "kimi-linear-48b-a3b")),
+    [Assumption("latent_bytes", "bytes per MLA cache number", memory.ACTIVATION_BYTES_PER_ELEM, "a bf16 latent cache",
+                unit="B"),
+     Assumption("state_bytes", "bytes per KDA state number", memory.KDA_STATE_BYTES_PER_ELEM,
+                "fp32, as KDACache and flash-linear-attention keep it", unit="B"),
+     Assumption("conv_bytes", "bytes per conv-tail number", memory.ACTIVATION_BYTES_PER_ELEM,
+                "bf16 activations: the last conv_size - 1 inputs of q, k and v", unit="B")],
+    fmt_bytes, also=[("1M tokens", f"2^20 = {ONE_M_CONTEXT:,} tokens, as context windows are sized"),
+                     ("the model", "the preset picked under 'Memory for decoding vs context length'")])
 
 show_code(naive_kda_matrix, chunk_kda_reference, KimiDeltaAttention.kernel_inputs_reference,
           title="The algorithm as the paper writes it: the recurrence token by token, then chunk-wise (WY/UT transform)")

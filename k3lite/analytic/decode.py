@@ -44,9 +44,12 @@ class StepBytes(NamedTuple):
         return self.mla_cache + self.kda_state
 
 
-def step_bytes(cfg: K3Config, batch: float, context: int, precisions: dict[str, str] | str = "bf16") -> StepBytes:
-    """The HBM bytes of one decode step over `batch` sequences at `context` tokens, whole model on one GPU."""
-    cache = memory.sequence_cache_bytes(cfg, context)
+def step_bytes(cfg: K3Config, batch: float, context: int, precisions: dict[str, str] | str = "bf16",
+               latent_bytes: float = memory.ACTIVATION_BYTES_PER_ELEM,
+               state_bytes: float = memory.KDA_STATE_BYTES_PER_ELEM) -> StepBytes:
+    """The HBM bytes of one decode step over `batch` sequences at `context` tokens, whole model on one GPU; the
+    caches kept in `latent_bytes` per MLA latent number and `state_bytes` per KDA state number (bf16, fp32)."""
+    cache = memory.sequence_cache_bytes(cfg, context, latent_bytes, state_bytes)
     return StepBytes(memory.decode_weight_bytes(cfg, batch, precisions), cache.mla, cache.kda)
 
 

@@ -19,7 +19,10 @@ from typing import NamedTuple
 
 import torch
 
+from k3lite.base.units import ONE_M_CONTEXT, fmt_bytes
+from k3lite.base.wording import compare
 from k3lite.model.config import K3Config, KDAConfig, MLAConfig
+from k3lite.model.presets import get_preset
 from k3lite.analytic.params import count_params
 
 KDA_STATE_BYTES_PER_ELEM = 4  # fp32: KDACache.state and fla's recurrent state
@@ -67,14 +70,45 @@ class SequenceCache(NamedTuple):
         return self.mla + self.kda
 
 
-def sequence_cache_bytes(cfg: K3Config, context: int) -> SequenceCache:
-    """The whole model's decode cache for one sequence of `context` tokens, by layer kind."""
+def sequence_cache_bytes(cfg: K3Config, context: int, latent_bytes: float = ACTIVATION_BYTES_PER_ELEM,
+                         state_bytes: float = KDA_STATE_BYTES_PER_ELEM,
+                         conv_bytes: float = ACTIVATION_BYTES_PER_ELEM) -> SequenceCache:
+    """The whole model's decode cache for one sequence of `context` tokens, by layer kind. The bytes per stored
+    number (MLA latent, KDA state, conv tail) are the formats the caches are kept in: assumptions a page can move."""
     if context < 0:
         raise ValueError(f"context must be >= 0 tokens, got {context}")
+    if min(latent_bytes, state_bytes, conv_bytes) <= 0:
+        raise ValueError(f"bytes per stored number must be > 0, got {latent_bytes}, {state_bytes}, {conv_bytes}")
     types = cfg.layer_types()
     n_kda, n_mla = types.count("kda"), types.count("mla")
-    kda = n_kda * kda_layer_state_bytes(cfg.kda) if n_kda else 0
-    return SequenceCache(n_mla * context * mla_cache_bytes_per_token(cfg.mla), kda)
+    kda = n_kda * kda_state_bytes(cfg.kda.n_heads, cfg.kda.head_dim, cfg.kda.conv_size, 1, state_bytes,
+                                  conv_bytes) if n_kda else 0
+    return SequenceCache(n_mla * context * mla_cache_bytes_per_token(cfg.mla, latent_bytes), kda)
+
+
+def hybrid_cache_at(latent_bytes: float = ACTIVATION_BYTES_PER_ELEM, state_bytes: float = KDA_STATE_BYTES_PER_ELEM,
+                    conv_bytes: float = ACTIVATION_BYTES_PER_ELEM, *, preset: str = "kimi-linear-48b-a3b",
+                    context: int = ONE_M_CONTEXT) -> float:
+    """The KDA page's headline: one sequence's decode cache of `preset`'s KDA:MLA hybrid at 1M tokens (2^20), in
+    bytes, from the bytes per stored number it assumes (its assumptions block moves each ±20%)."""
+    return float(sequence_cache_bytes(get_preset(preset), context, latent_bytes, state_bytes, conv_bytes).total)
+
+
+def kda_memory_sentence(cfg: K3Config, context: int = ONE_M_CONTEXT) -> str:
+    """The KDA page's memory sentence: the hybrid's cache against all-MLA's at `context` tokens (the app's 1M is
+    2^20, as on the hybrid page), and the context below which a fixed state costs more than the cache it replaces."""
+    if cfg.kda is None:
+        raise ValueError(f"config {cfg.name!r} has no KDA layers to compare")
+    hybrid = sequence_cache_bytes(cfg, context).total
+    full = len(cfg.layer_types()) * mla_cache_bytes_per_token(cfg.mla) * context
+    word = compare(hybrid, full, "more", "less", "the same")
+    share = f"{100 * abs(1 - hybrid / full):.0f}% {word}" if word != "the same" else word
+    even = break_even_context(cfg)
+    short = mla_cache_bytes_per_token(cfg.mla) * (even // 2)  # the cache a state replaces, halfway below break-even
+    costs = compare(kda_layer_state_bytes(cfg.kda), short, "more than", "less than", "as much as")
+    name = " (1M)" if context == ONE_M_CONTEXT else ""
+    return (f"At {context:,} tokens{name} the hybrid needs {fmt_bytes(hybrid)} against {fmt_bytes(full)} for "
+            f"all-MLA: {share}; below ~{even:,} tokens a fixed state costs {costs} the short cache it replaces.")
 
 
 def gqa_sequence_cache_bytes(cfg: K3Config, context: int, n_kv_heads: int = 8, head_dim: int = 128) -> int:

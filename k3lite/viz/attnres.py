@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from k3lite.model.attnres import AttnResCost
+from k3lite.base.units import fmt_bytes, fmt_seconds
+from k3lite.base.wording import times
+from k3lite.model.attnres import AttnResCost, attnres_cost, block_size_words
 from k3lite.model.trace import Trace
 from k3lite.viz.style import NEUTRAL, SEQUENTIAL_SCALE, color, fit_titles, log_axis, series_color
 
@@ -125,3 +127,40 @@ def residual_experiment_claim(results: list[dict]) -> str:
     span = f" ({min(ratios):.2f}–{max(ratios):.2f}x)" if ratios else ""
     return (f"Steps the standard residual needed to match the validation loss AttnRes reached in {shortest} steps: "
             + "; ".join(parts) + f"{span}, interpolated on its longer runs (dotted).")
+
+
+# ----------------------------------------------------------------------------- what blocks save, in words
+def block_read_bytes(block_size: float, d_model: float, bytes_per_number: float = 2.0, n_layers: int = 93) -> float:
+    """The page's headline: bytes block AttnRes reads per token across all depth mixes (`attnres_cost`), from the
+    inputs it assumes; a block size or width moved ±20% is rounded to whole sublayers and dimensions."""
+    return float(attnres_cost(n_layers, max(1, round(d_model)), "block", max(1, round(block_size)),
+                              bytes_per_number).read_bytes)
+
+
+def _ratio(block: float, full: float, noun: str, more: str, less: str, amount: str = "many") -> str:
+    """'2.9x fewer reads' / 'as many reads as full AttnRes': block against full, the word from the numbers."""
+    word = times(block, full, more, less, "same", digits=1)
+    return f"as {amount} {noun} as full AttnRes" if word == "same" else f"{word} {noun}"
+
+
+def block_saving_sentence(n_layers: int, d_model: int, block_size: int) -> str:
+    """The page's sentence under the cost curves: block against full AttnRes at K3's depth."""
+    full, block = attnres_cost(n_layers, d_model, "full"), attnres_cost(n_layers, d_model, "block", block_size)
+    return (f"At {n_layers} layers (K3), d_model {d_model}: blocks of {block_size_words(block_size)} read "
+            f"**{_ratio(block.read_bytes, full.read_bytes, 'bytes', 'more', 'fewer')}** "
+            f"({fmt_bytes(block.read_bytes)} vs {fmt_bytes(full.read_bytes)} for full, per token) and keep "
+            f"{_ratio(block.live_bytes, full.live_bytes, 'memory', 'more', 'less', 'much')}.")
+
+
+def block_cost_details(n_layers: int, d_model: int, block_size: int, hbm_bw: float, gpu_name: str) -> str:
+    """The expander's numbers in full: reads and live vectors of full and block AttnRes, and the reads' time at
+    `hbm_bw` bytes/s."""
+    full, block = attnres_cost(n_layers, d_model, "full"), attnres_cost(n_layers, d_model, "block", block_size)
+    return (f"At **{n_layers} layers** (K3's config.json; {2 * n_layers} sublayers + the final mix), d_model "
+            f"{d_model}, bf16: full AttnRes reads {fmt_bytes(full.read_bytes)} per token across all mixes and keeps "
+            f"{full.live_sources} vectors ({fmt_bytes(full.live_bytes)}) per token alive; blocks of "
+            f"{block_size_words(block_size)} read {fmt_bytes(block.read_bytes)} and keep {block.live_sources} "
+            f"({fmt_bytes(block.live_bytes)}): {_ratio(block.read_bytes, full.read_bytes, 'reads', 'more', 'fewer')}, "
+            f"{_ratio(block.live_bytes, full.live_bytes, 'memory', 'more', 'less', 'much')}. At {hbm_bw / 1e12:.2f} TB/s "
+            f"({gpu_name} HBM, NVIDIA datasheet; `k3lite/analytic/hardware.py`) those reads cost "
+            f"{fmt_seconds(block.read_bytes / hbm_bw)} per token vs {fmt_seconds(full.read_bytes / hbm_bw)} for full.")

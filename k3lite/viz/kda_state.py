@@ -67,6 +67,13 @@ def trained_kda_run(model, ids: Sequence[int], layer: int) -> KDARun:
     return run_kda_layer(model.layers[layer].mixer, x, layer)
 
 
+# the animation's frame in px: the bands under the plot (top, bottom) hold, in turn, the x axes' ticks and titles,
+# play / pause, the token slider with its ticks, and the figure's title; the margin below holds them all
+ANIMATION_HEIGHT = 600
+ANIMATION_MARGIN = dict(l=10, r=10, t=80, b=235)
+CONTROL_BANDS = {"axis titles": (0, 50), "buttons": (58, 92), "slider": (100, 160), "title": (170, 190)}
+
+
 def state_animation(states: np.ndarray, correction: np.ndarray, v: np.ndarray, beta: np.ndarray,
                     labels: Sequence[str], title: str = "") -> go.Figure:
     """Frames of one head: S_t (K x V heatmap, one colour scale for all t) beside beta_t * correction_t and v_t.
@@ -105,15 +112,18 @@ def state_animation(states: np.ndarray, correction: np.ndarray, v: np.ndarray, b
                          dict(type="bar", y=beta[t] * correction[t])],
                    traces=[0, 1, 2], name=str(t), layout=dict(title=dict(text=caption(t)))) for t in range(T)]
     step = dict(frame=dict(duration=250, redraw=True), transition=dict(duration=0), mode="immediate")
+    # the controls stacked under the axis titles, each in its own band (CONTROL_BANDS, px below the plot): side by
+    # side, at 390 px the pause button sat on the slider's start and the play button under "value dim"
+    plot_h = ANIMATION_HEIGHT - ANIMATION_MARGIN["t"] - ANIMATION_MARGIN["b"]
     fig.update_layout(
-        title=dict(text=caption(0), font=dict(size=13)), barmode="overlay", height=540,
-        margin=dict(l=10, r=10, t=80, b=175),
-        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-0.2, xanchor="left", yanchor="top",
-                          showactive=False, pad=dict(t=0, r=6),
+        title=dict(text=caption(0), font=dict(size=13)), barmode="overlay", height=ANIMATION_HEIGHT,
+        margin=ANIMATION_MARGIN,
+        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-CONTROL_BANDS["buttons"][0] / plot_h,
+                          xanchor="left", yanchor="top", showactive=False, pad=dict(t=0, r=6),
                           buttons=[dict(label="▶ play", method="animate", args=[None, dict(step, fromcurrent=True)]),
                                    dict(label="❚❚", method="animate",
                                         args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")])])],
-        sliders=[dict(active=0, x=0.2, len=0.8, y=-0.2, yanchor="top", pad=dict(t=0),
+        sliders=[dict(active=0, x=0.0, len=1.0, y=-CONTROL_BANDS["slider"][0] / plot_h, yanchor="top", pad=dict(t=0),
                       currentvalue=dict(visible=False),  # the title names the token
                       steps=[dict(label=str(t), method="animate", args=[[str(t)], step]) for t in range(T)])])
     fig.update_yaxes(autorange="reversed", title_text="key channel", row=1, col=1)
@@ -122,6 +132,6 @@ def state_animation(states: np.ndarray, correction: np.ndarray, v: np.ndarray, b
     fig.update_xaxes(title_text="value dim", row=1, col=2)
     fig = go.Figure(fig.to_dict() | {"frames": frames}, _validate=False)
     if title:  # under the controls, where it cannot hit the frame's title
-        fig.add_annotation(text=title, xref="paper", yref="paper", x=0, y=-0.37, showarrow=False, xanchor="left",
-                           yanchor="top", font=dict(size=11))
+        fig.add_annotation(text=title, xref="paper", yref="paper", x=0, y=-CONTROL_BANDS["title"][0] / plot_h,
+                           showarrow=False, xanchor="left", yanchor="top", font=dict(size=11))
     return fig

@@ -50,6 +50,6 @@ def test_hybrid_serving_and_ledger_all_call_the_one_model(monkeypatch):
     monkeypatch.setattr(decode, "attention_flops", lambda cfg, context: 0.0)
     assert hybrid.decode_cost(3, 65536).flops_per_step < cfg_hybrid.flops_per_step
     assert serving.step_terms(s).compute_s_per_token < before_serving
-    monkeypatch.setattr(decode, "step_bytes", lambda cfg, batch, context, p="bf16": decode.StepBytes(0.0, 0.0, 0.0))
+    monkeypatch.setattr(decode, "step_bytes", lambda cfg, batch, context, p="bf16", **sizes: decode.StepBytes(0.0, 0.0, 0.0))
     assert ledger.ledger("kimi-k3", 65536).hbm_weights == 0.0 != before_ledger
     assert hybrid.decode_cost(3, 65536).bytes_per_step == 0.0
