@@ -25,6 +25,7 @@ class PageSpec(NamedTuple):
 PAGES: tuple[PageSpec, ...] = (
     PageSpec("views/home.py", "Home: the K3 design", "Home", ":material/home:", "home", "Overview", default=True),
     PageSpec("views/tour.py", "The K3 argument, step by step", "Guided tour", ":material/quiz:", "tour", "Overview"),
+    PageSpec("views/practice.py", "Practice problems", "Practice", ":material/edit_note:", "practice", "Overview"),
     PageSpec("views/article.py", "The article beside the app", "The article, claim by claim", ":material/article:",
              "article", "Overview"),
     PageSpec("views/moe.py", "Stable LatentMoE & routing", "Routing & balancing", ":material/alt_route:", "moe",

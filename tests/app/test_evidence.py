@@ -11,9 +11,9 @@ from conftest import PAGE_FILES, ROOT
 from k3lite.base.evidence import kind_of, looks_numeric
 from k3lite.viz.evidence import untagged
 
-# pages that show no assumed input of their own: the glossary defines words; the article and the tour retell other
-# pages' numbers (each with its page's evidence)
-NO_ASSUMPTIONS = {"glossary.py", "article.py", "tour.py"}
+# pages that show no assumed input of their own: the glossary defines words; the article, the tour and the practice
+# problems retell other pages' numbers (each with its page's evidence)
+NO_ASSUMPTIONS = {"glossary.py", "article.py", "tour.py", "practice.py"}
 ASSUMPTIONS_TITLE = "What this page assumes"
 
 
