@@ -196,10 +196,10 @@ async def connected(session: Session, findings: Findings) -> bool:
     return True
 
 async def visitor(url: str, index: int, pages: list[str], end: float, think: tuple[float, float],
-                  findings: Findings, rng: random.Random, start_delay: float = 0.0) -> None:
+                  findings: Findings, rng: random.Random, start_delay: float = 0.0, make_session=Session) -> None:
     await asyncio.sleep(start_delay)
     marker = f"k3load-{index}-{rng.getrandbits(24):06x}"
-    session = Session(url, index, MARKER_RE)
+    session = make_session(url, index, MARKER_RE)
     if not await connected(session, findings):
         return
     try:
@@ -246,10 +246,10 @@ def late_refusal(session: int, seconds: float, refused: bool, stated_s: float) -
     return None
 
 async def heavy_visitor(url: str, index: int, end: float, think: tuple[float, float], findings: Findings,
-                        rng: random.Random, steps: int, start_delay: float = 0.0) -> None:
+                        rng: random.Random, steps: int, start_delay: float = 0.0, make_session=Session) -> None:
     """A student who keeps pressing the lab's Train (with `steps` training steps) until the class ends."""
     await asyncio.sleep(start_delay)
-    session = Session(url, index, MARKER_RE)
+    session = make_session(url, index, MARKER_RE)
     stated = heavy_timeout_from_env()
     if not await connected(session, findings):
         return
@@ -307,7 +307,11 @@ def summarize(records: list[Record]) -> list[dict]:
 
 
 async def run_load(url: str, sessions: int, seconds: float, pages: list[str], think: tuple[float, float],
-                   ramp_s: float, seed: int, warmup: bool, heavy: int = 0, heavy_steps: int = 20) -> Findings:
+                   ramp_s: float, seed: int, warmup: bool, heavy: int = 0, heavy_steps: int = 20,
+                   make_session=Session) -> Findings:
+    """The class: `sessions` visitors (the first `heavy` press Train) until `seconds` have passed.
+    make_session(url, index, marker_re): the Session class to use (tools/bench_class.py passes one that goes
+    through a proxy and checks affinity)."""
     findings = Findings()
     rng = random.Random(seed)
     if warmup:  # the teacher opens every page once before the class arrives
@@ -326,9 +330,9 @@ async def run_load(url: str, sessions: int, seconds: float, pages: list[str], th
 
     # sessions 1..heavy press Train; the others move controls
     await asyncio.gather(*(heavy_visitor(url, i, end, think, findings, random.Random(rng.getrandbits(32)),
-                                         heavy_steps, start_delay=delay(i)) if i <= heavy else
-                           visitor(url, i, pages, end, think, findings, random.Random(rng.getrandbits(32)),
-                                   start_delay=delay(i))
+                                         heavy_steps, start_delay=delay(i), make_session=make_session) if i <= heavy
+                           else visitor(url, i, pages, end, think, findings, random.Random(rng.getrandbits(32)),
+                                        start_delay=delay(i), make_session=make_session)
                            for i in range(1, sessions + 1)))
     return findings
 

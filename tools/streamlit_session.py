@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -32,6 +32,7 @@ from views.registry import DEFAULT_PAGE  # the root URL opens it
 ROOT = Path(__file__).resolve().parents[1]
 WIDGETS = ("slider", "number_input", "selectbox", "radio", "text_input", "text_area", "checkbox", "toggle", "button")
 RUN_TIMEOUT_S = 180.0
+MEDIA_RE = re.compile(rb"/media/[0-9a-f]{20,}(?:\.[A-Za-z0-9]+)?")
 
 
 # ------------------------------------------------------------------------------------------ the server
@@ -136,21 +137,29 @@ class RunResult:
     widgets: dict  # widget id -> (kind, proto) of this run
     query_string: str  # the URL the page mirrored its widgets into (last page_info_changed)
     foreign_markers: set  # other sessions' markers seen in this run's frames
+    media: list = field(default_factory=list)  # /media/... URLs in this run's frames (downloads, images):
+    # plain HTTP requests that only the replica holding the session can answer
 
 
 class Session:
     """One visitor: a websocket speaking Streamlit's protobuf protocol, as the browser frontend does."""
 
     def __init__(self, url: str, index: int, marker_re: re.Pattern | None = None):
+        self.url = url
         self.ws_url = url.replace("http://", "ws://", 1) + "/_stcore/stream"
         self.index = index
         self.marker_re = marker_re  # `(\\d+)` = the session a marker belongs to: others' are reported
         self.ws = None
+        self.headers: dict[str, str] = {}  # sent with the websocket handshake (a proxy's affinity cookie)
 
     async def connect(self) -> None:
         # the subprotocol list is how the frontend passes (protocol, xsrf token, session id); we send the first
         self.ws = await websockets.connect(self.ws_url, subprotocols=["streamlit"], max_size=None,
-                                           open_timeout=60, ping_interval=None)
+                                           open_timeout=60, ping_interval=None, additional_headers=self.headers)
+
+    def response_header(self, name: str) -> str | None:
+        """A header of the websocket handshake's answer (e.g. which replica a proxy chose), None if absent."""
+        return self.ws.response.headers.get(name) if self.ws is not None and self.ws.response else None
 
     async def close(self) -> None:
         if self.ws is not None:
@@ -163,7 +172,7 @@ class Session:
         msg.rerun_script.page_name = "" if page == DEFAULT_PAGE.url_path else page  # the root URL opens it
         msg.rerun_script.query_string = query
         msg.rerun_script.widget_states.widgets.extend(states)
-        exceptions, alerts, widgets, foreign = [], [], {}, set()
+        exceptions, alerts, widgets, foreign, media = [], [], {}, set(), []
         query_string = query
         t0 = time.perf_counter()
         try:
@@ -174,6 +183,7 @@ class Session:
                     for m in (self.marker_re.finditer(raw) if self.marker_re else ()):
                         if int(m.group(1)) != self.index:
                             foreign.add(m.group(0).decode())
+                    media += [m.group(0).decode() for m in MEDIA_RE.finditer(raw)]
                     fwd = ForwardMsg()
                     fwd.ParseFromString(raw)
                     kind = fwd.WhichOneof("type")
@@ -204,4 +214,5 @@ class Session:
             exceptions.append(f"no script_finished within {timeout_s:g} s")
         except websockets.ConnectionClosed as e:
             exceptions.append(f"websocket closed: {e}")
-        return RunResult(page, time.perf_counter() - t0, exceptions, alerts, widgets, query_string, foreign)
+        return RunResult(page, time.perf_counter() - t0, exceptions, alerts, widgets, query_string, foreign,
+                         list(dict.fromkeys(media)))

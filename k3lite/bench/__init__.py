@@ -6,4 +6,4 @@ the same command runs them in a child process.
 """
 BENCHES = ("kda", "moe", "balance", "model", "train")
 APP_BENCHES = {"app": "tools.bench_app", "load": "tools.bench_load", "browser": "tools.bench_browser",
-               "figures": "tools.bench_figures"}  # NAME -> module run with `python -m`
+               "figures": "tools.bench_figures", "class": "tools.bench_class"}  # NAME -> module run with `python -m`
