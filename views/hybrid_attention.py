@@ -30,7 +30,7 @@ REPORTED_EV = {"kv_reduction": released(REPORTED["kv_reduction"][1]),  # the rep
 
 st.title("3:1 hybrid attention")
 st.markdown(f"**{model_name()} at a 1M-token context: what does swapping three of every four global attention "
-            "layers for fixed-state KDA layers save in cache and time per token?**")
+            "layers for fixed-state KDA layers save in cache and time per output token?**")
 reset_button("hy_")
 with st.expander("The idea: a growing cache against a fixed state"):
     st.markdown(

@@ -277,9 +277,10 @@ def probe_panel() -> None:
 
 probe_panel()
 
+PRESET = st.session_state.get("kda_preset", "kimi-linear-48b-a3b")  # the memory section's model
 assumptions_block(
-    "kda_x_assumptions", f"{st.session_state.get('kda_preset', 'kimi-linear-48b-a3b')}'s decode cache per sequence at 1M "
-    f"tokens (hybrid)", partial(memory.hybrid_cache_at, preset=st.session_state.get("kda_preset", "kimi-linear-48b-a3b")),
+    "kda_x_assumptions", f"The hybrid's decode cache per sequence at 1M tokens ({PRESET})",
+    partial(memory.hybrid_cache_at, preset=PRESET),
     [Assumption("latent_bytes", "bytes per MLA cache number", memory.ACTIVATION_BYTES_PER_ELEM, "a bf16 latent cache",
                 unit="B"),
      Assumption("state_bytes", "bytes per KDA state number", memory.KDA_STATE_BYTES_PER_ELEM,

@@ -308,12 +308,11 @@ def headline_sentence(kda_per_mla: int, batch: int = 1, hardware: str = "H100 SX
     kw = dict(batch=batch, hardware=hardware, attention_efficiency=attention_efficiency, base=base)
     at, full = decode_cost(kda_per_mla, context, **kw), decode_cost(0, context, **kw)
     speed = times(full.tpot_s, at.tpot_s, "faster", "slower")
-    than = "" if speed == "about the same" else " than all-MLA"
     return (f"At {_context_words(context)} {model_name(base)} at {kda_per_mla}:1 keeps **{fmt_bytes(at.cache_bytes)}** "
             f"of cache per sequence, {_share_than(at.cache_bytes, full.cache_bytes, 'more', 'less')} all-MLA "
             f"(every layer global): {fmt_bytes(full.cache_bytes)}. One decode step of batch {batch} takes "
             f"{at.tpot_s * 1e3:.2f} ms against {full.tpot_s * 1e3:.2f} ms for all-MLA on one {_gpu(hardware).name}: "
-            f"**{speed}**{than} (the report: {REPORTED['tpot_speedup_1m_batch1'][0]}x at batch 1, "
+            f"**{speed}** (the report: {REPORTED['tpot_speedup_1m_batch1'][0]}x at batch 1, "
             f"{REPORTED['tpot_speedup_1m'][0]}x theoretical).")
 
 

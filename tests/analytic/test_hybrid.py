@@ -252,3 +252,26 @@ def test_one_m_is_one_number_on_the_kda_and_hybrid_pages():
         text = _page_text(at)
         assert all(f"{w} " in text or f"{w}." in text or f"{w}," in text or f"{w}*" in text for w in want), (page, want)
         assert "1,000,000" not in text, page
+
+
+def _first_screen_text(node, hidden=False) -> str:
+    """The text a reader sees without opening anything: not inside an expander or popover (as visible_words counts)."""
+    if getattr(node, "type", "") in ("markdown", "caption", "info", "warning", "title") and hasattr(node, "value"):
+        return "" if hidden else str(node.value)
+    kids = getattr(node, "children", {}) or {}
+    items = [kids[k] for k in sorted(kids)] if isinstance(kids, dict) else list(kids)
+    return " ".join(_first_screen_text(c, hidden or getattr(c, "type", "") in ("expandable", "expander", "popover"))
+                    for c in items)
+
+
+def test_hybrid_page_names_its_model_without_a_click():
+    """The page computes Kimi Linear 48B-A3B (27 layers, 98 GB in bf16), not K3, but named it only inside the collapsed
+    'The idea' expander: a reader took its 1M-context numbers for K3's. The question under the title and the sentence
+    under the figures now name the model."""
+    from k3lite.analytic.hybrid import model_name
+
+    at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=180).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert model_name() == "Kimi Linear 48B-A3B"
+    assert model_name() in at.markdown[0].value  # the question right under the title
+    assert _first_screen_text(at._tree).count(model_name()) >= 2
