@@ -52,7 +52,8 @@ if st.session_state.key:
     rows = answer_key(problems, seeds)
     st.download_button("Download the key (CSV)", key_csv(rows), file_name=f"k3lite-{st.session_state.set}-key.csv",
                        mime="text/csv", key="pr_key_csv")
-    table(st, rows, default=derived(answer_key), hide_index=True, width="stretch")
+    shown = [{**r, "answer": r["answer"] if isinstance(r["answer"], str) else f"{r['answer']:g}"} for r in rows]
+    table(st, shown, default=derived(answer_key), hide_index=True, width="stretch")  # choices and numbers as text
 
 with lazy_expander("Every problem, by topic", "pr_x_list") as is_open:
     if is_open:

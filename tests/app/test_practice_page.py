@@ -1,0 +1,77 @@
+"""The Practice page under AppTest: the first problem on the first screen, a class link that opens the same numbers
+for the same seed and keeps itself in the URL, the check in the page, the teacher's key, and a page's Try it block."""
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from k3lite.tour.practice import answer_key, problems_in
+
+PAGE = str(ROOT / "views" / "practice.py")
+
+
+def open_practice(query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def test_the_first_screen_shows_the_first_problem_and_writes_the_link():
+    at = open_practice()
+    first = problems_in("all")[0].draw(1)
+    assert first.question.replace("$", "\\$") in [m.value for m in at.markdown]
+    link = dict(at.query_params)
+    assert link["set"] == "all" and link["seed"] == "1"
+
+
+def test_a_class_link_opens_the_set_with_the_seeds_numbers_and_round_trips():
+    at = open_practice({"set": "kda", "seed": "7", "pr_n": "2"})
+    inst = problems_in("kda")[1].draw(7)
+    assert inst.question.replace("$", "\\$") in [m.value for m in at.markdown]
+    link = dict(at.query_params)
+    assert link["set"] == "kda" and link["seed"] == "7" and link["pr_n"] == "2"
+    again = open_practice(link)
+    assert inst.question.replace("$", "\\$") in [m.value for m in again.markdown]
+    other = open_practice({**link, "seed": "8"})
+    assert problems_in("kda")[1].draw(8).question.replace("$", "\\$") in [m.value for m in other.markdown]
+
+
+def test_the_page_accepts_the_right_answer_and_says_how_far_a_wrong_one_is():
+    at = open_practice({"set": "moe", "seed": "3"})
+    problem = problems_in("moe")[0]
+    inst = problem.draw(3)
+    box = at.number_input(key=f"pr_{problem.id}_3_answer")
+    box.set_value(float(inst.answer) * 1.005).run()
+    assert at.success and at.success[0].value.startswith("Right")
+    box.set_value(float(inst.answer) * 2).run()
+    assert at.warning and "2.0x too high" in at.warning[0].value
+    at.toggle(key=f"pr_{problem.id}_3_solution").set_value(True).run()
+    assert any(m.value.startswith("**Answer:") for m in at.markdown)
+    assert [m.label for m in at.metric] == ["computed answer :gray[ⓓ]"]
+
+
+def test_the_teachers_view_lists_every_answer_for_the_seeds_as_csv():
+    at = open_practice({"set": "serving", "seed": "1", "key": "1"})
+    frame = at.dataframe[0].value
+    assert len(frame) == 30 * len(problems_in("serving"))
+    assert at.get("download_button"), "no CSV download"
+    at.text_input(key="pr_key_seeds").set_value("4, 9").run()
+    frame = at.dataframe[0].value
+    assert list(frame.iloc[:, 0]) == [r["seed"] for r in answer_key(problems_in("serving"), [4, 9])]
+
+
+def test_a_bad_set_in_the_link_falls_back_with_a_notice():
+    at = open_practice({"set": "nope", "seed": "-4"})
+    notices = " ".join(w.value for w in at.warning)
+    assert "Ignored `set=" in notices and "Ignored `seed=" in notices
+
+
+def test_try_it_renders_a_pages_problems():
+    at = AppTest.from_string("from views.common import try_it\ntry_it('hybrid_attention')\n", default_timeout=240)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    questions = [p.draw(1).question.replace("$", "\\$") for p in problems_in("hybrid_attention")]
+    shown = [m.value for m in at.markdown]
+    assert all(q in shown for q in questions)
+    assert at.expander[0].label.startswith(f"Try it: {len(questions)} problems")
