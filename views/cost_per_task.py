@@ -1,17 +1,32 @@
 """Cost per completed task: turns, retries, success rates, cache hits, and the planner/worker split."""
+from functools import partial
+
 import numpy as np
 import streamlit as st
 
 from k3lite.base import sources
+from k3lite.base.evidence import assumed, derived, released
 from k3lite.analytic.cost import (
-    PRICES, SCENARIOS, ModelPrice, TaskProfile, analyze, break_even_success, comparison_sentence, planner_worker,
-    savings_curve, simulate, single_model, split_what_ifs,
+    PRICES, SCENARIOS, ModelPrice, TaskProfile, analyze, break_even_success, planner_worker, savings_curve, simulate,
+    single_model, split_what_ifs,
 )
+from k3lite.analytic.cost_words import (
+    break_even_sentence, comparison_sentence, fmt_factor, split_factor_words, split_saving, split_sentence,
+)
+from k3lite.analytic.sensitivity import Assumption
 from k3lite.analytic.serving import MIN_TOKENS_PER_USER
 from k3lite.analytic.serving.compare import FAST_TOKENS_PER_USER, frontier_prices, physics_price, task_vs_token_ranking
 from k3lite.viz.cost import cost_bars_figure, distribution_figure, savings_figure
 from k3lite.viz.memo import shared_figure
-from views.common import explain, kept_editor, lazy_expander, lazy_sections, push_url, reset_button, show_code, url_state, user_errors
+from views.common import (
+    assumptions_block, evidence_columns, explain, kept_editor, lazy_expander, lazy_sections, metric, push_url,
+    reset_button, sentence, show_code, table, url_state, user_errors,
+)
+
+PRICE_LISTS = released("each model's own price list, quoted under 'Where the numbers come from' "
+                       "(k3lite.analytic.cost.PRICES); the serving-physics row, when added, is derived by "
+                       "k3lite.analytic.serving.compare.physics_price")
+PER_MODEL = assumed("ours: the scenario's success and turns per model (the seed article gives none); edit them here")
 
 
 def dollars(text: str) -> str:
@@ -84,24 +99,29 @@ if st.session_state.cost_physics:
     listed["physics"] = physics
 with fig_col, lazy_expander(f"Per-model assumptions ({scenario.label}): edit success and turns",
                             key="cost_per_task_x_per_model") as is_open:
-    table = kept_editor(
+    frame, columns = evidence_columns(
         [{"model": p.name, "$ / M input": p.input_per_m, "$ / M output": p.output_per_m,
           "cache discount (%)": 100 * p.cache_discount,
           "success per attempt (%)": 100 * scenario.success.get(key, st.session_state.cost_success / 100),
           "turns per attempt": float(st.session_state.cost_turns) * scenario.turns_factor.get(key, 1.0)}
          for key, p in listed.items()],
+        {"$ / M input": PRICE_LISTS, "$ / M output": PRICE_LISTS, "cache discount (%)": PRICE_LISTS,
+         "success per attempt (%)": PER_MODEL, "turns per attempt": PER_MODEL})
+    col = {name.rsplit(" ", 1)[0] if name != "model" else name: name for name in frame.columns}  # plain -> marked
+    table_rows = kept_editor(
+        frame.to_dict("records"),
         # one table per row set and scenario, not per slider value: the reader's edits survive a slider move (a
         # key that embedded the slider values silently dropped every edit on each move) and the expander closing;
         # the serving-physics toggle (a new row) and the scenario start a new table
         f"cost_models_{st.session_state.cost_physics}_{st.session_state.cost_scenario}", draw=is_open,
-        hide_index=True, num_rows="fixed", disabled=["model"])
+        hide_index=True, num_rows="fixed", disabled=["model"], column_config=columns)
 with user_errors():
-    strategies = [single_model(ModelPrice(r["model"], float(r["$ / M input"]), float(r["$ / M output"]),
-                                          float(r["cache discount (%)"]) / 100),
-                               profile.with_(success_rate=float(r["success per attempt (%)"]) / 100,
-                                             turns=float(r["turns per attempt"]))) for r in table]
+    strategies = [single_model(ModelPrice(r["model"], float(r[col["$ / M input"]]), float(r[col["$ / M output"]]),
+                                          float(r[col["cache discount (%)"]]) / 100),
+                               profile.with_(success_rate=float(r[col["success per attempt (%)"]]) / 100,
+                                             turns=float(r[col["turns per attempt"]]))) for r in table_rows]
     rows = [analyze(s_) for s_ in strategies]
-fig_col.plotly_chart(shared_figure(cost_bars_figure, rows), width="stretch")
+fig_col.plotly_chart(shared_figure(cost_bars_figure, rows, evidence=derived(analyze)), width="stretch")
 k3 = strategies[0]
 cheapest = min(rows, key=lambda r: r.per_completed_task)
 fig_col.markdown(dollars(
@@ -120,12 +140,8 @@ with lazy_expander("Where the numbers come from", key="cost_per_task_x_numbers")
             st.caption(f"**{physics.name}**: {physics.source}; \\${physics.input_per_m:.3f} / \\${physics.output_per_m:.3f} per "
                        "M input / output tokens: what producing the tokens costs at the bound, no margin, against the "
                        "list prices above.")
-        st.dataframe([r.row() for r in rows], hide_index=True, width="stretch")
-        explain("What to notice: " + "; ".join(
-            f"{s_.name} breaks even with K3 at {100 * break_even_success(k3, s_):.0f}% success per attempt "
-            f"(K3: {100 * k3.profile.success_rate:.0f}%)" for s_ in strategies[1:])
-            + ". Below that success rate the cheaper-per-token model costs more per finished task. "
-              "Computed: $ per attempt = turns / (1 - re-sent share) x $ per call; $ per completed task = that / success.")
+        table(st, [r.row() for r in rows], default=derived(analyze), hide_index=True, width="stretch")
+        sentence(dollars(break_even_sentence(k3, strategies[1:])), derived(break_even_success), PER_MODEL)
 
 
 @st.cache_data(max_entries=64)
@@ -134,6 +150,7 @@ def _distribution(alone_s, split_s, n: int = 20_000):
 
 
 PLANNER_TITLE = "Planner / worker: K3 plans, a small model works"
+PLANNER_SUCCESS = 0.98  # ours: the planner's part of an attempt (the split's attempt succeeds this x the worker's)
 
 
 @st.fragment
@@ -161,56 +178,85 @@ def planner_panel() -> None:
         slow, fast = at_frontier[MIN_TOKENS_PER_USER], at_frontier[FAST_TOKENS_PER_USER]
         planner = {"list": PRICES["kimi-k3"], "slow": slow, "fast": fast}[st.session_state.cost_planner_at]
         alone = single_model(planner, profile)
-        split = planner_worker(planner, worker, profile, st.session_state.cost_share / 100, 0.98,
+        split = planner_worker(planner, worker, profile, st.session_state.cost_share / 100, PLANNER_SUCCESS,
                                st.session_state.cost_worker_success / 100)
         a_alone, a_split = analyze(alone), analyze(split)
-    factor = a_alone.per_completed_task / a_split.per_completed_task
+    notice = split_sentence(planner, worker, profile, st.session_state.cost_share / 100, PLANNER_SUCCESS,
+                            st.session_state.cost_worker_success / 100)
+    planner_ev = PRICE_LISTS if planner is PRICES["kimi-k3"] else derived(frontier_prices)
     q1, q2, q3 = st.columns(3)
-    q1.metric("K3 alone", f"${a_alone.per_completed_task:.3f} / task")
-    q2.metric("K3 plans + worker", f"${a_split.per_completed_task:.3f} / task")
-    q3.metric("split is cheaper by", f"{factor:.1f}x")
+    metric(q1, "K3 alone", f"${a_alone.per_completed_task:.3f} / task", derived(analyze, single_model))
+    metric(q2, "K3 plans + worker", f"${a_split.per_completed_task:.3f} / task", derived(analyze, planner_worker))
+    metric(q3, *split_factor_words(notice.factor), derived(split_what_ifs))
     ws = np.linspace(0.05, 1.0, 96)
-    curve = savings_curve(planner, worker, profile, ws, st.session_state.cost_share / 100, 0.98)
-    st.plotly_chart(shared_figure(savings_figure, ws, curve, (st.session_state.cost_worker_success / 100, factor)), width="stretch")
-    _, what_ifs = split_what_ifs(planner, worker, profile, st.session_state.cost_share / 100, 0.98,
-                                 st.session_state.cost_worker_success / 100)
-    band = "inside" if sources.SPLIT_BAND[0] <= factor <= sources.SPLIT_BAND[1] else "outside"
-    if factor >= 1:
-        notice = (f"at these settings the split is {factor:.1f}x cheaper, {band} the seed article's "
-                  f"~{sources.SPLIT_BAND[0]:g}-{sources.SPLIT_BAND[1]:g}x band (directional, by its own account). " + "; ".join(
-            f"with the {w.change} it is {w.factor:.1f}x cheaper ({100 * w.kept:.0f}% of the dollar saving per task "
-            "remains)" for w in what_ifs))
-    else:  # K3 at serving cost can undercut the worker's list price: then there is no saving to erode
-        notice = (f"at these settings the split costs {1 / factor:.1f}x MORE than {planner.name} alone: the planner's "
-                  f"${planner.input_per_m:.3g} / ${planner.output_per_m:.3g} per M undercuts the worker's "
-                  f"${worker.input_per_m:.3g} / ${worker.output_per_m:.3g} where most tokens are (input)")
-    st.markdown(dollars(notice.split(". ")[0][0].upper() + notice.split(". ")[0][1:] + "."))
+    curve = savings_curve(planner, worker, profile, ws, st.session_state.cost_share / 100, PLANNER_SUCCESS)
+    st.plotly_chart(shared_figure(savings_figure, ws, curve, (st.session_state.cost_worker_success / 100, notice.factor),
+                                  evidence=derived(savings_curve)), width="stretch")
+    st.markdown(dollars(notice.headline))
     show_code(planner_worker, savings_curve)
     with st.expander("Assumptions, what-ifs, and the ranking at two serving speeds"):
-        explain((  # $ escaped: two in one caption would render as LaTeX
+        sentence(dollars(  # $ escaped: two in one caption would render as LaTeX
             f"Assumptions: the planner ({planner.name}, ${planner.input_per_m:.3g} / ${planner.output_per_m:.3g}"
-            + (f", {sources.K3_PRICE_SOURCE}" if planner is PRICES["kimi-k3"] else "") + ") succeeds 98% "
-            "of the time on its part; an attempt succeeds only if planner and worker both do and is retried whole. "
-            "The default worker price ($0.10 / $0.40 per M) is our assumption, not a listed price. What to notice: "
-            + notice + ". Computed from the same model as the metrics above.").replace("$", "\\$"))
-        _, _, ranking = task_vs_token_ranking(slow, fast, worker, profile, st.session_state.cost_share / 100, 0.98,
-                                              st.session_state.cost_worker_success / 100)
-        explain((ranking + f" Slow point: {slow.source}. Fast point: {fast.source}.").replace("$", "\\$"))
+            + (f", {sources.K3_PRICE_SOURCE}" if planner is PRICES["kimi-k3"] else "")
+            + f") succeeds {100 * PLANNER_SUCCESS:.0f}% of the time on its part; an attempt succeeds only if planner "
+            "and worker both do and is retried whole. The default worker price ($0.10 / $0.40 per M) is our "
+            "assumption, not a listed price. What to notice: " + notice.sentence
+            + " Computed from the same model as the metrics above."),
+            derived(split_sentence), planner_ev, assumed("the worker's price and success, the planner's 98%"))
+        _, _, ranking = task_vs_token_ranking(slow, fast, worker, profile, st.session_state.cost_share / 100,
+                                              PLANNER_SUCCESS, st.session_state.cost_worker_success / 100)
+        sentence(dollars(ranking + f" Slow point: {slow.source}. Fast point: {fast.source}."),
+                 derived(task_vs_token_ranking, frontier_prices))
 
     with lazy_expander("Not just the mean: the distribution of cost per task", key="cost_per_task_x_not_just_mean_distribution") as is_open:
         if is_open:
             samples = _distribution(alone, split)
-            st.plotly_chart(shared_figure(distribution_figure, samples), width="stretch")
-            st.dataframe([{"strategy": s_.name, "$ / completed task (Monte-Carlo)": round(s_.per_completed_task, 4),
+            st.plotly_chart(shared_figure(distribution_figure, samples, evidence=derived(simulate)), width="stretch")
+            table(st, [{"strategy": s_.name, "$ / completed task (Monte-Carlo)": round(s_.per_completed_task, 4),
                            **{f"p{q} $ / task": round(v, 4) for q, v in s_.percentiles().items()},
-                           "tasks abandoned (%)": round(100 * (1 - s_.completed.mean()), 2)} for s_ in samples],
-                         hide_index=True, width="stretch")
+                        "tasks abandoned (%)": round(100 * (1 - s_.completed.mean()), 2)} for s_ in samples],
+                  default=derived(simulate), hide_index=True, width="stretch")
             explain(
                 "Monte-Carlo over 20,000 tasks (seeded): turns per attempt ~ 1 + Poisson, re-sent calls ~ negative "
                 "binomial, tokens per call ~ Gamma (coefficient of variation 0.3), success ~ Bernoulli per attempt. The "
                 "dashed lines are $ per completed task; the right tail is tasks that needed a retry - the tail, not the "
                 "mean, is what a budget per task has to cover.")
             show_code(simulate)
+
+    assumptions_block(
+        "cost_per_task_x_assumptions", "The split's saving (times cheaper per completed task than K3 alone)",
+        partial(split_saving, planner), [
+            Assumption("worker_input_per_m", "worker $ / M input", worker.input_per_m,
+                       "a hypothetical small model's price: ours, not a listed one", "the 'worker $ / M input' box", "$"),
+            Assumption("worker_output_per_m", "worker $ / M output", worker.output_per_m,
+                       "the same hypothetical small model", "the 'worker $ / M output' box", "$"),
+            Assumption("worker_success", "worker success per attempt", st.session_state.cost_worker_success / 100,
+                       "ours: as reliable as K3 by default, the case the seed article's figure needs",
+                       "the 'worker success per attempt' slider"),
+            Assumption("planner_share", "planner share of turns", st.session_state.cost_share / 100,
+                       "ours: a plan and a few checks in a 20-turn task", "the 'planner share of turns' slider"),
+            Assumption("planner_success", "planner success on its part", PLANNER_SUCCESS,
+                       "ours: the big model rarely fails at planning (held at 100% when moved past it)"),
+            Assumption("k3_success", "K3's success per attempt alone", profile.success_rate,
+                       "ours: no published per-task success rate", "the 'success per attempt, K3' slider"),
+            Assumption("input_tokens_per_turn", "input tokens per turn", profile.input_tokens_per_turn,
+                       "ours: an agentic turn re-sends its growing context", "the 'input tokens per turn' slider",
+                       "tokens"),
+            Assumption("output_tokens_per_turn", "output tokens per turn", profile.output_tokens_per_turn,
+                       "ours: a tool call or a short answer", "the 'output tokens per turn' slider", "tokens"),
+            Assumption("cache_hit_rate", "prompt-cache hit rate", profile.cache_hit_rate,
+                       "ours: half the re-sent context served from the provider's cache",
+                       "the 'prompt-cache hit rate' slider"),
+            Assumption("turns", "turns per attempt", profile.turns,
+                       "ours; both strategies take them, so they cancel in the saving", "the 'turns' slider"),
+            Assumption("turn_retry_rate", "failed calls re-sent", profile.turn_retry_rate,
+                       "ours; they cancel in the saving too", "the 'failed calls re-sent' slider"),
+        ], fmt_factor, also=[
+            ("K3's price", f"{planner.name}: " + ("Moonshot AI's list price (released)" if planner is PRICES["kimi-k3"]
+                                                  else "a point of the serving page's frontier (derived)")),
+            ("retries", "an attempt succeeds only if planner and worker both do, and is retried whole"),
+            ("other models' success and turns", f"the scenario's ({scenario.label}): {scenario.note}"),
+        ])
 
 
 # below the first screen: drawn once picked (a chart sent with the first run delays the first picture)

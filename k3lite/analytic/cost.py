@@ -239,15 +239,16 @@ class SplitWhatIf(NamedTuple):
 
 def split_what_ifs(planner: ModelPrice, worker: ModelPrice, profile: TaskProfile, planner_share: float,
                    planner_success: float, worker_success: float) -> tuple[float, list[SplitWhatIf]]:
-    """(factor at these settings, [halved worker success, planner does half the turns]): the cost page's
-    sentence about what erodes the split's saving, computed instead of asserted."""
+    """(factor at these settings, [halved worker success, planner doing half the turns (when it does less)]): the
+    cost page's sentence about what erodes the split's saving, computed instead of asserted."""
     alone = analyze(single_model(planner, profile)).per_completed_task
     base = analyze(planner_worker(planner, worker, profile, planner_share, planner_success,
                                   worker_success)).per_completed_task
+    changes = [(f"worker success halved to {100 * worker_success / 2:.0f}%", planner_share, worker_success / 2)]
+    if planner_share < 0.5:
+        changes.append(("planner doing half the turns", 0.5, worker_success))
     out = []
-    for change, share, w in ((f"worker success halved to {100 * worker_success / 2:.0f}%", planner_share,
-                              worker_success / 2),
-                             ("planner does half the turns", max(planner_share, 0.5), worker_success)):
+    for change, share, w in changes:
         split = analyze(planner_worker(planner, worker, profile, share, planner_success, w)).per_completed_task
         kept = (alone - split) / (alone - base) if alone != base else float("nan")
         out.append(SplitWhatIf(change, alone / split, kept))
@@ -260,25 +261,6 @@ def break_even_success(reference: Strategy, other: Strategy) -> float:
     p* = p_ref * attempt_other / attempt_ref  (> 1 means `other` cannot break even even when it never fails).
     """
     return reference.profile.success_rate * analyze(other).per_attempt / analyze(reference).per_attempt
-
-
-def comparison_sentence(k3: Strategy, other: Strategy) -> str:
-    """Why `k3` costs more or less per completed task than `other` (single-model strategies), from the numbers:
-    $ per completed task = token price x turns / success, so the ratio is the product of those three ratios."""
-    a_k3, a_o = analyze(k3), analyze(other)
-    same_work = analyze(single_model(other.segments[0].model, k3.profile))  # other's prices, K3's turns
-    price = a_k3.per_attempt / same_work.per_attempt
-    turns = other.profile.turns / k3.profile.turns
-    ratio = a_k3.per_completed_task / a_o.per_completed_task
-    p_star = break_even_success(k3, other)
-    head = (f"{other.name}: K3's tokens cost {price:.1f}x as much for the same turns; {other.name} "
-            + (f"takes {turns:.2g}x K3's turns and " if abs(turns - 1) > 1e-9 else "takes as many turns and ")
-            + f"succeeds in {100 * other.profile.success_rate:.0f}% of attempts (K3: {100 * k3.profile.success_rate:.0f}%),"
-            f" so per completed task K3 costs {ratio:.2f}x as much")
-    if ratio > 1:
-        return head + (f"; K3 would be cheaper only if {other.name} succeeded in under {100 * p_star:.0f}% of attempts."
-                       if p_star > 0.005 else ".")
-    return head + f": K3 is cheaper per task despite its price ({other.name} costs the same at {100 * p_star:.0f}% success)."
 
 
 # ------------------------------------------------------------------------------------------ Monte-Carlo

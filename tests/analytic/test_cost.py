@@ -125,10 +125,20 @@ def _page():
 def test_page_shows_the_split_and_reacts():
     at = _page().run()
     assert not at.exception and not at.error
-    factor = {m.label: m.value for m in at.metric}["split is cheaper by"]
+    factor = _metric(at, "split is cheaper by")
     assert factor == "9.2x"  # at K3's listed prices ($3.00 / $0.30 cache hit / $15.00; it was 9.4x at a 75% discount)
     at.slider(key="cost_worker_success").set_value(40).run()
-    assert {m.label: m.value for m in at.metric}["split is cheaper by"] == "4.6x"
+    assert _metric(at, "split is cheaper by") == "4.6x"
+    at.number_input(key="cost_worker_in").set_value(3.0).run()  # the worker as dear as K3 per input token
+    from k3lite.analytic.cost_words import split_saving
+    factor = split_saving(worker_input_per_m=3.0, worker_success=0.4)
+    assert factor < 1 and _metric(at, "split is dearer by") == f"{1 / factor:.1f}x"  # not "cheaper by 0.6x"
+
+
+def _metric(at, label_start: str) -> str:
+    found = [m.value for m in at.metric if m.label.startswith(label_start)]
+    assert found, [m.label for m in at.metric]
+    return found[0]
 
 
 def test_page_bad_link_value_is_a_notice_not_a_traceback():
@@ -191,7 +201,8 @@ def test_page_draws_the_two_strategies_in_distinct_colours():
 def test_comparison_sentence_is_price_times_turns_over_success():
     """The side-by-side says why K3 costs more or less per task; the ratio it states is the
     product of the token-price, turns and success ratios, and the break-even it names makes the costs equal."""
-    from k3lite.analytic.cost import SCENARIOS, comparison_sentence
+    from k3lite.analytic.cost import SCENARIOS
+    from k3lite.analytic.cost_words import comparison_sentence
     base = TaskProfile(success_rate=0.8)
     k3 = single_model(PRICES["kimi-k3"], base)
     sc = SCENARIOS["article"]
@@ -201,9 +212,11 @@ def test_comparison_sentence_is_price_times_turns_over_success():
     price = analyze(k3).per_attempt / analyze(single_model(PRICES["deepseek-v3"], base)).per_attempt
     ratio = price / sc.turns_factor["deepseek-v3"] * sc.success["deepseek-v3"] / 0.8
     assert ratio == pytest.approx(analyze(k3).per_completed_task / analyze(other).per_completed_task)
-    assert f"K3 costs {ratio:.2f}x as much" in text and f"{price:.1f}x as much for the same turns" in text
+    assert f"per completed task K3 is {ratio:.1f}x dearer" in text
+    assert f"for the same turns K3's tokens are {price:.1f}x dearer" in text
     cheap = single_model(PRICES["deepseek-v3"], base.with_(success_rate=0.01))  # fails almost always: K3 wins
-    assert "K3 is cheaper per task" in comparison_sentence(k3, cheap)
+    a_k3, a_cheap = analyze(k3).per_completed_task, analyze(cheap).per_completed_task
+    assert f"per completed task K3 is {a_cheap / a_k3:.1f}x cheaper" in comparison_sentence(k3, cheap)
 
 
 def test_page_scenarios_set_the_table_and_the_sentence():
