@@ -353,6 +353,7 @@ def main(argv: list[str]) -> int:
           f"{os.cpu_count()} CPUs")
     print_reports(reps)
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(reps, indent=1))
         print(f"full report: {args.json}")
     return 1 if any(failed(rep) for rep in reps) else 0
