@@ -7,6 +7,9 @@
                 torchrun --nproc-per-node 4 -m k3lite.interconnect worker --ranks-per-node 2 --scheme normal
               (--backend nccl on GPUs; on several machines add torchrun's --nnodes / --rdzv-endpoint as usual)
     deepep    DeepEP's published benchmark settings: their bandwidth and time next to ours
+    pipeline  pipeline stages with Attention Residuals: bytes per token across each stage boundary, forward and
+              backward, for a standard residual, full and block AttnRes; measured on gloo stage processes for a small
+              model, and the analytic count for a preset (--preset kimi-k3 --pp 16)
 """
 from __future__ import annotations
 
@@ -62,6 +65,28 @@ def _spec(args, ranks: int):
                        scheme=args.scheme, seed=args.seed, timeout_s=args.timeout)
 
 
+def _pipeline(args) -> int:
+    # the stage processes import torch.distributed and the model: only these two commands need them
+    from k3lite.interconnect.pipeline import residual_comparison
+    from k3lite.interconnect.pipeline_measured import PipeSpec, format_pipeline, measure_pipeline, pipe_worker  # torch
+    from k3lite.model.presets import get_preset  # builds configs: only the pipeline commands need it
+
+    if args.cmd == "pipeline-worker":
+        pipe_worker([PipeSpec(**s) for s in json.loads(args.spec)], args.rank, args.init, args.out)
+        return 0
+    specs = [PipeSpec(stages=args.stages, mode=m, n_layers=args.layers, block_size=args.block)
+             for m in args.modes.split(",")]
+    results = measure_pipeline(specs, args.port, lambda f, msg: print(f"[{f:4.0%}] {msg}", file=sys.stderr))
+    print("\n\n".join(format_pipeline(r) for r in results))
+    cfg = get_preset(args.preset)
+    print(f"\n{args.preset} (analytic): {cfg.n_layers} layers, d_model {cfg.d_model}, PP {args.pp}, BF16; bytes per "
+          f"token summed over the {args.pp - 1} boundaries, each way")
+    for mode, pb in residual_comparison(cfg, args.pp).items():
+        print(f"  {mode:<9} forward {pb.forward / 1e3:10.1f} kB, backward {pb.backward / 1e3:10.1f} kB; widest "
+              f"boundary {pb.widest} vectors")
+    return 0 if all(r.agree and r.gradients_match for r in results) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m k3lite.interconnect", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -91,6 +116,19 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--json-out", default=None, help="rank 0 writes the summary as JSON here")
     _spec_args(w)
     sub.add_parser("deepep", help="DeepEP's published settings: their numbers next to ours")
+    pp = sub.add_parser("pipeline", help="stage-boundary bytes per token with Attention Residuals, measured")
+    pp.add_argument("--stages", type=int, default=3, help="stage processes of the measured run")
+    pp.add_argument("--layers", type=int, default=8, help="layers of the measured model")
+    pp.add_argument("--block", type=int, default=4, help="block size in sublayers of the measured model")
+    pp.add_argument("--modes", default="standard,full,block")
+    pp.add_argument("--preset", default="kimi-k3", help="the analytic count for this preset's shape")
+    pp.add_argument("--pp", type=int, default=16, help="pipeline stages for the preset")
+    pp.add_argument("--port", type=int, default=0)
+    pw = sub.add_parser("pipeline-worker", help="one stage of that run (started by `pipeline`)")
+    pw.add_argument("--spec", required=True, help="a JSON list of PipeSpec")
+    pw.add_argument("--rank", type=int, required=True)
+    pw.add_argument("--init", required=True)
+    pw.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     try:
         if args.cmd == "analytic":
@@ -114,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
             for row in comparison_table():
                 print("  " + ", ".join(f"{k}: {v}" for k, v in row.items()))
             return 0
+        if args.cmd in ("pipeline", "pipeline-worker"):
+            return _pipeline(args)
         # the measured run: imported only here (torch.distributed and the MoE layer are not needed for the rest)
         from k3lite.interconnect.measured_backward import format_backward  # torch.distributed: measure only
         from k3lite.interconnect.run import format_result, measure, worker  # the same reason
