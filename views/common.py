@@ -11,7 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from k3lite.base.evidence import KINDS, LEGEND, MARKERS, MEANING, derived, looks_numeric
+from k3lite.base.evidence import KINDS, LEGEND, MARKERS, MEANING, assumed, derived, looks_numeric
 
 
 @contextmanager
@@ -300,7 +300,7 @@ def assumptions_block(key: str, headline_name: str, headline, assumptions: list,
                  "change it": a.change} for a in assumptions]
         rows += [{"assumption": name, "value": "—", "why": text, "change it": "not adjustable here"}
                  for name, text in also]
-        table(st, rows, hide_index=True, width="stretch")
+        table(st, rows, {"value": assumed("ours: each row says why")}, hide_index=True, width="stretch")
         st.plotly_chart(shared_figure(tornado_figure, ranked, headline_name, fmt,
                                       evidence=derived(swings)),
                         width="stretch", key=f"{key}_tornado")
