@@ -3,11 +3,13 @@ import math
 
 import streamlit as st
 
+from k3lite.analytic.params import count_params
 from k3lite.analytic.sparsity import sparsity_shares
+from k3lite.base.evidence import derived
 from k3lite.tour.steps import STEPS, weights_in_gpus
 from k3lite.viz.article import shares_figure
 from k3lite.viz.memo import shared_figure
-from views.common import show_code
+from views.common import metric, sentence, show_code
 from views.registry import by_url_path
 
 
@@ -32,10 +34,12 @@ st.markdown("**Does each number in the seed article (a third-party blog post on 
 s = shares()
 st.subheader(f"“About {100 * s.expert_share:.1f}%”, or {100 * s.param_share:.2f}%?")
 c1, c2 = st.columns([1, 3])
-c1.metric("experts a token visits (the article)", f"{100 * s.expert_share:.2f} %", help=f"{s.top_k} / {s.n_routed}")
-c1.metric("parameters a token uses (the app)", f"{100 * s.param_share:.2f} %",
-          help=f"{s.active / 1e9:.0f}B / {s.total / 1e12:.2f}T, counted on the meta device (k3lite.analytic.params)")
-c2.plotly_chart(shared_figure(shares_figure, s), width="stretch")
+SHARES = derived(sparsity_shares, count_params)  # from K3's released config, counted here
+metric(c1, "experts a token visits (the article)", f"{100 * s.expert_share:.2f} %", SHARES,
+       help=f"{s.top_k} / {s.n_routed}, as K3's released config.json states them")
+metric(c1, "parameters a token uses (the app)", f"{100 * s.param_share:.2f} %", SHARES,
+       help=f"{s.active / 1e9:.0f}B / {s.total / 1e12:.2f}T, counted on the meta device (k3lite.analytic.params)")
+c2.plotly_chart(shared_figure(shares_figure, s, evidence=SHARES), width="stretch")
 st.markdown(s.sentence() + " The tour's first step asks for the parameter share.")
 show_code(sparsity_shares, shares_figure)
 
@@ -56,4 +60,4 @@ for i, step in enumerate(STEPS, start=1):
     with st.expander(f"The article's claim, and why {r.answer_text}, from the numbers"):
         st.markdown(md(f"*The article:* {step.claim}\n\n*The question:* {step.question}\n\n{r.explanation}"))
         if r.details:
-            st.caption(md(" · ".join(f"{k}: {v}" for k, v in r.details.items())))
+            sentence(md(" · ".join(f"{k}: {v}" for k, v in r.details.items())), step.evidence)

@@ -2,11 +2,13 @@
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from k3lite.base.evidence import assumed, derived
 from k3lite.tour.steps import STEPS, gap_text, summary, with_unit
-from views.common import push_url, reset_button, set_state, show_code, url_state, user_errors
+from views.common import metric, push_url, reset_button, set_state, show_code, table, url_state, user_errors
 from views.registry import by_url_path
 
 N = len(STEPS)
+GUESS = assumed("your own guess, typed above")
 
 
 def md(text: str) -> str:
@@ -61,12 +63,13 @@ if i in revealed:
         answer = computed(i - 1)
     c1, c2 = st.columns(2)
     guess = st.session_state[key]
-    c1.metric("your guess", with_unit(guess, step.unit) if step.kind == "number" else guess)
-    c2.metric("computed", answer.answer_text)
+    metric(c1, "your guess", with_unit(guess, step.unit) if step.kind == "number" else guess, GUESS)
+    metric(c2, "computed", answer.answer_text, step.evidence)
     st.info(md(gap_text(step, st.session_state[key], answer)))
     st.markdown(md(f"**Why.** {answer.explanation}"))
     if answer.details:
-        st.table({"computed": list(answer.details), "value": list(answer.details.values())})
+        table(st, {"computed": list(answer.details), "value": list(answer.details.values())}, {"value": step.evidence},
+              hide_index=True)
     spec = by_url_path(step.page)
     try:
         st.page_link(spec.file, label=f"Go deeper: {spec.title}", icon=spec.icon)
@@ -89,7 +92,11 @@ if i == N or len(revealed) == N:  # the closing summary: every guess beside its 
     with user_errors():
         rows, sentence = summary(guesses, revealed_now, computed)
     st.markdown(sentence)
-    st.dataframe(rows, hide_index=True, width="stretch",
-                 column_config={"page": st.column_config.TextColumn("go deeper (page)")})
+    for row, s in zip(rows, STEPS):  # each computed answer's own class (they differ: derived, measured here)
+        row["evidence"] = f"{s.evidence.marker} {s.evidence.kind}"
+    table(st, rows, {"your guess": GUESS,
+                     "computed": derived("k3lite.tour.steps.summary: each step's own computation; its class in the "
+                                         "row's 'evidence' column")},
+          hide_index=True, width="stretch", column_config={"page": st.column_config.TextColumn("go deeper (page)")})
     show_code(summary)
 reset_button("tour_")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from k3lite.base.wording import direction, times
 from k3lite.model.config import routed_fraction
 from k3lite.model.presets import get_preset
 from k3lite.analytic.params import count_params
@@ -35,7 +36,8 @@ class SparsityShares(NamedTuple):
                 f"uses {self.always_on / 1e9:.0f}B parameters that no router skips (attention, shared experts, "
                 f"router, latent projections, dense layers, LM head). Together: {self.active / 1e9:.0f}B of "
                 f"{self.total / 1e12:.2f}T = {100 * self.param_share:.2f}%, "
-                f"{self.param_share / self.expert_share:.1f}x the expert share.")
+                f"{times(self.param_share, self.expert_share, 'larger', 'smaller', 'the same', digits=1)}"
+                + (" than the expert share." if direction(self.param_share, self.expert_share) else " as the expert share."))
 
 
 def sparsity_shares(preset: str = "kimi-k3") -> SparsityShares:

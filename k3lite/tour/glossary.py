@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from k3lite.base.evidence import KINDS, MARKERS, MEANING
+from k3lite.base.units import GIB, ONE_M_CONTEXT, PER_M_TOKENS
+
 
 class Term(NamedTuple):
     term: str  # as the app writes it
@@ -15,6 +18,20 @@ class Term(NamedTuple):
     page: str | None = None  # url_path of the page that shows it live
     aliases: tuple[str, ...] = ()  # other spellings the app uses (plural, a longer form)
 
+
+# the app's units rule (k3lite/base/units.py), written out with the numbers the formatters use
+UNITS_RULE = (
+    "Bytes that move or are counted (wire bytes, bytes read per token, weights, caches) and rates (GB/s, TB/s) are "
+    "decimal, as network and HBM-bandwidth datasheets write them: 1 kB = 1,000 B, 1 MB = 10⁶ B, 1 GB = 10⁹ B, "
+    "1 TB = 10¹² B. HBM capacity is binary, as the hardware is: an \"80 GB\" H100 holds 80 GiB "
+    f"(1 GiB = 2³⁰ = {GIB:,} B), and capacities print in GiB. \"1M tokens\" of context is 2²⁰ = "
+    f"{ONE_M_CONTEXT:,} tokens, as context windows are sized; a price \"per M tokens\" is per 10⁶ = "
+    f"{PER_M_TOKENS:,} tokens, as price lists mean it.")
+
+# the five evidence classes a number's marker names (k3lite/base/evidence.py)
+EVIDENCE_CLASSES = ("Every number a page shows says what kind of evidence it is, by a quiet circled letter after its "
+                    "label, its column's name or in its hover (the source in the tooltip): "
+                    + "; ".join(f"{MARKERS[k]} {k}: {MEANING[k]}" for k in KINDS) + ".")
 
 GLOSSARY: tuple[Term, ...] = (
     # --- the model ----------------------------------------------------------------------------------------
@@ -56,6 +73,9 @@ GLOSSARY: tuple[Term, ...] = (
     Term("AttnRes", "Attention Residuals", "Instead of adding each layer's output to one running sum, a layer "
          "reads earlier layers' outputs with a softmax over depth; the block variant groups layers into blocks "
          "to keep the reads cheap.", "attention_residuals", ("Attention Residuals",)),
+    Term("GQA", "grouped-query attention", "Attention in which several query heads share one key and value head, "
+         "so the KV cache is smaller by that group size; the serving page counts its K and V per token beside MLA's "
+         "latent.", "serving"),
     Term("KV cache", "key-value cache", "What global attention keeps for every past token so it need not "
          "recompute it; it grows with the context (KDA keeps a fixed-size state instead).", "hybrid_attention",
          ("KV",)),
@@ -102,6 +122,13 @@ GLOSSARY: tuple[Term, ...] = (
     Term("EP", "expert parallelism", "Spreading the experts over several GPUs; each token's hidden state is sent "
          "(dispatch) to the GPUs holding its experts and the results are sent back (combine).", "interconnect",
          ("EP size",)),
+    Term("EPLB", "expert-parallel load balancer", "DeepSeek's open-source balancer for serving: from the loads it "
+         "observes, it replicates the busiest experts and places experts on GPUs so that every GPU gets about the "
+         "same number of tokens (the busiest GPU sets each step's time).", "serving"),
+    Term("DP attention", "data-parallel attention", "Each GPU (or small TP group) of an expert-parallel replica runs "
+         "attention for its own requests with a whole copy of the attention weights: the caches are not split and "
+         "attention needs no all-reduce; only the MoE layers exchange tokens. SGLang's and vLLM's way to serve MLA "
+         "models such as DeepSeek-V3 and K3.", "serving", ("DP", "data-parallel attention")),
     Term("TP", "tensor parallelism", "Splitting each weight matrix over several GPUs, which then exchange partial "
          "results every layer.", "serving"),
     Term("dispatch", "", "Sending a token's (latent) hidden state to the GPUs of its chosen experts.",
@@ -129,9 +156,8 @@ GLOSSARY: tuple[Term, ...] = (
          "(Blackwell GPUs).", "serving"),
     Term("MXFP4", "microscaling 4-bit floating point", "The OCP standard 4-bit format: half a byte per number plus "
          "a shared power-of-two scale per 32 numbers.", "serving"),
-    Term("kB, MB, GB, TB", "kilo-, mega-, giga-, terabytes", "Decimal byte units as network and memory "
-         "datasheets use them: 1 kB = 1,000 B, 1 MB = 10⁶ B, 1 GB = 10⁹ B, 1 TB = 10¹² B.", None,
-         ("kB", "MB", "GB", "TB")),
+    Term("kB, MB, GB, TB", "kilo-, mega-, giga-, terabytes", UNITS_RULE, None,
+         ("kB", "MB", "GB", "TB", "GiB", "1M", "units")),
     Term("FLOPs", "floating-point operations", "The count of multiply and add operations; a GPU's peak FLOP/s "
          "bounds the compute-bound steps.", "hybrid_attention"),
     # --- serving and cost ---------------------------------------------------------------------------------
@@ -142,11 +168,18 @@ GLOSSARY: tuple[Term, ...] = (
     Term("prefill", "", "Reading the prompt: all its tokens in one pass, compute-bound.", "serving"),
     Term("decode", "", "Generating one token at a time, each step reading the weights and caches: usually "
          "memory-bound.", "serving", ("decoding",)),
+    Term("speculative decoding", "", "A cheap drafter proposes several next tokens; the big model checks them all "
+         "in one forward pass and keeps the longest accepted run, so one step can emit several tokens. The tokens "
+         "kept per step (the acceptance) set the gain.", "serving", ("speculation", "drafter", "DSpark")),
+    Term("MTP", "multi-token prediction", "Extra layers trained to predict the tokens after the next one "
+         "(DeepSeek-V3 ships one MTP module); at serving time they are the drafter for speculative decoding.",
+         "serving", ("MTP layer",)),
     Term("batch", "", "Sequences decoded together in one step: they share one read of the weights.", "serving"),
     Term("$ / M tokens", "dollars per million tokens", "How API prices are quoted; input, cached input and "
          "output tokens are priced separately.", "cost_per_task"),
     Term("cost per task", "", "Dollars spent until a task succeeds, retries included: price per token × tokens "
          "per attempt ÷ success rate.", "cost_per_task"),
+    Term("evidence classes", "", EVIDENCE_CLASSES, None, ("evidence", "ⓡ", "ⓜ", "ⓔ", "ⓓ", "ⓐ")),
     # --- the lab ------------------------------------------------------------------------------------------
     Term("MQAR", "multi-query associative recall", "A synthetic task: key-value pairs appear in the sequence, "
          "then several keys are queried; a mixer must recall each key's value. It measures memory.", "lab"),

@@ -14,6 +14,9 @@ from typing import Callable, NamedTuple
 from k3lite.model import kda
 
 from k3lite.base import sources
+from k3lite.base.evidence import Evidence, derived, measured_here
+from k3lite.base.units import ONE_M_CONTEXT
+from k3lite.base.wording import compare, times
 from k3lite.analytic.sparsity import sparsity_shares
 from k3lite.model.attnres import attnres_cost, block_size_words
 from k3lite.model.presets import get_preset
@@ -23,7 +26,7 @@ from k3lite.analytic import memory
 from k3lite.analytic.hardware import get_gpu
 from k3lite.analytic.memory import RELEASED_K3_FORMATS
 from k3lite.analytic.hybrid import (
-    REPORTED, batch_limited_speedup, decode_cost, gpus_for_one_sequence, kv_reduction, reference_gpu,
+    REPORTED, batch_limited, batch_limited_speedup, decode_cost, gpus_for_one_sequence, kv_reduction, reference_gpu,
 )
 from k3lite.analytic.latent import latent_cost_per_token
 from k3lite.experiments.precomputed import moe_default_cfg, moe_default_demo
@@ -31,8 +34,6 @@ from k3lite.analytic.params import count_params
 from k3lite.analytic.serving import USD_PER_GPU_HOUR, Serving, check_fits, decode_step
 from k3lite.analytic.serving.compare import gpus_for_weights
 from k3lite.viz.style import fmt_bytes
-
-ONE_M = 1_048_576
 
 
 class Reveal(NamedTuple):
@@ -56,6 +57,7 @@ class Step:
     lo: float = 0.0
     hi: float = 100.0
     choices: tuple[str, ...] = ()
+    evidence: Evidence | None = None  # what kind of number the reveal is (the pages show its marker)
 
 
 def with_unit(value: float, unit: str) -> str:
@@ -135,9 +137,12 @@ def latent() -> Reveal:
                   f"MoE layer (x {factor:.2f}; dispatch + combine of {copies:.2f} copies each way, one per GPU that "
                   f"hosts one of the top-{m.top_k} experts, on {REFERENCE.describe()}, "
                   f"record metadata included{', so not exactly half' if abs(factor - 0.5) > 0.005 else ''}). "
-                  "The routed FLOPs fall by half too "
-                  f"({half.routed_flops / 1e9:.2f} -> {quarter.routed_flops / 1e9:.2f} GFLOP); the saving is what "
-                  "LatentMoE spends on more experts and a higher top-k. The shared experts never cross the wire.",
+                  "The routed FLOPs follow l too "
+                  f"({half.routed_flops / 1e9:.2f} -> {quarter.routed_flops / 1e9:.2f} GFLOP, x "
+                  f"{quarter.routed_flops / half.routed_flops:.2f}); that saving is what LatentMoE spends on its "
+                  f"top-{m.top_k} of {m.n_routed_experts} experts: at l = {m.latent_dim} of d = {cfg.d_model} they cost "
+                  f"the expert FLOPs of top-{m.top_k * m.latent_dim / cfg.d_model:g} at full width. The shared experts "
+                  "never cross the wire.",
                   {f"wire bytes, l = {half.latent_dim}": fmt_bytes(half.wire_bytes),
                    f"wire bytes, l = {quarter.latent_dim}": fmt_bytes(quarter.wire_bytes)})
 
@@ -192,40 +197,44 @@ def decay() -> Reveal:
                   {"KDA recall of the first fact": f"{kda_r:.2f}", "Gated DeltaNet": f"{gdn_r:.2f}"})
 
 
-def hybrid() -> Reveal:
+def hybrid(gpu: str | None = None) -> Reveal:
     """3:1 hybrid page: KV cache reduction and decode speedup at 1M context, Kimi Linear 48B, on the GPU the hybrid
-    page opens on, at batch 1 and at the batch the HBM allows (the report's two figures)."""
-    gpu = reference_gpu()
-    red = 100 * kv_reduction(3, ONE_M)
-    speed = decode_cost(0, ONE_M, hardware=gpu).tpot_s / decode_cost(3, ONE_M, hardware=gpu).tpot_s
-    filled = batch_limited_speedup(3, ONE_M, hardware=gpu)
-    n = gpus_for_one_sequence(3, ONE_M, gpu)
+    page opens on (or `gpu`), at batch 1 and at the batch the HBM allows (the report's two figures)."""
+    gpu = gpu or reference_gpu()
+    red = 100 * kv_reduction(3, ONE_M_CONTEXT)
+    speed = decode_cost(0, ONE_M_CONTEXT, hardware=gpu).tpot_s / decode_cost(3, ONE_M_CONTEXT, hardware=gpu).tpot_s
+    filled = batch_limited_speedup(3, ONE_M_CONTEXT, hardware=gpu)
+    n = gpus_for_one_sequence(3, ONE_M_CONTEXT, gpu)
+    b0, b3 = (batch_limited(r, ONE_M_CONTEXT, gpu, n_gpus=n).batch for r in (0, 3))
     rep1, rep_full = REPORTED["tpot_speedup_1m_batch1"][0], REPORTED["tpot_speedup_1m"][0]
 
     def versus(ours: float, theirs: float) -> str:
-        return "above" if ours > 1.05 * theirs else "below" if ours < 0.95 * theirs else "close to"
+        return compare(ours, theirs, "above", "below", "close to", rel_tol=0.05)
 
-    return Reveal(red, f"{red:.1f} % smaller",
+    def smaller() -> str:  # the 3:1 cache against all-MLA's, each time the sentence says it
+        return compare(100 - red, 100, "larger", "smaller", "the same size")
+
+    return Reveal(red, f"{abs(red):.1f} % {smaller()}",
                   f"Only the global layers keep a per-token cache, so the cache shrinks to the share of MLA layers: "
-                  f"{red:.1f}% smaller (reported: up to 75%). Decoding is another matter, and the report gives two "
-                  f"figures. At batch 1 every step also reads all active weights: the bytes model on the {gpu} the "
+                  f"{abs(red):.1f}% {smaller()} (reported: up to 75%). Decoding is another matter, and the report gives "
+                  f"two figures. At batch 1 every step also reads all active weights: the bytes model on the {gpu} the "
                   f"hybrid page opens on gives {speed:.2f}x, {versus(speed, rep1)} the reported {rep1}x at batch 1. Its "
-                  f"{rep_full}x is a theoretical figure for the larger batch the smaller cache lets a GPU hold: more "
-                  f"tokens per GPU-second, not a shorter wait per user. Modelled that way on {n} × {gpu} ours is "
-                  f"{filled:.2f}x the throughput, {versus(filled, rep_full)} it. The hybrid page shows the batches and "
-                  "what limits them.",
+                  f"{rep_full}x is a theoretical figure for the batch the {smaller()} cache lets a GPU hold: a throughput "
+                  f"gain, not a shorter wait per user. Modelled that way on {n} × {gpu} ({b3} sequences at 3:1 against "
+                  f"all-MLA's {b0}) ours is {filled:.2f}x the throughput, {versus(filled, rep_full)} it. The hybrid "
+                  "page shows the batches and what limits them.",
                   {"KV cache reduction at 1M (3:1)": f"{red:.1f} %",
                    "decode speedup at 1M, batch 1: ours vs reported": f"{speed:.2f}x vs {rep1}x",
                    "throughput at the batch HBM allows: ours vs reported (theoretical)": f"{filled:.2f}x vs {rep_full}x"})
 
 
-def residuals() -> Reveal:
+def residuals(preset: str = "kimi-k3") -> Reveal:
     """Attention Residuals page: depth-mix reads per token, full vs block (the preset's layers, width and block)."""
-    cfg = get_preset("kimi-k3")
+    cfg = get_preset(preset)
     full = attnres_cost(cfg.n_layers, cfg.d_model, "full")
     block = attnres_cost(cfg.n_layers, cfg.d_model, "block", cfg.attn_res_block_size)
     factor = full.read_bytes / block.read_bytes
-    return Reveal(factor, f"{factor:.1f}x fewer reads",
+    return Reveal(factor, f"{times(block.read_bytes, full.read_bytes, 'more', 'fewer', digits=1)} reads",
                   f"Full AttnRes: sublayer l reads all l earlier outputs, {fmt_bytes(full.read_bytes)} per token over "
                   f"{full.n_sublayers} sublayers. Blocks of {block_size_words(block.block_size)}, the unit K3's "
                   "released config states them in: each reads the embedding, the "
@@ -242,20 +251,21 @@ COST_PLANNER_SHARE, COST_PLANNER_SUCCESS, COST_WORKER_SUCCESS = 0.075, 0.98, 0.8
 COST_WORKER = ModelPrice("small worker", 0.10, 0.40, PRICES["small-worker"].cache_discount)
 
 
-def cost() -> Reveal:
-    """Cost page, planner/worker: K3 alone vs K3 planning + a small worker, $ per completed task."""
+def cost(worker_success: float = COST_WORKER_SUCCESS, planner_share: float = COST_PLANNER_SHARE) -> Reveal:
+    """Cost page, planner/worker: K3 alone vs K3 planning + a small worker, $ per completed task (the page's
+    defaults; the arguments move its worker-success and planner-share sliders)."""
     alone = analyze(single_model(PRICES["kimi-k3"], COST_PROFILE))
-    split = analyze(planner_worker(PRICES["kimi-k3"], COST_WORKER, COST_PROFILE, COST_PLANNER_SHARE,
-                                   COST_PLANNER_SUCCESS, COST_WORKER_SUCCESS))
+    split = analyze(planner_worker(PRICES["kimi-k3"], COST_WORKER, COST_PROFILE, planner_share,
+                                   COST_PLANNER_SUCCESS, worker_success))
     factor = alone.per_completed_task / split.per_completed_task
-    return Reveal(factor, f"{factor:.1f}x cheaper",
+    return Reveal(factor, times(split.per_completed_task, alone.per_completed_task, "dearer", "cheaper", digits=1),
                   f"K3 alone: ${alone.per_completed_task:.3f} per completed task; K3 planning "
-                  f"{100 * COST_PLANNER_SHARE:.1f}% of the turns with a $0.10 / $0.40 worker doing the rest: "
+                  f"{100 * planner_share:.1f}% of the turns with a $0.10 / $0.40 worker doing the rest: "
                   f"${split.per_completed_task:.3f}. Such a split is said to be {sources.SPLIT_CLAIM}; the factor "
                   "rests on the worker being as "
-                  f"reliable as K3 (here {100 * COST_WORKER_SUCCESS:.0f}% vs "
+                  f"reliable as K3 (here {100 * worker_success:.0f}% vs "
                   f"{100 * COST_PROFILE.success_rate:.0f}%; with the planner's {100 * COST_PLANNER_SUCCESS:.0f}% a split "
-                  f"attempt succeeds {100 * COST_PLANNER_SUCCESS * COST_WORKER_SUCCESS:.1f}%): the "
+                  f"attempt succeeds {100 * COST_PLANNER_SUCCESS * worker_success:.1f}%): the "
                   "cost page shows how fast it falls when it is not.",
                   {"K3 alone": f"${alone.per_completed_task:.3f} / task",
                    "K3 plans + worker": f"${split.per_completed_task:.3f} / task"})
@@ -303,37 +313,43 @@ _K3 = get_preset("kimi-k3")  # the questions quote its numbers, so they follow t
 STEPS: tuple[Step, ...] = (
     Step("sparsity", "Sparsity", "K3 has 2.8 trillion parameters but each token uses only a small slice of them.",
          "What percentage of K3's parameters does one token multiply with?", "number", "home", sparsity, "%",
-         10.0, 0.01, 100.0),
+         10.0, 0.01, 100.0, evidence=derived(count_params, sparsity_shares)),
     Step("latent", "Latent compression", "LatentMoE squeezes each token into a smaller latent before it is sent to "
          "experts on other GPUs.", "K3 sends a 3584-number latent (half of d = 7168). Halve the latent again: what "
          "happens to the bytes on the wire per token?", "choice", "moe", latent,
-         choices=("they halve", "they fall to a quarter", "unchanged", "they double")),
+         choices=("they halve", "they fall to a quarter", "unchanged", "they double"),
+         evidence=derived(latent_cost_per_token, deployment_bytes)),
     Step("balancing", "Quantile balancing", "Experts are assigned by rank within the batch (grading on a curve), so "
          "no expert is swamped.", "64 experts, top-8, no balancing at all: the busiest expert gets how many times "
-         "the average load?", "number", "moe", balancing, "x the average", 2.0, 1.0, 64.0),
+         "the average load?", "number", "moe", balancing, "x the average", 2.0, 1.0, 64.0,
+         evidence=measured_here("the MoE page's default demo, k3lite.experiments.precomputed.moe_default_demo: "
+                                "shipped by `python -m k3lite.experiments.precomputed`, or run on this server")),
     Step("decay", "Per-channel decay", "KDA forgets per key channel, not per head, so it can keep an old fact while "
          "flushing recent noise.", f"In the KDA page's recall probe, {DECAY_WRITES - 1} pairs are written after a "
          "fact. Which still recalls the fact: KDA (one decay per channel) or Gated DeltaNet (one per head)?", "choice", "kda", decay,
-         choices=("only KDA", "only Gated DeltaNet", "both", "neither")),
+         choices=("only KDA", "only Gated DeltaNet", "both", "neither"),
+         evidence=measured_here(f"kda.recall_probe({DECAY_WRITES}, fast_decay=0.9, keys='aligned'), run on this "
+                                "server (the KDA page's probe)")),
     Step("hybrid", "The 3:1 hybrid", "Three KDA layers per global MLA (Multi-head Latent Attention) layer keep full "
          "recall where it counts and cut the cache.", "Kimi Linear 48B at a 1M-token context: how much smaller is the KV cache with 3:1 than with "
-         "every layer MLA (in %)?", "number", "hybrid_attention", hybrid, "%", 50.0, 0.0, 100.0),
+         "every layer MLA (in %)?", "number", "hybrid_attention", hybrid, "%", 50.0, 0.0, 100.0,
+         evidence=derived(kv_reduction, decode_cost, batch_limited_speedup)),
     Step("residuals", "Block residuals", "Attention Residuals let each layer attend over earlier layers; blocks keep "
          "that cheap.", f"K3's {_K3.n_layers} layers, d = {_K3.d_model}: full AttnRes vs blocks of "
          f"{block_size_words(_K3.attn_res_block_size)}. How many times fewer bytes does the block version read per "
          "token?", "number", "attention_residuals", residuals, "x", 2.0, 1.0,
-         1000.0),
+         1000.0, evidence=derived(attnres_cost)),
     Step("cost", "Cost per task", "A big planner with a small worker is said (seed article, directional) to be "
          "~9-10x cheaper for the same result.", f"K3 plans {100 * COST_PLANNER_SHARE:.1f}% of the turns, a $0.10 / $0.40 worker does the rest; an attempt "
          f"succeeds {100 * COST_PROFILE.success_rate:.0f}% of the time with K3 alone, "
          f"{100 * COST_PLANNER_SUCCESS * COST_WORKER_SUCCESS:.1f}% with the split (planner "
          f"{100 * COST_PLANNER_SUCCESS:.0f}% x worker {100 * COST_WORKER_SUCCESS:.0f}%). How many times cheaper per "
          "completed task than K3 alone?", "number", "cost_per_task", cost,
-         "x", 5.0, 0.1, 1000.0),
+         "x", 5.0, 0.1, 1000.0, evidence=derived(analyze, planner_worker)),
     Step("serving", "Serving price", "K3 is listed at $3 / $15 per million input / output tokens (Moonshot AI's "
          "price list); what does serving physics say a token costs?", "64 GB300 GPUs serve K3 (4-bit experts, 32K-token contexts, as many users as "
          "fit). What do a million output tokens cost in GPU time, in dollars?", "number", "serving", serving_price,
-         "$", 1.0, 0.001, 1000.0),
+         "$", 1.0, 0.001, 1000.0, evidence=derived(decode_step, check_fits)),
 )
 
 
@@ -352,10 +368,10 @@ def summary(guesses: dict[int, object], revealed: set[int], compute: Callable[[i
             reveal = compute(i - 1)
             hit = guess is not None and is_close(step, guess, reveal)
             close += hit
-            rows.append({"step": f"{i}. {step.title}", "your guess": shown, "computed": reveal.answer_text,
+            rows.append({"step": f"step {i}: {step.title}", "your guess": shown, "computed": reveal.answer_text,
                          "close?": "yes" if hit else "no", "page": step.page})
         else:
-            rows.append({"step": f"{i}. {step.title}", "your guess": shown, "computed": "not revealed yet",
+            rows.append({"step": f"step {i}: {step.title}", "your guess": shown, "computed": "not revealed yet",
                          "close?": "—", "page": step.page})
     n = len(revealed & set(range(1, len(STEPS) + 1)))
     sentence = (f"You revealed {n} of {len(STEPS)} steps; {close} of your {n} revealed guesses were close (a number "

@@ -30,9 +30,10 @@ def test_article_page_shows_each_claim_with_the_computed_answer():
     at = AppTest.from_file(str(ROOT / "views" / "article.py"), default_timeout=300).run()
     assert not at.exception, [e.message for e in at.exception]
     s = sparsity_shares()
-    metrics = {m.label: m.value for m in at.metric}
+    metrics = {m.label.split(" :gray[")[0]: m.value for m in at.metric}  # the label without its evidence marker
     assert metrics["experts a token visits (the article)"] == f"{100 * s.expert_share:.2f} %"
     assert metrics["parameters a token uses (the app)"] == f"{100 * s.param_share:.2f} %"
+    assert all(m.label.endswith(":gray[ⓓ]") for m in at.metric)
     text = " ".join(m.value for m in at.markdown)
     assert s.sentence() in text
     for i, step in enumerate(STEPS, start=1):
@@ -52,3 +53,17 @@ def test_shares_figure_draws_both_shares_from_the_counts():
     assert routed.x[0] + always.x[0] == pytest.approx(100 * s.param_share)  # the two parts add up to the app's share
     assert always.x[0] == pytest.approx(100 * s.always_on / s.total)
     assert f"{100 * s.param_share:.2f}%" in fig.layout.title.text
+
+
+def test_the_sentence_takes_its_comparison_word_from_the_shares():
+    """It said '2.1x the expert share', a factor without a direction; the word now comes from the two shares, for
+    every preset."""
+    from k3lite.model.presets import PRESETS
+    from wording_check import wording_problems
+
+    def sentence(preset: str) -> str:
+        return sparsity_shares(preset).sentence()
+
+    assert wording_problems(sentence, [dict(preset=p) for p in PRESETS]) == []
+    s = sparsity_shares()
+    assert f"{s.param_share / s.expert_share:.1f}x larger than the expert share" in s.sentence()

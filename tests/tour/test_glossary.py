@@ -113,3 +113,35 @@ def test_hybrid_entry_does_not_promise_exact_recall():
 
     entry = next(t for t in GLOSSARY if t.term == "3:1 hybrid")
     assert "exact recall" not in entry.meaning and "every earlier token" in entry.meaning
+
+
+def test_serving_terms_have_entries_with_their_page():
+    """DP attention, MTP / speculative decoding, GQA and EPLB appear on the serving page without an entry."""
+    known = lookup()
+    for term in ("DP attention", "MTP", "speculative decoding", "GQA", "EPLB"):
+        assert term in known and known[term].page == "serving", term
+    assert known["DP attention"].expansion == "data-parallel attention"
+    assert known["GQA"].expansion == "grouped-query attention"
+    assert "DeepSeek" in known["EPLB"].meaning and "speculative decoding" in known["MTP"].meaning
+
+
+def test_units_entry_states_the_apps_units_rule():
+    """It said every unit is decimal ('1 GB = 10^9 B', 'as memory datasheets use them'); the app's rule
+    (k3lite/base/units.py) is decimal for bytes that move and rates, binary GiB for HBM capacity, 2^20 tokens for
+    '1M' of context and 10^6 tokens for a price per M."""
+    from k3lite.base.units import GIB, ONE_M_CONTEXT, PER_M_TOKENS
+    entry = lookup()["GB"]
+    assert "memory datasheets use them" not in entry.meaning
+    for needle in ("1 GB = 10⁹ B", "GiB", f"{GIB:,} B", f"{ONE_M_CONTEXT:,} tokens", f"{PER_M_TOKENS:,} tokens",
+                   "HBM capacity is binary"):
+        assert needle in entry.meaning, needle
+    assert lookup()["GiB"] is entry and lookup()["1M"] is entry
+
+
+def test_evidence_classes_entry_explains_every_marker():
+    from k3lite.base.evidence import KINDS, MARKERS, MEANING
+    entry = lookup()["evidence classes"]
+    for kind in KINDS:
+        assert f"{MARKERS[kind]} {kind}: {MEANING[kind]}" in entry.meaning
+        assert lookup()[MARKERS[kind]] is entry  # searching a marker finds it
+    assert [t.term for t in search("ⓐ")] == ["evidence classes"]
