@@ -1,4 +1,7 @@
 """Serving: from the architecture to $ per million tokens (placement, capacity, decode step, price)."""
+import math
+from functools import partial
+
 import streamlit as st
 
 from k3lite.model.presets import get_preset
@@ -8,22 +11,34 @@ from k3lite.analytic.params import count_params
 from k3lite.analytic.params import fmt as fmt_params
 from k3lite.analytic.serving import (
     DSPARK_DRAFT_TOKENS, FORMAT_ALIASES, K3_PRESET, MIN_TOKENS_PER_USER, MTP_LAYERS, PREFILL_CHUNK_TOKENS, SPEC_SOURCE,
-    USD_PER_GPU_HOUR, Serving, Speculation, capacity, check_fits, decode_step, has_mtp, pareto, prefill_step,
+    USD_PER_GPU_HOUR, Serving, Speculation, capacity, check_fits, decode_step, has_mtp, pareto, placement,
+    prefill_step,
 )
+from k3lite.analytic.sensitivity import Assumption
+from k3lite.analytic.serving.deployment import default_speculation, speculation_source
+from k3lite.analytic.serving.measured import SGLANG_MI350X_SOURCE, SGLANG_SOURCE, VLLM_K3_SOURCE
+from k3lite.analytic.serving.step import PREFILL_CHUNK_SOURCE
+from k3lite.base.evidence import assumed, derived, measured_elsewhere, released
 from k3lite.analytic.serving.compare import (
     gpus_for_weights, price_split_sentence, side_by_side, speculation_sentence, validate, validate_vllm_k3,
     vllm_k3_sentence, waterfall,
 )
-from k3lite.analytic.serving.fit import FITTED, MEANING, checked, checked_sentence
-from k3lite.analytic.serving.frontier import INTERACTIVE_TOKENS_PER_USER, frontier, per_gpu_at, verdict
+from k3lite.analytic.serving.fit import FITTED, MEANING, checked, checked_sentence, fit
+from k3lite.analytic.serving.frontier import (
+    FRONTIER_GPUS, INTERACTIVE_TOKENS_PER_USER, cheapest_usd_per_m, frontier, per_gpu_at, verdict,
+)
 from k3lite.analytic.serving.predict import as_step, terms
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.serving import (
     capacity_figure, frontier_figure, gpus_for_weights_figure, pareto_figure, placement_figure, prediction_figure,
     price_ratio_figure, step_figure, validation_figure, waterfall_figure,
 )
+from k3lite.base.units import fmt_capacity
 from k3lite.viz.style import fmt_bytes
-from views.common import explain, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
+from views.common import (
+    assumptions_block, fill_from, lazy_expander, metric, push_url, reset_button, sentence, show_code, table, url_state,
+    user_errors,
+)
 
 PRESETS = [K3_PRESET, "kimi-k2", "deepseek-v3", "kimi-linear-48b-a3b"]
 FORMATS = [f for f in FORMAT_ALIASES if f != "fp4"]
@@ -33,6 +48,15 @@ def dollars(text: str) -> str:
 
 
 CONTEXTS = [4096, 16384, 32768, 65536, 131072, 262144, 524288, 1048576]
+# the evidence each number on this page carries (k3lite.base.evidence)
+RUNS = measured_elsewhere(f"published K3 runs: {SGLANG_SOURCE}; {VLLM_K3_SOURCE}; MI350X: {SGLANG_MI350X_SOURCE}")
+FITTED_EV = derived(fit)  # the efficiencies: least squares over RUNS (`python -m k3lite.analytic.serving predict`)
+PRICE_EV = assumed("$ per GPU-hour: assumed, or a quoted rental rate where the price list cites one")
+CONFIG_EV = released("the model's config.json (k3lite.model.presets) and the GPU table's datasheets")
+LIST_EV = released("the providers' list prices (k3lite.analytic.cost.PRICES, each with its source)")
+# each model's own speculation defaults: DeepSeek-V3's MTP figures, K3's DSpark figures for the rest
+SPEC_DEFAULTS = {p: {"sv_draft": default_speculation(p).draft_tokens, "sv_accept": default_speculation(p).acceptance}
+                 for p in PRESETS}
 
 st.title("Serving: from architecture to $ per million tokens")
 st.markdown("**What does a token of K3 cost to serve, on which GPU, at the speed a user wants?**")
@@ -59,12 +83,12 @@ url_state("sv_batch", 0, lo=0, hi=100_000)
 url_state("sv_overlap", True)
 url_state("sv_price", 0.0, lo=0.0, hi=999.0)
 url_state("sv_spec", False)
-url_state("sv_draft", DSPARK_DRAFT_TOKENS, lo=1, hi=32)
-url_state("sv_accept", Speculation().acceptance, lo=1.0, hi=33.0)
+url_state("sv_draft", SPEC_DEFAULTS[st.session_state.sv_preset]["sv_draft"], lo=1, hi=32)  # the model's own
+url_state("sv_accept", SPEC_DEFAULTS[st.session_state.sv_preset]["sv_accept"], lo=1.0, hi=33.0)  # speculation
 url_state("sv_speed", INTERACTIVE_TOKENS_PER_USER, lo=1.0, hi=1000.0)
 url_state("sv_bound", False)
 ctl, fig_col = st.columns([1, 3])
-ctl.selectbox("model", PRESETS, key="sv_preset")
+ctl.selectbox("model", PRESETS, key="sv_preset", on_change=partial(fill_from, "sv_preset", SPEC_DEFAULTS))
 ctl.select_slider("context per sequence (tokens)", CONTEXTS, key="sv_context")
 ctl.number_input("interactive speed (tokens/s per user)", 1.0, 1000.0, step=5.0, key="sv_speed",
                  help="our assumption of a typical interactive speed: 2.5x DeepSeek's 20-22 tokens/s average")
@@ -125,61 +149,71 @@ def frontier_cached(preset: str, context: int, prices: tuple, spec_: Speculation
 
 
 check = checked_cached()
-fig_col.plotly_chart(shared_figure(prediction_figure, check.rows), width="stretch")
-fig_col.markdown(checked_sentence(check))
+fig_col.plotly_chart(shared_figure(prediction_figure, check.rows, evidence=derived(checked),
+                                   evidence_by_name={"roofline bound": derived(decode_step)}), width="stretch")
+sentence(checked_sentence(check), derived(checked, checked_sentence), RUNS, container=fig_col)
 model = "bound" if ss.sv_bound else "predicted"
 with user_errors():
     fr = frontier_cached(s.name, s.context, tuple(sorted(prices.items())), spec, model)
     verdict_ = verdict(fr, float(ss.sv_speed))
 fig_col.plotly_chart(shared_figure(frontier_figure, fr.points, fr.envelope, fr.by_gpu, float(ss.sv_speed),
-                                   verdict_.winner), width="stretch")
-fig_col.markdown(dollars(("**Roofline bound** (a floor on price). " if ss.sv_bound else "**Predicted.** ")
-                         + verdict_.sentence))
-fig_col.markdown(dollars(
+                                   verdict_.winner, evidence=derived(frontier), evidence_by_name={
+                                       "cheapest at that speed": derived(verdict)}), width="stretch")
+sentence(dollars(("**Roofline bound** (a floor on price). " if ss.sv_bound else "**Predicted.** ") + verdict_.sentence),
+         derived(frontier, verdict), PRICE_EV, FITTED_EV, container=fig_col)
+sentence(dollars(
     f"Your deployment ({s.n_gpus} × {s.gpu}, EP {s.ep}, TP {s.tp}, batch {batch}/GPU): predicted "
     f"{predicted.tokens_per_s_per_user:.1f} tokens/s per user, ${predicted.usd_per_m_output_tokens:.3f} per M output "
-    f"tokens; bound {step.tokens_per_s_per_user:.1f}, ${step.usd_per_m_output_tokens:.3f}."))
+    f"tokens; bound {step.tokens_per_s_per_user:.1f}, ${step.usd_per_m_output_tokens:.3f}."),
+    derived(as_step, decode_step), PRICE_EV, container=fig_col)
 show_code(checked, frontier, terms, decode_step)
 with lazy_expander("What the prediction fits and assumes, run by run", key="serving_x_prediction_terms") as is_open:
     if is_open:
-        st.dataframe([{"term": k, "value": f"{v * 1e6:.0f} µs" if k == "layer_s" else f"{v:.2f}", "evidence": "fitted",
-                       "what it means": MEANING[k]} for k, v in FITTED.values().items()], hide_index=True,
-                     width="stretch")
+        table(st, [{"term": k, "value": f"{v * 1e6:.0f} µs" if k == "layer_s" else f"{v:.2f}",
+                    "what it means": MEANING[k]} for k, v in FITTED.values().items()], {"value": FITTED_EV},
+              hide_index=True, width="stretch")
         st.caption("Fitted (least squares on log errors, `k3lite.analytic.serving.fit`) to the published runs below; "
                    "every other input is released (K3's config), a datasheet's (the GPU table) or cited (the runs' "
                    "settings). The GPU-hour prices are assumed unless the price list says cited.")
-        st.dataframe([{"run": r["row"], "fitted": r["fitted"], "TPOT measured (ms)": round(r["measured TPOT (ms)"], 2),
+        table(st, [{"run": r["row"], "fitted": r["fitted"], "TPOT measured (ms)": round(r["measured TPOT (ms)"], 2),
                        "TPOT predicted (ms)": round(r["predicted TPOT (ms)"], 2),
                        "TPOT error": f"{100 * r['tpot error']:+.0f}%",
                        "TTFT measured (s)": round(r["measured TTFT (s)"], 3),
                        "TTFT predicted (s)": round(r["predicted TTFT (s)"], 3),
                        "TTFT error": f"{100 * r['ttft error']:+.0f}%" if r["TTFT scored"] else "arrivals unknown",
-                       "bound TPOT (ms)": round(r["bound TPOT (ms)"], 2), "source": r["source"]}
-                      for r in check.rows], hide_index=True, width="stretch")
+                    "bound TPOT (ms)": round(r["bound TPOT (ms)"], 2), "source": r["source"]}
+                   for r in check.rows], {"TPOT measured (ms)": RUNS, "TTFT measured (s)": RUNS,
+                                          "bound TPOT (ms)": derived(decode_step)},
+              default=derived(checked), hide_index=True, width="stretch")
 with lazy_expander("Each GPU at this speed, and where the prices come from", key="serving_x_gpu_speed_prices") as is_open:
     if is_open:
         st.caption("Each setup: one replica on EP GPUs (data-parallel attention), every batch that fits; formats: fp8, "
                    "MXFP4 experts + bf16 (K3's release), NVFP4 experts + fp8. Prices (sources on hover): " + ", ".join(
-                       f"{g} {'assumed' if fr.prices[g][1].startswith('assumed') else 'cited'}" for g in GPUS) + ".")
+                       f"{g} {'assumed' if fr.prices[g][1].startswith('assumed') else 'cited'}" for g in GPUS) + ". "
+                   + f"Our assumption: the Hopper GPUs ({', '.join(g for g in FRONTIER_GPUS if not GPUS[g].fp4_flops)}) "
+                   "have no FP4 tensor cores, so their 4-bit experts are modelled as dequantised to FP8 (4-bit bytes "
+                   "read, FP8 FLOPs).")
         if spec is not None:
             st.caption(f"Speculation: {s.name} ships {MTP_LAYERS[s.name][0]} MTP layer(s) ({MTP_LAYERS[s.name][1]}), so "
                        f"the drafter is {'its MTP layer' if spec.drafter == 'mtp' else 'a separate model'}. Defaults: "
-                       f"{SPEC_SOURCE}.")
-        st.dataframe([{"GPU": g, "setup": p.label, "$ / M output": round(p.usd_per_m_output_tokens, 3),
-                       "tok/s / user": round(p.tokens_per_s_per_user, 1), "tok/s / GPU": round(p.tokens_per_s_per_gpu),
-                       "bound by": p.bound, "$ / GPU-hour": fr.prices[g][0]}
-                      for g, p in per_gpu_at(fr, float(ss.sv_speed)).items()],
-                     hide_index=True, width="stretch")
+                       f"{speculation_source(s.name)}.")
+        table(st, [{"GPU": g, "setup": p.label, "$ / M output": round(p.usd_per_m_output_tokens, 3),
+                    "tok/s / user": round(p.tokens_per_s_per_user, 1), "tok/s / GPU": round(p.tokens_per_s_per_gpu),
+                    "bound by": p.bound, "$ / GPU-hour": fr.prices[g][0]}
+                   for g, p in per_gpu_at(fr, float(ss.sv_speed)).items()], {"$ / GPU-hour": PRICE_EV},
+              default=derived(per_gpu_at, frontier), hide_index=True, width="stretch")
 
 with lazy_expander("1. Placement: weights per GPU and what is left for the cache", key="serving_x_1_placement_weights_per") as is_open:
     if is_open:
         m1, m2, m3, m4 = st.columns(4)
-        m1.metric("weights per GPU", fmt_bytes(place.weight_bytes_per_gpu))
-        m2.metric("HBM left for cache + activations", fmt_bytes(place.free_hbm_bytes_per_gpu))
-        m3.metric(f"{s.gpu} GPUs for the weights alone", f"{place.min_gpus_for_weights}")
-        m4.metric(f"sequences of {s.context:,} tokens per GPU", f"{place.max_batch_per_gpu:,}")
-        st.plotly_chart(shared_figure(placement_figure, place.by_component, batch * place.cache_bytes_per_sequence, place.hbm_bytes,
-                                      f"One {s.gpu} at batch {batch}"), width="stretch")
+        ev = derived(placement)
+        metric(m1, "weights per GPU", fmt_bytes(place.weight_bytes_per_gpu), ev)
+        metric(m2, "HBM left for cache + activations", fmt_bytes(place.free_hbm_bytes_per_gpu), ev,
+               help=f"of the {s.gpu}'s {fmt_capacity(place.hbm_bytes)} (binary, as HBM is sold)")
+        metric(m3, f"{s.gpu} GPUs for the weights alone", f"{place.min_gpus_for_weights}", ev)
+        metric(m4, f"sequences of {s.context:,} tokens per GPU", f"{place.max_batch_per_gpu:,}", ev)
+        st.plotly_chart(shared_figure(placement_figure, place.by_component, batch * place.cache_bytes_per_sequence,
+                                      place.hbm_bytes, f"One {s.gpu} at batch {batch}", evidence=ev), width="stretch")
         gpu = GPUS[s.gpu]
         st.caption(f"{s.gpu}: {gpu.source}." + (f" Not verified: {gpu.unverified}." if gpu.unverified else "")
                    + " Byte counts: `k3lite.analytic.memory` (parameters counted from the real modules on the meta device; 4-bit "
@@ -188,46 +222,55 @@ with lazy_expander("1. Placement: weights per GPU and what is left for the cache
         st.markdown("**The seed's claim**: K3 'even at reduced precision spreads its weights across roughly six GPUs in an "
                     "NVIDIA DGX B300 just for the weights'.")
         six = gpus_for_weights(K3_PRESET, "B300")
-        st.plotly_chart(shared_figure(gpus_for_weights_figure, [r.fmt for r in six], [r.gpus for r in six], 6, "B300"), width="stretch")
-        true_for = [r.fmt for r in six if r.whole_gpus == 6]
+        st.plotly_chart(shared_figure(gpus_for_weights_figure, [r.fmt for r in six], [r.gpus for r in six], 6, "B300",
+                                      evidence=derived(gpus_for_weights)), width="stretch")
+        released_b300 = sum(placement(Serving(K3_PRESET, "B300", 1, 1, 1)).by_component.values()) / GPUS["B300"].hbm_bytes
+        whole = {r.whole_gpus for r in six if r.fmt in ("nvfp4", "mxfp4", "int4")}
         n_fp8 = next(r.whole_gpus for r in six if r.fmt == "fp8")
-        explain(f"Computed: the {fmt_params(count_params(get_preset(K3_PRESET)).total)} weights need {', '.join(f'{r.gpus:.1f} ({r.fmt})' for r in six)} B300s' worth of "
-                f"288 GB. 'Roughly six' is true for {', '.join(true_for) or 'no format'}: 4-bit weights with their scales. "
-                f"At fp8 it takes {n_fp8} GPUs, {'more than' if n_fp8 > 8 else 'within'} one 8-GPU DGX B300.")
+        sentence(f"Computed: the {fmt_params(count_params(get_preset(K3_PRESET)).total)} weights need "
+                 f"{', '.join(f'{r.gpus:.2f} ({r.fmt})' for r in six)} B300s' worth of "
+                 f"{fmt_capacity(GPUS['B300'].hbm_bytes)}; as released (MXFP4 experts, bf16 rest) {released_b300:.2f}. "
+                 f"4-bit weights with their scales take {' or '.join(map(str, sorted(whole)))} whole B300s: "
+                 f"'roughly six' {'holds' if whole & {5, 6} else 'does not hold'}. At fp8 it takes {n_fp8} GPUs, "
+                 f"{'beyond' if n_fp8 > 8 else 'within'} one 8-GPU DGX B300.", derived(gpus_for_weights, placement))
 
         show_code(check_fits, gpus_for_weights)
 
 with lazy_expander("2. Capacity: how many sequences fit, by attention design", key="serving_x_2_capacity_many_sequences") as is_open:
     if is_open:
         caps = capacity(s, CONTEXTS)
-        st.plotly_chart(shared_figure(capacity_figure, CONTEXTS, caps), width="stretch")
+        st.plotly_chart(shared_figure(capacity_figure, CONTEXTS, caps, evidence=derived(capacity)), width="stretch")
         at = CONTEXTS.index(s.context)
-        explain(f"At {s.context:,} tokens with these weights per GPU: " + "; ".join(f"{k}: {v[at]:,}" for k, v in caps.items())
+        sentence(f"At {s.context:,} tokens with these weights per GPU: " + "; ".join(f"{k}: {v[at]:,}" for k, v in caps.items())
                 + " sequences per GPU. Cache bytes from `k3lite.analytic.memory` (the hybrid page's functions): MLA (Multi-head Latent Attention) latent per "
-                "token, KDA fixed state + conv tail, GQA K and V per token.")
+                 "token, KDA fixed state + conv tail, GQA K and V per token.", derived(capacity), CONFIG_EV)
 
         show_code(capacity)
 
 with lazy_expander("3. One decode step, tokens/s and $ per million output tokens", key="serving_x_3_one_decode_step") as is_open:
     if is_open:
         k1, k2, k3, k4 = st.columns(4)
-        k1.metric("step time", f"{step.step_s * 1e3:.1f} ms", help=f"bound by {step.bound}")
-        k2.metric("tokens/s per GPU", f"{step.tokens_per_s_per_gpu:,.0f}")
-        k3.metric("tokens/s per user", f"{step.tokens_per_s_per_user:.1f}")
-        k4.metric("$ per M output tokens", f"${step.usd_per_m_output_tokens:.3f}",
-                  help=f"at ${s.price:.2f} per GPU-hour ({price_src})")
-        st.plotly_chart(shared_figure(step_figure, step.hbm_s, step.compute_s, step.wire_s, step.step_s, s.overlap), width="stretch")
+        ev = derived(decode_step)
+        metric(k1, "step time", f"{step.step_s * 1e3:.1f} ms", ev, help=f"bound by {step.bound}")
+        metric(k2, "tokens/s per GPU", f"{step.tokens_per_s_per_gpu:,.0f}", ev)
+        metric(k3, "tokens/s per user", f"{step.tokens_per_s_per_user:.1f}", ev)
+        metric(k4, "$ per M output tokens", f"${step.usd_per_m_output_tokens:.3f}", ev,
+               help=f"at ${s.price:.2f} per GPU-hour ({price_src})")
+        st.plotly_chart(shared_figure(step_figure, step.hbm_s, step.compute_s, step.wire_s, step.step_s, s.overlap,
+                                      evidence=ev), width="stretch")
         curve = pareto(s)
-        st.plotly_chart(shared_figure(pareto_figure, [p.tokens_per_s_per_user for p in curve], [p.tokens_per_s_per_gpu for p in curve],
-                                      [p.batch_per_gpu for p in curve], (step.tokens_per_s_per_user, step.tokens_per_s_per_gpu)),
+        st.plotly_chart(shared_figure(pareto_figure, [p.tokens_per_s_per_user for p in curve],
+                                      [p.tokens_per_s_per_gpu for p in curve], [p.batch_per_gpu for p in curve],
+                                      (step.tokens_per_s_per_user, step.tokens_per_s_per_gpu), evidence=derived(pareto)),
                         width="stretch")
-        explain(dollars(f"At batch {batch} the step is {step.bound}-bound ({step.hbm_s * 1e3:.1f} ms of HBM reads, "
+        sentence(dollars(f"At batch {batch} the step is {step.bound}-bound ({step.hbm_s * 1e3:.1f} ms of HBM reads, "
                 f"{step.compute_s * 1e3:.1f} ms of compute, {step.wire_s * 1e3:.1f} ms on the wire). Going from batch "
                 f"{curve[0].batch_per_gpu} to {curve[-1].batch_per_gpu} raises tokens/s per GPU "
                 f"{curve[-1].tokens_per_s_per_gpu / curve[0].tokens_per_s_per_gpu:.0f}x and lowers each user's speed from "
                 f"{curve[0].tokens_per_s_per_user:.0f} to {curve[-1].tokens_per_s_per_user:.0f} tokens/s: the trade every "
                 f"serving benchmark plots. " + (speculation_sentence(s, batch) if spec else "")
-                + f" Price: ${s.price:.2f} per GPU-hour ({price_src})."))
+                + f" Price: ${s.price:.2f} per GPU-hour ({price_src})."), derived(decode_step, pareto), PRICE_EV,
+                 *([derived(speculation_sentence), assumed(speculation_source(s.name))] if spec else []))
         show_code(decode_step, pareto)
 
 
@@ -242,16 +285,20 @@ def prefill_panel(s: Serving, step) -> None:
             pre_ctl.number_input("prefill pool: GPUs = EP", 1, 1024, key="sv_pre_ep",
                                  help="DeepSeek's inference overview (day 6): prefill units of 32 GPUs (EP32), decode of 144 (EP144)")
             pre_ctl.number_input("prefill batch (tokens per GPU per forward)", 256, 1_000_000, step=1024, key="sv_pre_chunk",
-                                 help="default: vLLM's max_num_batched_tokens for the high-memory tier (K3 post, PR #51726)")
+                                 help=f"default 16,384: {PREFILL_CHUNK_SOURCE}")
             push_url("sv_pre_ep", "sv_pre_chunk")
             with user_errors():
                 pre = prefill_step(s.with_(n_gpus=int(st.session_state.sv_pre_ep), ep=int(ss.sv_pre_ep), tp=1, spec=None), int(ss.sv_pre_chunk))
-            ratio, listed, split_text = price_split_sentence(step, pre, f"{ss.sv_pre_ep} x {s.gpu}, EP {ss.sv_pre_ep}")
+            ratio, listed, split_text = price_split_sentence(step, pre, f"{ss.sv_pre_ep} x {s.gpu}, EP {ss.sv_pre_ep}",
+                                                             s.name)
             pre_fig.plotly_chart(shared_figure(price_ratio_figure, ["this deployment, at cost"] + [f"{n} list price" for n in listed],
-                                               [ratio, *listed.values()]), width="stretch")
-            pre_ctl.metric("$ per M input (prefill)", f"${pre.usd_per_m_input_tokens:.3f}", help=f"{pre.bound}-bound")
-            pre_ctl.metric("$ per M output (decode)", f"${step.usd_per_m_output_tokens:.3f}", help=f"{step.bound}-bound")
-            explain(dollars(split_text))
+                                               [ratio, *listed.values()], evidence=derived(prefill_step, decode_step),
+                                               evidence_by_name={"list prices": LIST_EV}), width="stretch")
+            metric(pre_ctl, "$ per M input (prefill)", f"${pre.usd_per_m_input_tokens:.3f}", derived(prefill_step),
+                   help=f"{pre.bound}-bound")
+            metric(pre_ctl, "$ per M output (decode)", f"${step.usd_per_m_output_tokens:.3f}", derived(decode_step),
+                   help=f"{step.bound}-bound")
+            sentence(dollars(split_text), derived(price_split_sentence, prefill_step, decode_step), LIST_EV, PRICE_EV)
             show_code(prefill_step, price_split_sentence)
 
 
@@ -272,9 +319,10 @@ with lazy_expander("4. What each choice buys", key="serving_x_4_choice_buys") as
         biggest_delta, biggest = max(deltas, key=lambda d: abs(d[0]))  # the largest step either way
         saving_delta, saving = min(deltas, key=lambda d: d[0])
         raises = [f"'{w.label}' ({d:+.3f} $/M)" for d, w in deltas if d > 0 and w is not biggest]
-        st.plotly_chart(shared_figure(waterfall_figure, [w.label for w in steps], [w.usd_per_m for w in steps]), width="stretch")
+        st.plotly_chart(shared_figure(waterfall_figure, [w.label for w in steps], [w.usd_per_m for w in steps],
+                                      evidence=derived(waterfall)), width="stretch")
         hw0 = steps[0].serving
-        explain(dollars(f"Same hardware for every bar ({hw0.n_gpus} x {hw0.gpu}, EP {hw0.ep}, context {s.context:,}), each at "
+        sentence(dollars(f"Same hardware for every bar ({hw0.n_gpus} x {hw0.gpu}, EP {hw0.ep}, context {s.context:,}), each at "
                 f"the largest batch per GPU that fits and keeps every user at >= {MIN_TOKENS_PER_USER:.0f} tokens/s. "
                 + "; ".join(f"{w.label}: ${w.usd_per_m:.3f} (batch {w.batch})" for w in steps)
                 + f". The biggest step is '{biggest.label}' ({biggest_delta:+.3f} $/M)"
@@ -283,17 +331,18 @@ with lazy_expander("4. What each choice buys", key="serving_x_4_choice_buys") as
                 + (f"; {' and '.join(raises)} raise{'s' if len(raises) == 1 else ''} the cost"
                    f"{' too' if biggest_delta > 0 else ''}" if raises else "")
                 + f"; overall K3's choices take the cost to "
-                f"{steps[-1].usd_per_m / steps[0].usd_per_m:.2f}x the classic design's."))
-        st.dataframe([{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in rows],
-                     hide_index=True, width="stretch")
+                f"{steps[-1].usd_per_m / steps[0].usd_per_m:.2f}x the classic design's."), derived(waterfall), PRICE_EV)
+        table(st, [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in rows],
+              default=derived(side_by_side), hide_index=True, width="stretch")
         cheap = min(rows, key=lambda r: r["$ / M output"])
         dear = max(rows, key=lambda r: r["$ / M output"])
-        explain(dollars(f"Side by side on the same hardware and context: the cheapest is {cheap['model']} with {cheap['weights']} "
+        sentence(dollars(f"Side by side on the same hardware and context: the cheapest is {cheap['model']} with {cheap['weights']} "
                         f"(${cheap['$ / M output']:.3f} per M output tokens at {cheap['batch / GPU']} sequences per GPU), the "
                         f"dearest {dear['model']} with {dear['weights']} (${dear['$ / M output']:.3f} at {dear['batch / GPU']}). "
                         + ("Every row is HBM-bound, so the sequences that fit next to the weights set the price."
                            if all(r["bound by"] == "HBM" for r in rows) else
-                           "Bound by: " + ", ".join(f"{r['model']} {r['weights']}: {r['bound by']}" for r in rows) + ".")))
+                           "Bound by: " + ", ".join(f"{r['model']} {r['weights']}: {r['bound by']}" for r in rows) + ".")),
+                 derived(side_by_side), PRICE_EV)
 
         show_code(waterfall, side_by_side)
 
@@ -304,28 +353,84 @@ with lazy_expander("5. Checked against published serving figures", key="serving_
             return validate_vllm_k3(Speculation(DSPARK_DRAFT_TOKENS, acceptance))
 
 
-        # the post's draft length, the page's acceptance (the default where it exceeds what 8 drafts allow)
-        k3_acceptance = float(ss.sv_accept) if ss.sv_accept <= DSPARK_DRAFT_TOKENS + 1 else Speculation().acceptance
+        # the post's draft length, the page's acceptance while K3 is the model (else, or where it exceeds what 8
+        # drafts allow, K3's DSpark default: another model's acceptance says nothing about K3's drafter)
+        k3_acceptance = (float(ss.sv_accept) if s.name == K3_PRESET and ss.sv_accept <= DSPARK_DRAFT_TOKENS + 1
+                         else Speculation().acceptance)
         with user_errors():
             k3_rows = vllm_checks(k3_acceptance)
         labels = [c["short"] for c in checks] + [f"vLLM K3, 8 B300 TP8, {r['concurrency']} user(s)" for r in k3_rows]
+        published = measured_elsewhere("each publication: " + "; ".join(c["source"] for c in checks)
+                                       + f"; {VLLM_K3_SOURCE}")
         st.plotly_chart(shared_figure(validation_figure, labels,
                                       [c["measured tokens/s / GPU"] for c in checks] + [r["measured tokens/s (node)"] / 8 for r in k3_rows],
-                                      [c["model tokens/s / GPU"] for c in checks] + [r["model tokens/s (node)"] / 8 for r in k3_rows]),
+                                      [c["model tokens/s / GPU"] for c in checks] + [r["model tokens/s (node)"] / 8 for r in k3_rows],
+                                      evidence=derived(validate, validate_vllm_k3),
+                                      evidence_by_name={"published measurement": published}),
                         width="stretch")
-        st.dataframe([{k: (round(v, 2) if isinstance(v, float) else v) for k, v in c.items() if k != "short"} for c in checks],
-                     hide_index=True, width="stretch")
+        table(st, [{k: (round(v, 2) if isinstance(v, float) else v) for k, v in c.items() if k != "short"} for c in checks],
+              {"measured tokens/s / GPU": published, "batch / GPU": published, "context": published},
+              default=derived(validate), hide_index=True, width="stretch")
         lo, hi = min(c["model / measured"] for c in checks), max(c["model / measured"] for c in checks)
         standing = ("never below, as an upper bound must" if lo >= 1 else
                     f"BELOW a measurement for {', '.join(c['deployment'] for c in checks if c['model / measured'] < 1)}: "
                     "the model misses something those systems do")
-        explain(f"The model lands {lo:.2f}x to {hi:.2f}x the measured tokens/s (with overlap, at each publication's "
+        sentence(f"The model lands {lo:.2f}x to {hi:.2f}x the measured tokens/s (with overlap, at each publication's "
                 f"batch and context): {standing}. What it leaves out: kernel efficiency below "
                 "peak, expert load imbalance (EPLB gave SGLang 2.54x in decode), launch and synchronisation "
                 "latency and activation memory (the wire bytes are DeepEP low-latency's, one message per token and "
                 "selected expert, from `k3lite.interconnect`). DeepSeek's own figure "
-                "also includes speculative multi-token prediction, which the model does not credit.")
-        st.dataframe([{k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()} for r in k3_rows],
-                     hide_index=True, width="stretch")
-        explain(dollars(vllm_k3_sentence(k3_rows, k3_acceptance)))
+                 "also includes speculative multi-token prediction, which the model does not credit.",
+                 derived(validate), published)
+        vllm = measured_elsewhere(VLLM_K3_SOURCE)
+        table(st, [{k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()} for r in k3_rows],
+              {"concurrency": vllm, "measured tokens/s (node)": vllm}, default=derived(validate_vllm_k3),
+              hide_index=True, width="stretch")
+        sentence(dollars(vllm_k3_sentence(k3_rows, k3_acceptance)), derived(vllm_k3_sentence, validate_vllm_k3), vllm,
+                 assumed(SPEC_SOURCE))
         show_code(validate, validate_vllm_k3)
+
+
+def usd_or_out_of_reach(speed: float, v: float) -> str:
+    return f"${v:.3f}" if math.isfinite(v) else f"out of reach (no setup keeps {speed:.0f} tok/s per user)"
+
+
+@st.cache_data(max_entries=64, show_spinner="Moving each assumption ±20%…")
+def headline_cached(preset: str, prices_: tuple, spec_: Speculation | None, price_gpu: str, **assumed_values) -> float:
+    return cheapest_usd_per_m(preset, dict(prices_), spec_, price_gpu=price_gpu, **assumed_values)
+
+
+with user_errors():
+    fr_pred = fr if model == "predicted" else frontier_cached(s.name, s.context, tuple(sorted(prices.items())), spec,
+                                                              "predicted")
+    top = verdict(fr_pred, float(ss.sv_speed)).winner
+if top is not None:
+    eff = FITTED.efficiency
+    fitted_why = ("fitted to the published B300 runs (k3lite.analytic.serving.fit; `python -m "
+                  "k3lite.analytic.serving predict` prints it)")
+    page_assumptions = [
+        Assumption("usd_per_gpu_hour", f"{top.gpu} $ per GPU-hour", prices[top.gpu], USD_PER_GPU_HOUR[top.gpu][1],
+                   "the 'GPU-hour prices ($)' expander", "$"),
+        Assumption("context", "context per sequence", float(s.context), "a typical chat-and-tools request",
+                   "the 'context per sequence' slider", "tokens"),
+        Assumption("hbm_fraction", "achieved share of HBM bandwidth", eff.hbm_fraction, fitted_why),
+        Assumption("flops_fraction", "achieved share of peak FLOPs", eff.flops_fraction, fitted_why),
+        Assumption("layer_s", "fixed time per layer per forward pass", eff.layer_s, fitted_why, unit="s"),
+    ] + ([Assumption("acceptance", "tokens kept per speculation step", float(spec.acceptance),
+                     speculation_source(s.name), "the 'acceptance' input")] if spec is not None else [])
+    faster = headline_cached(s.name, tuple(sorted(prices.items())), spec, top.gpu, speed=1.2 * float(ss.sv_speed))
+    assumptions_block(
+        "serving_x_assumptions", f"Predicted $ per M output tokens at >= {ss.sv_speed:.0f} tok/s per user",
+        partial(headline_cached, s.name, tuple(sorted(prices.items())), spec, top.gpu, speed=float(ss.sv_speed)),
+        page_assumptions,
+        partial(usd_or_out_of_reach, float(ss.sv_speed)),
+        also=[("interactive speed", f"{ss.sv_speed:.0f} tokens/s per user, our assumption (2.5x DeepSeek's 20-22): "
+               + (f"at {1.2 * ss.sv_speed:.0f} no setup reaches it with the fitted efficiencies, so it is a threshold, "
+                  "not a dial for the tornado" if math.isinf(faster) else
+                  f"at {1.2 * ss.sv_speed:.0f} the cheapest setup costs ${faster:.3f} per M output tokens")),
+              ("output length", "not modelled on its own: every sequence holds the whole context"),
+              ("Hopper and 4-bit experts", "H100, H800 and H200 have no FP4 tensor cores: their NVFP4 / MXFP4 "
+               "experts are modelled as dequantised to FP8 (4-bit bytes, FP8 FLOPs)"),
+              ("prefill chunk", f"{PREFILL_CHUNK_TOKENS:,} tokens per GPU per forward: {PREFILL_CHUNK_SOURCE}"),
+              ("routing", "uniform: every expert equally likely for every token (wire bytes, experts hit)"),
+              ("engine reserve", "15% of HBM kept out of the cache pools (SGLang's --mem-fraction-static 0.85)")])

@@ -158,9 +158,12 @@ def frontier_figure(points: Sequence, envelope: Sequence, by_gpu: Mapping[str, S
 
 def price_ratio_figure(labels: Sequence[str], ratios: Sequence[float]) -> go.Figure:
     """$ per M output / $ per M input: the first bar derived from serving physics, the rest list prices."""
-    colours = [CONCEPT["hybrid"]] + [CONCEPT["published"]] * (len(ratios) - 1)
-    fig = go.Figure(go.Bar(x=[wrap(label, 18) for label in labels], y=list(ratios), marker_color=colours,
-                           text=[f"{r:.1f}x" for r in ratios], textposition="outside"))
+    x = [wrap(label, 18) for label in labels]
+    fig = go.Figure()  # two traces: the derived bar and the list prices carry different evidence in their hovers
+    for name, xs, ys, colour in (("this deployment, at cost", x[:1], ratios[:1], CONCEPT["hybrid"]),
+                                 ("list prices", x[1:], ratios[1:], CONCEPT["published"])):
+        fig.add_bar(x=xs, y=list(ys), name=name, marker_color=colour, text=[f"{r:.1f}x" for r in ys],
+                    textposition="outside", hovertemplate="%{x}: %{y:.2f}x<extra></extra>")
     fig.update_layout(height=320, yaxis_title="output price / input price", showlegend=False, margin=_LAYOUT["margin"])
     fig.update_xaxes(automargin=True, tickangle=0)
     return fit_titles(fig, "How many input tokens one output token costs")

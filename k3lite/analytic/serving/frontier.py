@@ -15,6 +15,7 @@ CLI (serving/__main__.py): python -m k3lite.analytic.serving frontier --preset k
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
 from k3lite.base.units import fmt_capacity
@@ -229,7 +230,7 @@ def _drive(w: FrontierPoint, r: FrontierPoint) -> str:
                      f"${r.usd_per_gpu_hour:.2f})")
     parts.append(f"each GPU makes {speed:.2f}x the tokens/s ({w.tokens_per_s_per_gpu:,.0f} vs "
                  f"{r.tokens_per_s_per_gpu:,.0f}) at batch {w.batch_per_gpu} vs {r.batch_per_gpu}")
-    main = "throughput per GPU" if abs(speed - 1) >= abs(price - 1) else "the GPU-hour price"
+    main = "throughput per GPU" if abs(speed - 1) >= abs(price - 1) else "the GPU-hour price"  # the wider ratio
     why = {"HBM": "reading weights and cache from HBM", "compute": "at the tensor-core peak",
            "latency": "the layers' fixed time per forward pass"}
 
@@ -238,7 +239,7 @@ def _drive(w: FrontierPoint, r: FrontierPoint) -> str:
             return "dispatch + combine on the NIC, as EP spans NVLink domains" if p.crosses_nic else "on NVLink"
         return why[p.bound]
 
-    return (f"{'; '.join(parts)}. The larger factor is {main}: the winner's step is {w.bound}-bound "
+    return (f"{'; '.join(parts)}. The factor that counts most is {main}: the winner's step is {w.bound}-bound "
             f"({1e3 * w.step_s:.1f} ms, {where(w)}), the {r.gpu}'s {r.bound}-bound ({1e3 * r.step_s:.1f} ms, "
             f"{where(r)}); at this speed the winner runs {w.batch_per_gpu} of the {w.max_batch_per_gpu} sequences that fit "
             f"in its {fmt_capacity(w.hbm_bytes)}, the {r.gpu} {r.batch_per_gpu} of {r.max_batch_per_gpu} in "
@@ -273,3 +274,25 @@ def verdict(fr: Frontier, speed: float = INTERACTIVE_TOKENS_PER_USER) -> Verdict
               f"cited: the ranking moves with {'them' if len(assumed) > 1 else 'it'}." if assumed else "")
     return Verdict(speed, w, r, ratio, head + f" The next GPU, {r.label}, costs ${r.usd_per_m_output_tokens:.3f} "
                    f"({ratio:.2f}x). Why: " + _drive(w, r) + "." + dearest + caveat)
+
+
+def cheapest_usd_per_m(preset: str = K3_PRESET, prices: dict | None = None, spec: Speculation | None = None, *,
+                       context: float = 32768, speed: float = INTERACTIVE_TOKENS_PER_USER,
+                       layer_s: float = FITTED.efficiency.layer_s, hbm_fraction: float = FITTED.efficiency.hbm_fraction,
+                       flops_fraction: float = FITTED.efficiency.flops_fraction, acceptance: float | None = None,
+                       price_gpu: str | None = None, usd_per_gpu_hour: float | None = None) -> float:
+    """The serving page's headline: $ per M output tokens of the predicted frontier's cheapest setup at >= `speed`
+    tokens/s per user, with every input the page assumes as an argument (its assumptions block moves each ±20%):
+    the context per sequence (rounded to whole tokens), the speed asked for, the three fitted efficiencies, the
+    speculation's acceptance (capped at draft_tokens + 1, where every draft is kept) and `price_gpu`'s $ per
+    GPU-hour (the other GPUs at `prices`). Infinite when no setup reaches the speed: a slower engine (a lower
+    achieved bandwidth, a longer fixed time per layer) can put the speed out of reach, and the tornado shows it."""
+    if spec is not None and acceptance is not None:
+        spec = replace(spec, acceptance=max(1.0, min(acceptance, spec.draft_tokens + 1.0)))
+    p = dict(prices or {})
+    if price_gpu is not None and usd_per_gpu_hour is not None:
+        p[price_gpu] = usd_per_gpu_hour
+    fr = frontier(preset, max(1, round(context)), prices=p, spec=spec, model="predicted", points=2,
+                  efficiency=Efficiency(layer_s, hbm_fraction, flops_fraction))
+    w = cheapest_at(fr.setups, speed)
+    return float("inf") if w is None else w.usd_per_m_output_tokens

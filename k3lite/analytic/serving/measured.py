@@ -61,7 +61,7 @@ class VllmK3(NamedTuple):
 VLLM_K3: tuple[VllmK3, ...] = (VllmK3(1, 183.3, 5.30, 0.3763), VllmK3(4, 416.7, 10.50, 0.6405),
                                VllmK3(16, 725.0, 22.17, 1.1210))
 VLLM_DSPARK_TOKENS = 8  # num_speculative_tokens 8
-VLLM_CHUNK_TOKENS = 16384  # max_num_batched_tokens for the high-memory tier (the post, PR #51726)
+VLLM_CHUNK_TOKENS = 16384  # max_num_batched_tokens for the high-memory tier (as the post cites a vLLM pull request)
 
 # the checkpoints as their engines load them: {component: storage format}
 CHECKPOINTS: dict[str, dict[str, str]] = {

@@ -218,8 +218,12 @@ def decode_step(s: Serving, batch: float) -> Step:
     return step_at(step_terms(s), batch)
 
 
-PREFILL_CHUNK_TOKENS = 16384  # tokens per GPU per prefill forward: vLLM's default max_num_batched_tokens for the
-#                               high-memory GPU tier (vLLM's K3 post, 2026-09-13, PR #51726)
+PREFILL_CHUNK_TOKENS = 16384  # tokens per GPU per prefill forward: OUR reading of vLLM's default
+#   max_num_batched_tokens for the high-memory GPU tier, from vLLM's K3 post (2026-09-13), which points to a vLLM pull
+#   request we could not open to verify; SGLang's chunked_prefill_size for >= 160 GiB GPUs is the same 16,384
+PREFILL_CHUNK_SOURCE = ("our reading: vLLM's max_num_batched_tokens for the high-memory tier as vLLM's K3 post "
+                        "(2026-09-13) cites it from a pull request we could not verify; SGLang's chunked_prefill_size "
+                        "for GPUs with >= 160 GiB is also 16,384")
 
 
 class Prefill(NamedTuple):

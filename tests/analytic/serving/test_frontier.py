@@ -140,18 +140,18 @@ def test_serving_page_opens_on_the_predicted_frontier_and_its_prices_are_inputs(
     assert not at.exception and not at.error
     fr = frontier(K3_PRESET, 32768, model="predicted")
     expected = "**Predicted.** " + verdict(fr, INTERACTIVE_TOKENS_PER_USER).sentence.replace("$", "\\$")
-    assert any(m.value == expected for m in at.markdown)
+    assert any(m.value == expected for m in at.caption)  # a computed sentence: a caption with its evidence
     winner = verdict(fr, INTERACTIVE_TOKENS_PER_USER).winner.gpu
     at.number_input(key="sv_usd_" + winner.replace(" ", "_")).set_value(40.0).run()  # make the winner dear: another GPU must win
     assert not at.exception
     dear = verdict(frontier(K3_PRESET, 32768, prices={winner: 40.0}, model="predicted"), INTERACTIVE_TOKENS_PER_USER)
     assert dear.winner.gpu != winner
-    assert any(m.value == "**Predicted.** " + dear.sentence.replace("$", "\\$") for m in at.markdown)
+    assert any(m.value == "**Predicted.** " + dear.sentence.replace("$", "\\$") for m in at.caption)
     at.toggle(key="sv_bound").set_value(True).run()
     assert not at.exception
     bound = verdict(frontier(K3_PRESET, 32768, prices={winner: 40.0}), INTERACTIVE_TOKENS_PER_USER)
     assert any(m.value == "**Roofline bound** (a floor on price). " + bound.sentence.replace("$", "\\$")
-               for m in at.markdown)
+               for m in at.caption)
 
 
 def test_speculation_extends_the_frontier_it_never_shrinks_it(k3):
@@ -234,3 +234,22 @@ def test_the_default_frontier_is_the_bound():
     assert again.points == plain.points
     with pytest.raises(ValueError, match="model must be one of"):
         frontier(K3_PRESET, 32768, model="measured")
+
+
+def test_the_pages_headline_is_the_predicted_verdicts_price():
+    """cheapest_usd_per_m (the serving page's assumptions block) at the page's defaults is the predicted verdict's
+    winner; a dearer GPU-hour never makes it cheaper nor more than proportionally dearer; an unreachable speed is
+    infinite, not a price."""
+    import math
+
+    from k3lite.analytic.serving.frontier import cheapest_usd_per_m, verdict
+    fr = frontier("kimi-k3", 32768, model="predicted", points=2)
+    w = verdict(fr, 50.0).winner
+    base = cheapest_usd_per_m("kimi-k3", context=32768, speed=50.0)
+    assert base == pytest.approx(w.usd_per_m_output_tokens)
+    dear = cheapest_usd_per_m("kimi-k3", context=32768, speed=50.0, price_gpu=w.gpu,
+                              usd_per_gpu_hour=1.2 * w.usd_per_gpu_hour)
+    assert base < dear <= 1.2 * base + 1e-9
+    assert math.isinf(cheapest_usd_per_m("kimi-k3", context=32768, speed=1000.0))
+    # a faster engine (more of the HBM bandwidth achieved) is never dearer
+    assert cheapest_usd_per_m("kimi-k3", context=32768, speed=50.0, hbm_fraction=0.95) <= base
