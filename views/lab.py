@@ -3,6 +3,7 @@
 training of the same models, then the residual experiment."""
 import math
 from dataclasses import asdict, replace
+from functools import partial
 
 import pandas as pd
 import streamlit as st
@@ -14,20 +15,25 @@ from k3lite.base.guards import bounded_threads, deadline, heavy_work
 from k3lite.experiments.lm_train import attnres_results
 from k3lite.experiments.lab import MIXER_LABELS, iter_train
 from k3lite.experiments.lab_mixers import BETA_INIT_LOGIT, saturated_decay_share
-from k3lite.experiments.lab_state_aggregate import ablation_rows
+from k3lite.analytic.sensitivity import Assumption
+from k3lite.base.evidence import assumed, derived, measured_here
+from k3lite.experiments.lab_state_aggregate import HEADLINE_HEAD_DIM, ablation_rows, ceiling_gap
 from k3lite.experiments.lab_state_aggregate import aggregate as state_aggregate
-from k3lite.experiments.lab_state_sentences import ablation_sentence, ceiling_sentence, report_sentence, rule_sentence
+from k3lite.experiments.lab_state_sentences import (ablation_sentence, ceiling_sentence, fmt_points, report_sentence,
+                                                    rule_sentence)
 from k3lite.experiments.lab_store import RESULTS_DIR, load_runs
 from k3lite.experiments.lab_sweep_aggregate import aggregate as sweep_aggregate
 from k3lite.experiments.lab_sweep_aggregate import stale_rows
 from k3lite.experiments.lab_sweep_checks import long_check, lr_check
-from k3lite.experiments.lab_sweep_sentences import (capacity_sentence, mechanism_sentence, order_sentences, short_name,
-                                                    spread_sentence)
+from k3lite.experiments.lab_sweep_sentences import (capacity_sentence, live_sentence, mechanism_sentence, order_sentences,
+                                                    short_name, spread_sentence)
+from k3lite.experiments.tasks import chance_accuracy
 from k3lite.viz.lab import curves_figure, seed_explorer, state_figure, sweep_figure
 from k3lite.viz.style import fmt_bytes
+from k3lite.viz.evidence import with_evidence
 from k3lite.viz.memo import shared_figure
-from views.common import (explain, lazy_expander, lazy_sections, push_url, reset_button, set_state, show_code,
-                          url_state, user_errors)
+from views.common import (assumptions_block, explain, lazy_expander, lazy_sections, push_url, reset_button, sentence,
+                          set_state, show_code, table, url_state, user_errors)
 
 LIVE_TASKS = tuple(sweep.SEQ_LENS)
 LIVE_MIXERS = sweep.MIXERS
@@ -38,6 +44,10 @@ LIVE_MIXERS = sweep.MIXERS
 # the run (StepRecord.elapsed_s), not this comment.
 LIVE_DEFAULT_LEN, LIVE_DEFAULT_STEPS = 32, 250
 LIVE_DEFAULT_MIXERS = ("linear", "kda")
+STATE_RUNS = measured_here("python -m k3lite.experiments.lab_state all (assets/lab/state/: each file stores its command)")
+SWEEP_RUNS = measured_here("python -m k3lite.experiments.lab_sweep all, then python -m k3lite.experiments.lab_sweep long "
+                           "(assets/lab/, assets/lab/long/: each file stores its command)")
+LIVE_RUNS = measured_here("this page's Train button: k3lite.experiments.lab.iter_train at your settings, on this server")
 
 st.title("The lab: where a fixed-size memory runs out")
 st.markdown("How much can a **fixed-size state** recall, and does the **update rule** matter once it runs short? "
@@ -62,11 +72,11 @@ else:
                      format_func={m: MIXER_LABELS[m].split(" (")[0] for m in MIXER_LABELS}.get) or []
     push_url("lab_state_mixers")
     rows_shown = [r for r in state_rows if r["mixer"] in shown]
-    st.plotly_chart(shared_figure(state_figure, [r for r in state_runs if r["job"]["mixer"] in shown], rows_shown),
-                    key="lab_state_fig")
+    st.plotly_chart(shared_figure(state_figure, [r for r in state_runs if r["job"]["mixer"] in shown], rows_shown,
+                                  evidence=STATE_RUNS), key="lab_state_fig")
     for text in (ceiling_sentence(state_rows), rule_sentence(state_rows)):
         if text:
-            st.markdown(text)
+            sentence(text, STATE_RUNS)
     with lazy_expander("Each seed's training curve: click a point", key="lab_x_seed_curves") as is_open:
         if is_open:
             rising = max(state_rows, key=lambda r: (r["not_flat"], r["head_dim"]))  # the cell the cap cut short most
@@ -82,16 +92,17 @@ else:
             st.caption(f"MQAR, T = {state.SEQ_LEN} tokens, {state.NUM_PAIRS} pairs; {state.N_HEADS} heads of dim K = "
                        + ", ".join(map(str, sorted(state.HEAD_DIMS))) + ": a recurrent layer keeps H·K·K numbers whatever "
                        "the length, softmax attention 2·T·H·K.")
-            st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "K": r["head_dim"],
+            table(st, pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "K": r["head_dim"],
                                         "memory per layer": fmt_bytes(r["state_bytes"]), "learning rate": r["lr"],
                                         "held-out recall (%)": f"{100 * r['mean']:.1f} ± {100 * r['std']:.1f}",
                                         "seeds": r["n"], f"of them rerun to {state.LONG_STEPS} steps": r["extended"],
                                         "not flat at the end": r["not_flat"]} for r in state_rows]),
-                         hide_index=True, width="stretch")
+                  {"K": assumed("the sweep's head dims (lab_state_jobs.HEAD_DIMS)"),
+                   "memory per layer": derived(state.state_bytes)}, default=STATE_RUNS, hide_index=True, width="stretch")
             report = report_sentence(state_rows)
             if report:
                 st.markdown(report)
-            ablation = ablation_sentence(ablation_rows(state_runs))
+            ablation = ablation_sentence(ablation_rows(state_runs), state_rows)
             st.markdown(ablation or "Init ablation: not run yet (`python -m k3lite.experiments.lab_state all` runs it after the "
                                     "K = 8 and 16 cells).")
             st.markdown(
@@ -112,7 +123,8 @@ else:
             f"is run again from scratch with a {state.LONG_STEPS}-step cap, and that run replaces it; 'not flat' = the best "
                 f"held-out recall still gained ≥ {100 * state.FLAT_GAIN:.0f} points over the last "
                 f"{100 * state.FLAT_WINDOW:.0f}% of the steps. Recall: answer tokens of {state.EVAL_EXAMPLES} fresh "
-                f"sequences; chance is 1/{state.VOCAB // 2}. {n_runs} runs so far, {cpu_h:.1f} CPU-hours; each file in "
+                f"sequences; chance is {100 * chance_accuracy('mqar', state.VOCAB):.2g}% (1 in "
+                f"{round(1 / chance_accuracy('mqar', state.VOCAB))}). {n_runs} runs so far, {cpu_h:.1f} CPU-hours; each file in "
                 "assets/lab/state/ stores the command that reproduces it.")
 
 # ------------------------------------------------------------------------------------- length sweep
@@ -130,7 +142,7 @@ with tab_length as is_open:
         else:
             cols = st.columns(len({r["task"] for r in rows}))
             for col, task in zip(cols, sorted({r["task"] for r in rows})):
-                col.plotly_chart(shared_figure(sweep_figure, rows, task), key=f"lab_sweep_{task}")
+                col.plotly_chart(shared_figure(sweep_figure, rows, task, evidence=SWEEP_RUNS), key=f"lab_sweep_{task}")
                 spread = spread_sentence(rows, task)
                 if spread:
                     col.markdown(spread)
@@ -145,18 +157,19 @@ with tab_length as is_open:
                         st.markdown(f"**{task}: the order per length** (report: KDA ≥ GDN > Mamba-2)")
                         st.markdown("\n".join(f"- {s}" for s in order_sentences(rows, task)))
                     for task in sorted({r["task"] for r in rows}):  # one table per task: its own lengths as columns
-                        table = []
+                        cells = []
                         for mixer in sweep.MIXERS:
                             sel = {r["seq_len"]: r for r in rows if r["task"] == task and r["mixer"] == mixer}
                             if sel:
-                                table.append({"mixer": MIXER_LABELS[mixer], "learning rate": next(iter(sel.values()))["lr"],
+                                cells.append({"mixer": MIXER_LABELS[mixer], "learning rate": next(iter(sel.values()))["lr"],
                                               **{f"T={T} (%)": (f"{100 * sel[T]['mean']:.1f} ± {100 * sel[T]['std']:.1f} (n={sel[T]['n']}"
                                                                 + (f", {sel[T]['extended']} at {sweep.LONG_STEPS}" if sel[T]["extended"]
                                                                    else "") + ")"
                                                                 if T in sel else "not run yet") for T in sweep.SEQ_LENS[task]}})
                         st.markdown(f"**{task}**: held-out accuracy (%), mean ± std over seeds (n; how many of them are the "
                                     f"{sweep.LONG_STEPS}-step reruns)")
-                        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")  # full width: key columns stay on screen
+                        table(st, pd.DataFrame(cells), default=SWEEP_RUNS, hide_index=True,
+                              width="stretch")  # full width: key columns stay on screen
                     n_cap = sum(r["not_plateaued"] for r in rows)  # with the reruns in place
                     n_capped = sum(r["not_plateaued"] for r in rows_cap)
                     n_ext = sum(r["extended"] + r["rerun_shorter"] for r in rows)  # capped runs with a rerun
@@ -187,26 +200,27 @@ with tab_length as is_open:
                         at_max = [r for r in rows_cap if r["task"] == task and r["seq_len"] == T_max]
                         st.markdown(f"**What the longer cap changed ({task}, T = {T_max}, {sum(r['n'] for r in at_max)} runs).** "
                                     + long_sentence)
-                        st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "seeds": ", ".join(map(str, r["seeds"])),
+                        table(st, pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]], "seeds": ", ".join(map(str, r["seeds"])),
                                                     f"held-out % ({sweep.MAX_STEPS}-step cap)":
                                                         None if r["short_mean"] is None else round(100 * r["short_mean"], 1),
                                                     f"held-out % ({sweep.LONG_STEPS}-step cap)":
                                                         f"{100 * r['long_mean']:.1f} ± {100 * r['long_std']:.1f}",
                                                     "steps run": ", ".join(map(str, r["steps"])),
                                                     "still gaining at the cap": r["still_rising"]}
-                                                   for r in long_rows]), hide_index=True, width="stretch")
+                                                   for r in long_rows]), default=SWEEP_RUNS, hide_index=True, width="stretch")
                     for task in sweep.SEQ_LENS:
                         lr_rows, lr_sentence = lr_check(runs, long_runs, task)
                         if lr_rows:
                             st.markdown(lr_sentence)
-                            st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]],
+                            table(st, pd.DataFrame([{"mixer": MIXER_LABELS[r["mixer"]],
                                                         "chosen LR": r["lr"], "held-out % (chosen LR)": round(100 * r["mean"], 1),
                                                         "seeds at chance (chosen LR)": f"{r['at_chance']} of {r['n']}",
                                                         "lower LR": r["low_lr"],
                                                         "held-out % (lower LR)": f"{100 * r['low_mean']:.1f} ± {100 * r['low_std']:.1f}",
                                                         "seeds at chance (lower LR)": f"{r['low_at_chance']} of {r['low_n']}",
                                                         "still gaining (lower LR)": r["low_rising"]}
-                                                       for r in lr_rows]), hide_index=True, width="stretch")
+                                                       for r in lr_rows]), default=SWEEP_RUNS, hide_index=True,
+                                  width="stretch")
                     mechanisms = [m for m in (mechanism_sentence(rows, t) for t in sorted({r["task"] for r in rows})) if m]
                     if mechanisms:
                         st.markdown("**One idea at a time** (DeltaNet is the control: the delta rule without decay). "
@@ -280,12 +294,13 @@ def train_panel() -> None:
     progress = fig_col.empty()
     chart_acc, chart_loss = fig_col.columns(2)
     slot_acc, slot_loss = chart_acc.empty(), chart_loss.empty()
-    sentence = fig_col.empty()
+    result = fig_col.empty()
 
     def draw(live_runs: dict) -> None:
         n = st.session_state["lab_draws"] = st.session_state.get("lab_draws", 0) + 1  # fresh keys per redraw
-        slot_acc.plotly_chart(curves_figure(live_runs, "acc", int(steps)), key=f"lab_acc_{n}")
-        slot_loss.plotly_chart(curves_figure(live_runs, "loss", int(steps)), key=f"lab_loss_{n}")
+        slot_acc.plotly_chart(with_evidence(curves_figure(live_runs, "acc", int(steps)), LIVE_RUNS), key=f"lab_acc_{n}")
+        slot_loss.plotly_chart(with_evidence(curves_figure(live_runs, "loss", int(steps)), LIVE_RUNS),
+                               key=f"lab_loss_{n}")
 
     store = finished_runs()
     live = st.session_state.setdefault("lab_live", {})  # what the current view shows (partial runs too)
@@ -331,25 +346,20 @@ def train_panel() -> None:
         draw(live)
         done = {m: r for m, r in live.items() if r["evals"]["acc"]}
         if done:
-            best = max(done, key=lambda m: done[m]["evals"]["acc"][-1])
-            sentence.markdown(
-                "Held-out accuracy at the end: " + ", ".join(
-                    f"{MIXER_LABELS[m]} {100 * r['evals']['acc'][-1]:.0f}% after {r['steps_done']} steps "
-                    f"({r['seconds']:.1f} s)" for m, r in done.items())
-                + (f"; {MIXER_LABELS[best]} is ahead." if len(done) > 1 else ".")
-                + f" Chance is about {100 / sweep.VOCAB:.0f}% per answer token.")
+            result.markdown(live_sentence({m: (r["evals"]["acc"][-1], r["steps_done"], r["seconds"])
+                                           for m, r in done.items()}, task, MIXER_LABELS))
         with lazy_expander("the numbers of this run", key="lab_x_numbers_run") as is_open:
             if is_open:
-                st.dataframe(pd.DataFrame([{"mixer": MIXER_LABELS[m], "learning rate": lrs.get(m),
+                table(st, pd.DataFrame([{"mixer": MIXER_LABELS[m], "learning rate": lrs.get(m),
                                             "steps trained": r["steps_done"], "seconds": round(r.get("seconds", 0.0), 1),
                                             "held-out accuracy (%)": round(100 * r["evals"]["acc"][-1], 1)
                                             if r["evals"]["acc"] else None}
-                                           for m, r in live.items()]), hide_index=True, width="stretch")
+                                           for m, r in live.items()]), default=LIVE_RUNS, hide_index=True, width="stretch")
                 st.caption("Held-out accuracy: answer tokens only (MQAR: the query positions) of 128 fresh sequences, every "
                            "tenth of the run. Lines: training batches, smoothed over 10 steps.")
     else:
         draw({})
-        sentence.info("Press **Train**: each mixer trains in turn and the curves grow as it trains; the same "
+        result.info("Press **Train**: each mixer trains in turn and the curves grow as it trains; the same "
                       "settings again come from the cache.")
     show_code(iter_train)
 
@@ -384,10 +394,10 @@ with tab_residual as is_open:
         res_files = attnres_results()
         if res_files:
             st.header("3. Residual experiment: the lite LM with standard vs Attention Residuals")
-            st.dataframe(pd.DataFrame([{"seed": res["seed"], "residual": r["mode"], "steps": r["steps"],
-                                        "validation loss (nats/byte)": round(r["final_val"]["mean"], 4),
-                                        "train time (s)": r["seconds"]} for res in res_files for r in res["runs"]]),
-                         hide_index=True)
+            table(st, pd.DataFrame([{"seed": res["seed"], "residual": r["mode"], "steps": r["steps"],
+                                     "validation loss (nats/byte)": round(r["final_val"]["mean"], 4),
+                                     "train time (s)": r["seconds"]} for res in res_files for r in res["runs"]]),
+                  default=measured_here(" ; ".join(sorted({res["command"] for res in res_files}))), hide_index=True)
             for res in res_files:
                 st.write(f"Seed {res['seed']}: " + "; ".join(
                     f"standard residuals needed **{m['ratio']:.2f}x** the steps to match {mode} AttnRes" if m["reached"]
@@ -395,3 +405,21 @@ with tab_residual as is_open:
             st.caption(f"Shipped result (not live). `lite` preset, {res['steps']} steps of {res['batch']} x {res['seq_len']} "
                        f"bytes (k3lite.experiments.lm_train's data); made by `{res['command']}`. The AttnRes paper (arXiv 2603.15031) "
                        "reports ~1.25x compute-equivalent at scale; a few hundred CPU steps are noisy.")
+
+# ------------------------------------------------------------------------------- what the page assumes
+if state_rows:
+    assumptions_block(
+        "lab_x_assumptions", f"Recall gap, softmax attention minus the best recurrent mixer at K = {HEADLINE_HEAD_DIM}",
+        partial(ceiling_gap, state_runs),
+        [Assumption("steps_scale", "training steps (x each run's step cap)", 1.0,
+                    f"{state.STEPS:,} steps of {state.BATCH_SIZE} sequences, {state.LONG_STEPS:,} for a seed still "
+                    "rising; read off each run's stored evals (past its end a run keeps its final number)", unit="x")],
+        fmt_points,
+        also=[("seeds", f"{len(state.SEEDS)} per cell (the init ablation: the seeds both inits have)"),
+              ("learning rate", f"per mixer and K the best of {list(state.LRS)} on seed 0, then used for every seed"),
+              ("initialisation", "the lab's (write strength and decays started near keeping everything); the ablation "
+                                 "shows fla's defaults"),
+              ("model", f"2 layers x {state.N_HEADS} heads, no FFN, d = {state.N_HEADS} x K"),
+              ("task", f"MQAR, T = {state.SEQ_LEN} tokens, {state.NUM_PAIRS} pairs, vocabulary {state.VOCAB}; recall on "
+                       f"{state.EVAL_EXAMPLES} fresh sequences"),
+              ("state precision", "fp32, as the lab trains and as KDACache keeps the state")])

@@ -188,6 +188,11 @@ def ablation_sentence(rows: list[dict], table_rows: list[dict] | None = None) ->
             + f". Beyond seed spread: {', '.join(short_name(r['mixer']) for r in moved) or 'none'}." + tail)
 
 
+def fmt_points(value: float) -> str:
+    """'26.7 points': a recall difference in percentage points (the lab page's headline format)."""
+    return f"{value:.1f} points"
+
+
 def format_table(rows: list[dict]) -> str:
     dims = sorted({r["head_dim"] for r in rows})
     lines = [f"MQAR T={SEQ_LEN}, {NUM_PAIRS} pairs: held-out accuracy %, mean ± std (n) [not flat] "

@@ -3,7 +3,7 @@
     python -m k3lite.experiments.precomputed            # (re)make every asset below (a few minutes on 2 cores)
     python -m k3lite.experiments.precomputed --check    # which shipped assets are missing or stale (exit 1 if any)
 
-Each asset is one pure computation with fixed arguments (the MoE page at its defaults). It is stored with a
+Each asset is one pure computation with fixed arguments (the MoE page at its defaults, the tour's setting). It is stored with a
 **fingerprint**: the sha256 of its name and arguments, the torch version, and the bytes of every file it
 depends on (the checkpoint it reads, the source of the modules that compute it). `shipped(name, ...)`
 returns the stored result only when that fingerprint matches what is on disk now and the stored files'
@@ -100,8 +100,16 @@ MOE_PROMPT = "The cat sat on the mat, and 42 dogs barked at 3.14 birds."
 BALANCE_ARGS = {"steps": 150, "batch": 128}
 
 
+def moe_page_cfg(d_model: int) -> MoEConfig:
+    """The MoE page's live layer at its defaults, K3's routing shape (config.json): 896 experts, top-16, 2 shared,
+    latent d/2, quantile balancing; the experts themselves small (FFN 32, shared 64): only routing is shown live."""
+    return MoEConfig(n_routed_experts=896, top_k=16, expert_ffn_dim=32, n_shared_experts=2, shared_ffn_dim=64,
+                     latent_dim=round(d_model * 0.5), latent_norm=True, balancing="quantile", bias_gamma=0.01)
+
+
 def moe_default_cfg(d_model: int) -> MoEConfig:
-    """The MoE page's live layer at its defaults: E 64, top-8, 2 shared, latent 1/4, quantile balancing."""
+    """The small setting the tour's balancing question asks about (64 experts, top-8, latent 1/4; the MoE page
+    reaches it with its sliders): what the MoE page opened at before it opened at K3's shape (`moe_page_cfg`)."""
     return MoEConfig(n_routed_experts=64, top_k=8, expert_ffn_dim=32, n_shared_experts=2, shared_ffn_dim=64,
                      latent_dim=round(d_model * 0.25), latent_norm=True, balancing="quantile", bias_gamma=0.01)
 
@@ -117,10 +125,10 @@ def _moe_stream():
     return model_moe_inputs(_lite(), calibration_stream())[MOE_LAYER]  # (L, d)
 
 
-def _moe_demo():
+def _moe_demo(cfg_of=moe_default_cfg):
     model = _lite()
     prompt_x = model_moe_inputs(model, check_prompt(MOE_PROMPT))[MOE_LAYER]
-    return prompt_demo(moe_default_cfg(model.cfg.d_model), model.cfg.d_model, MOE_PROMPT,
+    return prompt_demo(cfg_of(model.cfg.d_model), model.cfg.d_model, MOE_PROMPT,
                        stream_x=_moe_stream(), prompt_x=prompt_x)
 
 
@@ -132,10 +140,13 @@ class Asset(NamedTuple):
 
 def _assets() -> dict[str, Asset]:
     model_files = ("assets/lite.safetensors",) + MODEL_SOURCES + DEMO_SOURCES
-    demo_args = {"layer": MOE_LAYER, "prompt": MOE_PROMPT, "cfg": repr(moe_default_cfg(get_preset("lite").d_model))}
+    width = get_preset("lite").d_model
+    demo_args = {"layer": MOE_LAYER, "prompt": MOE_PROMPT, "cfg": repr(moe_default_cfg(width))}
+    page_args = {"layer": MOE_LAYER, "prompt": MOE_PROMPT, "cfg": repr(moe_page_cfg(width))}
     return {
         "moe_stream_layer4": Asset(_moe_stream, {"layer": MOE_LAYER}, model_files),
-        "moe_demo_default": Asset(_moe_demo, demo_args, model_files),
+        "moe_demo_default": Asset(_moe_demo, demo_args, model_files),  # the tour's 64 experts, top-8
+        "moe_demo_page": Asset(lambda: _moe_demo(moe_page_cfg), page_args, model_files),  # the page's K3 shape
         "moe_balance_runs": Asset(lambda: run_balance(**BALANCE_ARGS), BALANCE_ARGS,
                                   ("k3lite/model/moe", "k3lite/model/config.py", "k3lite/experiments/moe_balance.py")),
     }
@@ -181,8 +192,8 @@ def shipped(name: str) -> Any | None:
 
 
 def moe_default_demo():
-    """The MoE page's (a)-(b) demo at its defaults (`_moe_demo`): shipped if fresh, else computed now. The tour
-    reads it too, so the two show the same numbers."""
+    """The (a)-(b) demo at `moe_default_cfg` (64 experts, top-8), the setting the tour's balancing step asks about:
+    shipped if fresh, else computed now (the same numbers as the MoE page at 64 experts, top-8, latent 1/4)."""
     value = shipped("moe_demo_default")
     return value if value is not None else _moe_demo()
 

@@ -25,7 +25,7 @@ from k3lite.experiments.moe_balance import run_balance
 from k3lite.analytic.placement import chance_violation, mean_load_per_expert
 from k3lite.experiments.moe_demo import (PromptDemo, calibration_stream, check_prompt, fit_balancers, model_moe_inputs,
                              prompt_demo, routing_cfg)
-from k3lite.experiments.precomputed import BALANCE_ARGS, MOE_LAYER, MOE_PROMPT, moe_default_cfg, shipped
+from k3lite.experiments.precomputed import BALANCE_ARGS, MOE_LAYER, MOE_PROMPT, moe_page_cfg, shipped
 
 WARMUP_THREAD = "k3lite-moe-warmup"
 
@@ -149,7 +149,7 @@ def warm_stream_states() -> threading.Thread:
 def neighbours_of_default() -> list[MoEConfig]:
     """The page's default MoE with one more or one fewer expert, and top-k one up or down: the settings one
     keyboard step of its sliders reaches (each ~1 s to fit on a 2-core server, so they are fitted ahead)."""
-    base = moe_default_cfg(lite_model()[0].cfg.d_model)
+    base = moe_page_cfg(lite_model()[0].cfg.d_model)
     return [replace(base, n_routed_experts=base.n_routed_experts + step) for step in (-1, 1)] + \
            [replace(base, top_k=base.top_k + step) for step in (-1, 1) if 1 <= base.top_k + step]
 
@@ -164,8 +164,8 @@ def stream_state(layer: int) -> torch.Tensor:
 # ------------------------------------------------------------------------------------------ panels (a)-(c)
 def demo_is_shipped(cfg: MoEConfig, prompt: str, layer: int) -> bool:
     model, warning = lite_model()
-    return (not warning and (cfg, prompt, layer) == (moe_default_cfg(model.cfg.d_model), MOE_PROMPT, MOE_LAYER)
-            and shipped("moe_demo_default") is not None)
+    return (not warning and (cfg, prompt, layer) == (moe_page_cfg(model.cfg.d_model), MOE_PROMPT, MOE_LAYER)
+            and shipped("moe_demo_page") is not None)
 
 
 @shared(maxsize=64)
@@ -190,7 +190,7 @@ def demo(cfg: MoEConfig, prompt: str, layer: int) -> PromptDemo:
     the method selector only picks which one (a) shows)."""
     model, _ = lite_model()
     if demo_is_shipped(cfg, prompt, layer):
-        return shipped("moe_demo_default")  # the page's defaults, computed by `python -m k3lite.experiments.precomputed`
+        return shipped("moe_demo_page")  # the page's defaults, computed by `python -m k3lite.experiments.precomputed`
     prompt_x = prompt_states(prompt)[layer]  # (T, d)
     return prompt_demo(cfg, model.cfg.d_model, prompt, prompt_x=prompt_x, fit=balance_fit(routing_cfg(cfg), layer))
 

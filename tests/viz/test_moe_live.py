@@ -67,6 +67,6 @@ def test_shared_cache_computes_each_key_once_and_stays_bounded():
 
 
 def test_neighbours_of_default_are_one_slider_step_away():
-    base = moe_live.moe_default_cfg(moe_live.lite_model()[0].cfg.d_model)
+    base = moe_live.moe_page_cfg(moe_live.lite_model()[0].cfg.d_model)
     steps = {(c.n_routed_experts - base.n_routed_experts, c.top_k - base.top_k) for c in moe_live.neighbours_of_default()}
     assert steps == {(-1, 0), (1, 0), (0, -1), (0, 1)}
