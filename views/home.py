@@ -17,8 +17,10 @@ from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.params import ACTIVE_CONVENTION, PUBLISHED, breakdown_figure
 from k3lite.viz.style import fmt_bytes
-from views.common import (explain, lazy_expander, lazy_sections, pick_from_map, push_url, reset_button, show_code,
-                          url_state, user_errors)
+from k3lite.analytic.sensitivity import Assumption
+from k3lite.base.evidence import derived, released
+from views.common import (assumptions_block, lazy_expander, lazy_sections, metric, pick_from_map, push_url,
+                          reset_button, sentence, show_code, table, url_state, user_errors)
 from views.registry import ARITHMETIC_PAGES, LEDGER_SECTION, PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")
@@ -57,7 +59,7 @@ def model_map(preset: str, experts: int, top_k: int, layers: int, latent: int):
     an = anatomy(cfg, context=MAP_CONTEXT)
     if preset == "kimi-k3":  # K3 as released: MXFP4 routed experts, bf16 rest
         an = an.in_formats(RELEASED_K3_PART_FORMATS)
-    return architecture_map(cfg, anatomy=an), an.shares(), an.format_words
+    return architecture_map(cfg, anatomy=an, evidence=(derived(anatomy, count_params),)), an.shares(), an.format_words
 
 
 controls, picture = st.columns([1, 3])
@@ -82,11 +84,13 @@ with controls:
     knobs = tuple(int(st.session_state[key]) for key in keys.values())  # experts, top-k, layers, latent
     with user_errors():
         report = cached_count(preset, *knobs)
-    st.metric("total parameters", fmt(report.total))
-    st.metric("active per token", fmt(report.active))
-    st.metric("activation ratio (active / total params)", f"{100 * report.activation_ratio:.2f} %")
+    counted = derived(count_params)  # the released config's modules, built on the meta device
+    metric(st, "total parameters", fmt(report.total), counted)
+    metric(st, "active per token", fmt(report.active), counted)
+    metric(st, "activation ratio (active / total params)", f"{100 * report.activation_ratio:.2f} %", counted)
     with user_errors():
-        st.metric("experts used per token (top-k / E)", f"{100 * routed_fraction(knobs[1], knobs[0]):.2f} %")
+        metric(st, "experts used per token (top-k / E)", f"{100 * routed_fraction(knobs[1], knobs[0]):.2f} %",
+               derived(routed_fraction))
     reset_button("home_", "ledger_")
 with picture, user_errors():
     fig, shares, weight_formats = model_map(preset, *knobs)
@@ -137,12 +141,13 @@ is shipped" below. Parameter counts are **counted by building the real k3lite mo
                "the LM head reads; each layer reads the ones completed before it.")
 with lazy_expander("Each part's share of the parameters and of the bytes, with its page", key="home_x_part_s_share_parameters") as is_open:
     if is_open:
-        st.dataframe(
-            pd.DataFrame([{"part": PART_LABEL[k], "share of parameters": p, "share of bytes per decoded token": b,
-                           "page": by_url_path(PART_PAGE[k]).short} for k, (p, b) in shares.items()]),
-            hide_index=True, width="stretch",
-            column_config={c: st.column_config.ProgressColumn(c, format="percent", min_value=0.0, max_value=1.0)
-                           for c in ("share of parameters", "share of bytes per decoded token")})
+        ev = derived(anatomy)
+        table(st, pd.DataFrame([{"part": PART_LABEL[k], "share of parameters": p, "share of bytes per decoded token": b,
+                                 "page": by_url_path(PART_PAGE[k]).short} for k, (p, b) in shares.items()]),
+              default=ev, hide_index=True, width="stretch",
+              column_config={f"{c} {ev.marker}": st.column_config.ProgressColumn(
+                  f"{c} {ev.marker}", help=ev.note, format="percent", min_value=0.0, max_value=1.0)
+                  for c in ("share of parameters", "share of bytes per decoded token")})
         link_cols = st.columns(2)
         for i, url in enumerate(dict.fromkeys(PART_PAGE[k] for k in shares)):
             spec = by_url_path(url)
@@ -157,7 +162,7 @@ tab_bytes, tab_params = lazy_sections(SECTIONS, key="home_section")  # none draw
 with tab_params as is_open:
     if is_open:
         st.subheader("Where the parameters are")
-        st.plotly_chart(shared_figure(breakdown_figure, report))
+        st.plotly_chart(shared_figure(breakdown_figure, report, evidence=derived(count_params)))
         show_code(count_params, breakdown_figure)
         with lazy_expander("How active parameters are counted, and our count against the published totals", key="home_x_active_parameters_are_counted") as is_open:
             if is_open:
@@ -177,7 +182,9 @@ with tab_params as is_open:
                                               else "not stated; ours leaves the embedding out" if stated_active else "—"),
                         "source": source + (f"; active: {active_source}" if active_source else ""),
                     })
-                st.dataframe(pd.DataFrame(rows), hide_index=True)
+                stated = released("the model's report or card (the 'source' column)")
+                table(st, pd.DataFrame(rows), {"stated total": stated, "stated active": stated},
+                      default=derived(count_params, active_with_embedding), hide_index=True)
                 k2 = cached_count("kimi-k2", *_knobs(get_preset("kimi-k2")))
                 k2_stated = PUBLISHED["kimi-k2"][0]
                 ds = cached_count("deepseek-v3", *_knobs(get_preset("deepseek-v3")))
@@ -266,37 +273,23 @@ def ledger_panel() -> None:
     shown = ([byte_ledger.per_work(r, work_of(p, context, t).total) for r, (p, t) in zip(rows, keyed)] if normalised
              else rows)
     with picture:
-        st.plotly_chart(shared_figure(ledger_figure, shown, None, PER[per]), width="stretch")
+        st.plotly_chart(shared_figure(ledger_figure, shown, None, PER[per], evidence=derived(
+            byte_ledger.ledger, *((byte_ledger.per_work, byte_ledger.token_work) if normalised else ()))),
+            width="stretch")
     if {"kimi-k3", "deepseek-v3"} <= set(picked):
         k3_row, ds_row = rows[picked.index("kimi-k3")], rows[picked.index("deepseek-v3")]
-        st.markdown(byte_ledger.why_more_bytes(k3_row, ds_row, work_of("kimi-k3", context, byte_ledger.ALL_ON),
-                                               work_of("deepseek-v3", context, byte_ledger.ALL_ON), fmt_bytes))
+        sentence(byte_ledger.why_more_bytes(k3_row, ds_row, work_of("kimi-k3", context, byte_ledger.ALL_ON),
+                                            work_of("deepseek-v3", context, byte_ledger.ALL_ON), fmt_bytes),
+                 derived(byte_ledger.ledger, byte_ledger.token_work, byte_ledger.why_more_bytes))
     show_code(byte_ledger.ledger, byte_ledger.per_work, ledger_figure)
     parts_by_idea = byte_ledger.saving_parts(context, deploy)
-    costs = []
-    for col, (key, idea, suffix) in zip(st.columns(4), (("latent", "latent experts", "per token"),
-                                                        ("hybrid", "KDA hybrid", "per token"),
-                                                        ("block_attnres", "block AttnRes", "per token"),
-                                                        ("balancing", "balancing", "busiest GPU"))):
+    for col, (key, idea), suffix in zip(st.columns(4), byte_ledger.IDEAS, ("per token",) * 3 + ("busiest GPU",)):
         verb, amount, why = byte_ledger.saving_words(idea, parts_by_idea[key], fmt_bytes)
-        col.metric(f"{idea} {verb}, {suffix}", amount, help=f"bytes per decoded token of K3 with this idea off, minus "
-                                                            f"K3 as designed, all segments together. {why}")
-        if verb == "costs":
-            costs.append(why)
-    if costs:
-        lat, hyb = parts_by_idea["latent"], parts_by_idea["hybrid"]
-        reasons = []
-        if "latent" in " ".join(costs) and lat["hbm_weights"] < 0:
-            reasons.append("the latent's projections (d_model → latent → d_model in every MoE layer) are weights every "
-                           "step reads, more than the wire it saves; the serving page's waterfall prices the same step "
-                           "in $/M")
-        if "KDA" in " ".join(costs):
-            if hyb["hbm_weights"] < 0:
-                reasons.append("KDA layers carry more weights than the MLA layers they replace")
-            if hyb["hbm_cache"] < 0:
-                reasons.append(f"at {context:,} tokens their fixed state is larger than the MLA cache it replaces")
-        explain("Where an idea *costs* bytes at this context and batch: " + "; ".join(costs) + "."
-                + (" Why: " + "; ".join(reasons) + "." if reasons else ""))
+        metric(col, f"{idea} {verb}, {suffix}", amount, derived(byte_ledger.saving_parts),
+               help=f"bytes per decoded token of K3 with this idea off, minus K3 as designed, all segments together. "
+                    f"{why}")
+    if note := byte_ledger.cost_words(context, deploy, fmt_bytes):
+        sentence(note, derived(byte_ledger.cost_words))
     with st.expander("What the bars are and the deployment they assume"):
         st.markdown(
             "One decoded token, split by where its bytes move: **NVLink** and **NIC** (experts on other GPUs: "
@@ -319,6 +312,29 @@ def ledger_panel() -> None:
             + (f"HBM and interconnect bytes are drawn on separate axes: here HBM bytes are "
                f"{min(wire_vs_hbm):,.0f}–{max(wire_vs_hbm):,.0f}x the wire bytes." if wire_vs_hbm else "")
         )
+
+    assumptions_block(
+        "home_x_assumptions", "Bytes per decoded token of Kimi K3 (the ledger's K3 bar)",
+        partial(byte_ledger.k3_bytes_at, deploy=deploy),
+        [Assumption("context", "context", float(context),
+                    "the ledger's setting (default 131,072 = 128K: a long chat or a code base); the MLA cache grows "
+                    "with it", "the ledger's 'context' slider",
+                    "tokens"),
+         Assumption("batch", "sequences per decode step", float(deploy.batch),
+                    "they share each weight read, so weight bytes per token fall with the batch",
+                    "the ledger's 'batch' slider"),
+         Assumption("weight_bytes", "bytes per weight parameter", byte_ledger.WEIGHT_BYTES,
+                    "FP8 with a 4-byte scale per 128x128 block, as DeepSeek-V3 serves its weights (K3 ships MXFP4 "
+                    "experts; the map uses those)", unit="B"),
+         Assumption("latent_bytes", "bytes per MLA latent number", 2.0, "bf16 cache", unit="B"),
+         Assumption("state_bytes", "bytes per KDA state number", 4.0, "fp32 state, as the released code keeps it",
+                    unit="B")],
+        fmt_bytes,
+        also=[("wire formats", "FP8 dispatch (1 byte per element + an fp32 scale per 128), BF16 combine"),
+              ("deployment", f"{deploy.topology} rack, experts over {deploy.ep_size} GPUs, DeepEP {deploy.scheme} kernels"),
+              ("routing", "uniform over the experts (expected copies and experts touched)"),
+              ("balancing", "K3's bar is perfectly balanced; the busiest GPU's overload (the ledger's input, "
+                            f"{deploy.gpu_overload:g} now) counts only with balancing unticked")])
 
 
 with tab_bytes as is_open:

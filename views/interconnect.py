@@ -5,20 +5,26 @@ import streamlit as st
 
 from k3lite.model.presets import get_preset
 from k3lite.base.guards import heavy_work
-from k3lite.analytic.ledger import ONE_OFF, variant
+from k3lite.analytic.ledger import ONE_OFF, variant, wire_or_hbm
+from k3lite.analytic.sensitivity import Assumption
+from k3lite.base.evidence import derived, measured_elsewhere, measured_here, released
 from k3lite.interconnect import (
     SCHEME_LABELS, SCHEMES, TOPOLOGIES, WIRE_FORMATS, Deployment, analytic_traffic, compare_presets,
     deployment_bytes, even_expert_counts, link_copies, node_limit_sweep, snap_experts, traffic_table,
 )
 from k3lite.interconnect.deepep import SOURCE as DEEPEP_SOURCE
 from k3lite.interconnect.deepep import RDMA_PEAK, comparison_table
+from k3lite.interconnect.headline import layer_bytes_at
 from k3lite.interconnect.measured import MeasureSpec
+from k3lite.interconnect.sentences import comparison_sentence, layer_sentence, node_limit_sentence
 from k3lite.interconnect.run import expected_for_spec, format_result, measure, predicted_for_routing
-from k3lite.viz.interconnect import compare_figure, measured_figure, node_limit_figure, traffic_figure
+from k3lite.viz.interconnect import (MEASURED_TRACE, compare_figure, measured_figure, node_limit_figure,
+                                    traffic_figure)
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import fmt_bytes, fmt_seconds
 from k3lite.viz.topology import draw_topology, topology_figure
-from views.common import explain, fill_from, lazy_expander, push_url, reset_button, show_code, url_state, user_errors
+from views.common import (assumptions_block, explain, fill_from, lazy_expander, metric, push_url, reset_button,
+                          sentence, show_code, table, url_state, user_errors)
 
 PRESETS = ("kimi-k3", "kimi-k2", "deepseek-v3", "lite")
 BIG = ("deepseek-v3", "kimi-k2", "kimi-k3")
@@ -28,15 +34,24 @@ EP_CHOICES = (1, 2, 4, 8, 16, 32, 48, 64, 72)
 st.title("Interconnect bytes per token")
 st.markdown("**Where do one token's bytes go when its experts live on other GPUs, and which link carries them?**")
 reset_button("ic_")
-with st.expander("What dispatch and combine are, and the three schemes"):
-    st.markdown(
-        "With expert parallelism (EP) every MoE layer sends each token to the GPUs that hold its top-k experts "
-        "(**dispatch**) and gets the weighted expert outputs back (**combine**). That traffic, not the matmuls, "
-        "often sets the speed of a big MoE. How many copies travel depends on the kernels: a flat all_to_all sends "
-        "one copy per remote GPU (**direct**); DeepEP's **normal** kernels send one copy per remote *node* over "
-        "RDMA through the NIC (network interface card) and fan it out over NVLink there; its **low-latency** "
-        "kernels send one message per chosen expert. Change what travels, how far and how, then **measure** a "
-        "real expert-parallel layer on this server with `torch.distributed`.")
+
+
+@st.cache_data(max_entries=1, show_spinner="Asking the serving model what bounds a decode step…")
+def binds() -> str:
+    return wire_or_hbm()
+
+
+with lazy_expander("What dispatch and combine are, and the three schemes", key="ic_x_intro") as is_open:
+    if is_open:
+        st.markdown(
+            "With expert parallelism (EP) every MoE layer sends each token to the GPUs that hold its top-k experts "
+            "(**dispatch**) and gets the weighted expert outputs back (**combine**). "
+            "How many copies travel depends on the kernels: a flat all_to_all sends "
+            "one copy per remote GPU (**direct**); DeepEP's **normal** kernels send one copy per remote *node* over "
+            "RDMA through the NIC (network interface card) and fan it out over NVLink there; its **low-latency** "
+            "kernels send one message per chosen expert. Change what travels, how far and how, then **measure** a "
+            "real expert-parallel layer on this server with `torch.distributed`.")
+        sentence(binds(), derived(wire_or_hbm))
 
 
 def preset_knobs(name: str) -> dict:
@@ -128,29 +143,24 @@ def main_panel() -> None:
     except ValueError as e:
         fig_col.error(f"⚠️ {e}")
     if t is not None:
-        fig_col.plotly_chart(shared_figure(topology_figure, cfg, dep), width="stretch")
+        fig_col.plotly_chart(shared_figure(topology_figure, cfg, dep, evidence=derived(draw_topology)),
+                             width="stretch")
         b = t.per_layer
-        nic_share = b.inter / b.total if b.total else 0.0
         hit_gpus = int((drawing.hops["dispatch_intra"].sum(0) + drawing.hops["dispatch_inter"].sum(0) > 0).sum())
-        fig_col.markdown(
-            f"Per MoE layer a token moves **{fmt_bytes(b.total)}** ({fmt_bytes(b.dispatch)} out, "
-            f"{fmt_bytes(b.combine)} back): {t.copies.total:.2f} copies of a {b.dispatch_record} B record, "
-            f"{100 * nic_share:.0f}% of the bytes over the NIC. Over {t.n_moe_layers} MoE layers that is "
-            f"**{fmt_bytes(t.per_forward)}** and {fmt_seconds(t.wire_s_forward)} on the wire per token. The drawn "
-            f"token (one seeded routing draw) sends copies to {hit_gpus} GPU{'s' if hit_gpus != 1 else ''}; "
-            "the expected numbers are averages over uniform routing.")
+        fig_col.markdown(layer_sentence(t, hit_gpus))
         show_code(draw_topology, deployment_bytes, link_copies)
         with lazy_expander("Bytes per layer and per forward pass, by link and direction", key="interconnect_x_bytes_per_layer_per") as is_open:
             if is_open:
+                ev = derived(analytic_traffic)
                 m1, m2, m3, m4 = st.columns(4)
-                m1.metric("bytes / token / MoE layer", fmt_bytes(b.total))
-                m2.metric(f"per forward pass ({t.n_moe_layers} MoE layers)", fmt_bytes(t.per_forward))
-                m3.metric("copies per token: NVLink + NIC", f"{t.copies.intra:.2f} + {t.copies.inter:.2f}")
-                m4.metric("time on the wire / token / forward", fmt_seconds(t.wire_s_forward))
+                metric(m1, "bytes / token / MoE layer", fmt_bytes(b.total), ev)
+                metric(m2, f"per forward pass ({t.n_moe_layers} MoE layers)", fmt_bytes(t.per_forward), ev)
+                metric(m3, "copies per token: NVLink + NIC", f"{t.copies.intra:.2f} + {t.copies.inter:.2f}", ev)
+                metric(m4, "time on the wire / token / forward", fmt_seconds(t.wire_s_forward), ev)
                 l1, l2 = st.columns(2)
-                l1.metric("NVLink bytes / layer, time", f"{fmt_bytes(b.intra)}, {fmt_seconds(b.intra / topo.intra_bw)}")
-                l2.metric("NIC bytes / layer, time", f"{fmt_bytes(b.inter)}, {fmt_seconds(b.inter / topo.inter_bw)}")
-                st.plotly_chart(shared_figure(traffic_figure, t), width="stretch")
+                metric(l1, "NVLink bytes / layer, time", f"{fmt_bytes(b.intra)}, {fmt_seconds(b.intra / topo.intra_bw)}", ev)
+                metric(l2, "NIC bytes / layer, time", f"{fmt_bytes(b.inter)}, {fmt_seconds(b.inter / topo.inter_bw)}", ev)
+                st.plotly_chart(shared_figure(traffic_figure, t, evidence=ev), width="stretch")
                 explain(
                     f"Computed, not measured: expected copies under uniform routing ({SCHEME_LABELS[scheme]}; formulas "
                     f"in k3lite/interconnect/analytic.py) x the bytes of one record: {b.dispatch_record} B out "
@@ -172,24 +182,19 @@ def main_panel() -> None:
             else:
                 sweep = sweep_cached(st.session_state.ic_preset, st.session_state.ic_experts, st.session_state.ic_top_k, cfg.moe.latent_dim,
                                      st.session_state.ic_topology, dep.ep_size, dep.dispatch, dep.combine, cfg)
-                st.plotly_chart(shared_figure(node_limit_figure, sweep, limit), width="stretch")
-                limits = [m for m, _ in sweep["direct"]]
-                at = max((m for m in limits if m <= min(4, dep.n_domains - 1)), default=None)
-                if at is not None:
-                    cut = {s_: 1 - dict(pts)[at] / pts[-1][1] for s_, pts in sweep.items()}
-                    explain(
-                        f"Limiting each token to M = {at} of {dep.n_domains} domains cuts the NIC bytes by "
-                        f"{100 * cut['direct']:.0f}% with direct copies, {100 * cut['normal']:.0f}% with DeepEP's "
-                        f"normal kernels (one RDMA copy per node: at most M) and {100 * cut['low-latency']:.0f}% with "
-                        f"low-latency messages (one per expert, wherever it is). At M = {at} the normal kernels send "
-                        f"{dict(sweep['direct'])[at] / dict(sweep['normal'])[at]:.2f}x fewer NIC bytes than direct "
-                        "copies: the node limit is a lever only for the hierarchical kernels.")
+                st.plotly_chart(shared_figure(node_limit_figure, sweep, limit, evidence=derived(node_limit_sweep)),
+                                width="stretch")
+                if words := node_limit_sentence(sweep, dep.n_domains):
+                    sentence(words, derived(node_limit_sweep, node_limit_sentence))
                 show_code(node_limit_sweep)
 
     with lazy_expander("DeepSeek-V3 vs Kimi K2 vs Kimi K3: 8 nodes x 8 GPUs and one NVL72 rack, EP 64",
                        key="interconnect_x_model_comparison") as is_open:
         if is_open:
             comparison(dispatch, combine, limit, scheme)
+
+    if t is not None:
+        assumptions(cfg, dep)
 
 
 def comparison(dispatch: str, combine: str, limit: int, scheme: str) -> None:
@@ -202,35 +207,40 @@ def comparison(dispatch: str, combine: str, limit: int, scheme: str) -> None:
         for name, rows in tables.items():
             rows.append(analytic_traffic(k3_plain, Deployment(TOPOLOGIES[name], 64, dispatch, combine,
                                                               limit if name == "multi-node-8x8" else 0, scheme)))
+    ev = derived(compare_presets)
     for col, (name, rows) in zip(st.columns(2), tables.items()):
         col.caption(TOPOLOGIES[name].name)
-        col.plotly_chart(shared_figure(compare_figure, rows), width="stretch", key=f"ic_cmp_{name}")
-    st.dataframe([{"topology": n, **r} for n, rows in tables.items() for r in traffic_table(rows)], hide_index=True,
-                 width="stretch")  # full width: the headers were cut
+        col.plotly_chart(shared_figure(compare_figure, rows, evidence=ev), width="stretch", key=f"ic_cmp_{name}")
+    configs = released("each model's config.json (DeepSeek-V3, Kimi-K2-Instruct, moonshotai/Kimi-K3)")
+    table(st, [{"topology": TOPOLOGIES[n].label, **r} for n, rows in tables.items() for r in traffic_table(rows)],
+          {"dim on wire": configs, "MoE layers": configs}, default=ev, hide_index=True,
+          width="stretch")  # full width: the headers were cut
     one_node = {r.name: r for r in compare_presets(BIG, "dgx-b300", 8, dispatch, combine, 0, scheme)}
-    k2, k3 = (({r.name: r for r in tables["multi-node-8x8"]})[n] for n in ("kimi-k2", "kimi-k3"))
-    k3_cfg, k2_cfg = get_preset("kimi-k3"), get_preset("kimi-k2")
-    copies, record = k3.copies.total / k2.copies.total, k3.per_layer.dispatch_record / k2.per_layer.dispatch_record
-    moved = k3.per_layer.total / k2.per_layer.total
-    verdict = ("the wider routing cancels the narrower record: nothing is saved against K2" if abs(moved - 1) < 0.05
-               else "the wider routing outweighs the narrower record" if moved > 1 else
-               "the narrower record outweighs the wider routing")
-    explain(
-        "Each model with its own published config (DeepSeek-V3: arXiv 2412.19437 config.json; Kimi K2: "
-        f"Kimi-K2-Instruct config.json; Kimi K3: moonshotai/Kimi-K3 config.json, {k3_cfg.moe.n_routed_experts} "
-        f"experts top-{k3_cfg.moe.top_k}, hidden {k3_cfg.d_model}, latent {k3_cfg.moe.latent_dim}, "
-        f"{k3_cfg.n_layers} layers). What to notice: on 8 x 8 GPUs K3 reaches "
-        f"{k3.copies.gpus_hit / k2.copies.gpus_hit:.2f}x as many GPUs per token as K2 ({k3.copies.gpus_hit:.1f} vs "
-        f"{k2.copies.gpus_hit:.1f}) and sends {copies:.2f}x K2's copies, each {record:.2f}x as large (its "
-        f"{k3_cfg.moe.latent_dim}-wide latent against K2's d_model {k2_cfg.d_model}, plus routing metadata for "
-        f"top-{k3_cfg.moe.top_k} instead of top-{k2_cfg.moe.top_k}), so it moves {moved:.2f}x K2's bytes per layer: "
-        f"{verdict}. On one 8-GPU node the GPU ratio is "
-        f"{one_node['kimi-k3'].copies.gpus_hit / one_node['kimi-k2'].copies.gpus_hit:.2f}x and the bytes "
-        f"{one_node['kimi-k3'].per_layer.total / one_node['kimi-k2'].per_layer.total:.2f}x. On 8 x 8 the NIC carries "
-        f"{100 * k3.per_layer.inter / k3.per_layer.total:.0f}% of K3's bytes and "
-        f"{100 * (k3.per_layer.inter / TOPOLOGIES['multi-node-8x8'].inter_bw) / k3.wire_s_layer:.0f}% of its wire "
-        "time.")
+    sentence(comparison_sentence({r.name: r for r in tables["multi-node-8x8"]}, one_node, get_preset("kimi-k3"),
+                                 get_preset("kimi-k2")), ev, configs)
     show_code(compare_presets)
+
+
+def assumptions(cfg, dep: Deployment) -> None:
+    """What this page's headline (bytes per token per MoE layer at its deployment) assumes, moved ±20% each."""
+    fmts = {side: WIRE_FORMATS[getattr(dep, side)] for side in ("dispatch", "combine")}
+    assumptions_block(
+        "ic_x_assumptions", f"Bytes per token per MoE layer ({cfg.name}, {dep.topology.label}, EP {dep.ep_size})",
+        partial(layer_bytes_at, cfg, dep),
+        [Assumption("dispatch_elem_bytes", "dispatch: bytes per element on the wire", fmts["dispatch"].elem_bytes,
+                    fmts["dispatch"].description, "the 'dispatch precision' control", "B"),
+         Assumption("combine_elem_bytes", "combine: bytes per element on the wire", fmts["combine"].elem_bytes,
+                    fmts["combine"].description, "the 'combine precision' control", "B"),
+         Assumption("copies_scale", "copies per token, against uniform routing's expectation", 1.0,
+                    f"uniform routing: {dep.scheme} sends {deployment_bytes(cfg, dep).copies.total:.2f} copies per token "
+                    "on average; a real router's batch differs (the measured run below says by how much)"),
+         Assumption("metadata_scale", "routing metadata and padding per record, against DeepEP's layout", 1.0,
+                    "the record layouts read from DeepEP's buffers (k3lite/interconnect/deployment.py)")],
+        fmt_bytes,
+        also=[("routing", "uniform over the experts, every token independent; the busiest GPU's extra load is "
+                          "not in this average (the home ledger's balancing toggle counts it)"),
+              ("link bandwidths", f"{dep.topology.source} (the wire times, not the bytes)"),
+              ("what counts", "only copies that leave the token's GPU; DeepEP's own tables also count local ones")])
 
 
 main_panel()
@@ -238,7 +248,10 @@ main_panel()
 with lazy_expander("Against DeepEP's published numbers", key="interconnect_x_against_deepep_s_published") as is_open:
     if is_open:
         rows = comparison_table()
-        st.dataframe(rows, hide_index=True, width="stretch")
+        theirs = measured_elsewhere(DEEPEP_SOURCE)
+        table(st, rows, {c: theirs for c in ("EP", "node limit M (0 = none)", "their bandwidth (GB/s)",
+                                             "reported latency (µs)")}, default=derived(comparison_table),
+              hide_index=True, width="stretch")
         ll8 = next(r for r in rows if r["kernels"] == "low-latency" and r["EP"] == 8 and r["direction"] == "dispatch")
         n16 = next(r for r in rows if r["kernels"] == "normal" and r["EP"] == 16 and r["direction"] == "dispatch")
         over_nic = sorted({r["EP"] for r in rows if r["bottleneck link"] == "RDMA" and r["kernels"] == "low-latency"
@@ -300,7 +313,12 @@ def measure_panel() -> None:
                               expanded=False)
     res = st.session_state.get("ic_measured")
     if res is not None:
-        st.plotly_chart(shared_figure(measured_figure, res), width="stretch")
+        sp = res.spec
+        ran = measured_here(f"python -m k3lite.interconnect measure --ranks {sp.ranks} --ranks-per-node "
+                            f"{sp.ranks_per_node} --tokens {sp.tokens_per_rank} --dispatch {sp.dispatch} --combine "
+                            f"{sp.combine} --node-limit {sp.node_limit} --scheme {sp.scheme} (gloo, this server)")
+        st.plotly_chart(shared_figure(measured_figure, res, evidence=derived(predicted_for_routing, expected_for_spec),
+                                      evidence_by_name={MEASURED_TRACE: ran}), width="stretch")
         explain(
             f"Measured vs the analytic count for the same routing decisions, rank by rank: "
             f"{'equal to the byte' if res.agree else 'DIFFERENT'} (exact integer comparison). Against the "

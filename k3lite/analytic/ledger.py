@@ -32,16 +32,22 @@ Toggles turn one K3 idea off at a time (a counterfactual K3, not a published mod
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import NamedTuple
 
 from k3lite.analytic import decode
+from k3lite.analytic.memory import (ACTIVATION_BYTES_PER_ELEM, KDA_STATE_BYTES_PER_ELEM, precision,
+                                    sequence_cache_bytes)
+from k3lite.base.wording import compare, times
 from k3lite.model.attnres import attnres_cost
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.interconnect import Deployment, get_topology, wire_bytes_per_token
 from k3lite.analytic.serving.compare import classic_variant
-from k3lite.analytic.serving.step import TokenFlops, token_flops
+from k3lite.analytic.serving.deployment import Serving
+from k3lite.analytic.serving.step import TokenFlops, check_fits, decode_step, token_flops
 
 MODELS: dict[str, str] = {"deepseek-v3": "DeepSeek-V3", "kimi-k2": "Kimi K2", "kimi-k3": "Kimi K3"}
 SEGMENTS: tuple[tuple[str, str], ...] = (  # (field = style.LINK key, label)
@@ -206,10 +212,33 @@ def idea_bytes(context: int, fmt, batches: tuple[int, ...] = (1, 64), deploy: De
         "hybrid": by_batch("hybrid"),
         "balancing": (f"saves {fmt(balanced)} on the busiest GPU's links at any batch, assuming that without it that GPU "
                       f"carries {1 + deploy.gpu_overload:.1f}x the mean (bytes on average do not change)"),
-        "block_attnres": (f"blocks read {fmt(read('block'))}: {fmt(read('full') - read('block'))} less than full "
-                          f"AttnRes, {fmt(read('block') - read('standard'))} more than a standard residual "
+        "block_attnres": (f"blocks read {fmt(read('block'))}: {fmt(abs(read('full') - read('block')))} "
+                          f"{compare(read('block'), read('full'), 'more', 'less', 'as much as')}"
+                          f"{'' if read('block') == read('full') else ' than'} full AttnRes, "
+                          f"{fmt(abs(read('block') - read('standard')))} "
+                          f"{compare(read('block'), read('standard'), 'more', 'less', 'as much as')}"
+                          f"{'' if read('block') == read('standard') else ' than'} a standard residual "
                           "(one running sum per sublayer), at any batch"),
     }
+
+
+# ------------------------------------------------------------------------------------------ the headline
+WEIGHT_BYTES = precision(WEIGHT_PRECISION).bytes_per_param  # FP8 with its block scales: 1.00024 B
+
+
+def k3_bytes_at(context: float = 131_072, batch: float = 64, weight_bytes: float = WEIGHT_BYTES,
+                latent_bytes: float = ACTIVATION_BYTES_PER_ELEM, state_bytes: float = KDA_STATE_BYTES_PER_ELEM,
+                deploy: Deploy = Deploy()) -> float:
+    """Home's headline: bytes one decoded token of K3 (every idea on) moves, as the ledger counts them, from the
+    inputs it assumes: tokens of context, sequences per step sharing each weight read, bytes per weight parameter
+    (FP8 with its scales = 1.00024), bytes per stored MLA latent number (bf16 = 2) and per KDA state number (fp32 = 4). At those values it
+    is `ledger("kimi-k3", context, deploy=Deploy(batch=batch)).total`; a batch below one counts as one."""
+    if min(weight_bytes, latent_bytes, state_bytes) <= 0:
+        raise ValueError(f"bytes per number must be > 0, got {weight_bytes}, {latent_bytes}, {state_bytes}")
+    row = ledger("kimi-k3", context, deploy=replace(deploy, batch=max(1.0, batch)))  # no step has under one sequence
+    cache = sequence_cache_bytes(get_preset("kimi-k3"), context, latent_bytes, state_bytes).total
+    weights = row.hbm_weights * weight_bytes / WEIGHT_BYTES
+    return row.nvlink + row.nic + weights + cache + row.attnres
 
 
 # ------------------------------------------------------------------------------------------ per unit of work
@@ -235,24 +264,89 @@ def per_work(row: Ledger, flops: float) -> Ledger:
 
 
 def why_more_bytes(k3: Ledger, other: Ledger, k3_work: TokenFlops, other_work: TokenFlops, fmt) -> str:
-    """Why K3's bar is longer (or shorter) than `other`'s, in words built from the two rows: the ratio of bytes,
-    the ratio of work per token at the rows' context (with what the count assumes), and the ratio of bytes per
-    GFLOP of that work."""
-    def ratio_words(a: float, b: float) -> str:
-        return f"{a / b:.2f}x" if b else "n/a"
-
+    """Why K3's bar is longer (or shorter) than `other`'s, in words built from the two rows: the bytes against each
+    other, the work per token at the rows' context (with what the count assumes), and the bytes per GFLOP of that
+    work. Every "more" / "less" comes from `k3lite.base.wording.times`, so the word follows the numbers."""
     hbm = lambda r: r.hbm_weights + r.hbm_cache + r.attnres  # noqa: E731
     wire = lambda r: r.nvlink + r.nic  # noqa: E731
     gflop = lambda w: f"{w / 1e9:,.0f} GFLOP"  # noqa: E731
     k3n, on = per_work(k3, k3_work.total), per_work(other, other_work.total)
     name, other_name = k3.name.split(" (")[0], other.name.split(" (")[0]
     k3_active, other_active = (k3_work.experts + k3_work.other) / 2, (other_work.experts + other_work.other) / 2
-    return (f"{name} reads {fmt(hbm(k3))} of HBM and moves {fmt(wire(k3))} over the interconnect per decoded token: "
-            f"{ratio_words(hbm(k3), hbm(other))} and {ratio_words(wire(k3), wire(other))} {other_name}'s. At "
-            f"{k3.context:,} tokens of context one of its tokens costs {gflop(k3_work.total)} against "
-            f"{gflop(other_work.total)} ({ratio_words(k3_work.total, other_work.total)} the work), counted as 2 FLOPs "
-            f"per active parameter ({k3_active / 1e9:.0f}B against {other_active / 1e9:.0f}B, "
-            f"{ratio_words(k3_active, other_active)}) plus the attention core over the context "
+    return (f"{name} reads {fmt(hbm(k3))} of HBM and moves {fmt(wire(k3))} over the interconnect per decoded token, "
+            f"against {other_name}'s {fmt(hbm(other))} and {fmt(wire(other))} ({times(hbm(k3), hbm(other), 'more', 'less')} "
+            f"HBM, {times(wire(k3), wire(other), 'more', 'less')} wire). At {k3.context:,} tokens of context one of its "
+            f"tokens costs {gflop(k3_work.total)} against {gflop(other_work.total)} "
+            f"({times(k3_work.total, other_work.total, 'more', 'less')} work), counted as 2 FLOPs per active parameter "
+            f"({k3_active / 1e9:.0f}B against {other_active / 1e9:.0f}B, "
+            f"{times(k3_active, other_active, 'more', 'fewer')}) plus the attention core over the context "
             f"({gflop(k3_work.attention)} against {gflop(other_work.attention)}). Per GFLOP of that work {name} reads "
-            f"{fmt(hbm(k3n))} against {fmt(hbm(on))} ({ratio_words(hbm(k3n), hbm(on))}) and moves {fmt(wire(k3n))} "
-            f"against {fmt(wire(on))} ({ratio_words(wire(k3n), wire(on))}).")
+            f"{fmt(hbm(k3n))} against {fmt(hbm(on))} ({times(hbm(k3n), hbm(on), 'more', 'less')}) and moves "
+            f"{fmt(wire(k3n))} against {fmt(wire(on))} ({times(wire(k3n), wire(on), 'more', 'less')}).")
+
+
+# ------------------------------------------------------------------------------------------ where an idea costs
+IDEAS = (("latent", "latent experts"), ("hybrid", "KDA hybrid"), ("block_attnres", "block AttnRes"),
+         ("balancing", "balancing"))
+
+
+def cost_words(context: int, deploy: Deploy, fmt) -> str:
+    """Home's note under the idea cards: which ideas cost K3 bytes at this context and batch, by segment, and why,
+    each "more" / "larger" chosen from the numbers it compares; "" when every idea saves."""
+    parts = saving_parts(context, deploy)
+    costs = [words[2] for key, idea in IDEAS if (words := saving_words(idea, parts[key], fmt))[0] == "costs"]
+    if not costs:
+        return ""
+    reasons = []
+    lat = parts["latent"]
+    if sum(lat.values()) < 0 and lat["hbm_weights"] < 0:
+        extra, saved = -lat["hbm_weights"], lat["nvlink"] + lat["nic"]
+        reasons.append(f"the latent's projections (d_model → latent → d_model in every MoE layer) are weights every "
+                       f"step reads, {fmt(extra)}, {compare(extra, saved, 'more than', 'less than', 'about as much as')}"
+                       f" the {fmt(abs(saved))} of wire it {'saves' if saved >= 0 else 'adds'}; the serving page's "
+                       "waterfall prices the same step in $/M")
+    if sum(parts["hybrid"].values()) < 0:
+        k3, mla = ledger("kimi-k3", context, deploy=deploy), ledger("kimi-k3", context, ONE_OFF["hybrid"], deploy)
+        if k3.hbm_weights > mla.hbm_weights:
+            reasons.append(f"KDA layers carry {compare(k3.hbm_weights, mla.hbm_weights, 'more', 'fewer', 'as many')} "
+                           "weights than the MLA layers they replace")
+        if k3.hbm_cache > mla.hbm_cache:
+            reasons.append(f"at {context:,} tokens their fixed state is "
+                           f"{compare(k3.hbm_cache, mla.hbm_cache, 'larger', 'smaller', 'as large as')} than the MLA "
+                           "cache it replaces")
+    return ("Where an idea *costs* bytes at this context and batch: " + "; ".join(costs) + "."
+            + (" Why: " + "; ".join(reasons) + "." if reasons else ""))
+
+
+# ------------------------------------------------------------------------------------------ does the wire bind?
+SERVING_DEFAULT = ("GB300 NVL72", 64, 32_768)  # the serving page's opening GPU, EP (= GPUs) and context
+
+
+def wire_or_hbm(preset: str = "kimi-k3", gpu: str = SERVING_DEFAULT[0], ep: int = SERVING_DEFAULT[1],
+                context: int = SERVING_DEFAULT[2]) -> str:
+    """Whether dispatch + combine set the speed of a decode step, by the serving page's own model: its step at
+    (gpu, EP, context, the largest batch that fits), HBM time against wire time, and how many points of its
+    speed-price frontier (every GPU, EP and format it tries) each term bounds. Numbers, not a blanket claim."""
+    s = Serving(preset, gpu, ep, ep, context=context)
+    batch = check_fits(s).max_batch_per_gpu
+    step = decode_step(s, batch)
+    points = _frontier_points(preset, context)
+    bounds = Counter(bound for bound, _gpu, _ep in points)
+    wire_setups = sorted({(g, e) for bound, g, e in points if bound == "wire"})
+    where = ("none of them" if not wire_setups else
+             f"{bounds['wire']}, on " + ", ".join(f"{g} at EP {e}" for g, e in wire_setups))
+    ms = lambda x: f"{x * 1e3:.3g} ms"  # noqa: E731
+    return (f"Does that traffic set the speed? By the serving page's model, {s.name} on {s.gpu} with EP {ep} at "
+            f"{context:,} tokens of context and the largest batch that fits ({batch} sequences per GPU) spends "
+            f"{ms(step.hbm_s)} of each decode step reading HBM, {ms(step.compute_s)} computing and {ms(step.wire_s)} "
+            f"on the wire ({100 * step.wire_s / step.hbm_s:.0f}% of the HBM time): the step is {step.bound}-bound. "
+            f"Of the {len(points)} setups and batches on its speed–price frontier at this context, the wire bounds "
+            f"{where}; HBM bounds {bounds['HBM']} and compute {bounds['compute']}.")
+
+
+@lru_cache(maxsize=8)
+def _frontier_points(preset: str, context: int) -> tuple[tuple[str, str, int], ...]:
+    """(bound, GPU, EP) of every point of the serving page's frontier (its roofline model), cached per setting."""
+    from k3lite.analytic.serving.frontier import frontier  # here: pulls the serving fit (see wire_or_hbm)
+
+    return tuple((p.bound, p.gpu, p.ep) for p in frontier(preset, context).points)

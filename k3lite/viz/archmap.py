@@ -26,6 +26,7 @@ from k3lite.analytic.anatomy import PART_PAGE, Anatomy, PartNumbers
 from k3lite.model.config import K3Config
 from k3lite.interconnect import wire_bytes_per_token
 from k3lite.analytic.params import fmt
+from k3lite.base.evidence import Evidence
 from k3lite.model.trace import Trace
 from k3lite.viz.style import HIGHLIGHT_LINE, NEUTRAL, color, fmt_bytes
 
@@ -276,13 +277,22 @@ def _title(cfg: K3Config, lay: MapLayout) -> str:
 
 
 # ------------------------------------------------------------------------------------------- figure
+def _with_evidence(template: str, evidence: tuple[Evidence, ...]) -> str:
+    """A hover template with one grey line per evidence class under it (k3lite.viz.evidence's line style)."""
+    lines = "".join(f"<br><span style='color:{NEUTRAL}'>{ev.marker} {ev.kind}: "
+                    f"{ev.source if len(ev.source) <= 90 else ev.source[:87] + '…'}</span>" for ev in evidence)
+    return f"{template}{lines}<extra></extra>"
+
+
 def architecture_map(cfg: K3Config, trace: Trace | None = None, anatomy: Anatomy | None = None,
                      highlight: tuple[str, int | None] | None = None, max_layer_rows: int = 16,
-                     title: str | None = None) -> go.Figure:
+                     title: str | None = None, evidence: tuple[Evidence, ...] = ()) -> go.Figure:
     """The map of `cfg` as a plotly figure; `highlight` = (stage kind, layer) outlines that stage's nodes.
 
     One scatter trace per part (so the legend names them); each point's customdata is
     [stage kind, layer or -1, part]. Numbers: live from `trace`, static from `anatomy` (either or both).
+    `evidence`: the classes of those numbers, one grey line each under every node's hover (live numbers are
+    measured, the anatomy's derived: a map can carry both).
     """
     if trace is not None and trace.n_layers != cfg.n_layers:
         raise ValueError(f"trace has {trace.n_layers} layers but the config {cfg.name!r} has {cfg.n_layers}")
@@ -354,7 +364,8 @@ def architecture_map(cfg: K3Config, trace: Trace | None = None, anatomy: Anatomy
             textposition="middle center", textfont=dict(size=9, color=HIGHLIGHT_LINE["color"]),
             marker=dict(symbol=symbols, size=[BIG_MARKER if big and t else 14 for t in texts] if big else 14,
                         color=color(COLOUR_OF[part]), line=dict(width=widths, color=HIGHLIGHT_LINE["color"])),
-            customdata=custom, hovertext=hovers, hoverinfo="text", cliponaxis=False)
+            customdata=custom, hovertext=hovers, hoverinfo="text", cliponaxis=False,
+            hovertemplate=_with_evidence("%{hovertext}", evidence) if evidence else None)
     # dense FFN is wider: it spans the MoE columns
     for n in lay.nodes:
         if n.part == "dense_ffn":

@@ -17,6 +17,8 @@ SEGMENTS = (  # (LayerBytes field, legend label, colour): the colour is the link
 )
 
 
+MEASURED_TRACE = "measured (bytes handed to all_to_all_single)"  # the measured run's bars (their evidence differs)
+
 def _pattern(key: str) -> dict:
     return dict(shape="x" if key.startswith("combine") else "")
 
@@ -65,7 +67,7 @@ def measured_figure(res: MeasureResult) -> go.Figure:
     m, p = res.total("measured"), res.total("predicted")
     labels = [k.replace("_", " ") for k in KINDS]
     fig = go.Figure()
-    fig.add_bar(x=labels, y=[m[k] / n for k in KINDS], name="measured (bytes handed to all_to_all_single)",
+    fig.add_bar(x=labels, y=[m[k] / n for k in KINDS], name=MEASURED_TRACE,
                 marker_color=CONCEPT["measured"])
     fig.add_bar(x=labels, y=[p[k] / n for k in KINDS], name="analytic, same routing decisions",
                 marker_color=CONCEPT["analytic"])

@@ -90,7 +90,7 @@ def test_home_ledger_caption_computes_the_hbm_to_wire_factor_and_names_the_bars(
     assert f"{min(f):,.0f}–{max(f):,.0f}x the wire bytes" in text
     plain = L.variant(get_preset("kimi-k3"), L.ONE_OFF["latent"])
     assert f"{plain.moe.n_routed_experts} experts, top-{plain.moe.top_k}, working in d_model {plain.d_model}" in text
-    labels = {m.label: m.value for m in at.metric}
+    labels = {m.label.split(" :gray[")[0]: m.value for m in at.metric}  # without the evidence marker
     hybrid = L.saving_parts(4096, L.Deploy(batch=1))["hybrid"]
     assert labels["KDA hybrid costs, per token"] == fmt_bytes(-sum(hybrid.values()))
     assert "KDA layers carry more weights than the MLA layers they replace" in text
@@ -227,11 +227,12 @@ def test_work_per_token_counts_attention_over_the_context(context):
     w3, wds = L.token_work("kimi-k3", context), L.token_work("deepseek-v3", context)
     text = L.why_more_bytes(k3, ds, w3, wds, fmt_bytes)
     assert "that much more work" not in text
-    assert f"{w3.total / wds.total:.2f}x" in text and f"{context:,} tokens" in text
+    ratio = lambda a, b: f"{max(a, b) / min(a, b):.2f}x {'more' if a > b else 'less'}"  # noqa: E731
+    assert f"({ratio(w3.total, wds.total)} work)" in text and f"{context:,} tokens" in text
     assert "2 FLOPs per active parameter" in text and "attention" in text
     hbm = lambda r: r.hbm_weights + r.hbm_cache + r.attnres  # noqa: E731
     k3n, dsn = L.per_work(k3, w3.total), L.per_work(ds, wds.total)
-    assert f"({hbm(k3n) / hbm(dsn):.2f}x)" in text
+    assert f"({ratio(hbm(k3n), hbm(dsn))})" in text
 
 
 def test_at_128k_k3_does_less_work_and_reads_more_per_flop_than_deepseek():
@@ -260,7 +261,7 @@ def test_home_ledger_explains_and_normalises_k3_against_deepseek():
     k3, ds = L.ledger("kimi-k3", CTX, deploy=DEP), L.ledger("deepseek-v3", CTX, deploy=DEP)
     w3, wds = L.token_work("kimi-k3", CTX), L.token_work("deepseek-v3", CTX)
     why = L.why_more_bytes(k3, ds, w3, wds, fmt_bytes)
-    assert why in " ".join(m.value for m in at.markdown)
+    assert why in " ".join(m.value for m in [*at.markdown, *at.caption])
 
     def ledger_fig():
         figs = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
@@ -343,3 +344,17 @@ def test_home_ledger_deployment_links_to_the_interconnect_page_showing_the_same_
     k3 = L.ledger("kimi-k3", CTX, deploy=DEP)
     shown = " ".join(m.value for m in ic.markdown)
     assert f"MoE layers that is **{fmt_bytes(k3.nvlink + k3.nic)}**" in shown
+
+
+@pytest.mark.parametrize("context,batch", [(CTX, 64), (4_096, 1), (1_048_576, 256)])
+def test_home_headline_is_the_ledgers_k3_bar_at_its_assumed_values(context, batch):
+    """The assumptions block's headline function gives the ledger's own K3 total at the assumed values, and each
+    assumed byte size moves only its own segment."""
+    row = L.ledger("kimi-k3", context, deploy=L.Deploy(batch=batch))
+    assert L.k3_bytes_at(context, batch) == pytest.approx(row.total, rel=1e-12)
+    doubled = L.k3_bytes_at(context, batch, weight_bytes=2 * L.WEIGHT_BYTES)
+    assert doubled - row.total == pytest.approx(row.hbm_weights, rel=1e-9)
+    cache = sequence_cache_bytes(get_preset("kimi-k3"), context)
+    assert L.k3_bytes_at(context, batch, latent_bytes=4.0) - row.total == pytest.approx(cache.mla, rel=1e-9)
+    assert 0 < L.k3_bytes_at(context, batch, state_bytes=8.0) - row.total <= cache.kda  # the state, not the conv tail
+    assert L.k3_bytes_at(context, 0.8) == L.k3_bytes_at(context, 1)  # a step serves at least one sequence

@@ -1,0 +1,67 @@
+"""The interconnect page's computed sentences, built from the analytic model's numbers (no Streamlit): what one
+token moves per layer, what a node limit cuts, and DeepSeek-V3 / K2 / K3 side by side. Every comparison word
+("fewer", "more") comes from `k3lite.base.wording`, so it follows the numbers it compares."""
+from __future__ import annotations
+
+from k3lite.base.units import fmt_bytes, fmt_seconds
+from k3lite.base.wording import times
+from k3lite.interconnect.analytic import TokenTraffic
+from k3lite.interconnect.deployment import TOPOLOGIES
+from k3lite.model.config import K3Config
+
+
+def layer_sentence(t: TokenTraffic, hit_gpus: int) -> str:
+    """Per MoE layer and per forward pass: bytes, copies, the NIC's share, wire time; the drawn token's GPUs."""
+    b = t.per_layer
+    nic_share = b.inter / b.total if b.total else 0.0
+    return (f"Per MoE layer a token moves **{fmt_bytes(b.total)}** ({fmt_bytes(b.dispatch)} out, "
+            f"{fmt_bytes(b.combine)} back): {t.copies.total:.2f} copies of a {b.dispatch_record} B record, "
+            f"{100 * nic_share:.0f}% of the bytes over the NIC. Over {t.n_moe_layers} MoE layers that is "
+            f"**{fmt_bytes(t.per_forward)}** and {fmt_seconds(t.wire_s_forward)} on the wire per token. The drawn "
+            f"token (one seeded routing draw) sends copies to {hit_gpus} GPU{'s' if hit_gpus != 1 else ''}; "
+            "the expected numbers are averages over uniform routing.")
+
+
+def node_limit_sentence(sweep: dict[str, list[tuple[int, float]]], n_domains: int) -> str:
+    """What limiting each token to M domains (M = min(4, D - 1)) cuts, per scheme, from `node_limit_sweep`'s
+    NIC bytes; "" when no limit below D can route a token."""
+    limits = [m for m, _ in sweep["direct"]]
+    at = max((m for m in limits if m <= min(4, n_domains - 1)), default=None)
+    if at is None:
+        return ""
+    cut = {s: 1 - dict(pts)[at] / pts[-1][1] if pts[-1][1] else 0.0 for s, pts in sweep.items()}
+    direct, normal = dict(sweep["direct"])[at], dict(sweep["normal"])[at]
+    return (f"Limiting each token to M = {at} of {n_domains} domains cuts the NIC bytes by "
+            f"{100 * cut['direct']:.0f}% with direct copies, {100 * cut['normal']:.0f}% with DeepEP's normal kernels "
+            f"(one RDMA copy per node: at most M) and {100 * cut['low-latency']:.0f}% with low-latency messages (one "
+            f"per expert, wherever it is). At M = {at} the normal kernels send "
+            f"{times(normal, direct, 'more', 'fewer')} NIC bytes than direct copies; the node limit cuts most for the "
+            "hierarchical kernels.")
+
+
+def comparison_sentence(rows_8x8: dict[str, TokenTraffic], one_node: dict[str, TokenTraffic], k3: K3Config,
+                        k2: K3Config) -> str:
+    """K3 against K2 on 8 x 8 GPUs (and on one node): GPUs reached, copies, record size, bytes (as ratios "1.20x
+    K2's", never a comparison word), and the NIC's share of K3's bytes and wire time. `rows_*`: `compare_presets`
+    rows by preset name."""
+    a, b = rows_8x8["kimi-k3"], rows_8x8["kimi-k2"]
+    copies, record = a.copies.total / b.copies.total, a.per_layer.dispatch_record / b.per_layer.dispatch_record
+    moved = a.per_layer.total / b.per_layer.total
+    verdict = ("the wider routing cancels the narrower record: nothing is saved against K2" if abs(moved - 1) < 0.05
+               else "the wider routing outweighs the narrower record" if moved > 1 else
+               "the narrower record outweighs the wider routing")
+    one3, one2 = one_node["kimi-k3"], one_node["kimi-k2"]
+    nic = TOPOLOGIES["multi-node-8x8"].inter_bw
+    return (
+        "Each model with its own published config (DeepSeek-V3: arXiv 2412.19437 config.json; Kimi K2: "
+        f"Kimi-K2-Instruct config.json; Kimi K3: moonshotai/Kimi-K3 config.json, {k3.moe.n_routed_experts} "
+        f"experts top-{k3.moe.top_k}, hidden {k3.d_model}, latent {k3.moe.latent_dim}, {k3.n_layers} layers). What "
+        f"to notice: on 8 x 8 GPUs K3 reaches {a.copies.gpus_hit / b.copies.gpus_hit:.2f}x as many GPUs per token "
+        f"as K2 ({a.copies.gpus_hit:.1f} vs {b.copies.gpus_hit:.1f}) and sends {copies:.2f}x K2's copies, each "
+        f"{record:.2f}x as large (its {k3.moe.latent_dim}-wide latent against K2's d_model {k2.d_model}, plus routing "
+        f"metadata for top-{k3.moe.top_k} instead of top-{k2.moe.top_k}), so it moves {moved:.2f}x K2's bytes per "
+        f"layer: {verdict}. On one 8-GPU node the GPU ratio is {one3.copies.gpus_hit / one2.copies.gpus_hit:.2f}x "
+        f"and the bytes {one3.per_layer.total / one2.per_layer.total:.2f}x. On 8 x 8 the NIC carries "
+        f"{100 * a.per_layer.inter / a.per_layer.total:.0f}% of K3's bytes and "
+        f"{100 * (a.per_layer.inter / nic) / a.wire_s_layer:.0f}% of its wire time.")
+
