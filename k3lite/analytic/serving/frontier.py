@@ -239,7 +239,7 @@ def _drive(w: FrontierPoint, r: FrontierPoint) -> str:
             return "dispatch + combine on the NIC, as EP spans NVLink domains" if p.crosses_nic else "on NVLink"
         return why[p.bound]
 
-    return (f"{'; '.join(parts)}. The factor that counts most is {main}: the winner's step is {w.bound}-bound "
+    return (f"{'; '.join(parts)}. The main factor is {main}: the winner's step is {w.bound}-bound "
             f"({1e3 * w.step_s:.1f} ms, {where(w)}), the {r.gpu}'s {r.bound}-bound ({1e3 * r.step_s:.1f} ms, "
             f"{where(r)}); at this speed the winner runs {w.batch_per_gpu} of the {w.max_batch_per_gpu} sequences that fit "
             f"in its {fmt_capacity(w.hbm_bytes)}, the {r.gpu} {r.batch_per_gpu} of {r.max_batch_per_gpu} in "
