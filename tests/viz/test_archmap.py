@@ -153,8 +153,8 @@ def test_latent_nodes_show_each_projection_on_its_own_side():
     hovers = [h for t in fig.data if t.hovertext is not None for h in t.hovertext]
     down = next(h for h in hovers if h.startswith("<b>latent down-projection"))
     up = next(h for h in hovers if h.startswith("<b>latent up-projection"))
-    d, l = cfg.d_model, cfg.moe.latent_dim
-    assert f"{fmt(d * l)} params" in down and fmt(2 * d * l) not in down
+    d, latent = cfg.d_model, cfg.moe.latent_dim
+    assert f"{fmt(d * latent)} params" in down and fmt(2 * d * latent) not in down
     assert "params" in up and "per decoded token" in up
     layer = cfg.ffn_types().index("moe")
     sides = [an.latent_side(layer, s) for s in ("down", "up")]
