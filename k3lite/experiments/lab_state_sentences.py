@@ -43,9 +43,9 @@ def ceiling_sentence(rows: list[dict]) -> str:
         verdict = (f"{apart}; {min(att['n'], best['n'])} seed so far, no spread yet" if min(att["n"], best["n"]) < 2 else
                    "within seed spread" if _tie(att, best) else apart)
         parts.append(f"at K = {K}, softmax attention recalls {100 * att['mean']:.0f}% from a "
-                     f"{fmt_bytes(att['state_bytes'])} KV cache and the best recurrent mixer, {short_name(best['mixer'])}, "
-                     f"{100 * best['mean']:.0f}% ± {100 * best['std']:.0f} ({best['n']} seed{'s' if best['n'] > 1 else ''}) "
-                     f"from a {fmt_bytes(best['state_bytes'])} state ({verdict})")
+                     f"{fmt_bytes(att['state_bytes'])} KV cache, the best recurrent mixer ({short_name(best['mixer'])}) "
+                     f"{100 * best['mean']:.0f}% ± {100 * best['std']:.0f} from a {fmt_bytes(best['state_bytes'])} "
+                     f"state ({verdict})")
     return ("Per layer memory: " + "; ".join(parts) + ".") if parts else ""
 
 
@@ -82,7 +82,9 @@ def rule_sentence(rows: list[dict]) -> str:
             verdicts.append(f"at K = {K} too few seeds yet to tell ({min(r['n'] for r in rec)} for some mixer)")
         elif not _tie(top, bottom) or apart:
             win, lose = (top, bottom) if not _tie(top, bottom) else apart[0]
-            gap, spread = 100 * (win["mean"] - lose["mean"]), 100 * max(win["std"], lose["std"])
+            # the difference of the one-decimal means, so the sentence's numbers add up as printed
+            gap = round(round(100 * win["mean"], 1) - round(100 * lose["mean"], 1), 1)
+            spread = 100 * max(win["std"], lose["std"])
             if _clearly_apart(win, lose) and not lose["not_flat"]:
                 verdict = (f"at K = {K} the update rule matters: {short_name(win['mixer'])} "
                            f"{compare(win['mean'], lose['mean'], 'beats', 'trails', 'ties with')} "
@@ -95,11 +97,10 @@ def rule_sentence(rows: list[dict]) -> str:
             else:
                 why = [] if _clearly_apart(win, lose) else ["not beyond twice it"]
                 if lose["not_flat"]:
-                    why.append(f"{short_name(lose['mixer'])} has {lose['not_flat']} seed"
-                               f"{'s' * (lose['not_flat'] != 1)} still rising (its mean is a lower bound)")
-                verdict = (f"at K = {K} the gap between {short_name(win['mixer'])} {100 * win['mean']:.1f}% and "
-                           f"{short_name(lose['mixer'])} {100 * lose['mean']:.1f}% is {gap:.1f} points, beyond the "
-                           f"larger seed spread ({spread:.1f}) but " + " and ".join(why)
+                    why.append(f"with {lose['not_flat']} {short_name(lose['mixer'])} seed"
+                               f"{'s' * (lose['not_flat'] != 1)} still rising")
+                verdict = (f"at K = {K} {short_name(win['mixer'])} leads {short_name(lose['mixer'])} by {gap:.1f} "
+                           f"points, beyond the seed spread ({spread:.1f}) but " + " and ".join(why)
                            + ": too close to credit the update rule")
             verdicts.append(verdict)
         else:
@@ -113,16 +114,13 @@ def _rising(rows: list[dict]) -> str:
     """Which recurrent cells still had seeds gaining at their cap (`flat`): their means are lower bounds."""
     parts = []
     for K in sorted({r["head_dim"] for r in rows}):
-        rec = [r for r in rows if r["head_dim"] == K and r["mixer"] in RECURRENT]
-        up = [r for r in rec if r["not_flat"]]
+        up = [r for r in rows if r["head_dim"] == K and r["mixer"] in RECURRENT and r["not_flat"]]
         if up:
-            which = ", ".join(f"{short_name(r['mixer'])} {r['not_flat']}" for r in up)
-            parts.append(f"at K = {K}, {sum(r['not_flat'] for r in up)} of {sum(r['n'] for r in rec)} recurrent runs "
-                         f"({which})")
+            parts.append(f"K = {K} " + ", ".join(f"{short_name(r['mixer'])} {r['not_flat']}" for r in up))
     if not parts:
         return ""
-    return (" Not final: " + "; ".join(parts) + f" still gained ≥ {100 * FLAT_GAIN:.0f} points over their last "
-            f"{100 * FLAT_WINDOW:.0f}% of steps, so those cells' means are lower bounds.")
+    return (f" Not final (seeds still gaining ≥ {100 * FLAT_GAIN:.0f} points over their last {100 * FLAT_WINDOW:.0f}% "
+            "of steps, so their cells' means are lower bounds): " + "; ".join(parts) + ".")
 
 
 def report_sentence(rows: list[dict]) -> str:

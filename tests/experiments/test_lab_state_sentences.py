@@ -11,7 +11,7 @@ def test_sentences_follow_the_numbers():
                    ("linear", 16): [0.3, 0.35, 0.25], ("mamba2", 16): [0.5, 0.52, 0.48]})
     rows = aggregate(runs)
     ceiling = ceiling_sentence(rows)
-    assert "softmax attention recalls 100%" in ceiling and "KDA, 70% ± 2 (3 seeds)" in ceiling
+    assert "softmax attention recalls 100%" in ceiling and "the best recurrent mixer (KDA) 70% ± 2 from" in ceiling
     assert "30 points apart" in ceiling
     rule = rule_sentence(rows)
     assert "KDA 70% ≈ GDN 70% > Mamba-2 50% > linear 30%" in rule
@@ -71,9 +71,8 @@ def test_a_gap_just_beyond_one_spread_with_a_rising_seed_is_not_called_a_rule_ef
         r["not_flat"] = 1 if r["mixer"] == "kda" else 0
     text = rule_sentence(rows)
     assert "the update rule matters" not in text and "beats" not in text
-    assert ("at K = 16 the gap between GDN 73.1% and KDA 68.8% is 4.3 points, beyond the larger seed spread (4.2) but "
-            "not beyond twice it and KDA has 1 seed still rising (its mean is a lower bound): too close to credit the "
-            "update rule") in text
+    assert ("at K = 16 GDN leads KDA by 4.3 points, beyond the seed spread (4.2) but not beyond twice it and with 1 KDA "
+            "seed still rising: too close to credit the update rule") in text
     for r in rows:  # the same gap with every seed levelled off: still only one spread apart
         r["not_flat"] = 0
     assert "not beyond twice it: too close" in rule_sentence(rows)
@@ -89,8 +88,8 @@ def test_rule_sentence_says_which_cells_are_still_rising():
             r["not_flat"] = 2
     text = rule_sentence(rows)
     assert text.startswith(flat_text.split(" — ")[0]) and text.endswith(
-        "Not final: at K = 16, 2 of 6 recurrent runs (KDA 2) still gained ≥ 2 points over their last 25% of steps, "
-        "so those cells' means are lower bounds.")
+        "Not final (seeds still gaining ≥ 2 points over their last 25% of steps, so their cells' means are lower "
+        "bounds): K = 16 KDA 2.")
     assert "the update rule matters" in flat_text and "the update rule matters" not in text, \
         "a lower cell whose mean is a lower bound is no evidence the rule separates them"
 
