@@ -148,8 +148,9 @@ def latent() -> Reveal:
 
 
 def balancing() -> Reveal:
-    """MoE page (b) at its defaults: held-out load per expert with no balancing vs quantile balancing (the page's
-    own demo, `precomputed.moe_default_demo`: the trained model's hidden states, shipped or computed)."""
+    """MoE page (b) at 64 experts, top-8, latent 1/4 (its sliders; it opens at K3's shape): held-out load per expert
+    with no balancing vs quantile balancing (the page's own demo, `precomputed.moe_default_demo`: the trained model's
+    hidden states, shipped or computed)."""
     demo = moe_default_demo()
     cfg = moe_default_cfg(0)  # only E and top-k are read here (they do not depend on the width)
     none, quant = 1 + demo.eval_violation["none"], 1 + demo.eval_violation["quantile"]
@@ -159,8 +160,9 @@ def balancing() -> Reveal:
                   "(routing stays token choice: each token takes its top-k of its scores minus a per-expert cut, "
                   "the cut read off earlier batches as the score that would have given the expert its N·k/E share; "
                   f"no step size) the busiest got "
-                  f"{quant:.2f}x after {demo.updates} updates. The MoE page's numbers at its defaults: the same "
-                  "seeded router fed the trained lite model's hidden states.",
+                  f"{quant:.2f}x after {demo.updates} updates. The MoE page's numbers with its sliders at "
+                  f"{cfg.n_routed_experts} experts, top-{cfg.top_k} (it opens at K3's {_K3.moe.n_routed_experts}, "
+                  f"top-{_K3.moe.top_k}): the same seeded router fed the trained lite model's hidden states.",
                   {"busiest / average, no balancing": f"{none:.2f}", "busiest / average, quantile": f"{quant:.2f}"})
 
 
