@@ -75,3 +75,16 @@ def test_training_sentence_wording():
     grid = [dict(layout=lay, schedule=s, micro_batches=m) for lay in ("kimi-k3", "deepseek-v3") for s in SCHEDULES
             for m in (16, 120)]
     assert wording_problems(training_sentence, grid) == []
+
+
+def test_cli_prints_the_step_with_evidence(capsys):
+    import json
+
+    from k3lite.analytic.training import main
+
+    assert main(["--layout", "deepseek-v3", "--schedule", "1f1b", "--micro-batches", "32", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["layout"]["schedule"] == "1f1b" and out["bubble_share"] == pytest.approx(15 / 47)
+    assert [r["kind"] for r in out["per_token"]][:4] == ["EP forward", "EP backward", "PP", "DP"]
+    assert out["evidence"]["pp"].startswith("ⓡ released")
+    assert main(["--layout", "kimi-k3", "--ep", "48"]) == 2  # EP must divide DP
