@@ -340,7 +340,7 @@ def practice_problem(problem, seed: int, key: str, number: str = "") -> None:
     show_hint = hint_col.toggle("hint", key=f"{key}_hint")
     show_solution = solution_col.toggle("solution", key=f"{key}_solution")
     if show_hint:
-        st.markdown(_escaped(f"💡 {inst.hint}: [open it at these settings]({inst.hint_link})"))
+        st.markdown(_escaped(f"Hint: {inst.hint}: [open it at these settings]({inst.hint_link})"))
     if show_solution:
         for step in inst.steps:
             st.markdown(_escaped(step))

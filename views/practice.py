@@ -7,7 +7,7 @@ from k3lite.tour.practice import BY_ID, KIND_WORDS, PROBLEMS, SET_LABELS, SETS, 
     key_csv, parse_seeds, problems_in
 from views.common import lazy_expander, practice_problem, push_url, reset_button, table, url_state, user_errors
 
-DIFFICULTY = {"any": "any", "1": "● easy", "2": "●● two steps", "3": "●●● three or more"}
+DIFFICULTY = {"any": "any", "1": "●", "2": "●●", "3": "●●●"}
 
 st.title("Practice: work the numbers out")
 st.caption(f"{len(PROBLEMS)} problems; each draws its own numbers from a seed and is checked by the computation the "
@@ -21,7 +21,8 @@ url_state("key", False)
 
 c1, c2, c3 = st.columns([2, 2, 1])
 c1.selectbox("problem set", list(SETS), key="set", format_func=SET_LABELS.get)
-c2.radio("difficulty", list(DIFFICULTY), key="pr_difficulty", format_func=DIFFICULTY.get, horizontal=True)
+c2.radio("difficulty", list(DIFFICULTY), key="pr_difficulty", format_func=DIFFICULTY.get, horizontal=True,
+         help="● one lookup · ●● two steps · ●●● several steps or two pages")
 c3.number_input("seed", 0, 10**6, key="seed", help="Your own numbers: a teacher gives each student a seed "
                 "(a student number works); the same seed gives the same numbers anywhere.")
 level = None if st.session_state.pr_difficulty == "any" else int(st.session_state.pr_difficulty)

@@ -100,9 +100,11 @@ def kept(rng) -> Instance:
 
 
 def read_span(rng) -> Instance:
-    gs = sorted(rng.sample([-0.02, -0.05, -0.1, -0.2, -0.5, -1.0], 3))
+    base = rng.choice([-0.02, -0.05, -0.1, -0.2, -0.5])
+    gs = sorted(round(base * f, 3) for f in (1.0, 1.5, 2.5))  # close enough that one log axis shows all three
     pick = rng.choice(gs)
-    tokens = list(range(0, 101, 2))
+    slowest = memory.decay_memory(max(gs), [0]).tokens_to_threshold
+    tokens = list(range(0, math.ceil(1.3 * slowest) + 1))
     curves = {f"g = {g}": memory.decay_memory(g, tokens).kept_after for g in gs}
     span = memory.decay_memory(pick, tokens).tokens_to_threshold
     return Instance(
@@ -151,7 +153,7 @@ PROBLEMS = (
     Problem("kda-kept", "kda", "compute", 1, "What a channel keeps", kept, {"log_decay": (-0.5, -0.001),
                                                                           "tokens": (10, 1000)}),
     Problem("kda-read-span", "kda", "read", 2, "When a channel forgets, from the picture", read_span,
-            {"log_decay": (-1.0, -0.02)}),
+            {"log_decay": (-1.25, -0.02)}),
     Problem("kda-probe-predict", "kda", "predict", 3, "Does KDA keep the fact?", probe_predict,
             {"writes": (16, 512), "decay": (0.5, 0.99), "leak": (0.0, 0.9)}),
 )
