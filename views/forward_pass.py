@@ -6,19 +6,26 @@ from streamlit.errors import StreamlitAPIException
 import torch
 
 from k3lite.analytic.anatomy import anatomy
+from k3lite.analytic.sensitivity import Assumption
+from k3lite.base.evidence import derived, measured_here
+from k3lite.interconnect.headline import forward_bytes_at
 from k3lite.model.checkpoint import checkpoint_meta, load_lite_model
-from k3lite.interconnect import REFERENCE, deployment_bytes
+from k3lite.interconnect import REFERENCE, WIRE_FORMATS, deployment_bytes, wire_bytes_per_token
 from k3lite.base.tokenizer import decode, encode, token_label
 from k3lite.viz.archmap import architecture_map, node_stage
 from k3lite.viz.memo import shared_figure
-from k3lite.viz.model import WHAT, stage_figure, stages
+from k3lite.viz.model import CUMULATIVE_BYTES, WHAT, stage_figure, stages
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.stepper import at_stage, stepper_map
-from views.common import (explain, interconnect_query, one_of, pick_from_map, push_url, reset_button, set_state,
-                          show_code, url_state, user_errors)
+from views.common import (assumptions_block, evidence_columns, explain, interconnect_query, metric, one_of,
+                          pick_from_map, push_url, reset_button, set_state, show_code, url_state, user_errors)
 from views.registry import by_url_path
 
 MAX_CHARS, MAX_BYTES = 200, 400  # bounded so every stage's picture stays readable and fast
+# the evidence of this page's numbers: the shipped checkpoint run on the visitor's prompt, here
+RAN = measured_here("the shipped checkpoint assets/lite.safetensors (k3lite.model.checkpoint.load_lite_model) run "
+                    "forward on your prompt on this server, trace=True")
+TOKENIZED = derived(encode)
 
 st.title("Step through a forward pass")
 st.markdown("**What happens to your prompt inside the model, stage by stage, and which stages move bytes between "
@@ -73,7 +80,8 @@ st.session_state.fp_stage = min(max(int(st.session_state.fp_stage), 0), last)
 def flipbook(prompt: str):
     """The map with every stage as a frame: its slider steps through them in the browser (k3lite.viz.stepper)."""
     cfg, trace = lite_model()[0].cfg, run(prompt)[0]
-    base = architecture_map(cfg, trace=trace, anatomy=anatomy(cfg, context=len(trace.tokens)))
+    base = architecture_map(cfg, trace=trace, anatomy=anatomy(cfg, context=len(trace.tokens)),
+                            evidence=(RAN, derived(anatomy)))
     return stepper_map(base, cfg, stages(trace))
 
 
@@ -126,7 +134,9 @@ def stage_panel() -> None:
         head = st.slider("KDA head", 0, trace.layers[stage.layer].kda_beta.shape[-1] - 1, 0, key="fp_head")
     with user_errors():
         wire = deployment_bytes(model.cfg, REFERENCE)  # bytes per token per MoE layer (k3lite.interconnect)
-    st.plotly_chart(shared_figure(stage_figure, trace, stage, top, head, wire_per_layer=wire.total), width="stretch")
+    st.plotly_chart(shared_figure(stage_figure, trace, stage, top, head, wire_per_layer=wire.total,
+                                  evidence=TOKENIZED if stage.kind == "tokenize" else RAN,
+                                  evidence_by_name={CUMULATIVE_BYTES: derived(wire_bytes_per_token)}), width="stretch")
     show_code(stage_figure)
 
     cum = trace.bytes_cumulative(wire.total)
@@ -136,12 +146,12 @@ def stage_panel() -> None:
         done = stage.layer if stage.kind in ("depth", "kda", "mla", "router") else stage.layer + 1
         so_far = cum[done - 1] if done > 0 else 0.0
     m1, m2, m3 = st.columns(3)
-    m1.metric("tokens", f"{len(trace.tokens)} bytes")
-    m2.metric("interconnect bytes per token so far", fmt_bytes(so_far),
-              help=f"dispatch + combine of every MoE layer up to here, {wire.total:,.0f} B per MoE layer: expected "
+    metric(m1, "tokens", f"{len(trace.tokens)} bytes", TOKENIZED)
+    metric(m2, "interconnect bytes per token so far", fmt_bytes(so_far), derived(wire_bytes_per_token),
+           help=f"dispatch + combine of every MoE layer up to here, {wire.total:,.0f} B per MoE layer: expected "
                    f"copies x record bytes on {REFERENCE.describe()} (k3lite.interconnect.wire_bytes_per_token; "
                    "the link below opens the Interconnect page on the same setting, where it shows the same number)")
-    m3.metric("next byte (greedy)", f"{token_label(top[0][0])}  ({100 * top[1][0]:.1f}%)")
+    metric(m3, "next byte (greedy)", f"{token_label(top[0][0])}  ({100 * top[1][0]:.1f}%)", RAN)
     ic_spec, ic_query = by_url_path("interconnect"), interconnect_query(REFERENCE, "lite")
     ic_label = f"{wire.total:,.0f} B per MoE layer on the Interconnect page: lite preset, {REFERENCE.describe()}"
     try:
@@ -150,8 +160,10 @@ def stage_panel() -> None:
         st.caption(f"{ic_label} (`{ic_spec.file}`, settings {ic_query})")
 
     if stage.kind == "next":
-        st.table({"next byte": [token_label(i) for i in top[0]], "id": top[0],
-                  "probability": [f"{100 * p:.1f}%" for p in top[1]]})
+        top5, _ = evidence_columns({"next byte": [token_label(i) for i in top[0]], "id": top[0],
+                                    "probability": [f"{100 * p:.1f}%" for p in top[1]]},
+                                   {"id": TOKENIZED, "probability": RAN})
+        st.table(top5)  # each numeric column's name carries its evidence marker
         g1, g2, g3 = st.columns(3)
         n = g1.slider("bytes to generate", 1, 120, 40, key="fp_gen_n")
         temperature = g2.slider("temperature (0 = greedy)", 0.0, 1.5, 0.7, 0.1, key="fp_temp")
@@ -171,3 +183,23 @@ def stage_panel() -> None:
 
 
 stage_panel()
+
+# below the stages: what the headline (interconnect bytes per token) assumes
+wire_formats = {side: WIRE_FORMATS[getattr(REFERENCE, side)] for side in ("dispatch", "combine")}
+assumptions_block(
+    "fp_x_assumptions", f"Interconnect bytes per token of the lite model ({REFERENCE.topology.label}, "
+                        f"EP {REFERENCE.ep_size})",
+    partial(forward_bytes_at, model.cfg, REFERENCE),
+    [Assumption("dispatch_elem_bytes", "dispatch: bytes per element on the wire",
+                wire_formats["dispatch"].elem_bytes, wire_formats["dispatch"].description,
+                "the Interconnect page's 'dispatch precision'", "B"),
+     Assumption("combine_elem_bytes", "combine: bytes per element on the wire",
+                wire_formats["combine"].elem_bytes, wire_formats["combine"].description,
+                "the Interconnect page's 'combine precision'", "B"),
+     Assumption("copies_scale", "copies per token, against uniform routing's expectation", 1.0,
+                "the bytes assume uniform routing, not this prompt's routing (its max-violation is on the map)"),
+     Assumption("metadata_scale", "routing metadata and padding per record, against DeepEP's layout", 1.0,
+                "the record layouts read from DeepEP's buffers (k3lite/interconnect/deployment.py)")],
+    fmt_bytes,
+    also=[("deployment", REFERENCE.describe()),
+          ("model", "the trained lite checkpoint's config; every MoE layer moves the same bytes per token")])

@@ -215,6 +215,9 @@ def load_figure(trace: Trace, layer: int) -> go.Figure:
                         f"{lt.dispatch_dim}-dim latent per copy)", 320)
 
 
+CUMULATIVE_BYTES = "interconnect bytes per token so far"  # the combine stage's computed bars (not the trace's)
+
+
 def combine_figure(trace: Trace, layer: int, wire_per_layer: float) -> go.Figure:
     """wire_per_layer: bytes per token per MoE layer from k3lite.interconnect.wire_bytes_per_token."""
     cum = trace.bytes_cumulative(wire_per_layer)
@@ -225,7 +228,8 @@ def combine_figure(trace: Trace, layer: int, wire_per_layer: float) -> go.Figure
     fig.add_bar(x=list(range(len(labels))), y=lt.ffn_out_norm[0].float().numpy(), row=1, col=1, showlegend=False,
                 marker_color=CONCEPT["routed"])
     colors = [LINK["nvlink"] if i <= layer else CONCEPT["baseline"] for i in range(len(cum))]
-    fig.add_bar(x=[f"L{i}" for i in range(len(cum))], y=cum, marker_color=colors, row=1, col=2, showlegend=False)
+    fig.add_bar(x=[f"L{i}" for i in range(len(cum))], y=cum, marker_color=colors, row=1, col=2, showlegend=False,
+                name=CUMULATIVE_BYTES)
     fig.update_yaxes(title="bytes per token (dispatch + combine)", row=1, col=2)
     step = max(1, len(labels) // 30)
     fig.update_xaxes(tickmode="array", tickvals=list(range(0, len(labels), step)), ticktext=labels[::step], row=1, col=1)
