@@ -10,6 +10,7 @@ import streamlit as st
 
 from k3lite.base import sources
 from k3lite.base.evidence import derived, measured_here, released
+from k3lite.base.wording import times
 from k3lite.analytic.sensitivity import Assumption
 from k3lite.model.checkpoint import checkpoint_meta
 from k3lite.model.config import BALANCING_METHODS, MoEConfig
@@ -80,7 +81,7 @@ on_wire, classic_wire = path.wire.total, classic.wire.total
 sentence(
     f"At latent ratio {st.session_state.moe_latent} each copy carries l = {path.latent} dims instead of d = {K3_D}: "
     f"**{fmt_bytes(on_wire)}** on the wire per token per MoE layer against {fmt_bytes(classic_wire)} for a classic "
-    f"MoE ({classic_wire / on_wire:.1f}x less), {path.wire.copies.total:.2f} copies each way on "
+    f"MoE ({times(on_wire, classic_wire, 'more', 'less', digits=1)}), {path.wire.copies.total:.2f} copies each way on "
     f"{REFERENCE.describe()}. A token visits {K} of {E} routed experts ({100 * K / E:.1f}%); its {SHARED} shared "
     "expert(s) run on its own GPU and never cross the wire.", derived(latent_path, deployment_bytes), K3_CONFIG)
 show_code(latent_path, latent_path_figure)
