@@ -234,7 +234,7 @@ def show_code(*functions, title: str = "The code behind this figure") -> None:
 
 
 # ------------------------------------------------------------------------------------ evidence classes
-# Every number a page shows says what kind of evidence it is (k3lite.base.evidence): a quiet circled letter after a
+# Every number a page shows says what kind of evidence it is (k3lite.base.evidence): a quiet superscript letter after a
 # metric's label or a table column's name, the source in the tooltip; a figure's hover carries it too
 # (shared_figure(..., evidence=...)). tests/app/test_evidence.py fails on a metric, a numeric column or a
 # hoverable trace without one.

@@ -7,6 +7,7 @@ ranking: it says which single assumption to check first, not how they interact.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -35,7 +36,9 @@ class Swing:
     @property
     def width(self) -> float:
         """|high - low| / |base|: the headline's relative swing."""
-        return abs(self.high - self.low) / abs(self.base) if self.base else float("inf")
+        if self.base == 0 or not all(map(math.isfinite, (self.low, self.high, self.base))):
+            return float("inf")
+        return abs(self.high - self.low) / abs(self.base)
 
 
 def swings(headline: Callable[..., float], assumptions: list[Assumption], rel: float = 0.2) -> list[Swing]:
@@ -62,10 +65,16 @@ def most_sensitive_sentence(headline_name: str, ranked: list[Swing], fmt: Callab
     if not ranked:
         raise ValueError("no swings to rank")
     top = ranked[0]
-    lo, hi = sorted((top.low, top.high))
+    lo, hi = sorted((top.low, top.high), key=lambda v: (math.isinf(v), v))
     text = (f"{headline_name} ({fmt(top.base)}) moves most with **{top.name}**: ±{rel:.0%} in it gives "
-            f"{fmt(lo)} to {fmt(hi)} (a {top.width:.0%} spread)")
+            f"{fmt(lo)} to {fmt(hi)} ({_spread(top)})")
     if len(ranked) > 1:
         nxt = ranked[1]
-        text += f"; next comes {nxt.name} ({nxt.width:.0%})"
+        text += f"; next comes {nxt.name} ({_spread(nxt)})"
     return text + "."
+
+
+def _spread(s: Swing) -> str:
+    if not math.isfinite(s.width):
+        return "one side out of reach"
+    return f"a {s.width:.0%} spread"

@@ -6,7 +6,7 @@
 - derived: computed here from other numbers by a named function;
 - assumed: ours (prices, efficiencies, workloads).
 
-A page shows the class as a quiet circled letter after a metric's label, a table column's name or in a figure's
+A page shows the class as a quiet superscript letter (a footnote mark, in every common font) after a metric's label, a table column's name or in a figure's
 hover, with the source in the tooltip (views.common.metric / table, k3lite.viz.style.with_evidence). The sidebar
 carries the legend (LEGEND).
 """
@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 KINDS = ("released", "measured here", "measured elsewhere", "derived", "assumed")
-MARKERS = {"released": "ⓡ", "measured here": "ⓜ", "measured elsewhere": "ⓔ", "derived": "ⓓ", "assumed": "ⓐ"}
+MARKERS = {"released": "ʳ", "measured here": "ᵐ", "measured elsewhere": "ᵉ", "derived": "ᵈ", "assumed": "ᵃ"}
 MEANING = {
     "released": "from K3's (or another model's) released config, code, checkpoint index or report",
     "measured here": "ran on this server or in a shipped run of this app, with its command",

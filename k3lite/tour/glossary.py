@@ -29,7 +29,7 @@ UNITS_RULE = (
     f"{PER_M_TOKENS:,} tokens, as price lists mean it.")
 
 # the five evidence classes a number's marker names (k3lite/base/evidence.py)
-EVIDENCE_CLASSES = ("Every number a page shows says what kind of evidence it is, by a quiet circled letter after its "
+EVIDENCE_CLASSES = ("Every number a page shows says what kind of evidence it is, by a quiet superscript letter after its "
                     "label, its column's name or in its hover (the source in the tooltip): "
                     + "; ".join(f"{MARKERS[k]} {k}: {MEANING[k]}" for k in KINDS) + ".")
 
@@ -179,7 +179,7 @@ GLOSSARY: tuple[Term, ...] = (
          "output tokens are priced separately.", "cost_per_task"),
     Term("cost per task", "", "Dollars spent until a task succeeds, retries included: price per token × tokens "
          "per attempt ÷ success rate.", "cost_per_task"),
-    Term("evidence classes", "", EVIDENCE_CLASSES, None, ("evidence", "ⓡ", "ⓜ", "ⓔ", "ⓓ", "ⓐ")),
+    Term("evidence classes", "", EVIDENCE_CLASSES, None, ("evidence", "ʳ", "ᵐ", "ᵉ", "ᵈ", "ᵃ")),
     # --- the lab ------------------------------------------------------------------------------------------
     Term("MQAR", "multi-query associative recall", "A synthetic task: key-value pairs appear in the sequence, "
          "then several keys are queried; a mixer must recall each key's value. It measures memory.", "lab"),

@@ -1,6 +1,6 @@
 """A figure's evidence in its hover: every trace a reader can hover says what kind of number it shows.
 
-`with_evidence(fig, ev)` adds one grey line, "ⓓ derived: k3lite.analytic.ledger.ledger", to the hover of every
+`with_evidence(fig, ev)` adds one grey line, "ᵈ derived: k3lite.analytic.ledger.ledger", to the hover of every
 trace not tagged yet (a builder may tag some traces itself, e.g. measured points beside a model's line, with
 `tag_trace`). Traces with hoverinfo "skip" or "none" (decoration) are left alone.
 """

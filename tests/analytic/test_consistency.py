@@ -53,8 +53,21 @@ def percent(text: str) -> float:
     return float(re.search(r"-?[\d.]+", text).group())
 
 
+MARKER = re.compile(r"\s*(:gray\[)?[ʳᵐᵉᵈᵃ]\]?$")  # an evidence marker after a label or a column name
+
+
+def unmarked(text: str) -> str:
+    return MARKER.sub("", text)
+
+
 def metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+    return next(m.value for m in at.metric if unmarked(m.label) == label)
+
+
+def frame(at: AppTest, i: int | None = None, has: str | None = None):
+    """A table with its columns' evidence markers taken off: the i-th, or the first with a column named `has`."""
+    frames = [d.value.rename(columns=unmarked) for d in at.dataframe]
+    return frames[i] if has is None else next(f for f in frames if has in f.columns)
 
 
 @pytest.fixture(scope="module")
@@ -67,14 +80,14 @@ def moe_page() -> AppTest:
 def test_home_and_moe_table_show_the_same_activation_ratio(moe_page, preset, row):
     home = render("home.py", query={"home_preset": preset})
     on_home = percent(metric(home, "experts used per token (top-k / E)"))
-    table = moe_page.dataframe[-1].value
+    table = frame(moe_page, has="activation")
     on_moe = percent(table.loc[table["model"] == row, "activation"].iloc[0])
     moe = get_preset(preset).moe
     assert on_home == on_moe == round(100 * routed_fraction(moe.top_k, moe.n_routed_experts), 2)
 
 
 def test_moe_table_has_the_seed_rows_and_k2_exact(moe_page):
-    table = moe_page.dataframe[-1].value.set_index("model")["activation"]
+    table = frame(moe_page, has="activation").set_index("model")["activation"]
     assert table["Kimi K2"] == "2.08%"  # 8 / 384, not the rounded ~2.0%
     assert table["Inkling"] == "~3.1%" and table["Nemotron 3 Ultra"] == "4.30%"
 
@@ -106,7 +119,7 @@ def test_moe_bars_are_the_curve_at_the_shared_budget_and_the_claim_uses_them(moe
 # ------------------------------------------------------------------------------------------ home
 def test_home_compares_deepseek_active_like_for_like_and_drops_the_mtp_guess():
     home = render("home.py")
-    table = next(d.value for d in home.dataframe if "config" in d.value.columns).set_index("config")  # published vs ours
+    table = frame(home, has="config").set_index("config")  # published vs ours
     ds = count_params(get_preset("deepseek-v3"))
     stated, with_embedding, _ = ACTIVE_CONVENTION["deepseek-v3"]
     assert with_embedding and table.loc["deepseek-v3", "stated active"] == fmt(stated)
@@ -157,7 +170,7 @@ def test_kda_probe_text_is_the_probes_own_claims():
     for sentence in probe_claims(probe, min(8, ss.kda_probe_n)):
         assert sentence in text
     assert "equally badly" not in text
-    table = at.dataframe[0].value.set_index("mechanism")
+    table = frame(at, 0).set_index("mechanism")
     assert f"linear attention {table.loc['linear attention', 'recall of pair 0 (the oldest)']:.2f}" in text
 
 

@@ -34,3 +34,15 @@ def test_bad_input_is_refused():
         swings(_price, ASSUMED + [ASSUMED[0]])
     with pytest.raises(ValueError, match=r"\(0, 1\)"):
         swings(_price, ASSUMED, rel=1.5)
+
+
+def test_an_input_that_puts_the_headline_out_of_reach_ranks_first_and_is_worded():
+    def price(efficiency, overhead):
+        return float("inf") if efficiency < 0.45 else 1 / efficiency + overhead
+
+    ranked = swings(price, [Assumption("efficiency", "efficiency", 0.5, "fitted"),
+                            Assumption("overhead", "overhead", 1.0, "ours")])
+    assert ranked[0].name == "efficiency"
+    text = most_sensitive_sentence("The price", ranked, lambda v: "out of reach" if v == float("inf") else f"${v:.2f}")
+    assert "gives $2.67 to out of reach (one side out of reach)" in text and "inf%" not in text
+    assert "next comes overhead (a 13% spread)" in text

@@ -33,7 +33,7 @@ def test_article_page_shows_each_claim_with_the_computed_answer():
     metrics = {m.label.split(" :gray[")[0]: m.value for m in at.metric}  # the label without its evidence marker
     assert metrics["experts a token visits (the article)"] == f"{100 * s.expert_share:.2f} %"
     assert metrics["parameters a token uses (the app)"] == f"{100 * s.param_share:.2f} %"
-    assert all(m.label.endswith(":gray[ⓓ]") for m in at.metric)
+    assert all(m.label.endswith(":gray[ᵈ]") for m in at.metric)
     text = " ".join(m.value for m in at.markdown)
     assert s.sentence() in text
     for i, step in enumerate(STEPS, start=1):

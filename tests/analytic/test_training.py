@@ -86,5 +86,5 @@ def test_cli_prints_the_step_with_evidence(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["layout"]["schedule"] == "1f1b" and out["bubble_share"] == pytest.approx(15 / 47)
     assert [r["kind"] for r in out["per_token"]][:4] == ["EP forward", "EP backward", "PP", "DP"]
-    assert out["evidence"]["pp"].startswith("ⓡ released")
+    assert out["evidence"]["pp"].startswith("ʳ released")
     assert main(["--layout", "kimi-k3", "--ep", "48"]) == 2  # EP must divide DP

@@ -48,7 +48,7 @@ def test_the_page_accepts_the_right_answer_and_says_how_far_a_wrong_one_is():
     assert at.warning and "2.0x too high" in at.warning[0].value
     at.toggle(key=f"pr_{problem.id}_3_solution").set_value(True).run()
     assert any(m.value.startswith("**Answer:") for m in at.markdown)
-    assert [m.label for m in at.metric] == ["computed answer :gray[ⓓ]"]
+    assert [m.label for m in at.metric] == ["computed answer :gray[ᵈ]"]
 
 
 def test_the_teachers_view_lists_every_answer_for_the_seeds_as_csv():

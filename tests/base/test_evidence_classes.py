@@ -13,10 +13,10 @@ def test_constructors_name_their_kind_and_source():
 
     d = ev.derived(ledger)
     assert d.kind == "derived" and d.source == "k3lite.analytic.ledger.ledger"
-    assert d.note.startswith("ⓓ derived: k3lite.analytic.ledger.ledger")
+    assert d.note.startswith("ᵈ derived: k3lite.analytic.ledger.ledger")
     assert ev.kind_of(f"tokens/s {ev.assumed('ours').marker}") == "assumed"
     assert ev.kind_of("tokens/s") is None
-    assert ev.released("config.json").marker == "ⓡ"
+    assert ev.released("config.json").marker == "ʳ"
     assert ev.measured_here("python -m k3lite.bench").kind == "measured here"
     assert ev.measured_elsewhere("SemiAnalysis").kind == "measured elsewhere"
 

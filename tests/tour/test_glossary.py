@@ -144,4 +144,4 @@ def test_evidence_classes_entry_explains_every_marker():
     for kind in KINDS:
         assert f"{MARKERS[kind]} {kind}: {MEANING[kind]}" in entry.meaning
         assert lookup()[MARKERS[kind]] is entry  # searching a marker finds it
-    assert [t.term for t in search("ⓐ")] == ["evidence classes"]
+    assert [t.term for t in search("ᵃ")] == ["evidence classes"]

@@ -20,8 +20,8 @@ def test_untagged_finds_every_hoverable_trace_and_tagging_clears_it():
     with_evidence(fig, derived("k3lite.x.f"), {"measured": measured_elsewhere("a blog")})
     assert untagged(fig.to_plotly_json()) == []
     model, measured, heat, deco = fig.data
-    assert "ⓓ derived: k3lite.x.f" in model.hovertemplate and "%{x}: %{y}" in model.hovertemplate
-    assert measured.hovertemplate.startswith("%{x}<br>") and "ⓔ measured elsewhere: a blog" in measured.hovertemplate
+    assert "ᵈ derived: k3lite.x.f" in model.hovertemplate and "%{x}: %{y}" in model.hovertemplate
+    assert measured.hovertemplate.startswith("%{x}<br>") and "ᵉ measured elsewhere: a blog" in measured.hovertemplate
     assert measured.hovertemplate.endswith("<extra></extra>")  # the author's hidden side box stays hidden
     assert "%{z}" in heat.hovertemplate and deco.hovertemplate is None
 
@@ -30,14 +30,14 @@ def test_tagging_is_idempotent_and_per_point_templates_are_tagged():
     fig = go.Figure(go.Bar(x=[1, 2], y=[1, 2], hovertemplate=["a", "b"]))
     with_evidence(fig, assumed("ours"))
     with_evidence(fig, derived("k3lite.x.f"))
-    assert [t.count("ⓐ") for t in fig.data[0].hovertemplate] == [1, 1] and "ⓓ" not in str(fig.data[0].hovertemplate)
+    assert [t.count("ᵃ") for t in fig.data[0].hovertemplate] == [1, 1] and "ᵈ" not in str(fig.data[0].hovertemplate)
 
 
 def test_memo_tags_and_keys_on_evidence():
     memo = FigureMemo()
     a = memo(_fig_builder, 1, evidence=assumed("ours"))
     b = memo(_fig_builder, 1, evidence=derived("k3lite.x.f"))
-    assert a is not b and "ⓐ" in a.data[0].hovertemplate and "ⓓ" in b.data[0].hovertemplate
+    assert a is not b and "ᵃ" in a.data[0].hovertemplate and "ᵈ" in b.data[0].hovertemplate
     assert memo(_fig_builder, 1, evidence=assumed("ours")) is a
     assert memo(_fig_builder, 1).data[0].hovertemplate is None  # untagged when no evidence is given
 
