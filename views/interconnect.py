@@ -225,7 +225,8 @@ def assumptions(cfg, dep: Deployment) -> None:
     """What this page's headline (bytes per token per MoE layer at its deployment) assumes, moved ±20% each."""
     fmts = {side: WIRE_FORMATS[getattr(dep, side)] for side in ("dispatch", "combine")}
     assumptions_block(
-        "ic_x_assumptions", f"Bytes per token per MoE layer ({cfg.name}, {dep.topology.label}, EP {dep.ep_size})",
+        "ic_x_assumptions", f"Bytes per token per MoE layer ({st.session_state.ic_preset} at your settings, "
+                            f"{dep.topology.label}, EP {dep.ep_size})",
         partial(layer_bytes_at, cfg, dep),
         [Assumption("dispatch_elem_bytes", "dispatch: bytes per element on the wire", fmts["dispatch"].elem_bytes,
                     fmts["dispatch"].description, "the 'dispatch precision' control", "B"),
