@@ -24,6 +24,7 @@ from k3lite.viz.diagrams import depth_reads, depth_reads_figure
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import fmt_bytes
 from views.common import assumptions_block, explain, lazy_sections, push_url, reset_button, show_code, url_state, user_errors
+from views.common import try_it  # the page's practice problems, at its foot
 
 
 st.title("Attention Residuals")
@@ -214,3 +215,5 @@ def cost_panel() -> None:
 with tab_cost as is_open:
     if is_open:
         cost_panel()
+
+try_it("attention_residuals")

@@ -22,6 +22,7 @@ from views.common import (
     assumptions_block, evidence_columns, explain, kept_editor, lazy_expander, lazy_sections, metric, push_url,
     reset_button, sentence, show_code, table, url_state, user_errors,
 )
+from views.common import try_it  # the page's practice problems, at its foot
 
 PRICE_LISTS = released("each model's own price list, quoted under 'Where the numbers come from' "
                        "(k3lite.analytic.cost.PRICES); the serving-physics row, when added, is derived by "
@@ -265,3 +266,5 @@ SECTIONS = [PLANNER_TITLE]
 with planner_section as is_open:
     if is_open:
         planner_panel()
+
+try_it("cost_per_task")

@@ -21,6 +21,7 @@ from views.common import (
     assumptions_block, explain, lazy_expander, metric, push_url, reset_button, show_code, url_state,
     user_errors,
 )
+from views.common import try_it  # the page's practice problems, at its foot
 
 CONTEXTS = [4096, 16384, 65536, 131072, 262144, 524288, ONE_M]  # ONE_M: "1M" of context is 2^20, on every page
 REPORT = "Kimi Linear tech report, arXiv 2510.26692"
@@ -164,3 +165,5 @@ def main_panel() -> None:
 
 
 main_panel()
+
+try_it("hybrid_attention")

@@ -27,6 +27,7 @@ from k3lite.model.kda.reference import chunk_kda_reference
 from views.common import (
     assumptions_block, explain, lazy_expander, push_url, reset_button, show_code, table, url_state, user_errors,
 )
+from views.common import try_it  # the page's practice problems, at its foot
 
 MAX_T = 256  # tokens run live (the state trajectory keeps T x H x K x V numbers); the animation shows MAX_FRAMES
 SEED = 0
@@ -295,3 +296,5 @@ show_code(naive_kda_matrix, chunk_kda_reference, KimiDeltaAttention.kernel_input
 st.caption("The model trains with a faster kernel (`k3lite/model/kda/ops.py`, `chunk.py`: factored exponents, a "
            "recursive triangular inverse, a hand-written backward); tests/model/test_kda.py holds it equal to these "
            "readable versions.")
+
+try_it("kda")

@@ -34,6 +34,7 @@ from k3lite.viz.evidence import with_evidence
 from k3lite.viz.memo import shared_figure
 from views.common import (assumptions_block, explain, lazy_expander, lazy_sections, push_url, reset_button, sentence,
                           set_state, show_code, table, url_state, user_errors)
+from views.common import try_it  # the page's practice problems, at its foot
 
 LIVE_TASKS = tuple(sweep.SEQ_LENS)
 LIVE_MIXERS = sweep.MIXERS
@@ -423,3 +424,5 @@ if state_rows:
               ("task", f"MQAR, T = {state.SEQ_LEN} tokens, {state.NUM_PAIRS} pairs, vocabulary {state.VOCAB}; recall on "
                        f"{state.EVAL_EXAMPLES} fresh sequences"),
               ("state precision", "fp32, as the lab trains and as KDACache keeps the state")])
+
+try_it("lab")

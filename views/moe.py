@@ -31,6 +31,7 @@ from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_
 from k3lite.viz.style import fmt_bytes
 from views.common import (assumptions_block, explain, lazy_expander, lazy_sections, metric, push_url, reset_button,
                           sentence, show_code, table, url_state, user_errors)
+from views.common import try_it  # the page's practice problems, at its foot
 
 EXPERT_FFN, SHARED_FFN = 32, 64  # the live layer on this page (small: it runs on every change; K3's routing shape)
 K3 = get_preset("kimi-k3")  # the released config.json
@@ -342,3 +343,5 @@ assumptions_block(
            "a fresh seeded router on the trained lite model's hidden states: routing is live, the experts' size is not"),
           ("calibration text", f"{STREAM_BYTES:,} bytes of text and code: 3/4 to fit the balancers, 1/4 held out"),
           ("balancing updates", "the same budget for every method (32 in (a)-(b)); bias γ 0.01, aux loss Adam lr 1e-3")])
+
+try_it("moe")
