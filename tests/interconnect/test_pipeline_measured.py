@@ -11,13 +11,16 @@ from k3lite.model.attnres import ResidualStream
 def test_stage_boundary_bytes_equal_analytic_and_gradients_equal_one_process():
     specs = [PipeSpec(stages=3, mode=m, n_layers=6, block_size=3, batch=1, seq_len=4, seed=1)
              for m in ("standard", "full", "block")]
+    specs.append(PipeSpec(stages=3, mode="block", n_layers=26, block_size=24, batch=1, seq_len=4, seed=2))  # K3's
     results = measure_pipeline(specs)
     vectors = {}
     for res in results:
         assert res.agree, (res.measured, res.predicted)  # exact bytes per token per boundary, both directions
         assert res.gradients_match, (res.loss_err, res.grad_rel_err, res.missing)
-        vectors[res.spec.mode] = [b.vectors for b in res.measured]
-    assert vectors == {"standard": [1, 1], "full": [5, 9], "block": [3, 4]}  # block: 4 = 1 + 1 block + a partial
+        vectors[(res.spec.mode, res.spec.block_size)] = [b.vectors for b in res.measured]
+    assert vectors[("standard", 3)] == [1, 1] and vectors[("full", 3)] == [5, 9]
+    assert vectors[("block", 3)] == [3, 4]  # after 8 sublayers: embedding + 2 blocks of 3 + a partial of 2
+    assert vectors[("block", 24)] == [2, 3]  # K3's 12-layer blocks: after 18 layers, embedding + 1 block + a partial
 
 
 def test_restore_stream_continues_where_the_stage_stopped():
