@@ -93,7 +93,14 @@ def test_moe_table_has_the_seed_rows_and_k2_exact(moe_page):
 
 
 # ------------------------------------------------------------------------------------------ balancing panel
-def test_moe_bars_are_the_curve_at_the_shared_budget_and_the_claim_uses_them(moe_page):
+@pytest.fixture(scope="module")
+def moe_page_64() -> AppTest:
+    """At 64 experts, top-8 the page draws one bar per expert (at K3's 896 a histogram of the loads)."""
+    return render("moe.py", query={"moe_experts": "64", "moe_top_k": "8"})
+
+
+def test_moe_bars_are_the_curve_at_the_shared_budget_and_the_claim_uses_them(moe_page_64):
+    moe_page = moe_page_64
     figs = figures(moe_page)
     bars = next(f for f in figs if any("max-violation" in (a.text or "") for a in f.layout.annotations))
     curve = next(f for f in figs if f.layout.xaxis.title.text == "balancing updates (batches seen)")
