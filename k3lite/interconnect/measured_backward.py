@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from k3lite.base.evidence import Evidence, derived, measured_here
 from k3lite.interconnect.analytic import link_copies
 from k3lite.interconnect.backward import BWD_KINDS, backward_link_bytes, backward_records
 from k3lite.interconnect.deployment import expert_to_gpu, experts_per_gpu, wire_format
@@ -234,6 +235,16 @@ class BackwardResult(NamedTuple):
     @property
     def gradients_match(self) -> bool:
         return max(self.rel_err.values()) <= self.tolerance
+
+    @property
+    def evidence(self) -> dict[str, Evidence]:
+        """What the measured and the predicted numbers are: the command that measured them, the counting function."""
+        s = self.spec
+        cmd = (f"python -m k3lite.interconnect measure --backward --ranks {s.ranks} --ranks-per-node "
+               f"{s.ranks_per_node} --scheme {s.scheme} --latent {s.latent_dim} --tokens {s.tokens_per_rank} "
+               f"--dispatch {s.dispatch} --combine {s.combine} --grad-combine {s.grad_combine} --grad-dispatch "
+               f"{s.grad_dispatch} --node-limit {s.node_limit} --seed {s.seed}")
+        return {"measured": measured_here(cmd), "predicted": derived(backward_link_bytes, link_copies)}
 
 
 def predicted_both(spec: MeasureSpec, topk_idx: np.ndarray) -> list[dict]:

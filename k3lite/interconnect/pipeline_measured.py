@@ -23,7 +23,8 @@ import torch
 import torch.distributed as dist
 
 from k3lite.base.rng import seeded
-from k3lite.interconnect.pipeline import Boundary, boundary_bytes, stage_layers
+from k3lite.base.evidence import Evidence, derived, measured_here
+from k3lite.interconnect.pipeline import Boundary, boundary_bytes, boundary_vectors, stage_layers
 from k3lite.model.attnres import ResidualStream
 from k3lite.model.presets import get_preset
 from k3lite.model.stack import K3Model, loss_fn
@@ -213,6 +214,14 @@ class PipeResult(NamedTuple):
     @property
     def gradients_match(self) -> bool:
         return not self.missing and self.loss_err <= 1e-5 and self.grad_rel_err <= 1e-4
+
+    @property
+    def evidence(self) -> dict[str, Evidence]:
+        """What the measured and the predicted numbers are: the command that measured them, the counting function."""
+        s = self.spec
+        cmd = (f"python -m k3lite.interconnect pipeline --stages {s.stages} --layers {s.n_layers} --block "
+               f"{s.block_size} --modes {s.mode}")
+        return {"measured": measured_here(cmd), "predicted": derived(boundary_bytes, boundary_vectors)}
 
 
 def summarize_pipeline(spec: PipeSpec, parts: list[dict], wall_s: float) -> PipeResult:

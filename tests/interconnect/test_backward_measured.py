@@ -26,6 +26,8 @@ def test_backward_bytes_equal_analytic_and_gradients_equal_single_process():
         assert res.gradients_match, res.rel_err
         if res.spec.dispatch == "fp32":
             assert max(res.rel_err.values()) < 1e-5  # the same math; only summation order differs
+    assert results[1].evidence["measured"].kind == "measured here"
+    assert "--backward" in results[1].evidence["measured"].source and results[1].evidence["predicted"].kind == "derived"
     # the backward moves the forward's copies: with the same format, the grad of the dispatch = the combine
     exact = results[0].total("measured")
     assert exact["grad_dispatch_inter"] == exact["combine_inter"]

@@ -18,6 +18,8 @@ def test_stage_boundary_bytes_equal_analytic_and_gradients_equal_one_process():
         assert res.agree, (res.measured, res.predicted)  # exact bytes per token per boundary, both directions
         assert res.gradients_match, (res.loss_err, res.grad_rel_err, res.missing)
         vectors[(res.spec.mode, res.spec.block_size)] = [b.vectors for b in res.measured]
+    assert results[0].evidence["measured"].kind == "measured here"
+    assert results[0].evidence["predicted"].kind == "derived"
     assert vectors[("standard", 3)] == [1, 1] and vectors[("full", 3)] == [5, 9]
     assert vectors[("block", 3)] == [3, 4]  # after 8 sublayers: embedding + 2 blocks of 3 + a partial of 2
     assert vectors[("block", 24)] == [2, 3]  # K3's 12-layer blocks: after 18 layers, embedding + 1 block + a partial
