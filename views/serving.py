@@ -125,9 +125,14 @@ push_url("sv_preset", "sv_gpu", "sv_gpus", "sv_ep", "sv_tp", "sv_experts", "sv_r
          "sv_overlap", "sv_price", "sv_spec", "sv_draft", "sv_accept", "sv_speed", "sv_bound", *PRICE_KEYS.values())
 ss = st.session_state
 rest = ss.sv_rest
-with user_errors():
+NAME, CONTEXT = ss.sv_preset, int(ss.sv_context)  # what the frontier and the sections below it read
+with user_errors():  # a speculation the model cannot run is every panel's input: it stops the page
     spec = Speculation(int(ss.sv_draft), float(ss.sv_accept), "mtp" if has_mtp(ss.sv_preset) else "draft-model") \
         if ss.sv_spec else None
+# the deployment's own errors stay in its own panel: the frontier and the verdict do not depend on it
+s = place = step = predicted = None
+deploy_error = ""
+try:
     s = Serving(ss.sv_preset, ss.sv_gpu, int(ss.sv_gpus), int(ss.sv_ep), int(ss.sv_tp),
                 {"routed_experts": ss.sv_experts, "attention": rest, "shared": rest, "embeddings": rest},
                 int(ss.sv_context), bool(ss.sv_overlap), float(ss.sv_price) or None, spec=spec)
@@ -135,7 +140,10 @@ with user_errors():
     batch = int(ss.sv_batch) or place.max_batch_per_gpu
     step = decode_step(s, batch)
     predicted = as_step(terms(s), FITTED.efficiency, batch)
-price_src = USD_PER_GPU_HOUR[s.gpu][1] if not ss.sv_price else "your number"
+except ValueError as e:
+    deploy_error, step = str(e), None
+NOT_RUN = "Your deployment does not run (its message is under the frontier): change it in 'Your deployment'."
+price_src = (USD_PER_GPU_HOUR[s.gpu][1] if not ss.sv_price else "your number") if s is not None else ""
 
 
 @st.cache_data(max_entries=1, show_spinner="Predicting every published run from a fit of the others…")
@@ -154,18 +162,22 @@ fig_col.plotly_chart(shared_figure(prediction_figure, check.rows, evidence=deriv
 sentence(checked_sentence(check), derived(checked, checked_sentence), RUNS, container=fig_col)
 model = "bound" if ss.sv_bound else "predicted"
 with user_errors():
-    fr = frontier_cached(s.name, s.context, tuple(sorted(prices.items())), spec, model)
+    fr = frontier_cached(NAME, CONTEXT, tuple(sorted(prices.items())), spec, model)
     verdict_ = verdict(fr, float(ss.sv_speed))
 fig_col.plotly_chart(shared_figure(frontier_figure, fr.points, fr.envelope, fr.by_gpu, float(ss.sv_speed),
                                    verdict_.winner, evidence=derived(frontier), evidence_by_name={
                                        "cheapest at that speed": derived(verdict)}), width="stretch")
 sentence(dollars(("**Roofline bound** (a floor on price). " if ss.sv_bound else "**Predicted.** ") + verdict_.sentence),
          derived(frontier, verdict), PRICE_EV, FITTED_EV, container=fig_col)
-sentence(dollars(
-    f"Your deployment ({s.n_gpus} × {s.gpu}, EP {s.ep}, TP {s.tp}, batch {batch}/GPU): predicted "
-    f"{predicted.tokens_per_s_per_user:.1f} tokens/s per user, ${predicted.usd_per_m_output_tokens:.3f} per M output "
-    f"tokens; bound {step.tokens_per_s_per_user:.1f}, ${step.usd_per_m_output_tokens:.3f}."),
-    derived(as_step, decode_step), PRICE_EV, container=fig_col)
+if step is None:
+    fig_col.error(f"Your deployment ({ss.sv_gpus} x {ss.sv_gpu}, EP {ss.sv_ep}, TP {ss.sv_tp}): {deploy_error}",
+                  icon="⚠️")
+else:
+    sentence(dollars(
+        f"Your deployment ({s.n_gpus} × {s.gpu}, EP {s.ep}, TP {s.tp}, batch {batch}/GPU): predicted "
+        f"{predicted.tokens_per_s_per_user:.1f} tokens/s per user, ${predicted.usd_per_m_output_tokens:.3f} per M "
+        f"output tokens; bound {step.tokens_per_s_per_user:.1f}, ${step.usd_per_m_output_tokens:.3f}."),
+        derived(as_step, decode_step), PRICE_EV, container=fig_col)
 show_code(checked, frontier, terms, decode_step)
 with lazy_expander("What the prediction fits and assumes, run by run", key="serving_x_prediction_terms") as is_open:
     if is_open:
@@ -194,9 +206,9 @@ with lazy_expander("Each GPU at this speed, and where the prices come from", key
                    "have no FP4 tensor cores, so their 4-bit experts are modelled as dequantised to FP8 (4-bit bytes "
                    "read, FP8 FLOPs).")
         if spec is not None:
-            st.caption(f"Speculation: {s.name} ships {MTP_LAYERS[s.name][0]} MTP layer(s) ({MTP_LAYERS[s.name][1]}), so "
+            st.caption(f"Speculation: {NAME} ships {MTP_LAYERS[NAME][0]} MTP layer(s) ({MTP_LAYERS[NAME][1]}), so "
                        f"the drafter is {'its MTP layer' if spec.drafter == 'mtp' else 'a separate model'}. Defaults: "
-                       f"{speculation_source(s.name)}.")
+                       f"{speculation_source(NAME)}.")
         table(st, [{"GPU": g, "setup": p.label, "$ / M output": round(p.usd_per_m_output_tokens, 3),
                     "tok/s / user": round(p.tokens_per_s_per_user, 1), "tok/s / GPU": round(p.tokens_per_s_per_gpu),
                     "bound by": p.bound, "$ / GPU-hour": fr.prices[g][0]}
@@ -204,7 +216,9 @@ with lazy_expander("Each GPU at this speed, and where the prices come from", key
               default=derived(per_gpu_at, frontier), hide_index=True, width="stretch")
 
 with lazy_expander("1. Placement: weights per GPU and what is left for the cache", key="serving_x_1_placement_weights_per") as is_open:
-    if is_open:
+    if is_open and step is None:
+        st.info(NOT_RUN)
+    elif is_open:
         m1, m2, m3, m4 = st.columns(4)
         ev = derived(placement)
         metric(m1, "weights per GPU", fmt_bytes(place.weight_bytes_per_gpu), ev)
@@ -237,7 +251,9 @@ with lazy_expander("1. Placement: weights per GPU and what is left for the cache
         show_code(check_fits, gpus_for_weights)
 
 with lazy_expander("2. Capacity: how many sequences fit, by attention design", key="serving_x_2_capacity_many_sequences") as is_open:
-    if is_open:
+    if is_open and step is None:
+        st.info(NOT_RUN)
+    elif is_open:
         caps = capacity(s, CONTEXTS)
         st.plotly_chart(shared_figure(capacity_figure, CONTEXTS, caps, evidence=derived(capacity)), width="stretch")
         at = CONTEXTS.index(s.context)
@@ -248,7 +264,9 @@ with lazy_expander("2. Capacity: how many sequences fit, by attention design", k
         show_code(capacity)
 
 with lazy_expander("3. One decode step, tokens/s and $ per million output tokens", key="serving_x_3_one_decode_step") as is_open:
-    if is_open:
+    if is_open and step is None:
+        st.info(NOT_RUN)
+    elif is_open:
         k1, k2, k3, k4 = st.columns(4)
         ev = derived(decode_step)
         metric(k1, "step time", f"{step.step_s * 1e3:.1f} ms", ev, help=f"bound by {step.bound}")
@@ -278,7 +296,9 @@ with lazy_expander("3. One decode step, tokens/s and $ per million output tokens
 def prefill_panel(s: Serving, step) -> None:
     """Its own two controls rerun only this panel."""
     with lazy_expander("3b. Prefill and decode as separate pools", key="serving_x_3b_prefill_decode_as") as is_open:
-        if is_open:
+        if is_open and step is None:
+            st.info(NOT_RUN)
+        elif is_open:
             url_state("sv_pre_ep", 32, lo=1, hi=1024)
             url_state("sv_pre_chunk", PREFILL_CHUNK_TOKENS, lo=256, hi=1_000_000)
             pre_fig, pre_ctl = st.columns([3, 1])
@@ -311,7 +331,7 @@ def comparisons(context: int):
 
 
 with user_errors():
-    steps, rows, checks = comparisons(s.context)
+    steps, rows, checks = comparisons(CONTEXT)
 
 with lazy_expander("4. What each choice buys", key="serving_x_4_choice_buys") as is_open:
     if is_open:
@@ -322,7 +342,7 @@ with lazy_expander("4. What each choice buys", key="serving_x_4_choice_buys") as
         st.plotly_chart(shared_figure(waterfall_figure, [w.label for w in steps], [w.usd_per_m for w in steps],
                                       evidence=derived(waterfall)), width="stretch")
         hw0 = steps[0].serving
-        sentence(dollars(f"Same hardware for every bar ({hw0.n_gpus} x {hw0.gpu}, EP {hw0.ep}, context {s.context:,}), each at "
+        sentence(dollars(f"Same hardware for every bar ({hw0.n_gpus} x {hw0.gpu}, EP {hw0.ep}, context {CONTEXT:,}), each at "
                 f"the largest batch per GPU that fits and keeps every user at >= {MIN_TOKENS_PER_USER:.0f} tokens/s. "
                 + "; ".join(f"{w.label}: ${w.usd_per_m:.3f} (batch {w.batch})" for w in steps)
                 + f". The biggest step is '{biggest.label}' ({biggest_delta:+.3f} $/M)"
@@ -355,7 +375,7 @@ with lazy_expander("5. Checked against published serving figures", key="serving_
 
         # the post's draft length, the page's acceptance while K3 is the model (else, or where it exceeds what 8
         # drafts allow, K3's DSpark default: another model's acceptance says nothing about K3's drafter)
-        k3_acceptance = (float(ss.sv_accept) if s.name == K3_PRESET and ss.sv_accept <= DSPARK_DRAFT_TOKENS + 1
+        k3_acceptance = (float(ss.sv_accept) if NAME == K3_PRESET and ss.sv_accept <= DSPARK_DRAFT_TOKENS + 1
                          else Speculation().acceptance)
         with user_errors():
             k3_rows = vllm_checks(k3_acceptance)
@@ -401,7 +421,7 @@ def headline_cached(preset: str, prices_: tuple, spec_: Speculation | None, pric
 
 
 with user_errors():
-    fr_pred = fr if model == "predicted" else frontier_cached(s.name, s.context, tuple(sorted(prices.items())), spec,
+    fr_pred = fr if model == "predicted" else frontier_cached(NAME, CONTEXT, tuple(sorted(prices.items())), spec,
                                                               "predicted")
     top = verdict(fr_pred, float(ss.sv_speed)).winner
 if top is not None:
@@ -411,17 +431,17 @@ if top is not None:
     page_assumptions = [
         Assumption("usd_per_gpu_hour", f"{top.gpu} $ per GPU-hour", prices[top.gpu], USD_PER_GPU_HOUR[top.gpu][1],
                    "the 'GPU-hour prices ($)' expander", "$"),
-        Assumption("context", "context per sequence", float(s.context), "a typical chat-and-tools request",
+        Assumption("context", "context per sequence", float(CONTEXT), "a typical chat-and-tools request",
                    "the 'context per sequence' slider", "tokens"),
         Assumption("hbm_fraction", "achieved share of HBM bandwidth", eff.hbm_fraction, fitted_why),
         Assumption("flops_fraction", "achieved share of peak FLOPs", eff.flops_fraction, fitted_why),
         Assumption("layer_s", "fixed time per layer per forward pass", eff.layer_s, fitted_why, unit="s"),
     ] + ([Assumption("acceptance", "tokens kept per speculation step", float(spec.acceptance),
-                     speculation_source(s.name), "the 'acceptance' input")] if spec is not None else [])
-    faster = headline_cached(s.name, tuple(sorted(prices.items())), spec, top.gpu, speed=1.2 * float(ss.sv_speed))
+                     speculation_source(NAME), "the 'acceptance' input")] if spec is not None else [])
+    faster = headline_cached(NAME, tuple(sorted(prices.items())), spec, top.gpu, speed=1.2 * float(ss.sv_speed))
     assumptions_block(
         "serving_x_assumptions", f"Predicted $ per M output tokens at >= {ss.sv_speed:.0f} tok/s per user",
-        partial(headline_cached, s.name, tuple(sorted(prices.items())), spec, top.gpu, speed=float(ss.sv_speed)),
+        partial(headline_cached, NAME, tuple(sorted(prices.items())), spec, top.gpu, speed=float(ss.sv_speed)),
         page_assumptions,
         partial(usd_or_out_of_reach, float(ss.sv_speed)),
         also=[("interactive speed", f"{ss.sv_speed:.0f} tokens/s per user, our assumption (2.5x DeepSeek's 20-22): "

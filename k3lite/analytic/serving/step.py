@@ -44,18 +44,67 @@ def cache_bytes_per_sequence(cfg: K3Config, context: int, tp: int = 1, dcp: int 
     return tp * cache.mla / dcp + cache.kda
 
 
+def _fits(s: Serving) -> bool:
+    try:
+        return placement(s).free_hbm_bytes_per_gpu > 0
+    except ValueError:
+        return False
+
+
+def overflow_advice(s: Serving, p: Placement) -> str:
+    """Which weight term overflows one GPU's HBM and which knobs would make it fit: the routed experts (1/EP of
+    them per GPU: more EP helps) or the non-expert weights (attention, shared experts, embeddings: 1/TP of them,
+    replicated on every GPU of a data-parallel group, so EP cannot help; more TP or a smaller format can)."""
+    gb, hbm = 1e9, p.hbm_bytes
+    experts = p.by_component.get("routed_experts", 0.0)
+    rest = p.weight_bytes_per_gpu - experts
+    head = (f"{s.name} does not fit: {p.weight_bytes_per_gpu / gb:,.1f} GB of weights per GPU exceed one {s.gpu}'s "
+            f"{fmt_capacity(hbm)} ({hbm / gb:.0f} GB): the routed experts take {experts / gb:,.1f} GB (1/{s.ep} of "
+            f"them, EP {s.ep}) and the non-expert weights {rest / gb:,.1f} GB (attention, shared experts and "
+            f"embeddings: {'all' if s.tp == 1 else f'1/{s.tp}'} of them at TP {s.tp}, replicated on every GPU of each data-parallel group). ")
+    fixes = []
+    if rest >= hbm:
+        head += "The non-expert weights alone overflow, so no EP can fix it. "
+    else:
+        ep = next((e for e in range(s.ep + 1, s.cfg.moe.n_routed_experts + 1)
+                   if _fits(s.with_(ep=e, n_gpus=e * s.tp // math.gcd(e, s.tp)))), None)
+        if ep is not None:
+            fixes.append(f"EP >= {ep} (the experts over more GPUs)")
+    tp = next((t for t in (2, 4, 8, 16, 32, 64) if t > s.tp and _fits(
+        s.with_(tp=t, n_gpus=max(s.n_gpus, t) * t // math.gcd(max(s.n_gpus, t), t)))), None)
+    if tp is not None:
+        fixes.append(f"TP >= {tp} (the non-expert weights split over {tp} GPUs)")
+    rest_formats = {c: f for c, f in s.weights.items() if c != "routed_experts"}
+    for fmt in ("fp8", "nvfp4"):
+        smaller = memory.PRECISIONS[fmt].bytes_per_param < min(memory.PRECISIONS[f].bytes_per_param
+                                                                for f in rest_formats.values())
+        if smaller and _fits(s.with_(weights={**s.weights, **{c: fmt for c in rest_formats}})):
+            fixes.append(f"the non-expert weights stored as {fmt}")
+            break
+    if not fixes:  # no one knob: the least EP with each TP
+        both = next(((t, e) for t in (2, 4, 8) if t > s.tp for e in range(s.ep + 1, s.cfg.moe.n_routed_experts + 1)
+                     if _fits(s.with_(tp=t, ep=e, n_gpus=e * t // math.gcd(e, t)))), None)
+        if both is not None:
+            fixes.append(f"TP {both[0]} and EP >= {both[1]} together")
+    experts_fmt = s.weights.get("routed_experts")
+    if not fixes and experts_fmt and memory.PRECISIONS[experts_fmt].bytes_per_param > 0.6:
+        fixes.append("a 4-bit format for the experts")
+    return head + ("It fits with " + ", or ".join(fixes) + "." if fixes else
+                   f"At these formats the weights alone need at least {p.min_gpus_for_weights} {s.gpu} GPUs.")
+
+
 def check_fits(s: Serving, batch: int | None = None) -> Placement:
-    """Placement, or ValueError saying what does not fit and what would (called before anything is computed)."""
+    """Placement, or ValueError saying which term does not fit and which knob would fix it (called before
+    anything is computed)."""
     p = placement(s)
     gb = 1e9
     if p.free_hbm_bytes_per_gpu <= 0:
-        raise ValueError(
-            f"{s.name} does not fit: {p.weight_bytes_per_gpu / gb:,.0f} GB of weights per GPU (ep {s.ep}, tp {s.tp}) "
-            f"exceed one {s.gpu}'s {fmt_capacity(p.hbm_bytes)} ({p.hbm_bytes / gb:.0f} GB) of HBM. At these formats the weights alone need at least "
-            f"{p.min_gpus_for_weights} {s.gpu} GPUs; raise ep / tp or use a smaller format.")
+        raise ValueError(overflow_advice(s, p))
     if p.max_batch_per_gpu < 1:
         raise ValueError(f"not one sequence of {s.context:,} tokens fits: its cache needs "
-                         f"{p.cache_bytes_per_sequence / gb:,.1f} GB per GPU, {p.free_hbm_bytes_per_gpu / gb:,.1f} GB are free")
+                         f"{p.cache_bytes_per_sequence / gb:,.1f} GB per GPU, {p.free_hbm_bytes_per_gpu / gb:,.1f} GB "
+                         "are free after the weights: a shorter context, more EP or TP (fewer weight bytes per GPU) "
+                         "or a smaller weight format frees HBM")
     if batch is not None and batch > p.max_batch_per_gpu:
         raise ValueError(f"batch {batch} per GPU does not fit at {s.context:,} tokens: at most {p.max_batch_per_gpu} "
                          f"({p.free_hbm_bytes_per_gpu / gb:,.1f} GB free / {p.cache_bytes_per_sequence / gb:,.2f} GB per sequence)")

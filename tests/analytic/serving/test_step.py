@@ -144,3 +144,20 @@ def test_prefill_pool_by_hand():
     assert wire_bytes_per_token(cfg, s)[1] > inter
     with pytest.raises(ValueError, match="chunk_tokens"):
         prefill_step(s, 0)
+
+
+def test_the_overflow_message_names_the_replicated_weights_and_the_knob_that_fixes_them():
+    """64 x H100 at TP 1: the non-expert weights (113 GB per GPU, replicated) overflow, not the experts (22.6 GB):
+    more EP cannot help; TP 2 or fp8 for them can."""
+    with pytest.raises(ValueError) as e:
+        check_fits(Serving(gpu="H100 SXM", n_gpus=64, ep=64))
+    text = str(e.value)
+    assert "raise ep" not in text and "no EP can fix it" in text
+    assert "TP >= 2" in text and "non-expert weights stored as fp8" in text
+    assert "113.5 GB" in text and "22.6 GB" in text
+
+
+def test_the_overflow_message_asks_for_more_ep_when_the_experts_overflow():
+    with pytest.raises(ValueError) as e:
+        check_fits(Serving(gpu="H200", n_gpus=8, ep=8))
+    assert "EP >= 39" in str(e.value)
