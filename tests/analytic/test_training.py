@@ -3,6 +3,7 @@ from dataclasses import replace
 
 import pytest
 
+from k3lite.base.evidence import MARKERS
 from k3lite.analytic.training import (
     DSV3_GPU_HOURS_PER_TRILLION, SCHEDULES, achieved_flops_dsv3, bubble_share, bubble_units, deepseek_v3_layout,
     idea_variants, k3_layout, step_traffic, traffic_rows, training_headline, training_sentence,
@@ -86,5 +87,5 @@ def test_cli_prints_the_step_with_evidence(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["layout"]["schedule"] == "1f1b" and out["bubble_share"] == pytest.approx(15 / 47)
     assert [r["kind"] for r in out["per_token"]][:4] == ["EP forward", "EP backward", "PP", "DP"]
-    assert out["evidence"]["pp"].startswith("ʳ released")
+    assert out["evidence"]["pp"].startswith(f"{MARKERS['released']} released")
     assert main(["--layout", "kimi-k3", "--ep", "48"]) == 2  # EP must divide DP
