@@ -28,6 +28,7 @@ from k3lite.analytic.serving.frontier import (
     FRONTIER_GPUS, INTERACTIVE_TOKENS_PER_USER, cheapest_usd_per_m, frontier, per_gpu_at, verdict,
 )
 from k3lite.analytic.serving.predict import as_step, terms
+from k3lite.analytic.serving.target import solve
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.serving import (
     capacity_figure, frontier_figure, gpus_for_weights_figure, pareto_figure, placement_figure, prediction_figure,
@@ -214,6 +215,40 @@ with lazy_expander("Each GPU at this speed, and where the prices come from", key
                     "bound by": p.bound, "$ / GPU-hour": fr.prices[g][0]}
                    for g, p in per_gpu_at(fr, float(ss.sv_speed)).items()], {"$ / GPU-hour": PRICE_EV},
               default=derived(per_gpu_at, frontier), hide_index=True, width="stretch")
+
+url_state("sv_t_speed", INTERACTIVE_TOKENS_PER_USER, lo=1.0, hi=1000.0)
+url_state("sv_t_in", 8192, lo=1, hi=10_000_000)
+url_state("sv_t_out", 1024, lo=0, hi=1_000_000)
+url_state("sv_t_users", 1000, lo=1, hi=100_000_000)
+push_url("sv_t_speed", "sv_t_in", "sv_t_out", "sv_t_users")
+with lazy_expander("Solve for my target: users online, speed, request length", key="serving_x_solve") as is_open:
+    if is_open and step is None:
+        st.info(NOT_RUN)
+    elif is_open:
+        t1, t2, t3, t4 = st.columns(4)
+        t1.number_input("tokens/s per user", 1.0, 1000.0, step=5.0, key="sv_t_speed")
+        t2.number_input("input tokens per request", 1, 10_000_000, step=1024, key="sv_t_in")
+        t3.number_input("output tokens per request", 0, 1_000_000, step=256, key="sv_t_out")
+        t4.number_input("users online at once", 1, 100_000_000, step=100, key="sv_t_users")
+        try:
+            tgt = solve(s, float(ss.sv_t_speed), int(ss.sv_t_users), int(ss.sv_t_in), int(ss.sv_t_out),
+                        acceptance=spec.acceptance if spec else None)
+        except ValueError as e:
+            st.error(f"⚠️ {e}")
+        else:
+            ev = derived(solve)
+            money = f"at ${s.price:.2f} per GPU-hour ({price_src})"
+            r1, r2, r3, r4, r5 = st.columns(5)
+            metric(r1, "requests per replica", f"{tgt.concurrency:,}", ev, help=f"of {tgt.admitted:,} admitted in "
+                   f"HBM; what caps it: {tgt.binding}")
+            metric(r2, "$ per M output tokens", f"${tgt.usd_per_m_output:.3f}" if tgt.concurrency else "—", ev,
+                   help=money)
+            metric(r3, "replicas", f"{tgt.replicas:,}", ev, help=f"{s.n_gpus} GPUs each")
+            metric(r4, "GPUs", f"{tgt.gpus:,}", ev)
+            metric(r5, "$ per month", f"${tgt.usd_per_month:,.0f}" if tgt.concurrency else "—", ev,
+                   help=f"730 hours {money}")
+            sentence(dollars(tgt.sentence), ev, FITTED_EV, PRICE_EV)
+            show_code(solve)
 
 with lazy_expander("1. Placement: weights per GPU and what is left for the cache", key="serving_x_1_placement_weights_per") as is_open:
     if is_open and step is None:

@@ -23,3 +23,18 @@ def test_an_invalid_deployment_keeps_its_error_local():
     assert "no EP can fix it" in errors[0]
     assert len(at.get("plotly_chart")) >= 2  # the published-runs check and the frontier
     assert "is served cheapest on" in _text(at)  # the verdict
+
+
+def test_solve_for_a_target_shows_the_concurrency_replicas_and_dollars():
+    """The page's solve panel shows k3lite.analytic.serving.target.solve's numbers for the deployment and target."""
+    from k3lite.analytic.serving import Serving  # here: only this test builds the deployment by hand
+    from k3lite.analytic.serving.target import solve  # (the reason above)
+
+    at = _page(sv_t_speed="30", sv_t_users="5000", sv_t_in="8192", sv_t_out="1024")
+    assert not at.exception, [e.message for e in at.exception]
+    want = solve(Serving(gpu="GB300 NVL72"), 30.0, 5000, 8192, 1024)
+    shown = {m.label.split(" :gray")[0]: m.value for m in at.metric}
+    assert shown["requests per replica"] == f"{want.concurrency:,}"
+    assert shown["replicas"] == f"{want.replicas:,}" and shown["GPUs"] == f"{want.gpus:,}"
+    assert shown["$ per month"] == f"${want.usd_per_month:,.0f}"
+    assert want.sentence.split(" at $")[0] in _text(at)
