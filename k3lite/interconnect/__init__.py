@@ -8,7 +8,13 @@
     measured.py  a real expert-parallel layer on torch.distributed processes (gloo here, nccl on GPUs), two
                  levels of process groups, byte counts compared with the analytic count for the same routing
     run.py       the workers: one rank (also under torchrun), results, the local gloo launcher
-    __main__.py  the CLI: python -m k3lite.interconnect analytic | measure | worker
+    backward.py  the backward pass of expert parallelism, analytic: the gradient of a dispatch travels as a
+                 combine and vice versa, in training's wire formats
+    measured_backward.py  one training step of the expert-parallel layer on torch.distributed, both directions
+                 counted against backward.py
+    pipeline.py  bytes per token across pipeline-stage boundaries with a standard residual, full or block AttnRes
+    pipeline_measured.py  a small K3Model split into stages on gloo processes, the real stream tensors counted
+    __main__.py  the CLI: python -m k3lite.interconnect analytic | measure [--backward] | pipeline | worker
 
 The package namespace is the analytic model only (numpy, no torch.distributed), so layers and pages can import
 it cheaply; import the measured run from `k3lite.interconnect.measured`.
