@@ -29,6 +29,8 @@ from k3lite.analytic.serving.frontier import (
 )
 from k3lite.analytic.serving.predict import as_step, terms
 from k3lite.analytic.serving.target import solve
+from k3lite.analytic.serving.export import scenario_link, serving_scenario
+from k3lite.base.scenario import to_csv, to_json
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.serving import (
     capacity_figure, frontier_figure, gpus_for_weights_figure, pareto_figure, placement_figure, prediction_figure,
@@ -221,6 +223,14 @@ url_state("sv_t_in", 8192, lo=1, hi=10_000_000)
 url_state("sv_t_out", 1024, lo=0, hi=1_000_000)
 url_state("sv_t_users", 1000, lo=1, hi=100_000_000)
 push_url("sv_t_speed", "sv_t_in", "sv_t_out", "sv_t_users")
+TARGET_IN = {"speed": float(ss.sv_t_speed), "users": int(ss.sv_t_users), "input_len": int(ss.sv_t_in),
+             "output_len": int(ss.sv_t_out)}
+tgt, target_error = None, ""
+if step is not None:
+    try:  # a fraction of a millisecond: computed for the export too, whether its panel is open or not
+        tgt = solve(s, **TARGET_IN, acceptance=spec.acceptance if spec else None)
+    except ValueError as e:
+        target_error = str(e)
 with lazy_expander("Solve for my target: users online, speed, request length", key="serving_x_solve") as is_open:
     if is_open and step is None:
         st.info(NOT_RUN)
@@ -230,11 +240,8 @@ with lazy_expander("Solve for my target: users online, speed, request length", k
         t2.number_input("input tokens per request", 1, 10_000_000, step=1024, key="sv_t_in")
         t3.number_input("output tokens per request", 0, 1_000_000, step=256, key="sv_t_out")
         t4.number_input("users online at once", 1, 100_000_000, step=100, key="sv_t_users")
-        try:
-            tgt = solve(s, float(ss.sv_t_speed), int(ss.sv_t_users), int(ss.sv_t_in), int(ss.sv_t_out),
-                        acceptance=spec.acceptance if spec else None)
-        except ValueError as e:
-            st.error(f"⚠️ {e}")
+        if target_error:
+            st.error(f"⚠️ {target_error}")
         else:
             ev = derived(solve)
             money = f"at ${s.price:.2f} per GPU-hour ({price_src})"
@@ -249,6 +256,18 @@ with lazy_expander("Solve for my target: users online, speed, request length", k
                    help=f"730 hours {money}")
             sentence(dollars(tgt.sentence), ev, FITTED_EV, PRICE_EV)
             show_code(solve)
+
+with lazy_expander("Export this scenario (JSON, CSV, link)", key="serving_x_export") as is_open:
+    if is_open:
+        link = scenario_link(st.context.url, st.query_params.to_dict())
+        ins, outs = serving_scenario(s, PRICE_EV, float(ss.sv_speed), verdict_.winner, batch if step else None,
+                                     predicted, step, tgt, TARGET_IN, deploy_error)
+        title = f"k3lite serving scenario: {NAME} at {CONTEXT:,} tokens"
+        d1, d2 = st.columns(2)
+        d1.download_button("scenario as JSON", to_json(title, ins, outs, link), "k3lite-serving-scenario.json",
+                           "application/json")
+        d2.download_button("scenario as CSV", to_csv(ins, outs), "k3lite-serving-scenario.csv", "text/csv")
+        st.caption(f"Every value with its unit and evidence class. This link reopens the page on it: {link}")
 
 with lazy_expander("1. Placement: weights per GPU and what is left for the cache", key="serving_x_1_placement_weights_per") as is_open:
     if is_open and step is None:

@@ -38,3 +38,13 @@ def test_solve_for_a_target_shows_the_concurrency_replicas_and_dollars():
     assert shown["replicas"] == f"{want.replicas:,}" and shown["GPUs"] == f"{want.gpus:,}"
     assert shown["$ per month"] == f"${want.usd_per_month:,.0f}"
     assert want.sentence.split(" at $")[0] in _text(at)
+
+
+def test_the_scenario_downloads_as_json_and_csv_with_the_link():
+    at = _page(sv_tp="2", sv_gpu="H100 SXM")
+    assert not at.exception, [e.message for e in at.exception]
+    buttons = at.get("download_button")
+    assert len(buttons) == 2
+    text = " ".join(c.value for c in at.caption)
+    assert "sv_gpu=H100+SXM" in text and "sv_tp=2" in text  # the link reproduces the scenario
+    assert [b.proto.label for b in buttons] == ["scenario as JSON", "scenario as CSV"]

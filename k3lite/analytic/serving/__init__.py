@@ -47,6 +47,7 @@ Modules:
                    speculation, requests arriving together; three named efficiencies
     fit.py         the efficiencies fitted to measured.py's rows, leave-one-out error, the page's comparison rows
     admission.py   how many requests fit (weights, reserve, KDA state, MLA latent, draft cache) and what binds
+    export.py      the page's scenario (inputs, outputs, evidence classes) and its link
     __main__.py    the CLI
 
 The package namespace is deployment.py and step.py (the physics); import the rest from their modules.
