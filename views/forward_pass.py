@@ -19,6 +19,7 @@ from k3lite.viz.style import fmt_bytes
 from k3lite.viz.stepper import at_stage, stepper_map
 from views.common import (assumptions_block, evidence_columns, explain, interconnect_query, metric, one_of,
                           pick_from_map, push_url, reset_button, set_state, show_code, url_state, user_errors)
+from views.common import try_it  # the page's practice problems, at its foot
 from views.registry import by_url_path
 
 MAX_CHARS, MAX_BYTES = 200, 400  # bounded so every stage's picture stays readable and fast
@@ -203,3 +204,5 @@ assumptions_block(
     fmt_bytes,
     also=[("deployment", REFERENCE.describe()),
           ("model", "the trained lite checkpoint's config; every MoE layer moves the same bytes per token")])
+
+try_it("forward_pass")

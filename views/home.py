@@ -21,6 +21,7 @@ from k3lite.analytic.sensitivity import Assumption
 from k3lite.base.evidence import derived, released
 from views.common import (assumptions_block, lazy_expander, lazy_sections, metric, pick_from_map, push_url,
                           reset_button, sentence, show_code, table, url_state, user_errors)
+from views.common import try_it  # the page's practice problems, at its foot
 from views.registry import ARITHMETIC_PAGES, LEDGER_SECTION, PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")
@@ -354,3 +355,5 @@ for i, spec in enumerate(p for p in PAGES if not p.default):
         cols[i % 4].page_link(spec.file, label=spec.short, icon=spec.icon)
     except StreamlitAPIException:  # this file run on its own (AppTest of one page): no navigation to link into
         cols[i % 4].markdown(f"{spec.short} (`{spec.file}`)")
+
+try_it("home")

@@ -1,4 +1,5 @@
 """Interconnect bytes per token: expert-parallel dispatch/combine under three schemes, analytic and measured."""
+from dataclasses import replace
 from functools import partial
 
 import streamlit as st
@@ -7,6 +8,11 @@ from k3lite.model.presets import get_preset
 from k3lite.base.guards import heavy_work
 from k3lite.analytic.ledger import ONE_OFF, variant, wire_or_hbm
 from k3lite.analytic.sensitivity import Assumption
+from k3lite.analytic.training import (
+    LAYOUTS, SCHEDULE_SOURCES, SCHEDULES, bubble_share, idea_variants, step_traffic, traffic_rows, training_headline,
+    training_sentence,
+)
+from k3lite.interconnect.pipeline import residual_comparison
 from k3lite.base.evidence import derived, measured_elsewhere, measured_here, released
 from k3lite.interconnect import (
     SCHEME_LABELS, SCHEMES, TOPOLOGIES, WIRE_FORMATS, Deployment, analytic_traffic, compare_presets,
@@ -23,8 +29,10 @@ from k3lite.viz.interconnect import (MEASURED_TRACE, compare_figure, measured_fi
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import fmt_bytes, fmt_seconds
 from k3lite.viz.topology import draw_topology, topology_figure
+from k3lite.viz.training import boundary_figure, bubble_figure, training_bytes_figure, training_time_figure
 from views.common import (assumptions_block, explain, fill_from, lazy_expander, metric, push_url, reset_button,
                           sentence, show_code, table, url_state, user_errors)
+from views.common import try_it  # the page's practice problems, at its foot
 
 PRESETS = ("kimi-k3", "kimi-k2", "deepseek-v3", "lite")
 BIG = ("deepseek-v3", "kimi-k2", "kimi-k3")
@@ -76,6 +84,70 @@ url_state("ic_ep", 64, choices=list(EP_CHOICES))
 url_state("ic_node_limit", 0, lo=0, hi=8)
 url_state("ic_scheme", "normal", choices=list(SCHEMES))
 
+
+
+# ------------------------------------------------------------------------------------------ training
+@st.cache_data(max_entries=16, show_spinner="Counting one training step's traffic…")
+def training_cached(layout: str, schedule: str, micro_batches: int) -> tuple:
+    lay = replace(LAYOUTS[layout](), schedule=schedule, micro_batches=micro_batches)
+    return lay, idea_variants(lay)
+
+
+@st.fragment
+def training_panel() -> None:
+    """One training step's traffic per token: EP forward and backward, pipeline boundaries, DP gradients."""
+    url_state("ic_t_layout", "kimi-k3", choices=list(LAYOUTS))
+    url_state("ic_t_schedule", "dualpipe", choices=list(SCHEDULES))
+    url_state("ic_t_micro", 120, lo=1, hi=1024)
+    ctl, fig_col = st.columns([1, 3])
+    ctl.selectbox("layout", list(LAYOUTS), key="ic_t_layout",
+                  format_func={"kimi-k3": "Kimi K3 (assumed: DeepSeek-V3's layout)",
+                               "deepseek-v3": "DeepSeek-V3 (published)"}.get,
+                  help="PP 16 x EP 64 x DP 128 on H800s, FP8 dispatch (DeepSeek-V3 report §3.2); K3's is unpublished")
+    ctl.selectbox("pipeline schedule", list(SCHEDULES), key="ic_t_schedule",
+                  help="; ".join(f"{k}: {v}" for k, v in SCHEDULE_SOURCES.items()))
+    ctl.slider("micro-batches per step", 8, 256, key="ic_t_micro")
+    push_url("ic_t_layout", "ic_t_schedule", "ic_t_micro")
+    ss = st.session_state
+    lay, variants = training_cached(ss.ic_t_layout, ss.ic_t_schedule, int(ss.ic_t_micro))
+    step = variants["as configured"]
+    fig_col.plotly_chart(shared_figure(training_bytes_figure, variants, evidence=derived(step_traffic)),
+                         width="stretch")
+    sentence(training_sentence(ss.ic_t_layout, ss.ic_t_schedule, int(ss.ic_t_micro)), derived(training_sentence),
+             lay.evidence.get("pp", derived(step_traffic)), container=fig_col)
+    with lazy_expander("Time per token, the bubble, and what a stage boundary carries", key="ic_x_training_time") \
+            as is_open:
+        if is_open:
+            table(st, traffic_rows(step), default=derived(step_traffic), hide_index=True, width="stretch")
+            left, right = st.columns(2)
+            left.plotly_chart(shared_figure(training_time_figure, step, evidence=derived(step_traffic)),
+                              width="stretch")
+            right.plotly_chart(shared_figure(bubble_figure, lay.pp, chosen=lay.micro_batches,
+                                             evidence=derived(bubble_share)), width="stretch")
+            st.plotly_chart(shared_figure(boundary_figure, residual_comparison(get_preset(lay.preset), lay.pp),
+                                          evidence=derived(residual_comparison)), width="stretch")
+            st.caption("Backward bytes and stage boundaries are measured on this server too (gloo, exact integers "
+                       "against these counts): `python -m k3lite.interconnect measure --backward`, `python -m "
+                       "k3lite.interconnect pipeline`.")
+            show_code(step_traffic, bubble_share)
+    assumptions_block(
+        "ic_x_training_assumptions", "GPU-µs per token of communication + bubble (K3, assumed layout)",
+        training_headline,
+        [Assumption("micro_batches", "micro-batches per step", 120, "one 4K sequence each: 15,360 / DP 128",
+                    "the 'micro-batches per step' slider"),
+         Assumption("micro_batch_tokens", "tokens per micro-batch", 4096, "DeepSeek-V3's 4K sequences"),
+         Assumption("grad_bytes", "bytes per gradient element (DP)", 2, "BF16 gradients reduce-scattered"),
+         Assumption("pp_bytes", "bytes per element across a stage boundary", 2, "BF16 activations")],
+        lambda v: f"{v:.1f} GPU-µs",
+        also=[("layout", "K3's training layout is unpublished: DeepSeek-V3's PP 16 x EP 64 x DP 128 is taken"),
+              ("overlap", "communication and compute are not overlapped in these times")])
+
+
+url_state("ic_mode", "inference", choices=["inference", "training"])
+mode = st.segmented_control("what moves", ["inference", "training"], key="ic_mode",
+                            help="inference: one decoded token's dispatch and combine; training: one training "
+                                 "step's traffic per token (EP forward and backward, pipeline stages, DP gradients)")
+push_url("ic_mode")
 
 
 @st.cache_data(max_entries=32, show_spinner="Sampling node-limited routing…")
@@ -244,7 +316,10 @@ def assumptions(cfg, dep: Deployment) -> None:
               ("what counts", "only copies that leave the token's GPU; DeepEP's own tables also count local ones")])
 
 
-main_panel()
+if mode == "training":
+    training_panel()
+else:
+    main_panel()
 
 with lazy_expander("Against DeepEP's published numbers", key="interconnect_x_against_deepep_s_published") as is_open:
     if is_open:
@@ -331,4 +406,7 @@ def measure_panel() -> None:
         show_code(measure, predicted_for_routing)
 
 
-measure_panel()
+if mode != "training":
+    measure_panel()
+
+try_it("interconnect")
