@@ -101,9 +101,10 @@ def training_panel() -> None:
     url_state("ic_t_micro", 120, lo=1, hi=1024)
     ctl, fig_col = st.columns([1, 3])
     ctl.selectbox("layout", list(LAYOUTS), key="ic_t_layout",
-                  format_func={"kimi-k3": "Kimi K3 (assumed: DeepSeek-V3's layout)",
-                               "deepseek-v3": "DeepSeek-V3 (published)"}.get,
-                  help="PP 16 x EP 64 x DP 128 on H800s, FP8 dispatch (DeepSeek-V3 report §3.2); K3's is unpublished")
+                  format_func={"kimi-k3": "K3 (assumed layout)", "deepseek-v3": "DeepSeek-V3 (published)"}.get,
+                  help="DeepSeek-V3's published layout: PP 16 x EP 64 x DP 128 on H800s, FP8 dispatch (its report "
+                       "§3.2). K3's is unpublished: K3 is shown on DeepSeek-V3's layout (assumed), so the difference "
+                       "is the model's")
     ctl.selectbox("pipeline schedule", list(SCHEDULES), key="ic_t_schedule",
                   help="; ".join(f"{k}: {v}" for k, v in SCHEDULE_SOURCES.items()))
     ctl.slider("micro-batches per step", 8, 256, key="ic_t_micro")
