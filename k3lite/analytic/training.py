@@ -243,11 +243,12 @@ def step_traffic(layout: TrainingLayout, *, latent: bool = True, residual: str |
 
 
 def idea_variants(layout: TrainingLayout) -> dict[str, StepTraffic]:
-    """The layout's step as the model has it, with the classic width on the EP wire (no latent), and with full
-    AttnRes or a standard residual across the stage boundaries: what each of K3's ideas changes."""
-    return {"as configured": step_traffic(layout), "no latent (full width on the EP wire)":
-            step_traffic(layout, latent=False), "full AttnRes across stages": step_traffic(layout, residual="full"),
-            "standard residual across stages": step_traffic(layout, residual="standard")}
+    """The layout's step as the model has it, with the classic width on the EP wire ("no latent"), and with full
+    AttnRes or a standard residual across the stage boundaries: what each of K3's ideas changes. Short keys: they
+    are a figure's bar labels, which must fit a phone."""
+    return {"as configured": step_traffic(layout), "no latent":
+            step_traffic(layout, latent=False), "full AttnRes": step_traffic(layout, residual="full"),
+            "standard residual": step_traffic(layout, residual="standard")}
 
 
 def traffic_rows(step: StepTraffic) -> list[dict]:

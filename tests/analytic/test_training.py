@@ -49,12 +49,12 @@ def test_k3_step_kinds_backward_mirrors_forward_and_ideas_change_what_they_shoul
     base = var["as configured"].by_kind()
     assert base["EP backward"].total == pytest.approx(base["EP forward"].total, rel=0.03)  # same copies, no top-k
     assert 0 < base["DP"].total < base["PP"].total < base["EP forward"].total
-    wide = var["no latent (full width on the EP wire)"].by_kind()
+    wide = var["no latent"].by_kind()
     for kind in ("EP forward", "EP backward"):
         assert 1.9 < wide[kind].total / base[kind].total < 2.05  # the latent halves EP, both directions
     assert wide["PP"] == base["PP"] and wide["DP"] == base["DP"]
     pp = {name: v.by_kind()["PP"].total for name, v in var.items()}
-    assert pp["standard residual across stages"] < pp["as configured"] < pp["full AttnRes across stages"]
+    assert pp["standard residual"] < pp["as configured"] < pp["full AttnRes"]
     assert all(v.by_kind()["EP forward"] == base["EP forward"] for n, v in var.items() if "stages" in n)
     step = var["as configured"]
     # DeepEP's measured EP 64 bandwidth is about the IB peak: the time our bytes take there is near the peak time

@@ -35,7 +35,8 @@ VIEWS = [(r, r, "", None) for r in ROUTES] + [
     ("moe-896-top16", "moe", "moe_experts=896&moe_top_k=16", "(a)–(b) Routing and balance on a prompt"),  # K3 scale:
     # the GPU view + load histogram
     ("forward-pass-kda", "forward_pass", "fp_stage=3", None),  # a KDA stage (0-based index): legend vs colourbar
-    ("attention-residuals-full", "attention_residuals", "ar_mode=full", None),  # the caveat that cut the title
+    ("attention-residuals-full", "attention_residuals", "ar_mode=full", None),
+    ("interconnect-training", "interconnect", "ic_mode=training", None),  # the training view's bars and labels  # the caveat that cut the title
 ] + [  # the sections below the first picture (views/common.lazy_sections): each drawn once it is picked
     (f"{route}-section-{i}", route, "", tab) for route, tabs in (
         ("moe", ("(a)–(b) Routing and balance on a prompt", "(c) Balance during training", "(d) The latent trade-off",
