@@ -25,8 +25,10 @@ from k3lite.analytic.serving.compare import (
 )
 from k3lite.analytic.serving.fit import FITTED, MEANING, checked, checked_sentence, fit
 from k3lite.analytic.serving.frontier import (
-    FRONTIER_GPUS, INTERACTIVE_TOKENS_PER_USER, cheapest_usd_per_m, frontier, per_gpu_at, verdict,
+    FRONTIER_CACHES, FRONTIER_EP, FRONTIER_FORMATS, FRONTIER_GPUS, FRONTIER_TP, INTERACTIVE_TOKENS_PER_USER, RELEASED,
+    cheapest_usd_per_m, frontier, per_gpu_at, per_gpu_rows, verdict,
 )
+from k3lite.analytic.serving.deployment import CACHE_FORMATS, CACHE_SOURCE
 from k3lite.analytic.serving.predict import as_step, terms
 from k3lite.analytic.serving.target import solve
 from k3lite.analytic.serving.export import scenario_link, serving_scenario
@@ -111,6 +113,18 @@ with ctl, lazy_expander("GPU-hour prices ($)", key="serving_x_gpu_hour_prices") 
         for g, key in PRICE_KEYS.items():
             st.number_input(g, 0.1, 999.0, step=0.1, key=key, help=USD_PER_GPU_HOUR[g][1])
 prices = {g: float(st.session_state[key]) for g, key in PRICE_KEYS.items()}
+url_state("sv_formats", [RELEASED], choices=list(FRONTIER_FORMATS))
+url_state("sv_tps", [str(t) for t in FRONTIER_TP], choices=[str(t) for t in FRONTIER_TP])
+url_state("sv_caches", list(FRONTIER_CACHES), choices=list(CACHE_FORMATS))
+with ctl, lazy_expander("What the frontier searches", key="serving_x_search") as is_open:
+    if is_open:
+        st.multiselect("weight formats", list(FRONTIER_FORMATS), key="sv_formats",
+                       help="K3 ships MXFP4 experts + bf16 rest; the others are re-quantisations")
+        st.multiselect("attention TP (1 = data-parallel attention)", [str(t) for t in FRONTIER_TP], key="sv_tps")
+        st.multiselect("MLA cache format", list(CACHE_FORMATS), key="sv_caches", help=CACHE_SOURCE)
+SEARCH = (tuple(ss_ for ss_ in st.session_state.sv_formats) or (RELEASED,),
+          tuple(int(t) for t in st.session_state.sv_tps) or FRONTIER_TP,
+          tuple(st.session_state.sv_caches) or FRONTIER_CACHES)  # an emptied box searches its default
 with lazy_expander("Your deployment: GPU, parallelism, formats, batch (sections 1-4 below)",
                    key="serving_x_your_deployment") as is_open:
     if is_open:
@@ -124,7 +138,7 @@ with lazy_expander("Your deployment: GPU, parallelism, formats, batch (sections 
         c4.number_input("batch per GPU (0 = the most that fit)", 0, 100_000, key="sv_batch")
         c4.toggle("overlap communication with compute", key="sv_overlap")
         c4.number_input("$ per GPU-hour (0 = default)", 0.0, 999.0, step=0.1, key="sv_price")
-push_url("sv_preset", "sv_gpu", "sv_gpus", "sv_ep", "sv_tp", "sv_experts", "sv_rest", "sv_context", "sv_batch",
+push_url("sv_formats", "sv_tps", "sv_caches", "sv_preset", "sv_gpu", "sv_gpus", "sv_ep", "sv_tp", "sv_experts", "sv_rest", "sv_context", "sv_batch",
          "sv_overlap", "sv_price", "sv_spec", "sv_draft", "sv_accept", "sv_speed", "sv_bound", *PRICE_KEYS.values())
 ss = st.session_state
 rest = ss.sv_rest
@@ -155,8 +169,10 @@ def checked_cached():
 
 
 @st.cache_data(max_entries=32, show_spinner="Predicting every setup's curve…")
-def frontier_cached(preset: str, context: int, prices: tuple, spec_: Speculation | None, model: str):
-    return frontier(preset, context, prices=dict(prices), spec=spec_, model=model)
+def frontier_cached(preset: str, context: int, prices: tuple, spec_: Speculation | None, model: str, search: tuple):
+    formats, tps, caches = search
+    return frontier(preset, context, prices=dict(prices), spec=spec_, model=model, formats=formats, tps=tps,
+                    caches=caches)
 
 
 check = checked_cached()
@@ -165,7 +181,7 @@ fig_col.plotly_chart(shared_figure(prediction_figure, check.rows, evidence=deriv
 sentence(checked_sentence(check), derived(checked, checked_sentence), RUNS, container=fig_col)
 model = "bound" if ss.sv_bound else "predicted"
 with user_errors():
-    fr = frontier_cached(NAME, CONTEXT, tuple(sorted(prices.items())), spec, model)
+    fr = frontier_cached(NAME, CONTEXT, tuple(sorted(prices.items())), spec, model, SEARCH)
     verdict_ = verdict(fr, float(ss.sv_speed))
 fig_col.plotly_chart(shared_figure(frontier_figure, fr.points, fr.envelope, fr.by_gpu, float(ss.sv_speed),
                                    verdict_.winner, evidence=derived(frontier), evidence_by_name={
@@ -202,8 +218,10 @@ with lazy_expander("What the prediction fits and assumes, run by run", key="serv
               default=derived(checked), hide_index=True, width="stretch")
 with lazy_expander("Each GPU at this speed, and where the prices come from", key="serving_x_gpu_speed_prices") as is_open:
     if is_open:
-        st.caption("Each setup: one replica on EP GPUs (data-parallel attention), every batch that fits; formats: fp8, "
-                   "MXFP4 experts + bf16 (K3's release), NVFP4 experts + fp8. Prices (sources on hover): " + ", ".join(
+        st.caption(f"Searched (change it under 'What the frontier searches'): one replica on EP GPUs, EP in "
+                   f"{', '.join(map(str, FRONTIER_EP))}; attention TP {', '.join(map(str, SEARCH[1]))} (TP 1: "
+                   f"data-parallel attention); weights {'; '.join(SEARCH[0])}; MLA cache {', '.join(SEARCH[2])}; every "
+                   "batch that fits. Prices (sources on hover): " + ", ".join(
                        f"{g} {'assumed' if fr.prices[g][1].startswith('assumed') else 'cited'}" for g in GPUS) + ". "
                    + f"Our assumption: the Hopper GPUs ({', '.join(g for g in FRONTIER_GPUS if not GPUS[g].fp4_flops)}) "
                    "have no FP4 tensor cores, so their 4-bit experts are modelled as dequantised to FP8 (4-bit bytes "
@@ -214,8 +232,10 @@ with lazy_expander("Each GPU at this speed, and where the prices come from", key
                        f"{speculation_source(NAME)}.")
         table(st, [{"GPU": g, "setup": p.label, "$ / M output": round(p.usd_per_m_output_tokens, 3),
                     "tok/s / user": round(p.tokens_per_s_per_user, 1), "tok/s / GPU": round(p.tokens_per_s_per_gpu),
-                    "bound by": p.bound, "$ / GPU-hour": fr.prices[g][0]}
-                   for g, p in per_gpu_at(fr, float(ss.sv_speed)).items()], {"$ / GPU-hour": PRICE_EV},
+                    "bound by": p.bound, "$ / GPU-hour": fr.prices[g][0]} if p is not None else
+                   {"GPU": g, "setup": f"none: {why}", "$ / M output": None, "tok/s / user": None,
+                    "tok/s / GPU": None, "bound by": "", "$ / GPU-hour": fr.prices[g][0]}
+                   for g, p, why in per_gpu_rows(fr, FRONTIER_GPUS, float(ss.sv_speed))], {"$ / GPU-hour": PRICE_EV},
               default=derived(per_gpu_at, frontier), hide_index=True, width="stretch")
 
 url_state("sv_t_speed", INTERACTIVE_TOKENS_PER_USER, lo=1.0, hi=1000.0)
@@ -231,7 +251,7 @@ if step is not None:
         tgt = solve(s, **TARGET_IN, acceptance=spec.acceptance if spec else None)
     except ValueError as e:
         target_error = str(e)
-with lazy_expander("Solve for my target: users online, speed, request length", key="serving_x_solve") as is_open:
+with lazy_expander("Solve for my target (users, speed)", key="serving_x_solve") as is_open:
     if is_open and step is None:
         st.info(NOT_RUN)
     elif is_open:
@@ -257,7 +277,7 @@ with lazy_expander("Solve for my target: users online, speed, request length", k
             sentence(dollars(tgt.sentence), ev, FITTED_EV, PRICE_EV)
             show_code(solve)
 
-with lazy_expander("Export this scenario (JSON, CSV, link)", key="serving_x_export") as is_open:
+with lazy_expander("Export this scenario", key="serving_x_export") as is_open:
     if is_open:
         link = scenario_link(st.context.url, st.query_params.to_dict())
         ins, outs = serving_scenario(s, PRICE_EV, float(ss.sv_speed), verdict_.winner, batch if step else None,
@@ -470,13 +490,16 @@ def usd_or_out_of_reach(speed: float, v: float) -> str:
 
 
 @st.cache_data(max_entries=64, show_spinner="Moving each assumption ±20%…")
-def headline_cached(preset: str, prices_: tuple, spec_: Speculation | None, price_gpu: str, **assumed_values) -> float:
-    return cheapest_usd_per_m(preset, dict(prices_), spec_, price_gpu=price_gpu, **assumed_values)
+def headline_cached(preset: str, prices_: tuple, spec_: Speculation | None, price_gpu: str, search: tuple,
+                    **assumed_values) -> float:
+    formats, tps, caches = search
+    return cheapest_usd_per_m(preset, dict(prices_), spec_, price_gpu=price_gpu, formats=formats, tps=tps,
+                              caches=caches, **assumed_values)
 
 
 with user_errors():
     fr_pred = fr if model == "predicted" else frontier_cached(NAME, CONTEXT, tuple(sorted(prices.items())), spec,
-                                                              "predicted")
+                                                              "predicted", SEARCH)
     top = verdict(fr_pred, float(ss.sv_speed)).winner
 if top is not None:
     eff = FITTED.efficiency
@@ -492,10 +515,10 @@ if top is not None:
         Assumption("layer_s", "fixed time per layer per forward pass", eff.layer_s, fitted_why, unit="s"),
     ] + ([Assumption("acceptance", "tokens kept per speculation step", float(spec.acceptance),
                      speculation_source(NAME), "the 'acceptance' input")] if spec is not None else [])
-    faster = headline_cached(NAME, tuple(sorted(prices.items())), spec, top.gpu, speed=1.2 * float(ss.sv_speed))
+    faster = headline_cached(NAME, tuple(sorted(prices.items())), spec, top.gpu, SEARCH, speed=1.2 * float(ss.sv_speed))
     assumptions_block(
         "serving_x_assumptions", f"Predicted $ per M output tokens at >= {ss.sv_speed:.0f} tok/s per user",
-        partial(headline_cached, NAME, tuple(sorted(prices.items())), spec, top.gpu, speed=float(ss.sv_speed)),
+        partial(headline_cached, NAME, tuple(sorted(prices.items())), spec, top.gpu, SEARCH, speed=float(ss.sv_speed)),
         page_assumptions,
         partial(usd_or_out_of_reach, float(ss.sv_speed)),
         also=[("interactive speed", f"{ss.sv_speed:.0f} tokens/s per user, our assumption (2.5x DeepSeek's 20-22): "

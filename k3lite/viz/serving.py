@@ -133,7 +133,7 @@ def frontier_figure(points: Sequence, envelope: Sequence, by_gpu: Mapping[str, S
         setups: dict[tuple, list] = {}
         for p in points:
             if p.gpu == gpu:
-                setups.setdefault((p.ep, p.formats, p.speculative), []).append(p)
+                setups.setdefault((p.ep, p.tp, p.formats, p.cache, p.speculative), []).append(p)
         runs = [sorted(ps, key=lambda p: p.batch_per_gpu) for ps in setups.values()]
         lines, dots = [ps for ps in runs if len(ps) > 1], [ps[0] for ps in runs if len(ps) == 1]
         if lines:  # one trace per GPU, each setup a separate stretch of it (None breaks the line)

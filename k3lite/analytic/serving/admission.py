@@ -23,7 +23,7 @@ from k3lite.analytic import memory
 from k3lite.base.units import fmt_capacity
 from k3lite.analytic.hardware import get_gpu
 from k3lite.analytic.serving.deployment import Serving
-from k3lite.analytic.serving.step import placement
+from k3lite.analytic.serving.step import mla_cache_share, placement
 
 # The engines keep this share of HBM out of their KV and state pools for activations, CUDA graphs and workspace:
 # SGLang's K3 recipes run --mem-fraction-static 0.85 (kimi-k3.jsx); vLLM's K3 post --gpu-memory-utilization 0.9
@@ -55,7 +55,7 @@ def admission(s: Serving, input_len: int, output_len: int, reserve: float = ENGI
     cfg, gpu, sp = s.cfg, get_gpu(s.gpu), s.spec
     tokens = input_len + output_len
     cache = memory.sequence_cache_bytes(cfg, tokens)
-    per_request = {"MLA latent cache": cache.mla / s.dcp, "KDA state": state_slots * cache.kda / s.tp}
+    per_request = {"MLA latent cache": cache.mla * mla_cache_share(cfg, s.cache) / s.dcp, "KDA state": state_slots * cache.kda / s.tp}
     draft_weights = 0.0
     if sp is not None and sp.drafter == "draft-model":
         draft_weights = 2.0 * sp.draft_params / s.tp  # bf16

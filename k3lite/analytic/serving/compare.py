@@ -15,18 +15,17 @@ Each step is evaluated at the largest batch per GPU that fits in HBM and keeps e
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import NamedTuple
 
 from k3lite.analytic import memory
-from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker
 from k3lite.analytic.hardware import get_gpu
 from k3lite.base.wording import compare, times
+from k3lite.model.variants import classic_variant
 from k3lite.analytic.serving.deployment import DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Serving, Speculation
 from k3lite.analytic.serving.step import Prefill, Step, best_batch, decode_step, prefill_usd_per_m_input
-from k3lite.analytic.serving.frontier import FRONTIER_FORMATS, cheapest_at, frontier
+from k3lite.analytic.serving.frontier import FRONTIER_FORMATS, RELEASED, cheapest_at, frontier
 from k3lite.analytic.serving.measured import VLLM_K3, VLLM_K3_INPUT, VLLM_K3_OUTPUT, VLLM_K3_SOURCE
 
 FP8 = {"routed_experts": "fp8", "attention": "fp8", "shared": "fp8", "embeddings": "fp8"}
@@ -54,17 +53,6 @@ def gpus_for_weights(preset: str = K3_PRESET, gpu: str = "B300") -> list[Weights
 
 
 # ------------------------------------------------------------------------------------------ waterfall
-def classic_variant(cfg: K3Config) -> K3Config:
-    """The same-sized classic design: experts in d_model, E/c experts and top-k/c (c = d_model / latent)."""
-    moe = cfg.moe
-    if not moe.latent_dim:
-        return cfg
-    c = cfg.d_model // moe.latent_dim
-    return cfg.with_(name=f"{cfg.name} (classic MoE)",
-                     moe=replace(moe, n_routed_experts=moe.n_routed_experts // c, top_k=max(1, moe.top_k // c),
-                                 latent_dim=0, latent_norm=False))
-
-
 class WaterfallStep(NamedTuple):
     label: str
     serving: Serving
@@ -154,7 +142,7 @@ def validate(overlap: bool = True) -> list[dict]:
 
 # vLLM's K3 post: one B300 node, TP8, 8K in / 1K out, DSpark speculation of 8 tokens, MXFP4 experts (the release);
 # its table lives with the other published K3 runs (measured.py)
-K3_RELEASE_FORMAT = "MXFP4 experts, bf16 rest"
+K3_RELEASE_FORMAT = RELEASED  # the frontier's name for the released formats
 
 
 DSPARK = Speculation()  # the post's drafter: 8 tokens, the cited acceptance (k3lite.analytic.serving's defaults)
@@ -280,8 +268,9 @@ PREFILL_POOL_GPUS = 32  # DeepSeek's prefill unit (day-6 overview: EP32 over 4 n
 def frontier_prices(preset: str = K3_PRESET, context: int = 32768,
                     speeds=(MIN_TOKENS_PER_USER, FAST_TOKENS_PER_USER)) -> dict[float, ModelPrice]:
     """{speed: ModelPrice} for the frontier's cheapest setup at each speed (tokens/s per user): output $ from that
-    decode point, input $ from a prefill pool of PREFILL_POOL_GPUS of the same GPU and formats (`prefill_step`)."""
-    fr = frontier(preset, context)
+    decode point (TP 1, every format), input $ from a prefill pool of PREFILL_POOL_GPUS of the same GPU and formats (`prefill_step`)."""
+    fr = frontier(preset, context, tps=(1,))  # data-parallel attention, as DeepSeek and SGLang decode: the cost
+    #                                          page's two points (and its tests' sentences) are priced at TP 1
     out = {}
     for speed in speeds:
         w = cheapest_at(fr.setups, speed)

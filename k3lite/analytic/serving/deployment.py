@@ -3,6 +3,7 @@ speculative decoding (`Serving`, `Speculation`), validated when built; nothing l
 evaluates it is in step.py (formulas in the package docstring)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from k3lite.analytic import memory
@@ -26,6 +27,15 @@ USD_PER_GPU_HOUR: dict[str, tuple[float, str]] = {
 }
 # 4-bit shorthands of the CLI; "fp4" = NVFP4 (Blackwell's native 4-bit, smallest scale overhead of the FP4 pair)
 FORMAT_ALIASES = {"fp4": "nvfp4", "bf16": "bf16", "fp8": "fp8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "int4": "int4"}
+# the MLA latent cache's storage formats: bytes per cached token of one MLA layer, from its latent and rope widths.
+# fp8 is FlashMLA's FP8 layout (deepseek-ai/FlashMLA, used for DeepSeek-V3.2): the latent as E4M3 with one fp32 scale
+# per 128 values, the rope part kept bf16: 512 + 16 + 128 = 656 bytes a token for DeepSeek's 512 + 64 widths
+CACHE_FORMATS = {
+    "bf16": lambda latent, rope: 2 * (latent + rope),
+    "fp8": lambda latent, rope: latent + 4 * math.ceil(latent / 128) + 2 * rope,
+}
+CACHE_SOURCE = ("fp8 latent cache: FlashMLA's FP8 KV layout (deepseek-ai/FlashMLA; 656 bytes a token for DeepSeek's "
+                "512 + 64: E4M3 latent, four fp32 scales, bf16 rope); bf16: 2 bytes a number")
 MIN_TOKENS_PER_USER = 20.0  # DeepSeek's reported average output speed was 20-22 tokens/s (day-6 overview)
 K3_PRESET = "kimi-k3"  # the one name of the K3 preset in this module (pages and CLIs default to it)
 
@@ -145,6 +155,8 @@ class Serving:
     combine: str = "bf16"
     scheme: str = "low-latency"  # DeepEP's decode kernels: one message per (token, selected expert)
     spec: Speculation | None = None  # speculative decoding (None: one token per sequence per step)
+    cache: str = "bf16"  # the MLA latent cache's format: "bf16" or "fp8" (FlashMLA's layout, CACHE_FORMATS); the
+    #                      KDA state stays fp32
     dcp: int = 1  # decode context parallelism: the MLA latent cache of a TP group split over dcp of its GPUs by
     #               token (SGLang's --dcp-size) instead of held whole on each; 1 = replicated, as TP alone keeps it
 
@@ -169,6 +181,8 @@ class Serving:
             raise ValueError(f"context must be 1..10,000,000 tokens, got {self.context}")
         if self.usd_per_gpu_hour is not None and not (0 < self.usd_per_gpu_hour < 1000):
             raise ValueError(f"$ per GPU-hour must be in (0, 1000), got {self.usd_per_gpu_hour}")
+        if self.cache not in CACHE_FORMATS:
+            raise ValueError(f"cache must be one of {list(CACHE_FORMATS)}, got {self.cache!r}")
         object.__setattr__(self, "weights", precision_map(self.weights))
         check_scheme(self.scheme)
         if self.spec is not None and self.spec.drafter == "mtp" and not has_mtp(self.cfg):
@@ -195,7 +209,7 @@ class Serving:
         return {"preset": self.name, "gpu": self.gpu, "n_gpus": self.n_gpus, "ep": self.ep, "tp": self.tp,
                 "weights": dict(self.weights), "context": self.context, "overlap": self.overlap,
                 "usd_per_gpu_hour": self.price, "dispatch": self.dispatch, "combine": self.combine,
-                "scheme": self.scheme, "dcp": self.dcp,
+                "scheme": self.scheme, "dcp": self.dcp, "cache": self.cache,
                 "spec": None if self.spec is None else {"draft_tokens": self.spec.draft_tokens,
                                                         "acceptance": self.spec.acceptance,
                                                         "drafter": self.spec.drafter,

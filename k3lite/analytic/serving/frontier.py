@@ -21,22 +21,27 @@ from typing import NamedTuple
 from k3lite.base.units import fmt_capacity
 from k3lite.model.presets import PRESETS, get_preset
 from k3lite.analytic.hardware import GPUS, get_gpu
-from k3lite.analytic.serving.deployment import K3_PRESET, USD_PER_GPU_HOUR, Serving, Speculation
+from k3lite.analytic.serving.deployment import CACHE_FORMATS, K3_PRESET, USD_PER_GPU_HOUR, Serving, Speculation
 from k3lite.analytic.serving.admission import ENGINE_RESERVE, admission
 from k3lite.analytic.serving.fit import FITTED
 from k3lite.analytic.serving.predict import Efficiency, as_step
 from k3lite.analytic.serving.predict import terms as predict_terms
-from k3lite.analytic.serving.step import Step, StepTerms, curve_batches, step_at, step_terms
+from k3lite.analytic.serving.step import Step, StepTerms, curve_batches, placement, step_at, step_terms
 
 _REST = ("attention", "shared", "embeddings")
 # the storage formats the frontier tries: each is what some released checkpoint or vendor quantisation ships
 FRONTIER_FORMATS: dict[str, dict[str, str]] = {
     "fp8": {"routed_experts": "fp8", **{c: "fp8" for c in _REST}},  # DeepSeek-V3's and Kimi K2's release
-    "MXFP4 experts, bf16 rest": {"routed_experts": "mxfp4", **{c: "bf16" for c in _REST}},  # Kimi K3's release
+    "MXFP4 experts, bf16 rest (as released)": {"routed_experts": "mxfp4", **{c: "bf16" for c in _REST}},  # Kimi K3's
     "NVFP4 experts, fp8 rest": {"routed_experts": "nvfp4", **{c: "fp8" for c in _REST}},  # a Blackwell-native quantisation
 }
-FRONTIER_EP = (8, 16, 32, 64, 72, 128, 144)  # GPUs per replica = EP size; tp 1 (data-parallel attention). An EP
-#                                              wider than one NVLink domain must fill whole domains (72 on NVL72)
+RELEASED = "MXFP4 experts, bf16 rest (as released)"  # the format K3 ships in: the page's default search
+FRONTIER_EP = (8, 16, 32, 64, 72, 128, 144)  # GPUs per replica = EP size. An EP wider than one NVLink domain must
+#                                              fill whole domains (72 on NVL72)
+FRONTIER_TP = (1, 2, 4, 8)  # attention's TP inside the replica: 1 = data-parallel attention (DeepSeek's, SGLang's
+#                             decode), EP = TP = 8 = tensor-parallel attention on one node (vLLM's K3 post); a TP group
+#                             stays inside one NVLink domain
+FRONTIER_CACHES = ("bf16",)  # the MLA latent cache's format by default (deployment.CACHE_FORMATS has fp8 too)
 # the GPUs a default frontier compares: the NVIDIA parts. AMD's (hardware.GPUS has them) join when asked for by name:
 # their $/GPU-hour are a marketplace listing or assumed, and the predictor's efficiencies (predict.py) are fitted on
 # B300 runs only, while SGLang's own MI350X runs show a different per-layer latency (fit.py, held-out rows)
@@ -66,10 +71,13 @@ class FrontierPoint(NamedTuple):
     hbm_bytes: float
     max_batch_per_gpu: int  # the most sequences that fit next to the weights
     speculative: bool = False  # drafted and verified (k3lite.analytic.serving.Speculation)
+    tp: int = 1  # attention's tensor parallelism (1: data-parallel attention)
+    cache: str = "bf16"  # the MLA latent cache's format
 
     @property
     def label(self) -> str:
-        return (f"{self.gpu}, EP {self.ep}, {self.formats}, batch {self.batch_per_gpu}"
+        return (f"{self.gpu}, EP {self.ep}, TP {self.tp}, {self.formats}"
+                + (f", {self.cache} cache" if self.cache != "bf16" else "") + f", batch {self.batch_per_gpu}"
                 + (", speculative" if self.speculative else ""))
 
     def row(self) -> dict:
@@ -87,6 +95,8 @@ class Setup(NamedTuple):
     crosses_nic: bool
     hbm_bytes: float
     predicted: tuple | None = None  # (predict.Terms, predict.Efficiency, max batch per GPU) for model="predicted"
+    tp: int = 1
+    cache: str = "bf16"
 
     def step(self, batch: int) -> Step:
         """The decode step at `batch`: step.py's bound, or the predictor's (predict.as_step)."""
@@ -106,7 +116,7 @@ class Setup(NamedTuple):
                              st.usd_per_m_output_tokens, t.usd_per_gpu_hour, st.bound, st.hbm_s, st.compute_s,
                              st.wire_s, st.draft_s, st.step_s, self.crosses_nic,
                              t.weight_bytes_per_gpu + batch * t.cache_bytes_per_sequence, self.hbm_bytes,
-                             self.max_batch, t.spec is not None)
+                             self.max_batch, t.spec is not None, self.tp, self.cache)
 
     def fastest_batch(self, speed: float) -> int | None:
         """The largest batch that keeps every user at >= speed tokens/s (the cheapest such point: per-user speed
@@ -143,7 +153,8 @@ def lower_envelope(points) -> list[FrontierPoint]:
 
 def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=None, eps=FRONTIER_EP,
              prices: dict | None = None, spec: Speculation | None = None, overlap: bool = True,
-             points: int = CURVE_POINTS, model: str = "bound", efficiency: Efficiency | None = None) -> Frontier:
+             points: int = CURVE_POINTS, model: str = "bound", efficiency: Efficiency | None = None,
+             tps=FRONTIER_TP, caches=FRONTIER_CACHES) -> Frontier:
     """Every setup's curve over batch size, the overall envelope and each GPU's envelope (see the docstring).
 
     model "bound": step.py's roofline, every batch that fits in HBM. model "predicted": predict.py's decode step with
@@ -161,6 +172,11 @@ def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=N
     for f in formats:
         if f not in FRONTIER_FORMATS:
             raise ValueError(f"formats must be among {list(FRONTIER_FORMATS)}, got {f!r}")
+    if not formats or not tps or not caches:
+        raise ValueError("give at least one format, one TP size and one cache format")
+    for c in caches:
+        if c not in CACHE_FORMATS:
+            raise ValueError(f"caches must be among {list(CACHE_FORMATS)}, got {c!r}")
     for g, v in (prices or {}).items():
         if get_gpu(g) and not 0 < v < 1000:
             raise ValueError(f"$ per GPU-hour must be in (0, 1000), got {v} for {g}")
@@ -170,27 +186,34 @@ def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=N
     setups, skipped = [], []
     for gpu_key in gpus:
         gpu = get_gpu(gpu_key)
-        for fmt in formats:
-            for ep in eps:
-                if ep > gpu.nvlink_domain and ep % gpu.nvlink_domain:
-                    skipped.append(f"{gpu_key}, EP {ep}, {fmt}: EP wider than one {gpu.nvlink_domain}-GPU NVLink "
-                                   "domain must fill whole domains")
-                    continue
-                try:  # with speculation on, each setup is tried with and without it: a provider may choose
-                    for sp in (None, spec) if spec is not None else (None,):
-                        s = Serving(cfg, gpu_key, ep, ep, 1, FRONTIER_FORMATS[fmt], context, overlap,
-                                    prices[gpu_key][0], spec=sp)
-                        pred = None
-                        if eff is not None:
-                            top = admission(s, context, 0).max_concurrency // s.n_gpus
-                            if top < 1:
-                                raise ValueError(f"not one sequence of {context:,} tokens fits next to the "
-                                                 f"weights and the engines' {100 * ENGINE_RESERVE:.0f}% reserve")
-                            pred = (predict_terms(s), eff, top)
-                        setups.append(Setup(gpu_key, ep, fmt, step_terms(s), ep > gpu.nvlink_domain, gpu.hbm_bytes,
-                                            pred))
-                except ValueError as e:
-                    skipped.append(f"{gpu_key}, EP {ep}, {fmt}: {e}")
+        for fmt, ep, tp, cache in ((f, e, t, c) for f in formats for e in eps for t in tps for c in caches):
+            name = f"{gpu_key}, EP {ep}, TP {tp}, {fmt}" + (f", {cache} cache" if cache != "bf16" else "")
+            if ep > gpu.nvlink_domain and ep % gpu.nvlink_domain:
+                skipped.append(f"{name}: EP wider than one {gpu.nvlink_domain}-GPU NVLink domain must fill whole "
+                               "domains")
+                continue
+            if ep % tp or tp > gpu.nvlink_domain:
+                skipped.append(f"{name}: a TP group must divide the replica and stay in one NVLink domain")
+                continue
+            try:  # with speculation on, each setup is tried with and without it: a provider may choose
+                for sp in (None, spec) if spec is not None else (None,):
+                    s = Serving(cfg, gpu_key, ep, ep, tp, FRONTIER_FORMATS[fmt], context, overlap,
+                                prices[gpu_key][0], spec=sp, cache=cache)
+                    pl = placement(s)  # checked here, not by step_terms: its message searches for the knob
+                    if pl.free_hbm_bytes_per_gpu <= 0:
+                        raise ValueError(f"the weights ({pl.weight_bytes_per_gpu / 1e9:,.0f} GB per GPU) exceed its "
+                                         f"{pl.hbm_bytes / 1e9:,.0f} GB of HBM")
+                    pred = None
+                    if eff is not None:
+                        top = admission(s, context, 0).max_concurrency // s.n_gpus
+                        if top < 1:
+                            raise ValueError(f"not one sequence of {context:,} tokens fits next to the "
+                                             f"weights and the engines' {100 * ENGINE_RESERVE:.0f}% reserve")
+                        pred = (predict_terms(s), eff, top)
+                    setups.append(Setup(gpu_key, ep, fmt, step_terms(s), ep > gpu.nvlink_domain, gpu.hbm_bytes,
+                                        pred, tp, cache))
+            except ValueError as e:
+                skipped.append(f"{name}: {e}")
     if not setups:
         raise ValueError(f"no setup fits {preset} at {context:,} tokens on {', '.join(gpus)}: " + "; ".join(skipped[:3]))
     out = [u.point(b) for u in setups for b in curve_batches(u.max_batch, points)]
@@ -210,6 +233,24 @@ def per_gpu_at(fr: Frontier, speed: float) -> dict[str, FrontierPoint]:
     """Each GPU's cheapest point at >= speed tokens/s per user (GPUs that cannot reach it are left out)."""
     best = {g: cheapest_at([u for u in fr.setups if u.gpu == g], speed) for g in fr.by_gpu}
     return {g: p for g, p in best.items() if p is not None}
+
+
+def why_none(fr: Frontier, gpu: str, speed: float) -> str:
+    """Why `gpu` has no point at >= speed tokens/s per user: none of its setups fits (the reason of the widest
+    one tried), or the fastest of them is slower."""
+    mine = [p for p in fr.points if p.gpu == gpu]
+    if mine:
+        top = max(mine, key=lambda p: p.tokens_per_s_per_user)
+        return (f"its fastest setup reaches {top.tokens_per_s_per_user:.0f} tokens/s per user, under {speed:.0f} "
+                f"({top.label})")
+    reasons = [r for r in fr.skipped if r.startswith(gpu + ",")]
+    return ("no setup fits: " + reasons[-1]) if reasons else "not searched"
+
+
+def per_gpu_rows(fr: Frontier, gpus, speed: float) -> list[tuple[str, FrontierPoint | None, str]]:
+    """(GPU, its cheapest point at >= speed or None, why none) for every GPU in `gpus`: none left out silently."""
+    at = per_gpu_at(fr, speed)
+    return [(g, at.get(g), "" if g in at else why_none(fr, g, speed)) for g in gpus]
 
 
 class Verdict(NamedTuple):
@@ -280,7 +321,8 @@ def cheapest_usd_per_m(preset: str = K3_PRESET, prices: dict | None = None, spec
                        context: float = 32768, speed: float = INTERACTIVE_TOKENS_PER_USER,
                        layer_s: float = FITTED.efficiency.layer_s, hbm_fraction: float = FITTED.efficiency.hbm_fraction,
                        flops_fraction: float = FITTED.efficiency.flops_fraction, acceptance: float | None = None,
-                       price_gpu: str | None = None, usd_per_gpu_hour: float | None = None) -> float:
+                       price_gpu: str | None = None, usd_per_gpu_hour: float | None = None, formats=None,
+                       tps=FRONTIER_TP, caches=FRONTIER_CACHES) -> float:
     """The serving page's headline: $ per M output tokens of the predicted frontier's cheapest setup at >= `speed`
     tokens/s per user, with every input the page assumes as an argument (its assumptions block moves each ±20%):
     the context per sequence (rounded to whole tokens), the speed asked for, the three fitted efficiencies, the
@@ -293,6 +335,7 @@ def cheapest_usd_per_m(preset: str = K3_PRESET, prices: dict | None = None, spec
     if price_gpu is not None and usd_per_gpu_hour is not None:
         p[price_gpu] = usd_per_gpu_hour
     fr = frontier(preset, max(1, round(context)), prices=p, spec=spec, model="predicted", points=2,
-                  efficiency=Efficiency(layer_s, hbm_fraction, flops_fraction))
+                  efficiency=Efficiency(layer_s, hbm_fraction, flops_fraction), formats=formats, tps=tps,
+                  caches=caches)
     w = cheapest_at(fr.setups, speed)
     return float("inf") if w is None else w.usd_per_m_output_tokens

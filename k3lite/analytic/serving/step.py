@@ -9,7 +9,7 @@ from k3lite.analytic import decode, memory
 from k3lite.base.units import fmt_capacity
 from k3lite.model.config import K3Config
 from k3lite.analytic.hardware import get_gpu
-from k3lite.analytic.serving.deployment import Serving, Speculation
+from k3lite.analytic.serving.deployment import CACHE_FORMATS, Serving, Speculation
 from k3lite.interconnect import Topology
 from k3lite.interconnect import wire_bytes_per_token as interconnect_wire_bytes
 
@@ -30,18 +30,24 @@ def placement(s: Serving) -> Placement:
     w = memory.weight_bytes(cfg, s.weights)
     per_gpu = {c: v / (s.ep if c == "routed_experts" else s.tp) for c, v in w.items()}
     weights = sum(per_gpu.values())
-    per_seq = cache_bytes_per_sequence(cfg, s.context, s.tp, s.dcp)
+    per_seq = cache_bytes_per_sequence(cfg, s.context, s.tp, s.dcp, s.cache)
     free = gpu.hbm_bytes - weights
     return Placement(weights, per_gpu, gpu.hbm_bytes, free, math.ceil(sum(w.values()) / gpu.hbm_bytes),
                      per_seq, max(0, int(free // per_seq)) if free > 0 else 0)
 
 
-def cache_bytes_per_sequence(cfg: K3Config, context: int, tp: int = 1, dcp: int = 1) -> float:
+def mla_cache_share(cfg: K3Config, cache: str = "bf16") -> float:
+    """The MLA latent cache's bytes in format `cache` over its bf16 bytes (deployment.CACHE_FORMATS)."""
+    latent, rope = cfg.mla.kv_lora_rank, cfg.mla.qk_rope_head_dim
+    return CACHE_FORMATS[cache](latent, rope) / CACHE_FORMATS["bf16"](latent, rope)
+
+
+def cache_bytes_per_sequence(cfg: K3Config, context: int, tp: int = 1, dcp: int = 1, cache: str = "bf16") -> float:
     """One GPU's cache bytes per unit of batch per GPU B (B x tp sequences share a TP group): each GPU keeps the
     whole MLA latent of all B x tp sequences (one latent head cannot be split by heads), or 1/dcp of it under decode
     context parallelism, and 1/tp of each one's KDA state (split by heads), B x KDA state in all."""
-    cache = memory.sequence_cache_bytes(cfg, context)
-    return tp * cache.mla / dcp + cache.kda
+    cache_mla = memory.sequence_cache_bytes(cfg, context)
+    return tp * cache_mla.mla * mla_cache_share(cfg, cache) / dcp + cache_mla.kda
 
 
 def _fits(s: Serving) -> bool:
@@ -89,8 +95,8 @@ def overflow_advice(s: Serving, p: Placement) -> str:
     experts_fmt = s.weights.get("routed_experts")
     if not fixes and experts_fmt and memory.PRECISIONS[experts_fmt].bytes_per_param > 0.6:
         fixes.append("a 4-bit format for the experts")
-    return head + ("It fits with " + ", or ".join(fixes) + "." if fixes else
-                   f"At these formats the weights alone need at least {p.min_gpus_for_weights} {s.gpu} GPUs.")
+    return (head + ("It fits with " + ", or ".join(fixes) + ". " if fixes else "")
+            + f"At these formats the weights alone need at least {p.min_gpus_for_weights} {s.gpu} GPUs.")
 
 
 def check_fits(s: Serving, batch: int | None = None) -> Placement:
@@ -126,8 +132,8 @@ def capacity(s: Serving, contexts) -> dict[str, list[int]]:
     out = {}
     if n_kda:
         out[f"{cfg.kda_ratio[0]}:{cfg.kda_ratio[1]} KDA:MLA (this model)"] = [
-            fit(cache_bytes_per_sequence(cfg, n, s.tp, s.dcp)) for n in contexts]
-    out["all layers MLA"] = [fit(cache_bytes_per_sequence(all_mla, n, s.tp, s.dcp)) for n in contexts]
+            fit(cache_bytes_per_sequence(cfg, n, s.tp, s.dcp, s.cache)) for n in contexts]
+    out["all layers MLA"] = [fit(cache_bytes_per_sequence(all_mla, n, s.tp, s.dcp, s.cache)) for n in contexts]
     # GQA splits by KV heads: 1/tp of each of the B x tp sequences, B whole caches per GPU
     out["all layers GQA (8 KV heads x 128)"] = [fit(memory.gqa_sequence_cache_bytes(cfg, n)) for n in contexts]
     return out

@@ -135,8 +135,9 @@ def test_frontier_prices_are_frontier_points_with_a_prefill_pool(k3):
     from k3lite.analytic.serving import MIN_TOKENS_PER_USER, Serving, prefill_usd_per_m_input
     from k3lite.analytic.serving.compare import FAST_TOKENS_PER_USER, PREFILL_POOL_GPUS, frontier_prices
     prices = frontier_prices(K3_PRESET, 32768)
+    tp1 = [u for u in k3.setups if u.tp == 1]  # the cost page's points: data-parallel attention
     for speed, price in prices.items():
-        w = cheapest_at(k3.setups, speed)
+        w = cheapest_at(tp1, speed)
         assert price.output_per_m == pytest.approx(w.usd_per_m_output_tokens)
         pool = Serving(K3_PRESET, w.gpu, PREFILL_POOL_GPUS, PREFILL_POOL_GPUS, 1, FRONTIER_FORMATS[w.formats], 32768)
         assert price.input_per_m == pytest.approx(prefill_usd_per_m_input(pool))

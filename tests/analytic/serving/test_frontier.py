@@ -13,7 +13,7 @@ from k3lite.analytic.serving.compare import (
     PUBLISHED, validate,
 )
 from k3lite.analytic.serving.frontier import (
-    FRONTIER_FORMATS, FRONTIER_GPUS, cheapest_at, frontier, lower_envelope, per_gpu_at, verdict,
+    FRONTIER_FORMATS, FRONTIER_GPUS, RELEASED, cheapest_at, frontier, lower_envelope, per_gpu_at, verdict,
 )
 
 
@@ -38,7 +38,7 @@ def test_every_gpu_row_is_a_monotone_envelope_that_no_point_beats(k3):
 def test_every_gpu_of_the_table_can_be_asked_for_by_name():
     others = [g for g in GPUS if g not in FRONTIER_GPUS]  # AMD's parts: not in the default comparison
     assert others, "the table has GPUs outside the default frontier"
-    fr = frontier(K3_PRESET, 32768, gpus=others, formats=["MXFP4 experts, bf16 rest"], eps=(8, 16))
+    fr = frontier(K3_PRESET, 32768, gpus=others, formats=[RELEASED], eps=(8, 16))
     assert set(fr.by_gpu) == set(others)
     assert set(fr.prices) == set(GPUS)  # every GPU's price and source, compared or not (the page lists them all)
 
@@ -55,7 +55,7 @@ def test_every_point_fits_in_hbm(k3):
     for u in k3.setups:
         assert u.terms.weight_bytes_per_gpu + u.terms.max_batch_per_gpu * u.terms.cache_bytes_per_sequence <= u.hbm_bytes
     # what does not fit is named, not dropped silently: K3 at fp8 on 8 H100s is 2.8 TB on 640 GB
-    assert any(s.startswith("H100 SXM, EP 8, fp8") and "does not fit" in s for s in k3.skipped)
+    assert any(s.startswith("H100 SXM, EP 8, TP 1, fp8") and "exceed" in s for s in k3.skipped)
 
 
 def test_deepseek_and_k2_points_reproduce_the_published_checks():
@@ -64,7 +64,7 @@ def test_deepseek_and_k2_points_reproduce_the_published_checks():
     for p in PUBLISHED:
         s = p.serving
         assert s.weights == FRONTIER_FORMATS["fp8"]  # the publications' format is one the frontier tries
-        fr = frontier(s.name, s.context, [s.gpu], ["fp8"], eps=(s.ep,))
+        fr = frontier(s.name, s.context, [s.gpu], ["fp8"], eps=(s.ep,), tps=(s.tp,))
         (setup,) = fr.setups
         point = setup.point(p.batch_per_gpu)
         assert point.tokens_per_s_per_gpu == pytest.approx(rows[p.label]["model tokens/s / GPU"], rel=1e-12)
@@ -105,9 +105,9 @@ def test_verdict_sentence_is_built_from_the_points(k3):
 def test_prices_are_inputs(k3):
     gpu = "B200"
     dear = frontier(K3_PRESET, 32768, [gpu], prices={gpu: 2 * USD_PER_GPU_HOUR[gpu][0]})
-    base = {(p.ep, p.formats, p.batch_per_gpu): p.usd_per_m_output_tokens for p in k3.points if p.gpu == gpu}
+    base = {(p.ep, p.tp, p.formats, p.batch_per_gpu): p.usd_per_m_output_tokens for p in k3.points if p.gpu == gpu}
     for p in dear.points:
-        assert p.usd_per_m_output_tokens == pytest.approx(2 * base[(p.ep, p.formats, p.batch_per_gpu)])
+        assert p.usd_per_m_output_tokens == pytest.approx(2 * base[(p.ep, p.tp, p.formats, p.batch_per_gpu)])
     assert dear.prices[gpu][1] == "your number"
     with pytest.raises(ValueError, match="per GPU-hour"):
         frontier(K3_PRESET, 32768, [gpu], prices={gpu: 0.0})
@@ -138,18 +138,19 @@ def test_serving_page_opens_on_the_predicted_frontier_and_its_prices_are_inputs(
     at = AppTest.from_file(str(ROOT / "views" / "serving.py"), default_timeout=180)
     at.run()
     assert not at.exception and not at.error
-    fr = frontier(K3_PRESET, 32768, model="predicted")
+    fr = frontier(K3_PRESET, 32768, model="predicted", formats=[RELEASED])  # the page searches the release by default
     expected = "**Predicted.** " + verdict(fr, INTERACTIVE_TOKENS_PER_USER).sentence.replace("$", "\\$")
     assert any(m.value == expected for m in at.caption)  # a computed sentence: a caption with its evidence
     winner = verdict(fr, INTERACTIVE_TOKENS_PER_USER).winner.gpu
     at.number_input(key="sv_usd_" + winner.replace(" ", "_")).set_value(40.0).run()  # make the winner dear: another GPU must win
     assert not at.exception
-    dear = verdict(frontier(K3_PRESET, 32768, prices={winner: 40.0}, model="predicted"), INTERACTIVE_TOKENS_PER_USER)
+    dear = verdict(frontier(K3_PRESET, 32768, prices={winner: 40.0}, model="predicted", formats=[RELEASED]),
+                   INTERACTIVE_TOKENS_PER_USER)
     assert dear.winner.gpu != winner
     assert any(m.value == "**Predicted.** " + dear.sentence.replace("$", "\\$") for m in at.caption)
     at.toggle(key="sv_bound").set_value(True).run()
     assert not at.exception
-    bound = verdict(frontier(K3_PRESET, 32768, prices={winner: 40.0}), INTERACTIVE_TOKENS_PER_USER)
+    bound = verdict(frontier(K3_PRESET, 32768, prices={winner: 40.0}, formats=[RELEASED]), INTERACTIVE_TOKENS_PER_USER)
     assert any(m.value == "**Roofline bound** (a floor on price). " + bound.sentence.replace("$", "\\$")
                for m in at.caption)
 
@@ -229,8 +230,8 @@ def test_a_prediction_is_never_cheaper_than_the_bound_at_any_speed(k3, k3_predic
 
 
 def test_the_default_frontier_is_the_bound():
-    again = frontier(K3_PRESET, 32768, model="bound", gpus=["B300"], formats=["MXFP4 experts, bf16 rest"], eps=(16,))
-    plain = frontier(K3_PRESET, 32768, gpus=["B300"], formats=["MXFP4 experts, bf16 rest"], eps=(16,))
+    again = frontier(K3_PRESET, 32768, model="bound", gpus=["B300"], formats=[RELEASED], eps=(16,))
+    plain = frontier(K3_PRESET, 32768, gpus=["B300"], formats=[RELEASED], eps=(16,))
     assert again.points == plain.points
     with pytest.raises(ValueError, match="model must be one of"):
         frontier(K3_PRESET, 32768, model="measured")
@@ -253,3 +254,22 @@ def test_the_pages_headline_is_the_predicted_verdicts_price():
     assert math.isinf(cheapest_usd_per_m("kimi-k3", context=32768, speed=1000.0))
     # a faster engine (more of the HBM bandwidth achieved) is never dearer
     assert cheapest_usd_per_m("kimi-k3", context=32768, speed=50.0, hbm_fraction=0.95) <= base
+
+
+def test_the_search_covers_tp_formats_and_cache_and_names_every_gpu():
+    """TP 1 only had dropped H100 and H800 without a word and capped the speed at 119 tok/s: with TP 1-8 in the
+    search the Hopper GPUs reach the page's 50 tok/s in the released format, and every GPU gets a row."""
+    from k3lite.analytic.serving.frontier import FRONTIER_TP, per_gpu_rows
+
+    fr = frontier(K3_PRESET, 32768, formats=[RELEASED])
+    assert {u.tp for u in fr.setups} == set(FRONTIER_TP)
+    rows = per_gpu_rows(fr, FRONTIER_GPUS, 50.0)
+    assert [g for g, _, _ in rows] == list(FRONTIER_GPUS)
+    assert all(p is not None for g, p, _ in rows if g in ("H100 SXM", "H800"))
+    assert max(p.tokens_per_s_per_user for p in fr.points) > 119
+    only_tp1 = frontier(K3_PRESET, 32768, formats=[RELEASED], tps=(1,), gpus=["H100 SXM"] + list(FRONTIER_GPUS[2:]))
+    (h100,) = [r for r in per_gpu_rows(only_tp1, ["H100 SXM"], 50.0)]
+    assert h100[1] is None and h100[2].startswith("no setup fits: H100 SXM, EP")  # said, not dropped
+    fp8 = frontier(K3_PRESET, 32768, gpus=["B200"], formats=[RELEASED], tps=(1,), caches=("fp8",))
+    bf16 = frontier(K3_PRESET, 32768, gpus=["B200"], formats=[RELEASED], tps=(1,))
+    assert max(u.max_batch for u in fp8.setups) > max(u.max_batch for u in bf16.setups)  # fp8 latents: more fit
