@@ -22,6 +22,13 @@ from k3lite.base.evidence import derived, released
 from views.common import (assumptions_block, lazy_expander, lazy_sections, metric, pick_from_map, push_url,
                           reset_button, sentence, show_code, table, url_state, user_errors)
 from views.common import try_it  # the page's practice problems, at its foot
+from k3lite.analytic.ablation import __doc__ as ablation_doc
+from k3lite.analytic.ablation import ablation as ablation_rows
+from k3lite.analytic.ablation import sentences as ablation_sentences
+from k3lite.analytic.ledger import ledger_of
+from k3lite.analytic.serving.target import solve
+from k3lite.model.variants import COMPARISONS, comparison_config
+from k3lite.viz.ablation import ablation_figure
 from views.registry import ARITHMETIC_PAGES, LEDGER_SECTION, PAGES, SHIPPED_INPUTS, by_url_path
 
 st.title("k3lite: the Kimi K3 design, running live")
@@ -158,8 +165,9 @@ with lazy_expander("Each part's share of the parameters and of the bytes, with i
             except StreamlitAPIException:  # this file run on its own (AppTest of one page): no navigation to link into
                 link_cols[i % 2].markdown(f"{parts} → {spec.short} (`{spec.file}`)")
 
-SECTIONS = [LEDGER_SECTION, "Where the parameters are"]
-tab_bytes, tab_params = lazy_sections(SECTIONS, key="home_section")  # none drawn until picked
+ABLATION_SECTION = "K3 without each idea"
+SECTIONS = [LEDGER_SECTION, "Where the parameters are", ABLATION_SECTION]
+tab_bytes, tab_params, tab_ablation = lazy_sections(SECTIONS, key="home_section")  # none drawn until picked
 with tab_params as is_open:
     if is_open:
         st.subheader("Where the parameters are")
@@ -342,6 +350,41 @@ with tab_bytes as is_open:
     if is_open:
         st.subheader("Bytes per decoded token: where one token's bytes go")
         ledger_panel()
+
+
+@st.cache_data(max_entries=8, show_spinner="Counting K3 and each variant…")
+def ablation_cached(context: int) -> list:
+    return ablation_rows(context)
+
+
+def ablation_panel() -> None:
+    """K3 against K3 without each idea on bytes per decoded token, cache per sequence and $ per M output tokens."""
+    context = st.select_slider("context (tokens)", CONTEXTS, value=131_072, key="home_ablation_context",
+                               format_func="{:,}".format)
+    rows = ablation_cached(int(context))
+    st.plotly_chart(shared_figure(ablation_figure, rows, evidence=derived(ablation_rows, ledger_of, solve)),
+                    width="stretch")
+    for text in ablation_sentences(rows):
+        sentence(text, derived(ablation_sentences))
+    with lazy_expander("What each variant is, and how each axis is counted", key="home_x_ablation_how") as is_open:
+        if is_open:
+            st.markdown(ablation_doc)
+            table(st, [{"variant": COMPARISONS[r.key].label if r.key in COMPARISONS else r.label,
+                        "replaces": COMPARISONS[r.key].idea if r.key in COMPARISONS else "—",
+                        "with": COMPARISONS[r.key].instead if r.key in COMPARISONS else "—",
+                        "bytes per decoded token": fmt_bytes(r.bytes_per_token),
+                        "cache per sequence": fmt_bytes(r.cache_per_sequence),
+                        "$ per M output": f"${r.usd_per_m_output:.2f}" if r.usd_per_m_output == r.usd_per_m_output
+                        else "out of reach"} for r in rows],
+                  {"bytes per decoded token": derived(ledger_of), "cache per sequence": derived(ablation_rows),
+                   "$ per M output": derived(solve)}, hide_index=True, width="stretch")
+            show_code(ablation_rows, comparison_config)
+
+
+with tab_ablation as is_open:
+    if is_open:
+        st.subheader("K3 without each idea: what each one buys and costs")
+        ablation_panel()
 
 with st.expander("What is live and what is shipped"):
     st.markdown("Everything not listed here is computed on this server when you open or change a page.\n"

@@ -18,7 +18,7 @@ One decode step serves a batch of B sequences at context T; the ledger is what O
                    Attention Residuals page's function; standard residual: one running sum per sublayer).
 
 Toggles turn one K3 idea off at a time (a counterfactual K3, not a published model):
-    latent off     the same-sized classic MoE the serving waterfall starts from (`serving.compare.classic_variant`):
+    latent off     the same-sized classic MoE the serving waterfall starts from (`k3lite.model.variants.classic_variant`):
                    experts work on d_model and d_model travels, with E/c experts and top-k/c at the same expert
                    FFN (c = d_model / latent), so the same expert parameters and FLOPs per token. (Only dropping
                    the latent, same E and k, would double every expert: a 5.5T-parameter, 142B-active model whose
@@ -45,7 +45,7 @@ from k3lite.model.attnres import attnres_cost
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.interconnect import Deployment, get_topology, wire_bytes_per_token
-from k3lite.analytic.serving.compare import classic_variant
+from k3lite.model.variants import classic_variant
 from k3lite.analytic.serving.deployment import Serving
 from k3lite.analytic.serving.step import TokenFlops, check_fits, decode_step, token_flops
 
@@ -137,18 +137,26 @@ def ledger(preset: str, context: int, toggles: Toggles = ALL_ON, deploy: Deploy 
     if not 1 <= context <= 10_000_000:
         raise ValueError(f"context must be 1..10,000,000 tokens, got {context}")
     cfg = variant(get_preset(preset), toggles)
+    label = name or (MODELS[preset] if toggles == ALL_ON else f"{MODELS[preset].split(' (')[0]} {toggles.label()}")
+    return ledger_of(cfg, context, deploy, 1.0 if toggles.balancing else 1.0 + deploy.gpu_overload, label)
+
+
+def ledger_of(cfg: K3Config, context: int, deploy: Deploy = Deploy(), busiest: float = 1.0,
+              label: str | None = None) -> Ledger:
+    """The ledger of any config (a comparison's variant, k3lite.model.variants): `busiest` scales the wire bytes of
+    the busiest GPU (1 = perfectly balanced)."""
+    if not 1 <= context <= 10_000_000:
+        raise ValueError(f"context must be 1..10,000,000 tokens, got {context}")
     Deployment(get_topology(deploy.topology), deploy.ep_size, deploy.dispatch, deploy.combine, 0, deploy.scheme)  # validates
     wire = wire_bytes_per_token(cfg, deploy.topology, deploy.ep_size, deploy.scheme, dispatch=deploy.dispatch,
                                 combine=deploy.combine)
     n_moe = cfg.ffn_types().count("moe")
-    busiest = 1.0 if toggles.balancing else 1.0 + deploy.gpu_overload
     nvlink = wire.intra * n_moe * busiest
     nic = wire.inter * n_moe * busiest
     step = decode.step_bytes(cfg, deploy.batch, context, WEIGHT_PRECISION)  # the decode step every page uses
     weights = step.weights / deploy.batch
     attnres = attnres_cost(cfg.n_layers, cfg.d_model, cfg.attn_res, cfg.attn_res_block_size).read_bytes
-    label = name or (MODELS[preset] if toggles == ALL_ON else f"{MODELS[preset].split(' (')[0]} {toggles.label()}")
-    return Ledger(label, context, nvlink, nic, weights, float(step.cache), float(attnres))
+    return Ledger(label or cfg.name, context, nvlink, nic, weights, float(step.cache), float(attnres))
 
 
 def comparison(context: int, deploy: Deploy = Deploy(), counterfactuals: bool = True) -> list[Ledger]:

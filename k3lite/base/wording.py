@@ -26,6 +26,7 @@ class Comparison:
     more: str
     less: str
     same: str
+    rel_tol: float = 0.005  # what counted as "the same" when the word was chosen
 
 
 _RECORD: ContextVar[list | None] = ContextVar("k3lite_wording_record", default=None)
@@ -58,7 +59,7 @@ def direction(a: float, b: float, rel_tol: float = 0.005) -> int:
 def compare(a: float, b: float, more: str, less: str, same: str = "about the same as", rel_tol: float = 0.005) -> str:
     """`more` when a > b, `less` when a < b, `same` within rel_tol: the word for "a is ___ b"."""
     word = {1: more, -1: less, 0: same}[direction(a, b, rel_tol)]
-    _keep(Comparison(a, b, word, more, less, same))
+    _keep(Comparison(a, b, word, more, less, same, rel_tol))
     return word
 
 
@@ -75,7 +76,7 @@ def times(a: float, b: float, more: str, less: str, same: str = "about the same"
         word = more if d > 0 else less
     else:
         word = f"{max(a, b) / min(a, b):.{digits}f}x {more if d > 0 else less}"
-    _keep(Comparison(a, b, word, more, less, same))
+    _keep(Comparison(a, b, word, more, less, same, rel_tol))
     return word
 
 
@@ -87,8 +88,9 @@ def unexplained(text: str, made: list[Comparison], allowed: tuple[str, ...] = ()
     budget: dict[str, int] = {}
     problems = []
     for c in made:
-        expect = {1: c.more, -1: c.less, 0: c.same}[direction(c.a, c.b)]
-        if expect not in c.word and not (direction(c.a, c.b) == 0 and c.word == c.same):
+        d = direction(c.a, c.b, c.rel_tol)
+        expect = {1: c.more, -1: c.less, 0: c.same}[d]
+        if expect not in c.word and not (d == 0 and c.word == c.same):
             problems.append(f"{c.word!r} for {c.a:g} vs {c.b:g}")
         for w in COMPARISON_WORDS:
             budget[w] = budget.get(w, 0) + len(re.findall(rf"\b{w}\b", c.word))

@@ -50,7 +50,7 @@ def test_latent_off_is_the_same_sized_classic_moe():
     so 29.05 GB of its 29.1 GB "saving" was reading bigger weights. The counterfactual is the serving waterfall's
     classic design: same parameters and active compute, no latent."""
     from k3lite.analytic.params import count_params
-    from k3lite.analytic.serving.compare import classic_variant
+    from k3lite.model.variants import classic_variant
     cfg = get_preset("kimi-k3")
     plain = L.variant(cfg, L.ONE_OFF["latent"])
     assert plain.moe == classic_variant(cfg).moe and not plain.moe.latent_dim

@@ -42,7 +42,7 @@ VIEWS = [(r, r, "", None) for r in ROUTES] + [
         ("moe", ("(a)–(b) Routing and balance on a prompt", "(c) Balance during training", "(d) The latent trade-off",
                  "(f) SiTU-GLU")),
         ("attention_residuals", ("Every sublayer's weights", "Does it train better?", "What blocks save at scale")),
-        ("home", ("Bytes per decoded token", "Where the parameters are")),
+        ("home", ("Bytes per decoded token", "Where the parameters are", "K3 without each idea")),
         ("lab", ("Recall vs length",)),
         ("cost_per_task", ("Planner / worker: K3 plans, a small model works",))) for i, tab in enumerate(tabs)]
 
