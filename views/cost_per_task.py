@@ -14,7 +14,8 @@ from k3lite.analytic.cost_words import (
     break_even_sentence, comparison_sentence, fmt_factor, split_factor_words, split_saving, split_sentence,
 )
 from k3lite.analytic.sensitivity import Assumption
-from k3lite.analytic.serving import MIN_TOKENS_PER_USER
+from k3lite.analytic.serving import MIN_TOKENS_PER_USER, USD_PER_GPU_HOUR
+from k3lite.analytic.serving.deployment import PRICE_URL_KEYS
 from k3lite.analytic.serving.compare import FAST_TOKENS_PER_USER, frontier_prices, physics_price, task_vs_token_ranking
 from k3lite.viz.cost import cost_bars_figure, distribution_figure, savings_figure
 from k3lite.viz.memo import shared_figure
@@ -35,14 +36,32 @@ def dollars(text: str) -> str:
     return text.replace("$", "\\$")
 
 
-@st.cache_data(show_spinner="Pricing K3 from serving physics…", max_entries=1)
-def physics_price_cached():
-    return physics_price()
+@st.cache_data(show_spinner="Pricing K3 from serving physics…", max_entries=8)
+def physics_price_cached(prices: tuple):
+    return physics_price(prices=dict(prices))
 
 
-@st.cache_data(show_spinner="Pricing K3 at two points of the speed-price frontier…", max_entries=1)
-def frontier_prices_cached():
-    return frontier_prices()
+@st.cache_data(show_spinner="Pricing K3 at two points of the speed-price frontier…", max_entries=8)
+def frontier_prices_cached(prices: tuple):
+    return frontier_prices(prices=dict(prices))
+
+
+def shared_prices() -> tuple:
+    """The serving page's one price table ($ per GPU-hour, its sv_usd_* keys) as this session or the link carries
+    it: the reader's own prices there price K3's serving-physics rows here, and stay in this page's link."""
+    out = {}
+    for g, key in PRICE_URL_KEYS.items():
+        try:
+            v = float(st.session_state.get(key, st.query_params.get(key)))
+        except (TypeError, ValueError):
+            continue
+        if 0 < v < 1000 and v != USD_PER_GPU_HOUR[g][0]:
+            out[g] = v
+            st.query_params[key] = str(v)
+    return tuple(sorted(out.items()))
+
+
+SHARED_PRICES = shared_prices()
 
 
 st.title("Cost per task, not per token")
@@ -96,7 +115,7 @@ with user_errors():
 
 listed = {key: p for key, p in PRICES.items() if key != "small-worker"}
 if st.session_state.cost_physics:
-    physics = physics_price_cached()
+    physics = physics_price_cached(SHARED_PRICES)
     listed["physics"] = physics
 with fig_col, lazy_expander(f"Per-model assumptions ({scenario.label}): edit success and turns",
                             key="cost_per_task_x_per_model") as is_open:
@@ -175,7 +194,7 @@ def planner_panel() -> None:
     with user_errors():
         worker = ModelPrice("small worker", float(st.session_state.cost_worker_in),
                             float(st.session_state.cost_worker_out), PRICES["small-worker"].cache_discount)
-        at_frontier = frontier_prices_cached()  # {speed: ModelPrice}, slow first
+        at_frontier = frontier_prices_cached(SHARED_PRICES)  # {speed: ModelPrice}, slow first
         slow, fast = at_frontier[MIN_TOKENS_PER_USER], at_frontier[FAST_TOKENS_PER_USER]
         planner = {"list": PRICES["kimi-k3"], "slow": slow, "fast": fast}[st.session_state.cost_planner_at]
         alone = single_model(planner, profile)

@@ -28,7 +28,10 @@ from k3lite.analytic.serving.frontier import (
     FRONTIER_CACHES, FRONTIER_EP, FRONTIER_FORMATS, FRONTIER_GPUS, FRONTIER_TP, INTERACTIVE_TOKENS_PER_USER, RELEASED,
     cheapest_usd_per_m, frontier, per_gpu_at, per_gpu_rows, verdict,
 )
-from k3lite.analytic.serving.deployment import CACHE_FORMATS, CACHE_SOURCE
+from k3lite.analytic.serving.deployment import (
+    CACHE_FORMATS, CACHE_SOURCE, PRICE_URL_KEYS, price_evidence, price_kind, price_table,
+)
+from k3lite.analytic.hardware import gpu_name
 from k3lite.analytic.serving.predict import as_step, terms
 from k3lite.analytic.serving.target import solve
 from k3lite.analytic.serving.export import scenario_link, serving_scenario
@@ -86,7 +89,6 @@ url_state("sv_rest", RELEASED_K3_FORMATS["attention"], choices=FORMATS)  # bf16 
 url_state("sv_context", 32768, choices=CONTEXTS)
 url_state("sv_batch", 0, lo=0, hi=100_000)
 url_state("sv_overlap", True)
-url_state("sv_price", 0.0, lo=0.0, hi=999.0)
 url_state("sv_spec", False)
 url_state("sv_draft", SPEC_DEFAULTS[st.session_state.sv_preset]["sv_draft"], lo=1, hi=32)  # the model's own
 url_state("sv_accept", SPEC_DEFAULTS[st.session_state.sv_preset]["sv_accept"], lo=1.0, hi=33.0)  # speculation
@@ -105,14 +107,17 @@ if st.session_state.sv_spec:
     ctl.number_input("acceptance (tokens per step)", 1.0, 33.0, step=0.1, key="sv_accept")
 # the two expanders below draw their inputs only while open (a closed one costs the first screen nothing); every
 # input is seeded from and mirrored to the URL, so a value set in one survives its expander closing
-PRICE_KEYS = {g: "sv_usd_" + g.replace(" ", "_") for g in GPUS}  # no spaces: they are URL parameters
+PRICE_KEYS = PRICE_URL_KEYS  # the one price table: frontier, deployment and the cost page's physics row
 for g, key in PRICE_KEYS.items():
     url_state(key, float(USD_PER_GPU_HOUR[g][0]), lo=0.1, hi=999.0)
 with ctl, lazy_expander("GPU-hour prices ($)", key="serving_x_gpu_hour_prices") as is_open:
     if is_open:
         for g, key in PRICE_KEYS.items():
-            st.number_input(g, 0.1, 999.0, step=0.1, key=key, help=USD_PER_GPU_HOUR[g][1])
+            st.number_input(g, 0.1, 999.0, step=0.1, key=key, help=f"default {USD_PER_GPU_HOUR[g][0]:g}: "
+                            f"{USD_PER_GPU_HOUR[g][1]}. A value you type is yours, and every panel and the cost "
+                            "page use it")
 prices = {g: float(st.session_state[key]) for g, key in PRICE_KEYS.items()}
+PRICES_NOW = price_table(prices)  # {GPU: ($, source)}: a typed price is the reader's ('yours')
 url_state("sv_formats", [RELEASED], choices=list(FRONTIER_FORMATS))
 url_state("sv_tps", [str(t) for t in FRONTIER_TP], choices=[str(t) for t in FRONTIER_TP])
 url_state("sv_caches", list(FRONTIER_CACHES), choices=list(CACHE_FORMATS))
@@ -137,9 +142,8 @@ with lazy_expander("Your deployment: GPU, parallelism, formats, batch (sections 
         c3.selectbox("everything else stored as", FORMATS, key="sv_rest")
         c4.number_input("batch per GPU (0 = the most that fit)", 0, 100_000, key="sv_batch")
         c4.toggle("overlap communication with compute", key="sv_overlap")
-        c4.number_input("$ per GPU-hour (0 = default)", 0.0, 999.0, step=0.1, key="sv_price")
 push_url("sv_formats", "sv_tps", "sv_caches", "sv_preset", "sv_gpu", "sv_gpus", "sv_ep", "sv_tp", "sv_experts", "sv_rest", "sv_context", "sv_batch",
-         "sv_overlap", "sv_price", "sv_spec", "sv_draft", "sv_accept", "sv_speed", "sv_bound", *PRICE_KEYS.values())
+         "sv_overlap", "sv_spec", "sv_draft", "sv_accept", "sv_speed", "sv_bound", *PRICE_KEYS.values())
 ss = st.session_state
 rest = ss.sv_rest
 NAME, CONTEXT = ss.sv_preset, int(ss.sv_context)  # what the frontier and the sections below it read
@@ -152,7 +156,7 @@ deploy_error = ""
 try:
     s = Serving(ss.sv_preset, ss.sv_gpu, int(ss.sv_gpus), int(ss.sv_ep), int(ss.sv_tp),
                 {"routed_experts": ss.sv_experts, "attention": rest, "shared": rest, "embeddings": rest},
-                int(ss.sv_context), bool(ss.sv_overlap), float(ss.sv_price) or None, spec=spec)
+                int(ss.sv_context), bool(ss.sv_overlap), PRICES_NOW[gpu_name(ss.sv_gpu)][0], spec=spec)
     place = check_fits(s, int(ss.sv_batch) or None)  # refuses what does not fit before anything else runs
     batch = int(ss.sv_batch) or place.max_batch_per_gpu
     step = decode_step(s, batch)
@@ -160,7 +164,8 @@ try:
 except ValueError as e:
     deploy_error, step = str(e), None
 NOT_RUN = "Your deployment does not run (its message is under the frontier): change it in 'Your deployment'."
-price_src = (USD_PER_GPU_HOUR[s.gpu][1] if not ss.sv_price else "your number") if s is not None else ""
+price_src = PRICES_NOW[gpu_name(ss.sv_gpu)][1]  # the same table the frontier reads
+DEPLOY_PRICE_EV = price_evidence(price_src)
 
 
 @st.cache_data(max_entries=1, show_spinner="Predicting every published run from a fit of the others…")
@@ -187,7 +192,8 @@ fig_col.plotly_chart(shared_figure(frontier_figure, fr.points, fr.envelope, fr.b
                                    verdict_.winner, evidence=derived(frontier), evidence_by_name={
                                        "cheapest at that speed": derived(verdict)}), width="stretch")
 sentence(dollars(("**Roofline bound** (a floor on price). " if ss.sv_bound else "**Predicted.** ") + verdict_.sentence),
-         derived(frontier, verdict), PRICE_EV, FITTED_EV, container=fig_col)
+         derived(frontier, verdict), price_evidence(fr.prices[verdict_.winner.gpu][1]) if verdict_.winner else PRICE_EV,
+         FITTED_EV, container=fig_col)
 if step is None:
     fig_col.error(f"Your deployment ({ss.sv_gpus} x {ss.sv_gpu}, EP {ss.sv_ep}, TP {ss.sv_tp}): {deploy_error}",
                   icon="⚠️")
@@ -196,7 +202,7 @@ else:
         f"Your deployment ({s.n_gpus} × {s.gpu}, EP {s.ep}, TP {s.tp}, batch {batch}/GPU): predicted "
         f"{predicted.tokens_per_s_per_user:.1f} tokens/s per user, ${predicted.usd_per_m_output_tokens:.3f} per M "
         f"output tokens; bound {step.tokens_per_s_per_user:.1f}, ${step.usd_per_m_output_tokens:.3f}."),
-        derived(as_step, decode_step), PRICE_EV, container=fig_col)
+        derived(as_step, decode_step), DEPLOY_PRICE_EV, container=fig_col)
 show_code(checked, frontier, terms, decode_step)
 with lazy_expander("What the prediction fits and assumes, run by run", key="serving_x_prediction_terms") as is_open:
     if is_open:
@@ -222,7 +228,7 @@ with lazy_expander("Each GPU at this speed, and where the prices come from", key
                    f"{', '.join(map(str, FRONTIER_EP))}; attention TP {', '.join(map(str, SEARCH[1]))} (TP 1: "
                    f"data-parallel attention); weights {'; '.join(SEARCH[0])}; MLA cache {', '.join(SEARCH[2])}; every "
                    "batch that fits. Prices (sources on hover): " + ", ".join(
-                       f"{g} {'assumed' if fr.prices[g][1].startswith('assumed') else 'cited'}" for g in GPUS) + ". "
+                       f"{g} {price_kind(fr.prices[g][1])}" for g in GPUS) + ". "
                    + f"Our assumption: the Hopper GPUs ({', '.join(g for g in FRONTIER_GPUS if not GPUS[g].fp4_flops)}) "
                    "have no FP4 tensor cores, so their 4-bit experts are modelled as dequantised to FP8 (4-bit bytes "
                    "read, FP8 FLOPs).")
@@ -232,9 +238,11 @@ with lazy_expander("Each GPU at this speed, and where the prices come from", key
                        f"{speculation_source(NAME)}.")
         table(st, [{"GPU": g, "setup": p.label, "$ / M output": round(p.usd_per_m_output_tokens, 3),
                     "tok/s / user": round(p.tokens_per_s_per_user, 1), "tok/s / GPU": round(p.tokens_per_s_per_gpu),
-                    "bound by": p.bound, "$ / GPU-hour": fr.prices[g][0]} if p is not None else
+                    "bound by": p.bound, "$ / GPU-hour": fr.prices[g][0], "price is": price_kind(fr.prices[g][1])}
+                   if p is not None else
                    {"GPU": g, "setup": f"none: {why}", "$ / M output": None, "tok/s / user": None,
-                    "tok/s / GPU": None, "bound by": "", "$ / GPU-hour": fr.prices[g][0]}
+                    "tok/s / GPU": None, "bound by": "", "$ / GPU-hour": fr.prices[g][0],
+                    "price is": price_kind(fr.prices[g][1])}
                    for g, p, why in per_gpu_rows(fr, FRONTIER_GPUS, float(ss.sv_speed))], {"$ / GPU-hour": PRICE_EV},
               default=derived(per_gpu_at, frontier), hide_index=True, width="stretch")
 
@@ -274,13 +282,13 @@ with lazy_expander("Solve for my target (users, speed)", key="serving_x_solve") 
             metric(r4, "GPUs", f"{tgt.gpus:,}", ev)
             metric(r5, "$ per month", f"${tgt.usd_per_month:,.0f}" if tgt.concurrency else "—", ev,
                    help=f"730 hours {money}")
-            sentence(dollars(tgt.sentence), ev, FITTED_EV, PRICE_EV)
+            sentence(dollars(tgt.sentence), ev, FITTED_EV, DEPLOY_PRICE_EV)
             show_code(solve)
 
 with lazy_expander("Export this scenario", key="serving_x_export") as is_open:
     if is_open:
         link = scenario_link(st.context.url, st.query_params.to_dict())
-        ins, outs = serving_scenario(s, PRICE_EV, float(ss.sv_speed), verdict_.winner, batch if step else None,
+        ins, outs = serving_scenario(s, DEPLOY_PRICE_EV, float(ss.sv_speed), verdict_.winner, batch if step else None,
                                      predicted, step, tgt, TARGET_IN, deploy_error)
         title = f"k3lite serving scenario: {NAME} at {CONTEXT:,} tokens"
         d1, d2 = st.columns(2)
@@ -361,7 +369,7 @@ with lazy_expander("3. One decode step, tokens/s and $ per million output tokens
                 f"{curve[-1].tokens_per_s_per_gpu / curve[0].tokens_per_s_per_gpu:.0f}x and lowers each user's speed from "
                 f"{curve[0].tokens_per_s_per_user:.0f} to {curve[-1].tokens_per_s_per_user:.0f} tokens/s: the trade every "
                 f"serving benchmark plots. " + (speculation_sentence(s, batch) if spec else "")
-                + f" Price: ${s.price:.2f} per GPU-hour ({price_src})."), derived(decode_step, pareto), PRICE_EV,
+                + f" Price: ${s.price:.2f} per GPU-hour ({price_src})."), derived(decode_step, pareto), DEPLOY_PRICE_EV,
                  *([derived(speculation_sentence), assumed(speculation_source(s.name))] if spec else []))
         show_code(decode_step, pareto)
 
@@ -392,7 +400,7 @@ def prefill_panel(s: Serving, step) -> None:
                    help=f"{pre.bound}-bound")
             metric(pre_ctl, "$ per M output (decode)", f"${step.usd_per_m_output_tokens:.3f}", derived(decode_step),
                    help=f"{step.bound}-bound")
-            sentence(dollars(split_text), derived(price_split_sentence, prefill_step, decode_step), LIST_EV, PRICE_EV)
+            sentence(dollars(split_text), derived(price_split_sentence, prefill_step, decode_step), LIST_EV, DEPLOY_PRICE_EV)
             show_code(prefill_step, price_split_sentence)
 
 
@@ -506,7 +514,7 @@ if top is not None:
     fitted_why = ("fitted to the published B300 runs (k3lite.analytic.serving.fit; `python -m "
                   "k3lite.analytic.serving predict` prints it)")
     page_assumptions = [
-        Assumption("usd_per_gpu_hour", f"{top.gpu} $ per GPU-hour", prices[top.gpu], USD_PER_GPU_HOUR[top.gpu][1],
+        Assumption("usd_per_gpu_hour", f"{top.gpu} $ per GPU-hour", prices[top.gpu], PRICES_NOW[top.gpu][1],
                    "the 'GPU-hour prices ($)' expander", "$"),
         Assumption("context", "context per sequence", float(CONTEXT), "a typical chat-and-tools request",
                    "the 'context per sequence' slider", "tokens"),

@@ -48,3 +48,31 @@ def test_the_scenario_downloads_as_json_and_csv_with_the_link():
     text = " ".join(c.value for c in at.caption)
     assert "sv_gpu=H100+SXM" in text and "sv_tp=2" in text  # the link reproduces the scenario
     assert [b.proto.label for b in buttons] == ["scenario as JSON", "scenario as CSV"]
+
+
+def test_one_price_table_drives_frontier_deployment_and_labels_a_typed_price_yours():
+    """A GPU-hour price set in the one table moves the frontier and the deployment alike, and is labelled 'yours'
+    (it had been 'cited' in the caption, and the deployment had its own price box that ignored the table)."""
+    from k3lite.analytic.serving import Serving, check_fits, decode_step  # here: only this test prices by hand
+
+    at = _page(sv_usd_GB300_NVL72="2.5")
+    assert not at.exception, [e.message for e in at.exception]
+    s = Serving(gpu="GB300 NVL72", usd_per_gpu_hour=2.5)
+    bound = decode_step(s, check_fits(s).max_batch_per_gpu)
+    text = _text(at)
+    assert f"bound {bound.tokens_per_s_per_user:.1f}, ${bound.usd_per_m_output_tokens:.3f}." in text
+    assert "GB300 NVL72 yours" in text and "B200 assumed" in text and "H200 cited" in text
+    assert "sv_price" not in [w.key for w in at.number_input]
+
+
+def test_the_cost_page_prices_its_serving_physics_row_from_the_same_table():
+    from k3lite.analytic.serving.compare import frontier_prices  # here: only this test needs the cost points
+
+    at = AppTest.from_file(str(ROOT / "views" / "cost_per_task.py"), default_timeout=300)
+    at.query_params.update({"sv_usd_B200": "9.0", "sv_usd_GB300_NVL72": "9.0", "sv_usd_B300": "9.0",
+                            "cost_planner_at": "slow"})
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    slow = frontier_prices(prices={"B200": 9.0, "GB300 NVL72": 9.0, "B300": 9.0})[20.0]
+    text = " ".join(c.value for c in at.caption).replace("\\$", "$")
+    assert f"${slow.output_per_m:.3g}" in text or f"${slow.output_per_m:.3f}" in text, slow

@@ -23,7 +23,9 @@ from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, analyze, plann
 from k3lite.analytic.hardware import get_gpu
 from k3lite.base.wording import compare, times
 from k3lite.model.variants import classic_variant
-from k3lite.analytic.serving.deployment import DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Serving, Speculation
+from k3lite.analytic.serving.deployment import (
+    DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Serving, Speculation, price_table,
+)
 from k3lite.analytic.serving.step import Prefill, Step, best_batch, decode_step, prefill_usd_per_m_input
 from k3lite.analytic.serving.frontier import FRONTIER_FORMATS, RELEASED, cheapest_at, frontier
 from k3lite.analytic.serving.measured import VLLM_K3, VLLM_K3_INPUT, VLLM_K3_OUTPUT, VLLM_K3_SOURCE
@@ -249,10 +251,13 @@ def price_split_sentence(decode: Step, prefill: Prefill, pool: str, model: str =
 
 
 # ------------------------------------------------------------------------------------------ cost page
-def physics_price(s: Serving | None = None) -> ModelPrice:
+def physics_price(s: Serving | None = None, prices: dict | None = None) -> ModelPrice:
     """$ per M tokens derived from serving physics (decode at the best batch, compute-bound prefill), as a
-    ModelPrice the cost page can use next to list prices. No prompt-cache discount is derived: K3's listed one."""
-    s = s or Serving(**SUPER_NODE)  # the weights as K3 ships them
+    ModelPrice the cost page can use next to list prices. No prompt-cache discount is derived: K3's listed one.
+    `prices`: the page's price table's overrides ({GPU: $ per GPU-hour}, deployment.price_table)."""
+    if s is None:  # the weights as K3 ships them, at the shared price table's $ for its GPU
+        s = Serving(**SUPER_NODE)
+        s = s.with_(usd_per_gpu_hour=price_table(prices)[s.gpu][0])
     st = decode_step(s, best_batch(s, MIN_TOKENS_PER_USER))
     return ModelPrice(f"{s.name} (serving physics)", prefill_usd_per_m_input(s), st.usd_per_m_output_tokens,
                       PRICES["kimi-k3"].cache_discount,
@@ -266,10 +271,11 @@ PREFILL_POOL_GPUS = 32  # DeepSeek's prefill unit (day-6 overview: EP32 over 4 n
 
 
 def frontier_prices(preset: str = K3_PRESET, context: int = 32768,
-                    speeds=(MIN_TOKENS_PER_USER, FAST_TOKENS_PER_USER)) -> dict[float, ModelPrice]:
+                    speeds=(MIN_TOKENS_PER_USER, FAST_TOKENS_PER_USER),
+                    prices: dict | None = None) -> dict[float, ModelPrice]:
     """{speed: ModelPrice} for the frontier's cheapest setup at each speed (tokens/s per user): output $ from that
     decode point (TP 1, every format), input $ from a prefill pool of PREFILL_POOL_GPUS of the same GPU and formats (`prefill_step`)."""
-    fr = frontier(preset, context, tps=(1,))  # data-parallel attention, as DeepSeek and SGLang decode: the cost
+    fr = frontier(preset, context, tps=(1,), prices=prices)  # data-parallel attention, as DeepSeek and SGLang decode: the cost
     #                                          page's two points (and its tests' sentences) are priced at TP 1
     out = {}
     for speed in speeds:

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from k3lite.analytic import memory
+from k3lite.base.evidence import Evidence, assumed, measured_elsewhere
 from k3lite.model.config import K3Config
 from k3lite.model.presets import PRESETS, get_preset
 from k3lite.analytic.hardware import gpu_name
@@ -25,6 +26,36 @@ USD_PER_GPU_HOUR: dict[str, tuple[float, str]] = {
     "MI350X": (3.0, "assumed (no cited MI350X rate; below the MI355X, as AMD's air-cooled part)"),
     "MI355X": (3.5, "assumed (no cited MI355X rate; taken equal to the B200's assumed rate)"),
 }
+# the one price table of the serving page, its frontier, its deployment and the cost page's serving-physics row:
+# each GPU's URL key (no spaces: they are URL parameters), shared by every page that prices a GPU-hour
+PRICE_URL_KEYS = {g: "sv_usd_" + g.replace(" ", "_") for g in USD_PER_GPU_HOUR}
+YOURS = "yours: typed on the page"
+
+
+def price_table(overrides: dict | None = None) -> dict[str, tuple[float, str]]:
+    """{GPU: ($ per GPU-hour, where it comes from)} for every GPU: the defaults above, a value in `overrides` that
+    differs from its default is the reader's own (source YOURS). Refuses a price outside (0, 1000)."""
+    out = dict(USD_PER_GPU_HOUR)
+    for g, v in (overrides or {}).items():
+        g = gpu_name(g)
+        if not 0 < v < 1000:
+            raise ValueError(f"$ per GPU-hour must be in (0, 1000), got {v} for {g}")
+        if v != USD_PER_GPU_HOUR[g][0]:
+            out[g] = (float(v), YOURS)
+    return out
+
+
+def price_kind(source: str) -> str:
+    """'yours', 'assumed' or 'cited': how a price in price_table is known."""
+    return "yours" if source == YOURS else "assumed" if source.startswith("assumed") else "cited"
+
+
+def price_evidence(source: str) -> Evidence:
+    """The evidence class of a price with this source: a quoted rate is measured elsewhere (cited), ours and the
+    reader's are assumed (the reader's says so)."""
+    return measured_elsewhere(source) if price_kind(source) == "cited" else assumed(source)
+
+
 # 4-bit shorthands of the CLI; "fp4" = NVFP4 (Blackwell's native 4-bit, smallest scale overhead of the FP4 pair)
 FORMAT_ALIASES = {"fp4": "nvfp4", "bf16": "bf16", "fp8": "fp8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "int4": "int4"}
 # the MLA latent cache's storage formats: bytes per cached token of one MLA layer, from its latent and rope widths.

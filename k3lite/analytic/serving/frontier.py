@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 from k3lite.base.units import fmt_capacity
 from k3lite.model.presets import PRESETS, get_preset
-from k3lite.analytic.hardware import GPUS, get_gpu
-from k3lite.analytic.serving.deployment import CACHE_FORMATS, K3_PRESET, USD_PER_GPU_HOUR, Serving, Speculation
+from k3lite.analytic.hardware import get_gpu
+from k3lite.analytic.serving.deployment import CACHE_FORMATS, K3_PRESET, Serving, Speculation, price_kind, price_table
 from k3lite.analytic.serving.admission import ENGINE_RESERVE, admission
 from k3lite.analytic.serving.fit import FITTED
 from k3lite.analytic.serving.predict import Efficiency, as_step
@@ -177,11 +177,7 @@ def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=N
     for c in caches:
         if c not in CACHE_FORMATS:
             raise ValueError(f"caches must be among {list(CACHE_FORMATS)}, got {c!r}")
-    for g, v in (prices or {}).items():
-        if get_gpu(g) and not 0 < v < 1000:
-            raise ValueError(f"$ per GPU-hour must be in (0, 1000), got {v} for {g}")
-    prices = {g: ((prices or {})[g], "your number") if g in (prices or {}) and (prices or {})[g] != USD_PER_GPU_HOUR[g][0]
-              else USD_PER_GPU_HOUR[g] for g in GPUS}
+    prices = price_table(prices)  # refuses a price outside (0, 1000); a changed one is the reader's
     cfg = get_preset(preset)  # built once: every Serving below shares it
     setups, skipped = [], []
     for gpu_key in gpus:
@@ -304,7 +300,7 @@ def verdict(fr: Frontier, speed: float = INTERACTIVE_TOKENS_PER_USER) -> Verdict
     if r is None:
         return Verdict(speed, w, None, float("nan"), head + " No other GPU reaches that speed.")
     ratio = r.usd_per_m_output_tokens / w.usd_per_m_output_tokens
-    assumed = [g for g in (w.gpu, r.gpu) if fr.prices[g][1].startswith("assumed")]
+    assumed = [g for g in (w.gpu, r.gpu) if price_kind(fr.prices[g][1]) == "assumed"]
     at = per_gpu_at(fr, speed)
     dear = max(at.values(), key=lambda p: p.usd_per_m_output_tokens)
     tied = [g for g, p in at.items() if p.usd_per_m_output_tokens >= 0.995 * dear.usd_per_m_output_tokens]

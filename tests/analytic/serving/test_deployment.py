@@ -80,3 +80,15 @@ def test_deepseek_v3_speculates_at_its_own_mtp_figures():
     k3 = default_speculation("kimi-k3")
     assert (k3.draft_tokens, k3.acceptance, k3.drafter) == (8, 3.3, "draft-model")
     assert "DSpark" in speculation_source("kimi-k3")
+
+
+def test_the_price_table_labels_cited_assumed_and_yours():
+    from k3lite.analytic.serving.deployment import YOURS, price_evidence, price_kind, price_table
+
+    table = price_table({"B200": 6.0, "H200": 2.3})  # B200 typed; H200 at its cited default
+    assert table["B200"] == (6.0, YOURS) and price_kind(table["B200"][1]) == "yours"
+    assert price_kind(table["H200"][1]) == "cited" and price_evidence(table["H200"][1]).kind == "measured elsewhere"
+    assert price_kind(table["B300"][1]) == "assumed"
+    assert price_evidence(YOURS).kind == "assumed" and "yours" in price_evidence(YOURS).source
+    with pytest.raises(ValueError, match="GPU-hour"):
+        price_table({"B200": 0.0})

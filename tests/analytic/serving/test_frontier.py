@@ -108,7 +108,7 @@ def test_prices_are_inputs(k3):
     base = {(p.ep, p.tp, p.formats, p.batch_per_gpu): p.usd_per_m_output_tokens for p in k3.points if p.gpu == gpu}
     for p in dear.points:
         assert p.usd_per_m_output_tokens == pytest.approx(2 * base[(p.ep, p.tp, p.formats, p.batch_per_gpu)])
-    assert dear.prices[gpu][1] == "your number"
+    assert dear.prices[gpu][1] == "yours: typed on the page"
     with pytest.raises(ValueError, match="per GPU-hour"):
         frontier(K3_PRESET, 32768, [gpu], prices={gpu: 0.0})
 
