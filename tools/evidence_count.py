@@ -2,6 +2,7 @@
 
     python -m tools.evidence_count              # a table: page x class (metrics, table columns, figure traces)
     python -m tools.evidence_count --json       # the same as JSON
+    python -m tools.evidence_count --assumptions   # each page's most sensitive assumption (its computed sentence)
 
 A metric counts once, a table column once, a figure trace once (its hover names one class). Numbers without a class
 are counted under "none" (tests/app/test_evidence.py fails on any).
@@ -23,16 +24,27 @@ from k3lite.base.evidence import KINDS, kind_of  # noqa: E402
 from views.registry import PAGES  # noqa: E402
 
 
-def count(page_file: str) -> Counter:
-    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+def render(page_file: str):
     from streamlit.testing.v1 import AppTest
-
-    from k3lite.base.evidence import looks_numeric
-    from k3lite.viz.evidence import is_hoverable_json
 
     at = AppTest.from_file(str(ROOT / page_file), default_timeout=300).run()
     if at.exception:
         raise RuntimeError(f"{page_file}: {[e.message for e in at.exception]}")
+    return at
+
+
+def most_sensitive(page_file: str) -> list[str]:
+    """The computed 'moves most with' sentences of a page's assumptions blocks."""
+    return [m.value for m in render(page_file).markdown if "moves most with" in m.value]
+
+
+def count(page_file: str) -> Counter:
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    from k3lite.base.evidence import looks_numeric
+    from k3lite.viz.evidence import is_hoverable_json
+
+    at = render(page_file)
     found: Counter = Counter()
     for m in at.metric:
         found[kind_of(m.label) or "none"] += 1
@@ -53,7 +65,13 @@ def count(page_file: str) -> Counter:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--assumptions", action="store_true", help="print each page's most sensitive assumption")
     args = parser.parse_args(argv)
+    if args.assumptions:
+        for p in PAGES:
+            for text in most_sensitive(p.file):
+                print(f"{p.url_path}: {text}")
+        return
     rows = {p.url_path: count(p.file) for p in PAGES}
     if args.json:
         print(json.dumps({k: dict(v) for k, v in rows.items()}, indent=1))
