@@ -89,6 +89,11 @@ def record_bytes(scheme: str, direction: str, dim: int, top_k: int, fmt: str) ->
 # ------------------------------------------------------------------------------------------ topologies
 NVLINK5_PER_DIR = 900e9  # bytes/s: NVLink 5 is 1.8 TB/s per GPU, bidirectional -> 900 GB/s each way
 CX8_PER_DIR = 100e9  # bytes/s: ConnectX-8 SuperNIC 800 Gb/s per GPU = 100 GB/s each way
+NVLINK4_PER_DIR = 450e9  # bytes/s: NVLink 4 (Hopper) is 900 GB/s per GPU, bidirectional -> 450 GB/s each way
+CX7_PER_DIR = 50e9  # bytes/s: ConnectX-7 400 Gb/s per GPU = 50 GB/s each way
+_HOPPER_NODE = ("8 GPUs per node on NVLink 4, 900 GB/s per GPU bidirectional (NVIDIA H100 / H200 SXM datasheets, as "
+                "tabulated at glennklockwood.com/garden/processors/h100 and aiwiki.ai/wiki/nvidia_h200); one "
+                "ConnectX-7 400 Gb/s NIC per GPU between nodes, as in DGX H100 / DGX H200 (8 x ConnectX-7)")
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,12 @@ TOPOLOGIES: dict[str, Topology] = {
         "8 nodes x 8 GPUs over scale-out network", 64, 8, NVLINK5_PER_DIR, CX8_PER_DIR,
         "8x DGX B300 (NVIDIA DGX B300 datasheet: NVLink 5 1.8 TB/s per GPU inside a node; "
         "ConnectX-8 800 Gb/s per GPU between nodes)", "8 nodes × 8 GPUs"),
+    "h100-8x8": Topology(
+        "8 nodes x 8 H100 SXM (NVLink 4, 400G NICs)", 64, 8, NVLINK4_PER_DIR, CX7_PER_DIR,
+        "8x DGX H100: " + _HOPPER_NODE, "8 × 8 H100 nodes"),
+    "h200-8x8": Topology(
+        "8 nodes x 8 H200 (NVLink 4, 400G NICs)", 64, 8, NVLINK4_PER_DIR, CX7_PER_DIR,
+        "8x DGX H200: " + _HOPPER_NODE, "8 × 8 H200 nodes"),
 }
 
 
