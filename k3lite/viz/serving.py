@@ -18,6 +18,37 @@ COMPONENT_COLOUR = {"routed_experts": CONCEPT["routed"], "attention": CONCEPT["a
 _LAYOUT = dict(margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.25))
 
 
+def _short(v: float) -> str:
+    """A tick label: 0.2, 5, 20, 1k, 2k, 50k, 1M (SI, no trailing zeros)."""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if v >= scale:
+            return f"{v / scale:g}{suffix}"
+    return f"{v:g}"
+
+
+def log_axis_125(title: str, values, max_labels: int = 7) -> dict:
+    """style.log_axis with labelled ticks at 1-2-5 x 10^k inside the data's span, so an axis that spans less than a
+    decade or two (the frontier at 1M context) still reads: 1-2-5 where 3 to `max_labels` of them fall in the span
+    (a phone's width holds about 7), 1-2-3-5 or 1-1.5-2-3-4-5-7 on a narrower span, 1-3 or decades on a wider one. Explicit tickvals: the style check accepts them."""
+    vs = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not vs:
+        return log_axis(title)
+    lo, hi = math.log10(min(vs)), math.log10(max(vs))
+
+    def at(steps) -> list[float]:
+        return [m * 10 ** k for k in range(math.floor(lo) - 1, math.ceil(hi) + 1) for m in steps
+                if lo - 0.05 <= math.log10(m * 10 ** k) <= hi + 0.05]
+
+    # 1-2-5 first; denser where that leaves fewer than 3 labels (a span under a decade), sparser where it crowds
+    options = [at(s) for s in ((1, 2, 5), (1, 2, 3, 5), (1, 1.5, 2, 3, 4, 5, 7), (1, 3), (1,))]
+    ticks = next((o for o in options[:3] if 3 <= len(o) <= max_labels), None) \
+        or next((o for o in options[3:] if len(o) <= max_labels), None) \
+        or options[-1][::math.ceil(len(options[-1]) / max_labels)]  # every other decade or sparser
+    if len(ticks) < 2:  # a span too narrow for two of them: the ends, rounded to two figures
+        ticks = sorted({float(f"{min(vs):.2g}"), float(f"{max(vs):.2g}")})
+    return {**log_axis(title), "tickvals": ticks, "ticktext": [_short(v) for v in ticks]}
+
+
 def placement_figure(by_component: Mapping[str, float], cache_bytes: float, hbm_bytes: float, title: str) -> go.Figure:
     """One GPU's HBM: weights per component, the cache of the batch, the rest free; a line at capacity."""
     top = max(hbm_bytes, sum(by_component.values()) + cache_bytes)
@@ -56,7 +87,8 @@ def pareto_figure(per_user: Sequence[float], per_gpu: Sequence[float], batches: 
     if chosen:
         fig.add_scatter(x=[chosen[0]], y=[chosen[1]], mode="markers", name="your batch",
                         marker=HIGHLIGHT_MARKER)
-    fig.update_layout(height=380, xaxis=log_axis("tokens/s per user"), yaxis=log_axis("tokens/s per GPU"), **_LAYOUT)
+    fig.update_layout(height=380, xaxis=log_axis_125("tokens/s per user", [*per_user, chosen and chosen[0]]),
+                      yaxis=log_axis_125("tokens/s per GPU", [*per_gpu, chosen and chosen[1]]), **_LAYOUT)
     fit_titles(fig, "Throughput vs interactivity (each point a batch size)")  # wrapped for phone width
     return fig
 
@@ -151,8 +183,10 @@ def frontier_figure(points: Sequence, envelope: Sequence, by_gpu: Mapping[str, S
         fig.add_scatter(x=[chosen.tokens_per_s_per_user], y=[chosen.usd_per_m_output_tokens], mode="markers",
                         name="cheapest at that speed", marker=HIGHLIGHT_MARKER,
                         customdata=[[chosen.label, chosen.tokens_per_s_per_gpu, chosen.bound]], hovertemplate=hover)
-    fig.update_layout(height=460, xaxis=log_axis("tokens/s per user (interactivity)"),
-                      yaxis=log_axis("$ per M output tokens"), **_LAYOUT)
+    xs = [p.tokens_per_s_per_user for p in points] + [speed]
+    fig.update_layout(height=460, xaxis=log_axis_125("tokens/s per user (interactivity)", xs),
+                      yaxis=log_axis_125("$ per M output tokens", [p.usd_per_m_output_tokens for p in points]),
+                      **_LAYOUT)
     return fit_titles(fig, "Speed vs price: every GPU, format and EP size (lower right is better)")
 
 
