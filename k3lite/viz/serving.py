@@ -43,7 +43,7 @@ def log_axis_125(title: str, values, max_labels: int = 7) -> dict:
     options = [at(s) for s in ((1, 2, 5), (1, 2, 3, 5), (1, 1.5, 2, 3, 4, 5, 7), (1, 3), (1,))]
     ticks = next((o for o in options[:3] if 3 <= len(o) <= max_labels), None) \
         or next((o for o in options[3:] if len(o) <= max_labels), None) \
-        or options[-1][::math.ceil(len(options[-1]) / max_labels)]  # every other decade or sparser
+        or options[-1][::max(1, math.ceil(len(options[-1]) / max_labels))]  # every other decade or sparser
     if len(ticks) < 2:  # a span too narrow for two of them: the ends, rounded to two figures
         ticks = sorted({float(f"{min(vs):.2g}"), float(f"{max(vs):.2g}")})
     return {**log_axis(title), "tickvals": ticks, "ticktext": [_short(v) for v in ticks]}

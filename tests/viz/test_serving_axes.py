@@ -34,6 +34,7 @@ def test_ticks_are_1_2_5_where_they_fit_and_few_enough_for_a_phone():
     assert log_axis_125("x", [1, 100])["ticktext"] == ["1", "2", "5", "10", "20", "50", "100"]
     wide = log_axis_125("x", [1, 1e6])
     assert wide["ticktext"] == ["1", "10", "100", "1k", "10k", "100k", "1M"] and wide["type"] == "log"
-    for span in ([12, 60], [0.3, 0.9], [1, 1e9]):
+    assert log_axis_125("x", [50, 50])["tickvals"] == [50.0]  # one value: one label
+    for span in ([12, 60], [0.3, 0.9], [1, 1e9], [31, 33]):
         ticks = log_axis_125("x", span)["tickvals"]
         assert 2 <= len(ticks) <= 7 and all(math.isfinite(t) for t in ticks)
