@@ -7,7 +7,7 @@ import math
 from plotly.subplots import make_subplots
 
 from k3lite.analytic.ablation import AXES, SPEED, Row
-from k3lite.viz.style import HIGHLIGHT_LINE, NEUTRAL, SERIES, byte_unit, fit_titles, translucent
+from k3lite.viz.style import HIGHLIGHT_LINE, NEUTRAL, SERIES, TRANSPARENT, byte_unit, fit_titles, translucent
 
 
 def ablation_figure(rows: list[Row]):
@@ -34,7 +34,7 @@ def ablation_figure(rows: list[Row]):
                    for n, s in zip(names, same)]
         fig.add_bar(y=names, x=[0 if math.isnan(v) else v / scale for v in values], orientation="h",
                     marker=dict(color=colours, line=dict(color=[HIGHLIGHT_LINE["color"] if n == k3.label else
-                                                               "rgba(0,0,0,0)" for n in names], width=2)),
+                                                               TRANSPARENT for n in names], width=2)),
                     text=text, textposition="auto", showlegend=False, name=axis, customdata=text,
                     hovertemplate="%{y}: %{customdata}<extra></extra>", row=col, col=1)
         fig.add_vline(x=k3.value(axis) / scale if not math.isnan(k3.value(axis)) else 0, row=col, col=1,

@@ -51,7 +51,8 @@ COST: dict[str, str] = {"input": _BLUE, "cached_input": _SKY, "output": _ORANGE}
 SERIES: tuple[str, ...] = (_BLUE, _ORANGE, _GREEN, _VERMILLION, _PURPLE, _SKY, _YELLOW, _DARK)
 
 HIGHLIGHT_LINE = dict(color=_DARK, width=3)  # "your setting": an outline, not a hue
-HIGHLIGHT_MARKER = dict(color="rgba(0,0,0,0)", size=14, line=HIGHLIGHT_LINE)  # a ring around the point
+TRANSPARENT = "rgba(0,0,0,0)"  # no fill / no outline
+HIGHLIGHT_MARKER = dict(color=TRANSPARENT, size=14, line=HIGHLIGHT_LINE)  # a ring around the point
 NEUTRAL = _GREY  # reference lines (ideal load, parity, 1x)
 CONTROL = _DARK  # theme colour of sliders and buttons (.streamlit/config.toml primaryColor): no concept's hue
 # "K3 without latent": hatched bars (white hatching over the segment's own colour)

@@ -152,6 +152,6 @@ def test_every_page_figure_builder_goes_through_the_memo_or_says_why():
     allowed = {"curves_figure", "fig", "map_figure"}  # live training curves; home/AttnRes build then plot
     views = pathlib.Path(__file__).resolve().parents[2] / "views"
     direct = [f"{p.name}: {m.group(1)}" for p in views.glob("*.py")
-              for m in re.finditer(r"plotly_chart\(([a-z_]+)\(?", p.read_text())
+              for m in re.finditer(r"plotly_chart\((?:with_evidence\()?([a-z_]+)\(?", p.read_text())
               if m.group(1) not in allowed | {"shared_figure"}]
     assert not direct, direct
