@@ -276,7 +276,7 @@ with lazy_expander("Solve for my target (users, speed)", key="serving_x_solve") 
             r1, r2, r3, r4, r5 = st.columns(5)
             metric(r1, "requests per replica", f"{tgt.concurrency:,}", ev, help=f"of {tgt.admitted:,} admitted in "
                    f"HBM; what caps it: {tgt.binding}")
-            metric(r2, "$ per M output tokens", f"${tgt.usd_per_m_output:.3f}" if tgt.concurrency else "—", ev,
+            metric(r2, "at your target: $ per M output", f"${tgt.usd_per_m_output:.3f}" if tgt.concurrency else "—", ev,
                    help=money)
             metric(r3, "replicas", f"{tgt.replicas:,}", ev, help=f"{s.n_gpus} GPUs each")
             metric(r4, "GPUs", f"{tgt.gpus:,}", ev)
