@@ -35,10 +35,18 @@ class Swing:
 
     @property
     def width(self) -> float:
-        """|high - low| / |base|: the headline's relative swing."""
-        if self.base == 0 or not all(map(math.isfinite, (self.low, self.high, self.base))):
+        """|high - low| / |base|: the headline's relative swing. A side outside the input's valid range (nan) counts
+        as the other side mirrored; a side out of reach (inf), as infinite."""
+        low, high = self.low, self.high
+        if math.isnan(low) and math.isnan(high):
+            return 0.0
+        if math.isnan(low):
+            low = 2 * self.base - high
+        if math.isnan(high):
+            high = 2 * self.base - low
+        if self.base == 0 or not all(map(math.isfinite, (low, high, self.base))):
             return float("inf")
-        return abs(self.high - self.low) / abs(self.base)
+        return abs(high - low) / abs(self.base)
 
 
 def swings(headline: Callable[..., float], assumptions: list[Assumption], rel: float = 0.2) -> list[Swing]:
@@ -51,11 +59,15 @@ def swings(headline: Callable[..., float], assumptions: list[Assumption], rel: f
     if len(values) != len(assumptions):
         raise ValueError("assumption keys must be unique")
     base = float(headline(**values))
-    out = []
-    for a in assumptions:
-        low = float(headline(**{**values, a.key: a.value * (1 - rel)}))
-        high = float(headline(**{**values, a.key: a.value * (1 + rel)}))
-        out.append(Swing(a.name, a.value, low, high, base))
+
+    def moved(key: str, value: float) -> float:
+        try:
+            return float(headline(**{**values, key: value}))
+        except ValueError:  # the moved input left its valid range (a rate above 1, say): that side has no value
+            return float("nan")
+
+    out = [Swing(a.name, a.value, moved(a.key, a.value * (1 - rel)), moved(a.key, a.value * (1 + rel)), base)
+           for a in assumptions]
     return sorted(out, key=lambda s: -s.width)
 
 
@@ -65,9 +77,15 @@ def most_sensitive_sentence(headline_name: str, ranked: list[Swing], fmt: Callab
     if not ranked:
         raise ValueError("no swings to rank")
     top = ranked[0]
-    lo, hi = sorted((top.low, top.high), key=lambda v: (math.isinf(v), v))
-    text = (f"{headline_name} ({fmt(top.base)}) moves most with **{top.name}**: ±{rel:.0%} in it gives "
-            f"{fmt(lo)} to {fmt(hi)} ({_spread(top)})")
+    shown = [v for v in (top.low, top.high) if not math.isnan(v)]
+    if len(shown) == 2:
+        lo, hi = sorted(shown, key=lambda v: (math.isinf(v), v))
+        gives = f"±{rel:.0%} in it gives {fmt(lo)} to {fmt(hi)}"
+    else:
+        side = "+" if math.isnan(top.high) else "−"
+        gives = (f"{'−' if side == '+' else '+'}{rel:.0%} in it gives {fmt(shown[0])} ({side}{rel:.0%} leaves its "
+                 f"valid range)" if shown else "either move leaves its valid range")
+    text = f"{headline_name} ({fmt(top.base)}) moves most with **{top.name}**: {gives} ({_spread(top)})"
     if len(ranked) > 1:
         nxt = ranked[1]
         text += f"; next comes {nxt.name} ({_spread(nxt)})"

@@ -46,3 +46,17 @@ def test_an_input_that_puts_the_headline_out_of_reach_ranks_first_and_is_worded(
     text = most_sensitive_sentence("The price", ranked, lambda v: "out of reach" if v == float("inf") else f"${v:.2f}")
     assert "gives $2.67 to out of reach (one side out of reach)" in text and "inf%" not in text
     assert "next comes overhead (a 13% spread)" in text
+
+
+def test_a_move_outside_the_inputs_valid_range_is_said_not_raised():
+    def cost(retry, price):
+        if not 0 <= retry < 1:
+            raise ValueError("retry rate must be in [0, 1)")
+        return price / (1 - retry)
+
+    ranked = swings(cost, [Assumption("retry", "retry rate", 0.9, "ours"), Assumption("price", "price", 1.0, "list")])
+    retry = next(s for s in ranked if s.name == "retry rate")
+    assert retry.high != retry.high and retry.low == pytest.approx(1 / 0.28)  # nan above, a value below
+    assert ranked[0].name == "retry rate"  # its one side mirrored still outweighs the price's ±20%
+    text = most_sensitive_sentence("The cost", ranked, lambda v: f"${v:.2f}")
+    assert "−20% in it gives $3.57 (+20% leaves its valid range)" in text
