@@ -168,7 +168,7 @@ def test_serving_inputs_keep_their_values_after_their_expander_closes(monkeypatc
     at.number_input(key="sv_usd_GB300_NVL72").set_value(123.4)
     at.number_input(key="sv_gpus").set_value(128).run()
     assert not at.exception, [e.message for e in at.exception]
-    opened = [m.value for m in at.markdown if m.value.startswith("Your deployment")]
+    opened = [m.value for m in at.caption if m.value.startswith("Your deployment")]
     at.session_state["serving_x_gpu_hour_prices"] = False
     at.session_state["serving_x_your_deployment"] = False
     for _ in range(2):  # the run that stops drawing the inputs, and the one after it
@@ -176,7 +176,7 @@ def test_serving_inputs_keep_their_values_after_their_expander_closes(monkeypatc
         assert not at.exception, [e.message for e in at.exception]
         assert at.session_state["sv_usd_GB300_NVL72"] == 123.4 and at.session_state["sv_gpus"] == 128
         assert at.query_params["sv_gpus"] == "128"
-        assert [m.value for m in at.markdown if m.value.startswith("Your deployment")] == opened
+        assert [m.value for m in at.caption if m.value.startswith("Your deployment")] == opened
     assert "128 × GB300 NVL72" in opened[0]
 
 
