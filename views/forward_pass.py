@@ -163,7 +163,7 @@ def stage_panel() -> None:
     if stage.kind == "next":
         top5, _ = evidence_columns({"next byte": [token_label(i) for i in top[0]], "id": top[0],
                                     "probability": [f"{100 * p:.1f}%" for p in top[1]]},
-                                   {"id": TOKENIZED, "probability": RAN})
+                                   {"next byte": RAN, "id": TOKENIZED, "probability": RAN})
         st.table(top5)  # each numeric column's name carries its evidence marker
         g1, g2, g3 = st.columns(3)
         n = g1.slider("bytes to generate", 1, 120, 40, key="fp_gen_n")

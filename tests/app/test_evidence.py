@@ -61,3 +61,17 @@ def test_the_check_can_fail():
     """A metric without a marker is found (the check itself)."""
     at = AppTest.from_string("import streamlit as st\nst.metric('x', 1)\nst.dataframe({'y': [1.0]})").run()
     assert unlabelled(at) == ["metric 'x'", "table column 'y'"]
+
+
+def test_a_text_column_that_looks_numeric_for_some_data_does_not_crash_a_page():
+    """The forward pass's top-5 'next byte' labels are digits for some prompts ("1", "2"): a load run found the
+    page raising there. Numbers without a class raise; text that only looks numeric is left unmarked."""
+    at = AppTest.from_string(
+        "import streamlit as st\nfrom views.common import evidence_columns\nfrom k3lite.base.evidence import derived\n"
+        "frame, _ = evidence_columns({'next byte': ['1', '2', 'a'], 'p': [0.5, 0.3, 0.2]}, {'p': derived('x.f')})\n"
+        "st.write(', '.join(frame.columns))\n"
+        "try:\n    evidence_columns({'n': [1, 2]}, {})\nexcept ValueError as e:\n    st.write(str(e))\n").run()
+    assert not at.exception, [e.message for e in at.exception]
+    shown = " ".join(str(m.value) for m in at.markdown)
+    assert "next byte" in shown and "p ᵈ" in shown  # the labels unmarked, the numbers marked
+    assert "holds numbers but names no evidence class" in shown
