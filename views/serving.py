@@ -118,16 +118,19 @@ with ctl, lazy_expander("GPU-hour prices ($)", key="serving_x_gpu_hour_prices") 
                             "page use it")
 prices = {g: float(st.session_state[key]) for g, key in PRICE_KEYS.items()}
 PRICES_NOW = price_table(prices)  # {GPU: ($, source)}: a typed price is the reader's ('yours')
-url_state("sv_formats", [RELEASED], choices=list(FRONTIER_FORMATS))
+# the URL carries short keys: a format's name has a comma in it, and a list travels comma-joined
+FORMAT_KEYS = {"released": RELEASED, "nvfp4": "NVFP4 experts, fp8 rest", "fp8": "fp8"}
+assert set(FORMAT_KEYS.values()) == set(FRONTIER_FORMATS), "every frontier format has a URL key"
+url_state("sv_formats", ["released"], choices=list(FORMAT_KEYS))
 url_state("sv_tps", [str(t) for t in FRONTIER_TP], choices=[str(t) for t in FRONTIER_TP])
 url_state("sv_caches", list(FRONTIER_CACHES), choices=list(CACHE_FORMATS))
 with ctl, lazy_expander("What the frontier searches", key="serving_x_search") as is_open:
     if is_open:
-        st.multiselect("weight formats", list(FRONTIER_FORMATS), key="sv_formats",
+        st.multiselect("weight formats", list(FORMAT_KEYS), key="sv_formats", format_func=FORMAT_KEYS.get,
                        help="K3 ships MXFP4 experts + bf16 rest; the others are re-quantisations")
         st.multiselect("attention TP (1 = data-parallel attention)", [str(t) for t in FRONTIER_TP], key="sv_tps")
         st.multiselect("MLA cache format", list(CACHE_FORMATS), key="sv_caches", help=CACHE_SOURCE)
-SEARCH = (tuple(ss_ for ss_ in st.session_state.sv_formats) or (RELEASED,),
+SEARCH = (tuple(FORMAT_KEYS[k] for k in st.session_state.sv_formats) or (RELEASED,),
           tuple(int(t) for t in st.session_state.sv_tps) or FRONTIER_TP,
           tuple(st.session_state.sv_caches) or FRONTIER_CACHES)  # an emptied box searches its default
 with lazy_expander("Your deployment: GPU, parallelism, formats, batch (sections 1-4 below)",

@@ -144,13 +144,13 @@ def test_a_link_opens_a_section_and_a_bad_one_says_so(monkeypatch):
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     assert at.segmented_control(key="home_section").value == LEDGER_SECTION
-    assert _section_bodies(at, "home_section") == [True, False]
+    assert _section_bodies(at, "home_section") == [True, False, False]
     at = AppTest.from_file(str(ROOT / "views" / "home.py"), default_timeout=120)
     at.query_params["home_section"] = "no such section"
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("home_section" in w.value and LEDGER_SECTION in w.value for w in at.warning), [w.value for w in at.warning]
-    assert _section_bodies(at, "home_section") == [False, False]
+    assert _section_bodies(at, "home_section") == [False, False, False]
     at.segmented_control(key="home_section").set_value("Where the parameters are").run()
     assert at.query_params["home_section"] == "Where the parameters are"
 

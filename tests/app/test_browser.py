@@ -69,6 +69,8 @@ SPECS: dict[str, dict] = {
     # the move is sequence length 64 -> 32 tokens
     "lab": {"query": "lab_mixers=linear&lab_steps=10", "tab": "Train it yourself", "move": ("slider", "sequence length"),
             "keys": ["ArrowLeft"], "button": "Train", "timeout_s": 180},
+    # a problem's numbers come from the seed: the move is the seed's "+"; its first screen has no button to press
+    "practice": {"move": ("number", "seed"), "button": None},
 }
 
 LOAD_TIMEOUT_MS = 120_000  # first page: the server imports torch and builds caches

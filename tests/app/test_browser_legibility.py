@@ -188,8 +188,9 @@ def test_figures_are_legible_at_both_widths(app_server, browser, name, route, qu
             whole = page.evaluate(PAGE_JS, [TOLERANCE_PX, TABLE_CUE])
             _screenshot(page, OUT / f"{name}-{width}.png")
             (OUT / f"{name}-{width}.json").write_text(json.dumps({"figures": measured, **whole}, indent=1))
-            # lab: its figures come after a run; tour: text and numbers until a step is revealed; glossary, article: text
-            assert measured or route in ("lab", "tour", "glossary", "article"), \
+            # lab: its figures come after a run; tour: text and numbers until a step is revealed; glossary, article: text;
+            # practice: its first problem asks for a number (a picture only in read-the-picture problems)
+            assert measured or route in ("lab", "tour", "glossary", "article", "practice"), \
                 f"{name}: no figure rendered at {width} px"
             found[width] = problems(measured) + page_problems(whole, measured, width)
     finally:
