@@ -98,7 +98,7 @@ def training_panel() -> None:
     """One training step's traffic per token: EP forward and backward, pipeline boundaries, DP gradients."""
     url_state("ic_t_layout", "kimi-k3", choices=list(LAYOUTS))
     url_state("ic_t_schedule", "dualpipe", choices=list(SCHEDULES))
-    url_state("ic_t_micro", 120, lo=1, hi=1024)
+    url_state("ic_t_micro", 120, lo=8, hi=256)  # the slider's range: a link outside it falls back
     ctl, fig_col = st.columns([1, 3])
     ctl.selectbox("layout", list(LAYOUTS), key="ic_t_layout",
                   format_func={"kimi-k3": "K3 (assumed layout)", "deepseek-v3": "DeepSeek-V3 (published)"}.get,

@@ -28,3 +28,9 @@ def test_inference_is_the_default_and_a_bad_mode_falls_back():
     at = _page({"ic_mode": "teaching"})
     assert not at.exception and at.session_state.ic_mode == "inference"
     assert any("Ignored `ic_mode=teaching`" in w.value for w in at.warning)
+
+
+def test_a_micro_batch_count_outside_the_slider_falls_back_with_a_notice():
+    at = _page({"ic_mode": "training", "ic_t_micro": "1000"})
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.session_state.ic_t_micro == 120 and any("ic_t_micro" in w.value for w in at.warning)
