@@ -3,16 +3,7 @@ frontier and the verdict still render)."""
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-
-
-def _page(**params) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "views" / "serving.py"), default_timeout=300)
-    at.query_params.update(params)
-    return at.run()
-
-
-def _text(at) -> str:
-    return " ".join(c.value for c in at.caption).replace("\\$", "$")
+from test_serving_claims import _page, _text  # the serving page opened from a link, and its captions' text
 
 
 def test_an_invalid_deployment_keeps_its_error_local():
