@@ -109,7 +109,7 @@ def test_function_local_imports_say_why():
 
 # ------------------------------------------------------------------------------------------- the layers
 # bottom to top; a module may import its own layer and the layers below it, never one above
-LAYERS = ("base", "model", "interconnect", "analytic", "experiments", "viz", "tour", "bench")
+LAYERS = ("base", "model", "interconnect", "analytic", "experiments", "viz", "panels", "tour", "bench")
 
 
 def layer_of(module: str) -> int | None:

@@ -279,6 +279,55 @@ def sentence(text: str, *evidence, container=None) -> None:
     (container or st).caption(text, help="\n\n".join(ev.note for ev in evidence) or None)
 
 
+# ------------------------------------------------------------------------------------ compare with
+# One app-wide choice (the sidebar's "Compare K3 with", app.py; `?vs=` in the URL): every mechanism page draws K3
+# beside it. A page asks `compared()` for the Pair (or None) and hands its panels (k3lite.panels) to show_panel.
+COMPARE_KEY = "vs"
+
+
+def compared(base=None):
+    """The Pair the page compares (k3lite.panels.core.pair_of: `base`, K3's preset by default, and the chosen
+    config), or None when the control says nothing. Seeds the choice from `?vs=` on a page opened alone."""
+    from k3lite.panels.core import CHOICES, NONE, pair_of  # here: app.py imports this module before any model code
+
+    url_state(COMPARE_KEY, NONE, choices=CHOICES)
+    key = st.session_state[COMPARE_KEY]
+    if key == NONE:
+        st.query_params.pop(COMPARE_KEY, None)
+        return None
+    st.query_params[COMPARE_KEY] = key
+    pair = pair_of(key) if base is None else pair_of(key, base)
+    st.caption(f"Compared with **{pair.label}** ({pair.comparison.instead}): change it in the sidebar's "
+               f"*Compare K3 with*.")
+    return pair
+
+
+def compare_control() -> None:
+    """The sidebar's selectbox (app.py draws it on every page, so the choice follows the reader)."""
+    from k3lite.panels.core import CHOICES, NONE, choice_label  # (the reason in compared)
+
+    url_state(COMPARE_KEY, NONE, choices=CHOICES)
+    st.selectbox("Compare K3 with", CHOICES, key=COMPARE_KEY, format_func=choice_label,
+                 help="Every mechanism page draws K3 beside this: another released model, or K3 with one of its "
+                      "ideas swapped for the design it replaced. Each is a real config, counted and run by the "
+                      "same code (k3lite.model.variants).")
+    if st.session_state[COMPARE_KEY] == NONE:
+        st.query_params.pop(COMPARE_KEY, None)
+    else:
+        st.query_params[COMPARE_KEY] = st.session_state[COMPARE_KEY]
+
+
+def show_panel(panel, key: str, container=None) -> None:
+    """A panel (k3lite.panels.core.Panel): its title, its figure (built tagged with its evidence), its sentences."""
+    where = container or st
+    if panel.title:
+        where.markdown(f"**{panel.title}**")
+    if panel.figure is not None:
+        where.plotly_chart(panel.figure, width="stretch", key=key)
+    for said in panel.sentences:
+        sentence(said.text, *said.evidence, container=where)
+
+
 def evidence_legend() -> None:
     """The sidebar's key to the markers (app.py)."""
     st.caption(f"Evidence: {LEGEND}", help="\n\n".join(f"{MARKERS[k]} **{k}**: {MEANING[k]}" for k in KINDS))

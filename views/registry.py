@@ -52,6 +52,11 @@ PAGES: tuple[PageSpec, ...] = (
 # request). Home's sentence on what runs live names these.
 ARITHMETIC_PAGES: tuple[str, ...] = ("tour", "article", "hybrid_attention", "serving", "cost_per_task", "glossary")
 
+# The pages that draw K3 beside the sidebar's "Compare K3 with" choice (views.common.compared): each picture on shared
+# axes with computed sentences on the difference. tests/app/test_compare_pages.py opens each with every choice.
+COMPARE_PAGES: tuple[str, ...] = ("home", "moe", "kda", "hybrid_attention", "attention_residuals", "forward_pass",
+                                  "interconnect", "serving", "cost_per_task")
+
 # the home page's section with the bytes ledger: its label there, and what the sidebar's link to it opens (?home_section=)
 LEDGER_SECTION = "Bytes per decoded token"
 

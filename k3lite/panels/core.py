@@ -1,0 +1,93 @@
+"""The shared types of the panel layer: a computed sentence with its evidence, a panel, and the pair compared.
+
+    Said(text, evidence)              one computed sentence and the evidence classes of the numbers in it
+    Panel(figure, sentences, ...)     what a page draws: a plotly figure (or None) and its sentences; `values`
+                                      holds the numbers the sentences were built from (a test reads them)
+    Pair(k3, other, key)              K3 (or the page's config) and the config it is compared with, by key of
+                                      k3lite.model.variants.COMPARISONS; `pair_of(base, key)` builds it
+A panel function takes `(cfg, other: Pair | None, ...knobs)` or a Pair; with no comparison it shows one model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from k3lite.base.evidence import Evidence
+from k3lite.model.config import K3Config
+from k3lite.model.presets import get_preset
+from k3lite.model.variants import COMPARISONS, K3, Comparison, comparison_config
+
+NONE = "none"  # the comparison control's "compare with nothing"
+CHOICES = (NONE, *COMPARISONS)  # what the control offers, in order
+
+
+def choice_label(key: str) -> str:
+    """The control's text for a choice: 'nothing' or the comparison's label."""
+    return "nothing (K3 alone)" if key == NONE else COMPARISONS[key].label
+
+
+@dataclass(frozen=True)
+class Said:
+    """One computed sentence and the evidence classes of the numbers in it."""
+
+    text: str
+    evidence: tuple[Evidence, ...] = ()
+
+    def __post_init__(self):
+        if not self.text.strip():
+            raise ValueError("a sentence needs text")
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A figure (None for a sentences-only panel) with its sentences. `evidence` tags every trace's hover
+    (k3lite.viz.evidence.with_evidence, applied by the page's renderer); `evidence_by_name` the traces that
+    differ. `values`: the numbers the sentences were built from, by name (what a test checks them against)."""
+
+    figure: Any
+    sentences: tuple[Said, ...] = ()
+    evidence: Evidence | None = None
+    evidence_by_name: dict[str, Evidence] | None = None
+    title: str = ""
+    values: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """Every sentence joined (what tests/wording_check.py scans)."""
+        return " ".join(s.text for s in self.sentences)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The page's config and the config it is compared with."""
+
+    k3: K3Config
+    other: K3Config
+    key: str
+
+    @property
+    def comparison(self) -> Comparison:
+        return COMPARISONS[self.key]
+
+    @property
+    def label(self) -> str:
+        """The compared model's name as the control shows it ('DeepSeek-V3', 'K3 with MLA everywhere')."""
+        return self.comparison.label
+
+    @property
+    def k3_label(self) -> str:
+        return "Kimi K3" if self.k3.name == K3 else self.k3.name
+
+    @property
+    def ablation(self) -> bool:
+        """True for K3 without one idea (the same model otherwise), False for another released model."""
+        return self.comparison.idea is not None
+
+
+def pair_of(key: str | None, base: K3Config | str = K3) -> Pair | None:
+    """The Pair for comparison `key` against `base` (K3's released preset by default); None for no comparison.
+    An unknown key is a ValueError naming the choices."""
+    if key in (None, NONE):
+        return None
+    k3 = get_preset(base) if isinstance(base, str) else base
+    return Pair(k3, comparison_config(key, k3), key)
