@@ -190,6 +190,20 @@ def long_modules(files) -> dict[str, int]:
     return {f: n for f, n in counts.items() if n > MAX_MODULE_LINES}
 
 
+MAX_PAGE_LINES = 200  # a page holds widgets and lays panels out (k3lite/panels does the work): past this it computes
+
+
+def long_pages() -> dict[str, int]:
+    pages = [f"views/{p.name}" for p in sorted((ROOT / "views").glob("*.py"))
+             if p.name not in ("common.py", "registry.py", "__init__.py")]
+    counts = {f: len((ROOT / f).read_text().splitlines()) for f in pages}
+    return {f: n for f, n in counts.items() if n > MAX_PAGE_LINES}
+
+
+def test_no_page_is_over_200_lines():
+    assert long_pages() == {}
+
+
 def test_no_library_module_is_over_450_lines():
     assert long_modules([f for f in source_files() if f.startswith("k3lite/")]) == {}
 
