@@ -129,16 +129,104 @@ def _key(name: str) -> str:
 GPU_ALIASES = {**{_key(n): n for n in GPUS}, "h100": "H100 SXM", "gb300": "GB300 NVL72", "nvl72": "GB300 NVL72"}
 
 
+# ------------------------------------------------------------------------------------------ your own GPU
+# A GPU not in the table travels as one name, so it fits wherever a GPU name goes (a Serving, a frontier's list, a
+# URL, the price table) and no session's GPU lands in the server-wide table: "custom:" then the fields below, in
+# this order, colon-separated (no commas: lists travel comma-joined in a URL). Its numbers are the reader's.
+CUSTOM_PREFIX = "custom:"
+CUSTOM_FIELDS: tuple[tuple[str, str, float, float, float], ...] = (
+    # (field, what, unit scale to the GPU tuple's unit, lowest, highest)
+    ("hbm_gib", "HBM capacity (GiB)", GiB, 1, 4096),
+    ("hbm_tb_s", "HBM bandwidth (TB/s)", 1e12, 0.1, 100),
+    ("bf16_tflops", "dense BF16 (TFLOPS)", 1e12, 1, 100_000),
+    ("fp8_tflops", "dense FP8 (TFLOPS)", 1e12, 1, 100_000),
+    ("fp4_tflops", "dense FP4 (TFLOPS; 0 = none)", 1e12, 0, 100_000),
+    ("nvlink_gb_s", "scale-up per direction (GB/s)", 1e9, 1, 100_000),
+    ("nic_gb_s", "scale-out NIC per direction (GB/s)", 1e9, 0.1, 10_000),
+    ("nvlink_domain", "GPUs in one scale-up domain", 1, 1, 1024),
+    ("usd_per_hour", "$ per GPU-hour", 1, 0.01, 999),
+)
+YOUR_GPU = "your GPU: the numbers typed on the page"
+
+
+def _num(v: float) -> str:
+    return f"{float(v):g}"
+
+
+def custom_gpu_name(**fields: float) -> str:
+    """The name of a GPU described by the reader: custom_gpu_name(hbm_gib=192, hbm_tb_s=8, ...) ->
+    'custom:192:8:...'. Every field of CUSTOM_FIELDS is needed and checked against its range (ValueError naming it)."""
+    missing = [f for f, *_ in CUSTOM_FIELDS if f not in fields]
+    extra = sorted(set(fields) - {f for f, *_ in CUSTOM_FIELDS})
+    if missing or extra:
+        raise ValueError(f"a custom GPU needs exactly {[f for f, *_ in CUSTOM_FIELDS]}; missing {missing}, unknown {extra}")
+    values = []
+    for field, what, _, lo, hi in CUSTOM_FIELDS:
+        v = float(fields[field])
+        if not (lo <= v <= hi) or v != v:
+            raise ValueError(f"{what} must be in {lo:g}..{hi:g}, got {fields[field]!r}")
+        if field == "nvlink_domain" and v != int(v):
+            raise ValueError(f"{what} must be a whole number, got {fields[field]!r}")
+        values.append(_num(v))
+    return CUSTOM_PREFIX + ":".join(values)
+
+
+def is_custom(name) -> bool:
+    return isinstance(name, str) and name.strip().lower().startswith(CUSTOM_PREFIX)
+
+
+def custom_fields(name: str) -> dict[str, float]:
+    """The fields of a custom GPU's name, by CUSTOM_FIELDS (ValueError on a malformed one, naming the format)."""
+    parts = name.strip()[len(CUSTOM_PREFIX):].split(":")
+    if len(parts) != len(CUSTOM_FIELDS):
+        raise ValueError(f"a custom GPU is 'custom:' and {len(CUSTOM_FIELDS)} numbers separated by ':' "
+                         f"({', '.join(f for f, *_ in CUSTOM_FIELDS)}), got {name!r}")
+    try:
+        return {f: float(p) for (f, *_), p in zip(CUSTOM_FIELDS, parts)}
+    except ValueError:
+        raise ValueError(f"a custom GPU's fields must be numbers, got {name!r}") from None
+
+
+def custom_gpu(name: str) -> GPU:
+    """The GPU a custom name describes (validated by custom_gpu_name)."""
+    canonical = custom_gpu_name(**custom_fields(name))
+    f = custom_fields(canonical)
+    scale = {field: unit for field, _, unit, *_ in CUSTOM_FIELDS}
+    return GPU(canonical, f["hbm_gib"] * scale["hbm_gib"], f["hbm_tb_s"] * 1e12, f["bf16_tflops"] * 1e12,
+               f["fp8_tflops"] * 1e12, f["fp4_tflops"] * 1e12, f["nvlink_gb_s"] * 1e9, f["nic_gb_s"] * 1e9,
+               int(f["nvlink_domain"]), YOUR_GPU)
+
+
+def custom_price(name: str) -> float:
+    """A custom GPU's $ per GPU-hour (its last field)."""
+    return custom_fields(custom_gpu_name(**custom_fields(name)))["usd_per_hour"]
+
+
+def gpu_label(name: str) -> str:
+    """How a page names a GPU: the table's name, or 'your GPU (192 GiB, 8 TB/s)' for a custom one."""
+    if not is_custom(name):
+        return gpu_name(name)
+    f = custom_fields(name)
+    return f"your GPU ({_num(f['hbm_gib'])} GiB, {_num(f['hbm_tb_s'])} TB/s)"
+
+
 def gpu_name(name: str) -> str:
-    """The table's name for a GPU typed any common way: 'H100', 'h100-sxm', 'gb300' -> 'H100 SXM', 'GB300 NVL72'."""
+    """The table's name for a GPU typed any common way: 'H100', 'h100-sxm', 'gb300' -> 'H100 SXM', 'GB300 NVL72';
+    a custom GPU's name in its canonical spelling."""
     if name in GPUS:
         return name
+    if is_custom(name):
+        return custom_gpu(name).name
     canonical = GPU_ALIASES.get(_key(str(name)))
     if canonical is None:
         raise ValueError(f"GPU must be one of {list(GPUS)} (or a short name: "
-                         f"{', '.join(k for k in GPU_ALIASES if k not in map(_key, GPUS))}), got {name!r}")
+                         f"{', '.join(k for k in GPU_ALIASES if k not in map(_key, GPUS))}; or your own: "
+                         f"'{CUSTOM_PREFIX}' and {len(CUSTOM_FIELDS)} numbers), got {name!r}")
     return canonical
 
 
 def get_gpu(name: str) -> GPU:
+    """The GPU by any of its names, or the one a custom name describes."""
+    if is_custom(name):
+        return custom_gpu(name)
     return GPUS[gpu_name(name)]

@@ -161,7 +161,7 @@ def frontier_figure(points: Sequence, envelope: Sequence, by_gpu: Mapping[str, S
     fig.add_scatter(**data(envelope), mode="lines", name="cheapest of all", line=dict(color=NEUTRAL, width=10),
                     opacity=0.35)
     for gpu, own in by_gpu.items():
-        colour = series_color(list(GPUS).index(gpu))  # a GPU keeps its colour whichever GPUs are drawn
+        colour = series_color(list(GPUS).index(gpu) if gpu in GPUS else len(GPUS))  # a GPU keeps its colour; yours the next
         setups: dict[tuple, list] = {}
         for p in points:
             if p.gpu == gpu:

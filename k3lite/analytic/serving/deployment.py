@@ -10,7 +10,7 @@ from k3lite.analytic import memory
 from k3lite.base.evidence import Evidence, assumed, measured_elsewhere
 from k3lite.model.config import K3Config
 from k3lite.model.presets import PRESETS, get_preset
-from k3lite.analytic.hardware import gpu_name
+from k3lite.analytic.hardware import custom_price, gpu_name, is_custom
 from k3lite.interconnect import check_scheme
 
 # $ per GPU-hour defaults (editable on the page)
@@ -32,15 +32,31 @@ PRICE_URL_KEYS = {g: "sv_usd_" + g.replace(" ", "_") for g in USD_PER_GPU_HOUR}
 YOURS = "yours: typed on the page"
 
 
-def price_table(overrides: dict | None = None) -> dict[str, tuple[float, str]]:
+class PriceTable(dict):
+    """{GPU: ($ per GPU-hour, source)}; a custom GPU (hardware.custom_gpu_name) not in it answers with the price its
+    name carries, the reader's own."""
+
+    def __missing__(self, gpu: str) -> tuple[float, str]:
+        if is_custom(gpu):
+            return custom_price(gpu), YOURS
+        raise KeyError(gpu)
+
+
+def default_price(gpu: str) -> float:
+    """A GPU's $ per GPU-hour when nothing is typed: the table's default, or a custom GPU's own field."""
+    return custom_price(gpu) if is_custom(gpu) else USD_PER_GPU_HOUR[gpu_name(gpu)][0]
+
+
+def price_table(overrides: dict | None = None) -> PriceTable:
     """{GPU: ($ per GPU-hour, where it comes from)} for every GPU: the defaults above, a value in `overrides` that
-    differs from its default is the reader's own (source YOURS). Refuses a price outside (0, 1000)."""
-    out = dict(USD_PER_GPU_HOUR)
+    differs from its default is the reader's own (source YOURS); a custom GPU's price is its own. Refuses a price
+    outside (0, 1000)."""
+    out = PriceTable(USD_PER_GPU_HOUR)
     for g, v in (overrides or {}).items():
         g = gpu_name(g)
         if not 0 < v < 1000:
             raise ValueError(f"$ per GPU-hour must be in (0, 1000), got {v} for {g}")
-        if v != USD_PER_GPU_HOUR[g][0]:
+        if is_custom(g) or v != USD_PER_GPU_HOUR[g][0]:
             out[g] = (float(v), YOURS)
     return out
 
@@ -230,7 +246,7 @@ class Serving:
 
     @property
     def price(self) -> float:
-        return self.usd_per_gpu_hour if self.usd_per_gpu_hour is not None else USD_PER_GPU_HOUR[self.gpu][0]
+        return self.usd_per_gpu_hour if self.usd_per_gpu_hour is not None else default_price(self.gpu)
 
     def with_(self, **changes) -> "Serving":
         return replace(self, **changes)

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from k3lite.base.units import fmt_capacity
+from k3lite.model.config import K3Config
 from k3lite.model.presets import PRESETS, get_preset
 from k3lite.analytic.hardware import get_gpu
 from k3lite.analytic.serving.deployment import CACHE_FORMATS, K3_PRESET, Serving, Speculation, price_kind, price_table
@@ -151,7 +152,7 @@ def lower_envelope(points) -> list[FrontierPoint]:
     return kept[::-1]
 
 
-def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=None, eps=FRONTIER_EP,
+def frontier(preset: str | K3Config = K3_PRESET, context: int = 32768, gpus=None, formats=None, eps=FRONTIER_EP,
              prices: dict | None = None, spec: Speculation | None = None, overlap: bool = True,
              points: int = CURVE_POINTS, model: str = "bound", efficiency: Efficiency | None = None,
              tps=FRONTIER_TP, caches=FRONTIER_CACHES) -> Frontier:
@@ -160,8 +161,8 @@ def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=N
     model "bound": step.py's roofline, every batch that fits in HBM. model "predicted": predict.py's decode step with
     `efficiency` (default: the fit to published K3 runs, fit.FITTED), every batch the engines admit (admission.py,
     their HBM reserve kept): never cheaper than the bound at any speed."""
-    if preset not in PRESETS:
-        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
+    if not isinstance(preset, K3Config) and preset not in PRESETS:
+        raise ValueError(f"preset must be one of {sorted(PRESETS)} or a K3Config, got {preset!r}")
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
     eff = (efficiency or FITTED.efficiency) if model == "predicted" else None
@@ -178,7 +179,7 @@ def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=N
         if c not in CACHE_FORMATS:
             raise ValueError(f"caches must be among {list(CACHE_FORMATS)}, got {c!r}")
     prices = price_table(prices)  # refuses a price outside (0, 1000); a changed one is the reader's
-    cfg = get_preset(preset)  # built once: every Serving below shares it
+    cfg = preset if isinstance(preset, K3Config) else get_preset(preset)  # built once: every Serving shares it
     setups, skipped = [], []
     for gpu_key in gpus:
         gpu = get_gpu(gpu_key)
@@ -211,7 +212,7 @@ def frontier(preset: str = K3_PRESET, context: int = 32768, gpus=None, formats=N
             except ValueError as e:
                 skipped.append(f"{name}: {e}")
     if not setups:
-        raise ValueError(f"no setup fits {preset} at {context:,} tokens on {', '.join(gpus)}: " + "; ".join(skipped[:3]))
+        raise ValueError(f"no setup fits {cfg.name} at {context:,} tokens on {', '.join(gpus)}: " + "; ".join(skipped[:3]))
     out = [u.point(b) for u in setups for b in curve_batches(u.max_batch, points)]
     by_gpu = {g: tuple(lower_envelope([p for p in out if p.gpu == g])) for g in gpus}
     return Frontier(cfg.name, context, tuple(setups), tuple(out), tuple(lower_envelope(out)),
