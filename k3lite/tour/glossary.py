@@ -142,9 +142,9 @@ GLOSSARY: tuple[Term, ...] = (
     Term("all_to_all", "", "The collective where every GPU sends a different piece to every other GPU: the shape "
          "of MoE dispatch and combine.", "interconnect"),
     Term("DGX", "", "NVIDIA's 8-GPU server (DGX B300: eight B300 GPUs joined by NVLink).", "interconnect"),
-    Term("B300", "", "An NVIDIA Blackwell Ultra GPU (288 GB of HBM); GB300 pairs it with a Grace CPU.", "serving",
+    Term("B300", "", "An NVIDIA Blackwell Ultra GPU (288 GiB of HBM: the datasheet's \"288 GB\"); GB300 pairs it with a Grace CPU.", "serving",
          ("GB300",)),
-    Term("H100", "", "An NVIDIA Hopper GPU (80 GB of HBM in the SXM form); H200 has 141 GB.", "hybrid_attention",
+    Term("H100", "", "An NVIDIA Hopper GPU (80 GiB of HBM in the SXM form: the datasheet's \"80 GB\"); H200 has 141 GiB.", "hybrid_attention",
          ("H200", "SXM")),
     # --- numbers and formats ------------------------------------------------------------------------------
     Term("BF16", "bfloat16", "A 16-bit floating-point format with float32's range: 2 bytes per number.", None,
