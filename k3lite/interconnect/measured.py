@@ -197,24 +197,38 @@ def _compute(shard_lo: int, shard: RoutedExperts, h: torch.Tensor, ids: torch.Te
     return torch.zeros_like(h).index_add_(0, row, y)
 
 
-def ep_forward(moe, x: torch.Tensor, spec: MeasureSpec, rank: int, groups: dict,
-               device: torch.device) -> tuple[torch.Tensor, dict, torch.Tensor]:
-    """Expert-parallel forward of this rank's tokens x (n, d): (out (n, d), bytes sent by kind, topk_idx (n, k))."""
-    world, k, dim, g = spec.ranks, spec.top_k, spec.dim_on_wire, spec.ranks_per_node
-    first = [int(v) for v in np.cumsum([0] + experts_per_gpu(spec.n_experts, world))]
-    placement = torch.from_numpy(expert_to_gpu(spec.n_experts, world)).to(device)  # (E,)
-    shard = RoutedExperts(first[rank + 1] - first[rank], dim, spec.ffn_dim).to(device)
+def local_shard(moe, spec: MeasureSpec, rank: int, device: torch.device, *, copy: bool):
+    """(first expert of each rank (world + 1,), this rank's experts as a RoutedExperts over the full layer's weights,
+    the expert -> rank placement (E,)). copy=False: the shard's weights are views (the forward only); True: copies
+    (a training step's gradients must stay this rank's own)."""
+    first = [int(v) for v in np.cumsum([0] + experts_per_gpu(spec.n_experts, spec.ranks))]
+    placement = torch.from_numpy(expert_to_gpu(spec.n_experts, spec.ranks)).to(device)  # (E,)
+    shard = RoutedExperts(first[rank + 1] - first[rank], spec.dim_on_wire, spec.ffn_dim).to(device)
     for name in ("w_gate", "w_up", "w_down"):
-        getattr(shard, name).data = getattr(moe.experts, name).data[first[rank]:first[rank + 1]]  # a view
-    comm = _Comm(spec, rank, device)
-    d_rec, c_rec = spec.record("dispatch"), spec.record("combine")
+        part = getattr(moe.experts, name).data[first[rank]:first[rank + 1]]
+        getattr(shard, name).data = part.clone() if copy else part
+    return first, shard, placement
 
-    route = moe.router(x)  # the real router: topk_idx (n, k), topk_weight (n, k)
+
+def routed_input(moe, x: torch.Tensor, spec: MeasureSpec):
+    """(the real router's choice for x (n, d), what is dispatched: x, or its latent (n, l) normed as the layer does)."""
+    route = moe.router(x)  # topk_idx (n, k), topk_weight (n, k)
     h = x
     if spec.latent_dim:
         h = moe.down_proj(x)  # (n, l)
         if moe.latent_norm is not None:
             h = moe.latent_norm(h)
+    return route, h
+
+
+def ep_forward(moe, x: torch.Tensor, spec: MeasureSpec, rank: int, groups: dict,
+               device: torch.device) -> tuple[torch.Tensor, dict, torch.Tensor]:
+    """Expert-parallel forward of this rank's tokens x (n, d): (out (n, d), bytes sent by kind, topk_idx (n, k))."""
+    world, k, dim, g = spec.ranks, spec.top_k, spec.dim_on_wire, spec.ranks_per_node
+    first, shard, placement = local_shard(moe, spec, rank, device, copy=False)
+    comm = _Comm(spec, rank, device)
+    d_rec, c_rec = spec.record("dispatch"), spec.record("combine")
+    route, h = routed_input(moe, x, spec)
     ids, w = route.topk_idx, route.topk_weight.float()  # (n, k)
     dest = placement[ids]  # (n, k) rank of each chosen expert
     payload = encode(h, spec.dispatch)  # (n, row) uint8

@@ -25,11 +25,11 @@ import torch
 from k3lite.base.evidence import Evidence, derived, measured_here
 from k3lite.interconnect.analytic import link_copies
 from k3lite.interconnect.backward import BWD_KINDS, backward_link_bytes, backward_records
-from k3lite.interconnect.deployment import expert_to_gpu, experts_per_gpu, wire_format
+from k3lite.interconnect.deployment import expert_to_gpu, wire_format
 from k3lite.interconnect.measured import (
-    KINDS, TOLERANCE, MeasureSpec, _bytes, _Comm, _compute, _pad_to, build_problem, decode, encode,
+    KINDS, TOLERANCE, MeasureSpec, _bytes, _Comm, _compute, _pad_to, build_problem, decode, encode, local_shard,
+    routed_input,
 )
-from k3lite.model.moe import RoutedExperts
 
 ALL_KINDS = KINDS + BWD_KINDS
 
@@ -108,19 +108,10 @@ def ep_train_step(moe, x: torch.Tensor, upstream: torch.Tensor, spec: MeasureSpe
     """Forward and backward of this rank's tokens x (n, d) with loss sum(out * upstream): bytes sent by kind,
     output, routing and gradients (of x, of the replicated parameters, of this rank's expert shard)."""
     world, k, dim, g = spec.ranks, spec.top_k, spec.dim_on_wire, spec.ranks_per_node
-    first = [int(v) for v in np.cumsum([0] + experts_per_gpu(spec.n_experts, world))]
-    placement = torch.from_numpy(expert_to_gpu(spec.n_experts, world)).to(device)  # (E,)
-    shard = RoutedExperts(first[rank + 1] - first[rank], dim, spec.ffn_dim).to(device)
-    for name in ("w_gate", "w_up", "w_down"):
-        getattr(shard, name).data = getattr(moe.experts, name).data[first[rank]:first[rank + 1]].clone()
+    first, shard, placement = local_shard(moe, spec, rank, device, copy=True)
     comm = _Comm(spec, rank, device, ALL_KINDS)
     x = x.clone().requires_grad_(True)
-    route = moe.router(x)  # topk_idx (n, k), topk_weight (n, k) differentiable
-    h = x
-    if spec.latent_dim:
-        h = moe.down_proj(x)  # (n, l)
-        if moe.latent_norm is not None:
-            h = moe.latent_norm(h)
+    route, h = routed_input(moe, x, spec)  # topk_weight differentiable
     ids, w = route.topk_idx, route.topk_weight.float()  # (n, k)
     dest = placement[ids]  # (n, k)
     n = x.shape[0]
