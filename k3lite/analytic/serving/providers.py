@@ -71,7 +71,7 @@ def spread_sentence(self_hosted_usd_per_m_output: float, speed: float, providers
     published = sum(p.tokens_per_s is not None for p in providers)
     gap = {"above": "the gap is what a provider's margin, idle hours and overheads this model leaves out must cover",
            "below": "a provider selling there would not cover the modelled cost",
-           "at": "a provider selling there covers the modelled cost and nothing more"}[word]
+           "at": "a provider selling there covers the modelled cost, no margin"}[word]
     return (f"The {len(providers)} providers we can cite sell K3's output at {listed} per M tokens, {spread}; "
             f"{'none publishes its speed' if not published else f'{published} publish a speed'}. The lowest is "
             f"{word} the self-hosted cost at {speed:.0f} tokens/s per user (${self_hosted_usd_per_m_output:.3f}, "
