@@ -1,0 +1,316 @@
+"""The interconnect page's panels (inference): what one token moves per MoE layer, the page's config beside the
+compared one on the same deployment, and the page's computed notes (no Streamlit).
+
+    page_config(base, experts, top_k, latent_ratio)   the page's config: a preset with the sliders' E, top-k, latent
+    wire_pair(cfg, pair, dep)          bytes per token per MoE layer by link and direction, both configs paired on
+                                       one axis, with what drives the difference (copies, record width, layers)
+    three_models(...)                  DeepSeek-V3, K2 and K3 (and K3 without latent) on 8 x 8 and NVL72
+    bytes_note / deepep_note / measured_note / measured_command    the computed captions under the figures
+    inference_assumptions(cfg, dep, preset)   the assumptions block's arguments
+Every byte number comes from `k3lite.interconnect.analytic.wire_bytes_per_token` (through deployment_bytes /
+analytic_traffic); every comparison word from `k3lite.base.wording`.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from k3lite.analytic.ledger import ONE_OFF, variant
+from k3lite.analytic.sensitivity import Assumption
+from k3lite.base.evidence import derived, released
+from k3lite.base.units import fmt_bytes, fmt_seconds
+from k3lite.base.wording import times
+from k3lite.interconnect import (
+    SCHEME_LABELS, TOPOLOGIES, WIRE_FORMATS, Deployment, analytic_traffic, compare_presets, deployment_bytes,
+    even_expert_counts, node_limit_sweep, snap_experts, wire_bytes_per_token,
+)
+from k3lite.interconnect.headline import layer_bytes_at
+from k3lite.interconnect.measured import MeasureSpec
+from k3lite.interconnect.sentences import comparison_sentence, node_limit_sentence
+from k3lite.model.config import K3Config
+from k3lite.model.presets import get_preset
+from k3lite.model.variants import K3, comparison_config
+from k3lite.panels.core import Pair, Panel, Said
+from k3lite.viz.compare import paired_bars
+from k3lite.viz.interconnect import node_limit_figure
+from k3lite.viz.memo import shared_figure
+
+BIG = ("deepseek-v3", "kimi-k2", "kimi-k3")
+NAMES = {"kimi-k3": "Kimi K3", "kimi-k2": "Kimi K2", "deepseek-v3": "DeepSeek-V3", "lite": "lite"}
+LINKS = (("dispatch_intra", "dispatch<br>NVLink"), ("dispatch_inter", "dispatch<br>NIC"),
+         ("combine_intra", "combine<br>NVLink"), ("combine_inter", "combine<br>NIC"))
+# where a variant that moves the same bytes shows its difference instead (its idea is not on the wire)
+SHOWS_ON = {
+    "all-mla": "in attention: the KV cache and its read time (the hybrid attention page)",
+    "standard-residual": "at the pipeline's stage boundaries in training (switch 'what moves' to training) and on "
+                         "the Attention Residuals page",
+    "aux-loss": "in how evenly the experts are loaded (the routing page): uniform routing here is the average, "
+                "not the busiest GPU",
+    "bias": "in how evenly the experts are loaded (the routing page): uniform routing here is the average, "
+            "not the busiest GPU",
+    "swiglu": "in what each expert computes (the MoE page), not in what travels",
+}
+INTRO = (
+    "With expert parallelism (EP) every MoE layer sends each token to the GPUs that hold its top-k experts "
+    "(**dispatch**) and gets the weighted expert outputs back (**combine**). How many copies travel depends on the "
+    "kernels: a flat all_to_all sends one copy per remote GPU (**direct**); DeepEP's **normal** kernels send one copy "
+    "per remote *node* over RDMA through the NIC (network interface card) and fan it out over NVLink there; its "
+    "**low-latency** kernels send one message per chosen expert. Change what travels, how far and how, then "
+    "**measure** a real expert-parallel layer on this server with `torch.distributed`.")
+CONFIGS = released("each model's config.json (DeepSeek-V3, Kimi-K2-Instruct, moonshotai/Kimi-K3)")
+
+
+def page_config(base: K3Config, experts: int, top_k: int, latent_ratio: float) -> K3Config:
+    """The page's config: `base` with the sliders' E, top-k and latent ratio (1 = no latent), no expert groups."""
+    latent = round(base.d_model * latent_ratio) if latent_ratio < 1 else 0
+    return base.with_(name=f"{base.name} (your settings)", moe={
+        "n_routed_experts": experts, "top_k": top_k, "latent_dim": latent, "n_groups": 1, "topk_groups": 1})
+
+
+def _preset_name(cfg: K3Config) -> str:
+    return cfg.name.removesuffix(" (your settings)")
+
+
+def display_name(cfg: K3Config) -> str:
+    """'Kimi K3' for the preset as released; 'Kimi K3 (your settings)' once a slider moved E, top-k or the latent."""
+    name = _preset_name(cfg)
+    try:
+        moe = get_preset(name).moe
+    except (KeyError, ValueError):
+        return cfg.name
+    same = (moe.n_routed_experts, moe.top_k, moe.latent_dim) == (cfg.moe.n_routed_experts, cfg.moe.top_k,
+                                                                 cfg.moe.latent_dim)
+    return NAMES.get(name, name) + ("" if same else " (your settings)")
+
+
+def rebase(pair: Pair, cfg: K3Config) -> Pair:
+    """The pair with the page's config on K3's side: a K3 variant is rebuilt from it (the sliders apply to both);
+    another released model stays as released."""
+    return Pair(cfg, comparison_config(pair.key, cfg) if pair.ablation else pair.other, pair.key)
+
+
+def _width(cfg: K3Config) -> str:
+    return f"its {cfg.moe.latent_dim}-wide latent" if cfg.moe.latent_dim else f"d_model {cfg.d_model}"
+
+
+def _layers(n_a: int, n_b: int) -> str:
+    return f"{n_a} MoE layers on both" if n_a == n_b else f"{n_a} against {n_b} MoE layers"
+
+
+def wire_pair(cfg: K3Config, pair: Pair, dep: Deployment) -> Panel:
+    """Both configs on one deployment: bytes per token per MoE layer by direction and link, paired on one axis;
+    the sentences say how much differs and what drives it (copies = top-k over E, the record = width + metadata)."""
+    pair = rebase(pair, cfg)
+    names = (display_name(cfg), pair.label)
+    a = analytic_traffic(cfg, dep)
+    try:
+        b = analytic_traffic(pair.other, dep)
+    except ValueError as e:  # e.g. its experts do not split over this EP size under a node limit
+        fig = shared_figure(paired_bars, [c for _, c in LINKS], [getattr(a.per_layer, k) for k, _ in LINKS], None,
+                            names, pair.ablation, dict(title="bytes / token / MoE layer", rangemode="tozero"),
+                            title=f"bytes per token per MoE layer, {dep.topology.label}, EP {dep.ep_size}",
+                            hover="%{y:,.0f} B", evidence=derived(wire_bytes_per_token))
+        return Panel(fig, (Said(f"{pair.label} cannot be routed on this deployment ({e}); pick another EP size or "
+                                "node limit to compare.", (derived(wire_bytes_per_token),)),))
+    pa, pb = a.per_layer, b.per_layer
+    ya, yb = ([getattr(p, k) for k, _ in LINKS] for p in (pa, pb))
+    fig = shared_figure(paired_bars, [c for _, c in LINKS], ya, yb, names, pair.ablation,
+                        dict(title="bytes / token / MoE layer", rangemode="tozero"),
+                        title=f"bytes per token per MoE layer, {dep.topology.label}, EP {dep.ep_size}, "
+                              f"{SCHEME_LABELS[dep.scheme].split(':')[0]}",
+                        text=([fmt_bytes(v) for v in ya], [fmt_bytes(v) for v in yb]), hover="%{y:,.0f} B",
+                        evidence=derived(wire_bytes_per_token))
+    ev = (derived(wire_bytes_per_token), CONFIGS) if not pair.ablation else (derived(wire_bytes_per_token),)
+    values = {"k3_layer": pa.total, "other_layer": pb.total, "k3_copies": pa.copies.total,
+              "other_copies": pb.copies.total, "k3_record": pa.dispatch_record, "other_record": pb.dispatch_record,
+              "k3_forward": a.per_forward, "other_forward": b.per_forward, "ratio": pa.total / pb.total}
+    fmts = f"both {dep.dispatch} out and {dep.combine} back" + (
+        f", at most {dep.node_limit} domains per token" if dep.node_limit else "")
+    if pa == pb:
+        first = Said(f"{pair.label} moves exactly the bytes {names[0]} does: {fmt_bytes(pa.total)} per token per MoE "
+                     f"layer, {pa.copies.total:.2f} copies of a {pa.dispatch_record} B record on both (the same "
+                     f"{cfg.moe.n_routed_experts} experts, top-{cfg.moe.top_k} and {_width(cfg)} on the wire; {fmts}).",
+                     ev)
+        where = f"Its difference shows {SHOWS_ON[pair.key]}." if pair.key in SHOWS_ON else ""
+        rest = (f"Over a forward pass, {a.n_moe_layers} MoE layers on both: {fmt_bytes(a.per_forward)}. "
+                if a.n_moe_layers == b.n_moe_layers else
+                f"Over a forward pass ({a.n_moe_layers} against {b.n_moe_layers} MoE layers): "
+                f"{fmt_bytes(a.per_forward)} against {fmt_bytes(b.per_forward)}. ")
+        return Panel(fig, (first, Said((rest + where).strip(), ev)), derived(wire_bytes_per_token),
+                     values=values)
+    ca, cb, ra, rb = pa.copies.total, pb.copies.total, pa.dispatch_record, pb.dispatch_record
+    first = Said(
+        f"{names[0]} moves {fmt_bytes(pa.total)} per token per MoE layer against {pair.label}'s "
+        f"{fmt_bytes(pb.total)}: it sends {ca:.2f} copies (top-{cfg.moe.top_k} of {cfg.moe.n_routed_experts} experts) "
+        f"against {cb:.2f} (top-{pair.other.moe.top_k} of {pair.other.moe.n_routed_experts}), "
+        f"{times(ca, cb, 'more', 'fewer')}, each dispatch record {ra} B against {rb} B ({_width(cfg)} against "
+        f"{_width(pair.other)}), {times(ra, rb, 'larger', 'smaller')}: {pa.total / pb.total:.2f}x the wire bytes "
+        f"({fmts}).", ev)
+    nic_a, nic_b = (100 * p.inter / p.total if p.total else 0.0 for p in (pa, pb))
+    second = Said(
+        f"The NIC carries {nic_a:.0f}% of {names[0]}'s bytes and {nic_b:.0f}% of {pair.label}'s. Over a forward "
+        f"pass ({_layers(a.n_moe_layers, b.n_moe_layers)}) that is {fmt_bytes(a.per_forward)} against "
+        f"{fmt_bytes(b.per_forward)}, {times(a.per_forward, b.per_forward, 'more', 'less')}, and "
+        f"{fmt_seconds(a.wire_s_forward)} against {fmt_seconds(b.wire_s_forward)} on the wire.", ev)
+    return Panel(fig, (first, second), derived(wire_bytes_per_token), values=values)
+
+
+def bytes_note(t, dep: Deployment) -> str:
+    """The caption under the per-layer bars: copies x record bytes, the metadata's part, the links' bandwidths."""
+    b, topo = t.per_layer, dep.topology
+    return (f"Computed, not measured: expected copies under uniform routing ({SCHEME_LABELS[dep.scheme]}; formulas "
+            f"in k3lite/interconnect/analytic.py) x the bytes of one record: {b.dispatch_record} B out "
+            f"({t.dim_on_wire} elements in {dep.dispatch} + routing metadata), {b.combine_record} B back "
+            f"({dep.combine}); {fmt_bytes(b.metadata)} of the {fmt_bytes(b.total)} are metadata and padding. "
+            f"Time = intra bytes / {topo.intra_bw / 1e9:.0f} GB/s + inter bytes / {topo.inter_bw / 1e9:.0f} "
+            f"GB/s per GPU per direction (not overlapped). Bandwidths: {topo.source}.")
+
+
+def three_models(dispatch: str, combine: str, limit: int, scheme: str) -> tuple[dict, str]:
+    """({topology: compare_presets rows + K3 without latent}, the K3-vs-K2 sentence) on 8 x 8 and NVL72, EP 64."""
+    tables = {name: compare_presets(BIG, name, 64, dispatch, combine, limit if name == "multi-node-8x8" else 0,
+                                    scheme) for name in ("multi-node-8x8", "nvl72")}
+    # the counterfactual beside the comparison: K3 moves the most bytes, but without its latent it would move
+    # more (same deployment; the ledger's definition of "K3 without latent", k3lite/analytic/ledger.py)
+    k3_plain = variant(get_preset(K3), ONE_OFF["latent"]).with_(name="K3 without latent")
+    for name, rows in tables.items():
+        rows.append(analytic_traffic(k3_plain, Deployment(TOPOLOGIES[name], 64, dispatch, combine,
+                                                          limit if name == "multi-node-8x8" else 0, scheme)))
+    one_node = {r.name: r for r in compare_presets(BIG, "dgx-b300", 8, dispatch, combine, 0, scheme)}
+    words = comparison_sentence({r.name: r for r in tables["multi-node-8x8"]}, one_node, get_preset(K3),
+                                get_preset("kimi-k2"))
+    return tables, words
+
+
+def deepep_note(rows: list[dict], source: str, rdma_peak: float) -> str:
+    """The caption under DeepEP's published numbers: how their accounting and ours line up, from the table."""
+    ll8 = next(r for r in rows if r["kernels"] == "low-latency" and r["EP"] == 8 and r["direction"] == "dispatch")
+    n16 = next(r for r in rows if r["kernels"] == "normal" and r["EP"] == 16 and r["direction"] == "dispatch")
+    over_nic = sorted({r["EP"] for r in rows if r["bottleneck link"] == "RDMA" and r["kernels"] == "low-latency"
+                       and r["implied wire bandwidth (GB/s)"] * 1e9 > 1.1 * rdma_peak})
+    return (
+        f"{source}. Their bandwidth is logical: bytes they count / time. For the low-latency rows their bytes "
+        f"at their bandwidth reproduce the reported latency (EP 8 dispatch: {ll8['their time (µs)']} µs vs "
+        f"{ll8['reported latency (µs)']} µs reported), so the accounting is the same as ours except for what is "
+        f"counted: they count messages to the token's own GPU and, for the normal kernels, the copy to the token's "
+        f"own node; we count only what leaves it, plus metadata. Our bytes take {ll8['ours / theirs']:.3f}x their "
+        f"time on EP 8 low-latency ((G-1)/G of the messages leave the GPU) and {n16['ours / theirs']:.3f}x on EP 16 "
+        f"normal (two nodes: about half the node copies are the own node). Low-latency rows whose implied wire "
+        f"bandwidth (our bytes / their time) exceeds the NIC's ~50 GB/s by over 10% (EP {over_nic}) cannot have been "
+        "pure RDMA: part of that traffic took NVLink (internode_ll.cu uses a peer-to-peer pointer when one exists).")
+
+
+MEASURE_HOW = (
+    "Starts separate Python processes joined by `torch.distributed` (gloo, 127.0.0.1 only), shards the experts of "
+    "one small real `LatentMoE` across them, routes with its real router and moves records laid out as the chosen "
+    "scheme's (two levels of process groups for DeepEP normal: an all_to_all among same-local-rank peers of the "
+    "pretend nodes, then one inside each node). Bytes are counted from the buffers handed to the collectives; the "
+    "output is checked against the single-process `LatentMoE.forward`. Tiny sizes, bounded to 60 s, workers always "
+    "reaped. `python -m k3lite.interconnect worker` runs the same worker under torchrun on a real cluster.")
+
+
+def measured_command(sp) -> str:
+    """The command line that reproduces a measured run's spec (its evidence)."""
+    return (f"python -m k3lite.interconnect measure --ranks {sp.ranks} --ranks-per-node {sp.ranks_per_node} --tokens "
+            f"{sp.tokens_per_rank} --dispatch {sp.dispatch} --combine {sp.combine} --node-limit {sp.node_limit} "
+            f"--scheme {sp.scheme} (gloo, this server)")
+
+
+def measured_note(res) -> str:
+    """The caption under the measured run: byte-exact or not, and how far this batch is from uniform routing."""
+    return (f"Measured vs the analytic count for the same routing decisions, rank by rank: "
+            f"{'equal to the byte' if res.agree else 'DIFFERENT'} (exact integer comparison). Against the "
+            f"uniform-routing expectation the headline uses, this batch is {100 * res.uniform_gap():+.1f}% off: a "
+            f"real router on {res.n_tokens} tokens is not uniform. 'Intra' pairs ranks in pretend nodes of "
+            f"{res.spec.ranks_per_node}; on loopback all bytes travel the same way.")
+
+
+def inference_assumptions(cfg: K3Config, dep: Deployment, preset: str) -> tuple:
+    """The assumptions block's arguments (key, headline name, headline, assumptions, format) and its `also`:
+    bytes per token per MoE layer at the page's deployment, each input moved ±20%."""
+    fmts = {side: WIRE_FORMATS[getattr(dep, side)] for side in ("dispatch", "combine")}
+    args = (
+        "ic_x_assumptions", f"Bytes per token per MoE layer ({preset} at your settings, {dep.topology.label}, "
+                            f"EP {dep.ep_size})",
+        partial(layer_bytes_at, cfg, dep),
+        [Assumption("dispatch_elem_bytes", "dispatch: bytes per element on the wire", fmts["dispatch"].elem_bytes,
+                    fmts["dispatch"].description, "the 'dispatch precision' control", "B"),
+         Assumption("combine_elem_bytes", "combine: bytes per element on the wire", fmts["combine"].elem_bytes,
+                    fmts["combine"].description, "the 'combine precision' control", "B"),
+         Assumption("copies_scale", "copies per token, against uniform routing's expectation", 1.0,
+                    f"uniform routing: {dep.scheme} sends {deployment_bytes(cfg, dep).copies.total:.2f} copies per "
+                    "token on average; a real router's batch differs (the measured run below says by how much)"),
+         Assumption("metadata_scale", "routing metadata and padding per record, against DeepEP's layout", 1.0,
+                    "the record layouts read from DeepEP's buffers (k3lite/interconnect/deployment.py)")],
+        fmt_bytes)
+    also = [("routing", "uniform over the experts, every token independent; the busiest GPU's extra load is not in "
+                        "this average (the home ledger's balancing toggle counts it)"),
+            ("link bandwidths", f"{dep.topology.source} (the wire times, not the bytes)"),
+            ("what counts", "only copies that leave the token's GPU; DeepEP's own tables also count local ones")]
+    return args, also
+
+
+LATENT = {"1 (no latent)": 1.0, "1/2": 0.5, "1/4": 0.25, "1/8": 0.125}  # the latent ratio control's choices
+
+
+def preset_knobs(name: str) -> dict:
+    """A preset's E, top-k and nearest latent ratio, as the page's widget values (what choosing a preset sets)."""
+    cfg = get_preset(name)
+    ratio = (cfg.moe.latent_dim or cfg.d_model) / cfg.d_model
+    return {"ic_experts": cfg.moe.n_routed_experts, "ic_top_k": cfg.moe.top_k,
+            "ic_latent": min(LATENT, key=lambda k: abs(LATENT[k] - ratio))}
+
+
+def layer_metrics(t, dep: Deployment) -> list[tuple[str, str]]:
+    """(label, value) of the per-layer metrics: bytes, per forward pass, copies, wire time, each link's share."""
+    b, topo = t.per_layer, dep.topology
+    return [("bytes / token / MoE layer", fmt_bytes(b.total)),
+            (f"per forward pass ({t.n_moe_layers} MoE layers)", fmt_bytes(t.per_forward)),
+            ("copies per token: NVLink + NIC", f"{t.copies.intra:.2f} + {t.copies.inter:.2f}"),
+            ("time on the wire / token / forward", fmt_seconds(t.wire_s_forward)),
+            ("NVLink bytes / layer, time", f"{fmt_bytes(b.intra)}, {fmt_seconds(b.intra / topo.intra_bw)}"),
+            ("NIC bytes / layer, time", f"{fmt_bytes(b.inter)}, {fmt_seconds(b.inter / topo.inter_bw)}")]
+
+
+def sweep_blocker(dep: Deployment | None, topo) -> str:
+    """Why the node-limit sweep cannot be drawn ("" when it can): no routable setting, or a single domain."""
+    if not dep:
+        return "Pick a setting the model can route (above) to see the node-limit sweep."
+    if dep.n_domains < 2:
+        return (f"EP {dep.ep_size} on {topo.name} is one NVLink domain: nothing crosses a NIC, so the node limit has "
+                "nothing to cut. Pick the 8 x 8 topology to see it.")
+    return ""
+
+
+def node_limit_panel(sweep: dict, current: int, n_domains: int) -> Panel:
+    """NIC bytes vs node limit M per scheme, and what a limit cuts (k3lite.interconnect.sentences)."""
+    fig = shared_figure(node_limit_figure, sweep, current, evidence=derived(node_limit_sweep))
+    words = node_limit_sentence(sweep, n_domains)
+    return Panel(fig, (Said(words, (derived(node_limit_sweep, node_limit_sentence)),),) if words else ())
+
+
+def measure_spec(ranks: int, tokens: int, fmt: str, scheme: str, limit: bool) -> MeasureSpec:
+    """The measured run's spec from the page's controls: pretend nodes of ranks / 2, bf16 combine under fp8."""
+    return MeasureSpec(ranks=ranks, ranks_per_node=max(1, ranks // 2), tokens_per_rank=tokens, dispatch=fmt,
+                       combine="bf16" if fmt == "fp8" else fmt, node_limit=int(limit), scheme=scheme, timeout_s=60.0)
+
+
+def expected_note(spec: MeasureSpec, expected) -> str:
+    """What uniform routing expects, shown before any worker starts."""
+    return (f"Expected under uniform routing: {fmt_bytes(expected.total)} per token per layer "
+            f"({fmt_bytes(expected.dispatch)} out, {fmt_bytes(expected.combine)} back); now measuring "
+            f"{spec.ranks} real ranks…")
+
+
+EP_CHOICES = (1, 2, 4, 8, 16, 32, 48, 64, 72)
+
+
+def expert_options(topology: str, ep: int, experts: int) -> tuple[list[int], int, list[int], int, int | None]:
+    """(EP sizes the topology allows, the EP size kept, the E values that shard evenly over it, the E kept, the E
+    snapped away from or None). E must shard evenly over the EP size (node-limited routing needs it, and so do real
+    deployments): a value that no longer fits (EP or preset changed, an old link) snaps to the nearest that does."""
+    ep_options = [e for e in EP_CHOICES if e <= TOPOLOGIES[topology].n_gpus]
+    ep = ep if ep in ep_options else ep_options[-1]
+    e_options = even_expert_counts(ep)
+    if experts in e_options:
+        return ep_options, ep, e_options, experts, None
+    return ep_options, ep, e_options, snap_experts(experts, ep), experts

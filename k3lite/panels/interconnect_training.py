@@ -1,0 +1,151 @@
+"""The interconnect page's training panels: one training step's traffic per token, the page's model beside the
+compared one on the same layout (no Streamlit).
+
+    training_steps(layout, schedule, micro_batches)   the layout and its idea variants (k3lite.analytic.training)
+    training_pair(layout, pair)         bytes per token of one step by kind (EP forward, EP backward, PP, DP), both
+                                        models on the layout, paired on one axis, with what drives the difference
+    training_assumptions()              the assumptions block's arguments
+Every byte comes from `k3lite.analytic.training.step_traffic` (whose EP bytes are wire_bytes_per_token's copies x
+the training records); every comparison word from `k3lite.base.wording`.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from k3lite.analytic.sensitivity import Assumption
+from k3lite.analytic.training import (
+    LAYOUTS, SCHEDULE_SOURCES, StepTraffic, TrainingLayout, bubble_share, idea_variants, step_traffic,
+    training_headline, training_sentence,
+)
+from k3lite.interconnect.pipeline import residual_comparison
+from k3lite.analytic.params import count_params
+from k3lite.base.evidence import derived, released
+from k3lite.base.units import fmt_bytes, fmt_seconds
+from k3lite.base.wording import times
+from k3lite.model.config import K3Config
+from k3lite.model.presets import get_preset
+from k3lite.model.variants import comparison_config
+from k3lite.panels.core import Pair, Panel, Said
+from k3lite.panels.interconnect import NAMES, SHOWS_ON
+from k3lite.viz.compare import paired_bars
+from k3lite.viz.memo import shared_figure
+from k3lite.viz.style import bytes_axis
+from k3lite.viz.training import boundary_figure, bubble_figure, training_bytes_figure, training_time_figure
+
+KINDS = ("EP forward", "EP backward", "PP", "DP")
+DRIVES = {"EP forward": "copies x record width: top-k, E and the latent, as in inference",
+          "EP backward": "the forward's copies turned round, gradients in their own wire formats",
+          "PP": "the residual's vectors across each stage boundary (layers, d_model, AttnRes blocks)",
+          "DP": "the parameters each GPU's shard reduce-scatters and all-gathers"}
+
+
+def training_steps(layout: str, schedule: str, micro_batches: int) -> tuple[TrainingLayout, dict[str, StepTraffic]]:
+    """The page's layout with its schedule and micro-batches, and the step with each of K3's ideas turned off."""
+    lay = replace(LAYOUTS[layout](), schedule=schedule, micro_batches=micro_batches)
+    return lay, idea_variants(lay)
+
+
+def dp_bytes(lay: TrainingLayout, cfg: K3Config) -> float:
+    """DP bytes per token for `cfg`'s own parameters: step_traffic's formula (ring reduce-scatter + all-gather of
+    each GPU's shard), which counts the layout's preset's parameters; a K3 variant has its own (MLA everywhere:
+    other attention weights). tests/panels/test_interconnect_panels.py checks the two agree on a preset."""
+    rep = count_params(cfg)
+    experts = rep.by_component["routed_experts"]
+    dense, edp = rep.total - experts, lay.dp // lay.ep
+    per_gpu = (dense / lay.pp * (lay.dp - 1) / lay.dp
+               + experts / (lay.pp * lay.ep) * ((edp - 1) / edp if edp > 1 else 0)) * (lay.grad_bytes + lay.param_bytes)
+    return per_gpu * lay.gpus / lay.global_tokens
+
+
+def other_step(lay: TrainingLayout, pair: Pair) -> StepTraffic:
+    """The compared model's step on the same layout: a released model as its preset; a K3 variant built from the
+    layout's model, its DP bytes from its own parameters (`dp_bytes`)."""
+    if not pair.ablation:
+        return step_traffic(replace(lay, preset=pair.other.name))
+    cfg = comparison_config(pair.key, get_preset(lay.preset))
+    step = step_traffic(lay, cfg=cfg)
+    dp = dp_bytes(lay, cfg)
+    kinds = [k._replace(inter=dp, seconds=dp / lay.topology.inter_bw) if k.kind == "DP" else k for k in step.kinds]
+    return step._replace(kinds=kinds)
+
+
+def training_pair(lay: TrainingLayout, pair: Pair) -> Panel:
+    """Bytes per token of one training step by kind, the layout's model and the compared one on one axis."""
+    mine, name = step_traffic(lay), NAMES.get(lay.preset, lay.preset)
+    theirs = other_step(lay, pair)
+    a, b = mine.by_kind(), theirs.by_kind()
+    top = max(max(k.total for k in mine.kinds), max(k.total for k in theirs.kinds), 1.0)
+    title, div = bytes_axis("bytes per token, one training step", top)
+    ya, yb = [a[k].total / div for k in KINDS], [b[k].total / div for k in KINDS]
+    unit = title.rsplit("(", 1)[1][:-1]
+    fig = shared_figure(paired_bars, list(KINDS), ya, yb, (name, pair.label), pair.ablation,
+                        dict(title=title, rangemode="tozero"),
+                        title=f"one training step per token, PP {lay.pp} x EP {lay.ep} x DP {lay.dp}, {lay.schedule}",
+                        text=([f"{v:.3g}" for v in ya], [f"{v:.3g}" for v in yb]), hover=f"%{{y:.3g}} {unit}",
+                        evidence=derived(step_traffic))
+    ev = (derived(step_traffic), lay.evidence.get("pp", derived(step_traffic)))
+    if not pair.ablation:
+        ev += (released("each model's config.json"),)
+    ta, tb = mine.total_bytes, theirs.total_bytes
+    values = {"k3_total": ta, "other_total": tb, **{f"k3 {k}": a[k].total for k in KINDS},
+              **{f"other {k}": b[k].total for k in KINDS}}
+    where = (f"PP {lay.pp} x EP {lay.ep} x DP {lay.dp}, {lay.schedule}, {lay.micro_batches} micro-batches of "
+             f"{lay.micro_batch_tokens} tokens")
+    if all(a[k].total == b[k].total for k in KINDS):
+        said = [Said(f"{pair.label} moves exactly the bytes {name} does per token of one training step: "
+                     f"{fmt_bytes(ta)} on {where} (EP forward {fmt_bytes(a['EP forward'].total)}, EP backward "
+                     f"{fmt_bytes(a['EP backward'].total)}, PP {fmt_bytes(a['PP'].total)}, DP "
+                     f"{fmt_bytes(a['DP'].total)}, each equal).", ev)]
+        if pair.key in SHOWS_ON and pair.key != "standard-residual":
+            said.append(Said(f"Its difference shows {SHOWS_ON[pair.key]}.", ev))
+        return Panel(fig, tuple(said), derived(step_traffic), values=values)
+    gap = max(KINDS, key=lambda k: abs(a[k].total - b[k].total))
+    same = [k for k in KINDS if a[k].total == b[k].total]
+    first = Said(f"On {where}, {name} moves {fmt_bytes(ta)} per token of one training step against "
+                 f"{pair.label}'s {fmt_bytes(tb)}: {times(ta, tb, 'more', 'less')}, and spends "
+                 f"{fmt_seconds(mine.comm_s)} of GPU time on the links against {fmt_seconds(theirs.comm_s)}.", ev)
+    second = Said(f"The largest difference is {gap}: {fmt_bytes(a[gap].total)} against {fmt_bytes(b[gap].total)}, "
+                  f"{times(a[gap].total, b[gap].total, 'more', 'less')}, set by {DRIVES[gap]}."
+                  + (f" Equal on both: {', '.join(same)}." if same else ""), ev)
+    return Panel(fig, (first, second), derived(step_traffic), values=values)
+
+
+def training_assumptions() -> tuple:
+    """The training view's assumptions block's arguments (key, headline name, headline, assumptions, format) and
+    its `also`: K3's GPU-µs per token of communication + bubble, each input moved ±20%."""
+    args = ("ic_x_training_assumptions", "GPU-µs per token of communication + bubble (K3, assumed layout)",
+            training_headline,
+            [Assumption("micro_batches", "micro-batches per step", 120, "one 4K sequence each: 15,360 / DP 128",
+                        "the 'micro-batches per step' slider"),
+             Assumption("micro_batch_tokens", "tokens per micro-batch", 4096, "DeepSeek-V3's 4K sequences"),
+             Assumption("grad_bytes", "bytes per gradient element (DP)", 2, "BF16 gradients reduce-scattered"),
+             Assumption("pp_bytes", "bytes per element across a stage boundary", 2, "BF16 activations")],
+            lambda v: f"{v:.1f} GPU-µs")
+    also = [("layout", "K3's training layout is unpublished: DeepSeek-V3's PP 16 x EP 64 x DP 128 is taken"),
+            ("overlap", "communication and compute are not overlapped in these times")]
+    return args, also
+
+
+LAYOUT_NAMES = {"kimi-k3": "K3 (assumed layout)", "deepseek-v3": "DeepSeek-V3 (published)"}
+LAYOUT_HELP = ("DeepSeek-V3's published layout: PP 16 x EP 64 x DP 128 on H800s, FP8 dispatch (its report §3.2). K3's "
+               "is unpublished: K3 is shown on DeepSeek-V3's layout (assumed), so the difference is the model's")
+SCHEDULE_HELP = "; ".join(f"{k}: {v}" for k, v in SCHEDULE_SOURCES.items())
+MEASURED_TOO = ("Backward bytes and stage boundaries are measured on this server too (gloo, exact integers against "
+                "these counts): `python -m k3lite.interconnect measure --backward`, `python -m k3lite.interconnect "
+                "pipeline`.")
+
+
+def training_main(layout: str, lay: TrainingLayout, variants: dict[str, StepTraffic]) -> Panel:
+    """The step's bytes per token by kind, as configured and with each idea off, and what to notice (`layout`:
+    the key of LAYOUTS that `lay` was built from)."""
+    fig = shared_figure(training_bytes_figure, variants, evidence=derived(step_traffic))
+    words = training_sentence(layout, lay.schedule, lay.micro_batches)
+    return Panel(fig, (Said(words, (derived(training_sentence), lay.evidence.get("pp", derived(step_traffic)))),))
+
+
+def training_detail(lay: TrainingLayout, step: StepTraffic) -> tuple[Panel, Panel, Panel]:
+    """Time per token on the links, the bubble against micro-batches, and what a stage boundary carries."""
+    return (Panel(shared_figure(training_time_figure, step, evidence=derived(step_traffic))),
+            Panel(shared_figure(bubble_figure, lay.pp, chosen=lay.micro_batches, evidence=derived(bubble_share))),
+            Panel(shared_figure(boundary_figure, residual_comparison(get_preset(lay.preset), lay.pp),
+                                evidence=derived(residual_comparison))))
