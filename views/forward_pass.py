@@ -1,36 +1,38 @@
-"""Step through a real forward pass of the trained lite model, stage by stage, and generate from it."""
+"""Step through a real forward pass of the trained lite model, stage by stage, and generate from it; with a
+comparison on, K3 and the compared model at full scale, the bytes one decoded token reads per stage. The panels
+compute (k3lite.panels.forward); this page holds the widgets and lays them out."""
 from functools import partial
 
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 import torch
 
-from k3lite.analytic.anatomy import anatomy
-from k3lite.analytic.sensitivity import Assumption
-from k3lite.base.evidence import derived, measured_here
+from k3lite.base.evidence import derived
 from k3lite.interconnect.headline import forward_bytes_at
 from k3lite.model.checkpoint import checkpoint_meta, load_lite_model
-from k3lite.interconnect import REFERENCE, WIRE_FORMATS, deployment_bytes, wire_bytes_per_token
+from k3lite.interconnect import REFERENCE, deployment_bytes, wire_bytes_per_token
 from k3lite.base.tokenizer import decode, encode, token_label
+from k3lite.panels import forward as panels
+from k3lite.panels.forward import RAN, TOKENIZED, bytes_by_part_panel
 from k3lite.viz.archmap import architecture_map, node_stage
-from k3lite.viz.memo import shared_figure
-from k3lite.viz.model import CUMULATIVE_BYTES, WHAT, stage_figure, stages
+from k3lite.viz.model import WHAT, stage_figure, stages
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.stepper import at_stage, stepper_map
-from views.common import (assumptions_block, evidence_columns, explain, interconnect_query, metric, one_of,
-                          pick_from_map, push_url, reset_button, set_state, show_code, url_state, user_errors)
+from views.common import (assumptions_block, compared, evidence_columns, explain, interconnect_query, metric, one_of,
+                          pick_from_map, push_url, reset_button, set_state, show_code, show_panel, url_state,
+                          user_errors)
 from views.common import try_it  # the page's practice problems, at its foot
 from views.registry import by_url_path
 
 MAX_CHARS, MAX_BYTES = 200, 400  # bounded so every stage's picture stays readable and fast
-# the evidence of this page's numbers: the shipped checkpoint run on the visitor's prompt, here
-RAN = measured_here("the shipped checkpoint assets/lite.safetensors (k3lite.model.checkpoint.load_lite_model) run "
-                    "forward on your prompt on this server, trace=True")
-TOKENIZED = derived(encode)
 
 st.title("Step through a forward pass")
 st.markdown("**What happens to your prompt inside the model, stage by stage, and which stages move bytes between "
             "GPUs?**")
+PAIR = compared()
+if PAIR is not None:  # the comparison first: the two real configs at full scale (the live run below is lite)
+    show_panel(bytes_by_part_panel(PAIR), "fp_vs_bytes")
+    show_code(bytes_by_part_panel)
 
 @st.cache_resource(show_spinner="Loading the trained lite model…")
 def lite_model():
@@ -80,10 +82,7 @@ st.session_state.fp_stage = min(max(int(st.session_state.fp_stage), 0), last)
 @st.cache_resource(max_entries=16, show_spinner=False)  # ~0.3 s to build; plotly_chart only reads it
 def flipbook(prompt: str):
     """The map with every stage as a frame: its slider steps through them in the browser (k3lite.viz.stepper)."""
-    cfg, trace = lite_model()[0].cfg, run(prompt)[0]
-    base = architecture_map(cfg, trace=trace, anatomy=anatomy(cfg, context=len(trace.tokens)),
-                            evidence=(RAN, derived(anatomy)))
-    return stepper_map(base, cfg, stages(trace))
+    return panels.flipbook_figure(lite_model()[0].cfg, run(prompt)[0])
 
 
 def map_figure(prompt: str, start: int):
@@ -95,21 +94,10 @@ with picture:  # a click on an element opens its stage (a callback from a module
     st.plotly_chart(map_figure(st.session_state.fp_prompt, st.session_state.fp_stage),
                     key="fp_map", selection_mode="points", width="stretch",
                     on_select=partial(pick_from_map, "fp_map", "fp_stage", partial(node_stage, STAGES)))
-st.markdown(f"Your prompt is **{len(trace.tokens)} bytes**; the model's best guess for the next one is "
-            f"**“{token_label(top[0][0])}”** ({100 * top[1][0]:.1f}%). Drag the slider on the map to flip through the "
-            f"{len(STAGES)} stages in your browser; click an element to open its stage in detail below.")
+st.markdown(panels.prompt_sentence(trace, top, len(STAGES)))
 show_code(stepper_map, at_stage, architecture_map)
 with st.expander("What the map shows"):
-    lite_cfg = lite_model()[0].cfg
-    lite_types, lite_moe = lite_cfg.layer_types(), lite_cfg.moe
-    st.caption(f"The whole trained lite model ({lite_cfg.n_layers} layers: KDA = Kimi Delta Attention, linear attention "
-               "with a fixed-size state; MLA = Multi-head Latent Attention, global attention with a compressed cache; "
-               f"{lite_types.count('kda') // max(1, lite_types.count('mla'))} KDA per MLA; "
-               f"{lite_moe.n_routed_experts} {'latent ' if lite_moe.latent_dim else ''}experts top-{lite_moe.top_k} + "
-               f"{lite_moe.n_shared_experts} shared; {lite_cfg.attn_res} Attention Residuals), drawn from its config. Hover for this "
-               "prompt's numbers (state norm, max-violation, bytes so far), read from the same Trace as the stage view "
-               "below, and for each element's parameters and bytes per decoded token at this prompt's length "
-               "(`k3lite.analytic.anatomy`). Every picture is read from the `Trace` the forward pass just recorded.")
+    st.caption(panels.map_caption(lite_model()[0].cfg))
 
 
 @st.fragment
@@ -135,17 +123,10 @@ def stage_panel() -> None:
         head = st.slider("KDA head", 0, trace.layers[stage.layer].kda_beta.shape[-1] - 1, 0, key="fp_head")
     with user_errors():
         wire = deployment_bytes(model.cfg, REFERENCE)  # bytes per token per MoE layer (k3lite.interconnect)
-    st.plotly_chart(shared_figure(stage_figure, trace, stage, top, head, wire_per_layer=wire.total,
-                                  evidence=TOKENIZED if stage.kind == "tokenize" else RAN,
-                                  evidence_by_name={CUMULATIVE_BYTES: derived(wire_bytes_per_token)}), width="stretch")
+    shown = panels.stage_panel(trace, stage, top, head, wire.total)
+    st.plotly_chart(shown.figure, width="stretch")
     show_code(stage_figure)
-
-    cum = trace.bytes_cumulative(wire.total)
-    if stage.layer is None:  # before the first layer nothing moved; after the last, everything did
-        so_far = trace.bytes_per_token(wire.total) if stage.kind in ("logits", "next") else 0.0
-    else:  # a layer's MoE bytes count from its dispatch on
-        done = stage.layer if stage.kind in ("depth", "kda", "mla", "router") else stage.layer + 1
-        so_far = cum[done - 1] if done > 0 else 0.0
+    so_far = shown.values["so_far"]
     m1, m2, m3 = st.columns(3)
     metric(m1, "tokens", f"{len(trace.tokens)} bytes", TOKENIZED)
     metric(m2, "interconnect bytes per token so far", fmt_bytes(so_far), derived(wire_bytes_per_token),
@@ -186,23 +167,9 @@ def stage_panel() -> None:
 stage_panel()
 
 # below the stages: what the headline (interconnect bytes per token) assumes
-wire_formats = {side: WIRE_FORMATS[getattr(REFERENCE, side)] for side in ("dispatch", "combine")}
-assumptions_block(
-    "fp_x_assumptions", f"Interconnect bytes per token of the lite model ({REFERENCE.topology.label}, "
-                        f"EP {REFERENCE.ep_size})",
-    partial(forward_bytes_at, model.cfg, REFERENCE),
-    [Assumption("dispatch_elem_bytes", "dispatch: bytes per element on the wire",
-                wire_formats["dispatch"].elem_bytes, wire_formats["dispatch"].description,
-                "the Interconnect page's 'dispatch precision'", "B"),
-     Assumption("combine_elem_bytes", "combine: bytes per element on the wire",
-                wire_formats["combine"].elem_bytes, wire_formats["combine"].description,
-                "the Interconnect page's 'combine precision'", "B"),
-     Assumption("copies_scale", "copies per token, against uniform routing's expectation", 1.0,
-                "the bytes assume uniform routing, not this prompt's routing (its max-violation is on the map)"),
-     Assumption("metadata_scale", "routing metadata and padding per record, against DeepEP's layout", 1.0,
-                "the record layouts read from DeepEP's buffers (k3lite/interconnect/deployment.py)")],
-    fmt_bytes,
-    also=[("deployment", REFERENCE.describe()),
-          ("model", "the trained lite checkpoint's config; every MoE layer moves the same bytes per token")])
+numbers, also = panels.wire_assumptions()
+assumptions_block("fp_x_assumptions", f"Interconnect bytes per token of the lite model ({REFERENCE.topology.label}, "
+                                      f"EP {REFERENCE.ep_size})",
+                  partial(forward_bytes_at, model.cfg, REFERENCE), numbers, fmt_bytes, also=also)
 
 try_it("forward_pass")
