@@ -12,27 +12,31 @@ analytic_traffic); every comparison word from `k3lite.base.wording`.
 """
 from __future__ import annotations
 
+import functools
 from functools import partial
 
-from k3lite.analytic.ledger import ONE_OFF, variant
+from k3lite.analytic.ledger import ONE_OFF, variant, wire_or_hbm
 from k3lite.analytic.sensitivity import Assumption
-from k3lite.base.evidence import derived, released
+from k3lite.base.evidence import derived, measured_here, released
 from k3lite.base.units import fmt_bytes, fmt_seconds
 from k3lite.base.wording import times
 from k3lite.interconnect import (
     SCHEME_LABELS, TOPOLOGIES, WIRE_FORMATS, Deployment, analytic_traffic, compare_presets, deployment_bytes,
-    even_expert_counts, node_limit_sweep, snap_experts, wire_bytes_per_token,
+    even_expert_counts, node_limit_sweep, snap_experts, traffic_table, wire_bytes_per_token,
 )
 from k3lite.interconnect.headline import layer_bytes_at
 from k3lite.interconnect.measured import MeasureSpec
+from k3lite.interconnect.run import expected_for_spec, predicted_for_routing
 from k3lite.interconnect.sentences import comparison_sentence, node_limit_sentence
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import K3, comparison_config
 from k3lite.panels.core import Pair, Panel, Said
 from k3lite.viz.compare import paired_bars
-from k3lite.viz.interconnect import node_limit_figure
+from k3lite.viz.interconnect import (MEASURED_TRACE, compare_figure, measured_figure, node_limit_figure,
+                                    traffic_figure)
 from k3lite.viz.memo import shared_figure
+from k3lite.viz.topology import draw_topology
 
 BIG = ("deepseek-v3", "kimi-k2", "kimi-k3")
 NAMES = {"kimi-k3": "Kimi K3", "kimi-k2": "Kimi K2", "deepseek-v3": "DeepSeek-V3", "lite": "lite"}
@@ -57,6 +61,12 @@ INTRO = (
     "**low-latency** kernels send one message per chosen expert. Change what travels, how far and how, then "
     "**measure** a real expert-parallel layer on this server with `torch.distributed`.")
 CONFIGS = released("each model's config.json (DeepSeek-V3, Kimi-K2-Instruct, moonshotai/Kimi-K3)")
+
+
+@functools.lru_cache(maxsize=1)
+def binds() -> str:
+    """Does the wire bind a decode step? The serving model's answer (k3lite.analytic.ledger.wire_or_hbm), kept."""
+    return wire_or_hbm()
 
 
 def page_config(base: K3Config, experts: int, top_k: int, latent_ratio: float) -> K3Config:
@@ -165,8 +175,9 @@ def bytes_note(t, dep: Deployment) -> str:
             f"GB/s per GPU per direction (not overlapped). Bandwidths: {topo.source}.")
 
 
-def three_models(dispatch: str, combine: str, limit: int, scheme: str) -> tuple[dict, str]:
-    """({topology: compare_presets rows + K3 without latent}, the K3-vs-K2 sentence) on 8 x 8 and NVL72, EP 64."""
+def three_models(dispatch: str, combine: str, limit: int, scheme: str) -> tuple[dict[str, Panel], list[dict], Said]:
+    """DeepSeek-V3, K2, K3 and K3 without latent on 8 x 8 and NVL72, EP 64: ({topology: its stacked bars}, the
+    table's rows, the K3-vs-K2 sentence)."""
     tables = {name: compare_presets(BIG, name, 64, dispatch, combine, limit if name == "multi-node-8x8" else 0,
                                     scheme) for name in ("multi-node-8x8", "nvl72")}
     # the counterfactual beside the comparison: K3 moves the most bytes, but without its latent it would move
@@ -178,7 +189,11 @@ def three_models(dispatch: str, combine: str, limit: int, scheme: str) -> tuple[
     one_node = {r.name: r for r in compare_presets(BIG, "dgx-b300", 8, dispatch, combine, 0, scheme)}
     words = comparison_sentence({r.name: r for r in tables["multi-node-8x8"]}, one_node, get_preset(K3),
                                 get_preset("kimi-k2"))
-    return tables, words
+    ev = derived(compare_presets)
+    panels = {name: Panel(shared_figure(compare_figure, rows, evidence=ev), title=TOPOLOGIES[name].name)
+              for name, rows in tables.items()}
+    table = [{"topology": TOPOLOGIES[n].label, **r} for n, rows in tables.items() for r in traffic_table(rows)]
+    return panels, table, Said(words, (ev, CONFIGS))
 
 
 def deepep_note(rows: list[dict], source: str, rdma_peak: float) -> str:
@@ -281,11 +296,45 @@ def sweep_blocker(dep: Deployment | None, topo) -> str:
     return ""
 
 
-def node_limit_panel(sweep: dict, current: int, n_domains: int) -> Panel:
+@functools.lru_cache(maxsize=32)
+def _sweep(cfg: K3Config, topology: str, ep: int, dispatch: str, combine: str) -> dict:
+    return node_limit_sweep(cfg, topology, ep, dispatch, combine)  # samples routing (~1 s): kept per setting
+
+
+def node_limit_panel(cfg: K3Config, dep: Deployment, topology: str) -> Panel:
     """NIC bytes vs node limit M per scheme, and what a limit cuts (k3lite.interconnect.sentences)."""
-    fig = shared_figure(node_limit_figure, sweep, current, evidence=derived(node_limit_sweep))
-    words = node_limit_sentence(sweep, n_domains)
+    sweep = _sweep(cfg, topology, dep.ep_size, dep.dispatch, dep.combine)
+    fig = shared_figure(node_limit_figure, sweep, dep.node_limit, evidence=derived(node_limit_sweep))
+    words = node_limit_sentence(sweep, dep.n_domains)
     return Panel(fig, (Said(words, (derived(node_limit_sweep, node_limit_sentence)),),) if words else ())
+
+
+def settings(preset: str, experts: int, top_k: int, latent: str, topology: str, ep: int, dispatch: str,
+             combine: str, limit: int, scheme: str) -> tuple:
+    """(config, deployment, its traffic, GPUs the drawn token reaches, "") for the page's controls; for a setting
+    the model cannot route (e.g. top-k above the experts a node limit leaves): (None, None, None, 0, why)."""
+    try:
+        cfg = page_config(get_preset(preset), experts, top_k, LATENT[latent])
+        dep = Deployment(TOPOLOGIES[topology], ep, dispatch, combine, limit, scheme)
+        t = analytic_traffic(cfg, dep)
+        hops = draw_topology(cfg, dep).hops
+    except ValueError as e:
+        return None, None, None, 0, str(e)
+    return cfg, dep, t, int((hops["dispatch_intra"].sum(0) + hops["dispatch_inter"].sum(0) > 0).sum()), ""
+
+
+def bytes_panel(t, dep: Deployment) -> Panel:
+    """The per-layer and per-forward bars of one config, with the caption on what they are made of."""
+    return Panel(shared_figure(traffic_figure, t, evidence=derived(analytic_traffic)),
+                 (Said(bytes_note(t, dep), (derived(analytic_traffic),)),))
+
+
+def measured_panel(res) -> Panel:
+    """The measured run beside the analytic counts for its routing and uniform routing's expectation."""
+    ran = measured_here(measured_command(res.spec))
+    return Panel(shared_figure(measured_figure, res, evidence=derived(predicted_for_routing, expected_for_spec),
+                               evidence_by_name={MEASURED_TRACE: ran}),
+                 (Said(measured_note(res), (ran, derived(predicted_for_routing))),))
 
 
 def measure_spec(ranks: int, tokens: int, fmt: str, scheme: str, limit: bool) -> MeasureSpec:
@@ -302,6 +351,10 @@ def expected_note(spec: MeasureSpec, expected) -> str:
 
 
 EP_CHOICES = (1, 2, 4, 8, 16, 32, 48, 64, 72)
+PRESETS = ("kimi-k3", "kimi-k2", "deepseek-v3", "lite")
+MODE_HELP = ("inference: one decoded token's dispatch and combine; training: one training step's traffic per token "
+             "(EP forward and backward, pipeline stages, DP gradients)")
+DEEPEP_THEIRS = ("EP", "node limit M (0 = none)", "their bandwidth (GB/s)", "reported latency (µs)")  # their columns
 
 
 def expert_options(topology: str, ep: int, experts: int) -> tuple[list[int], int, list[int], int, int | None]:
@@ -314,3 +367,19 @@ def expert_options(topology: str, ep: int, experts: int) -> tuple[list[int], int
     if experts in e_options:
         return ep_options, ep, e_options, experts, None
     return ep_options, ep, e_options, snap_experts(experts, ep), experts
+FORMAT_HELP = "fp32 makes the output check exact (1e-5); bf16/fp8 are checked to their rounding error"
+LIMIT_HELP = "the real router's group-limited top-k, one group per pretend node of ranks/2 ranks"
+TOPOLOGY_NAMES = {k: t.label for k, t in TOPOLOGIES.items()}  # short labels: the full name was clipped
+TOPOLOGY_HELP = "; ".join(f"**{t.label}**: {t.name}" for t in TOPOLOGIES.values())
+SWEEP_TOGGLE = "compute the sweep (it samples node-limited routing: the slowest part of this page)"
+
+
+def snap_note(snapped: int, ep: int, experts: int, step: int) -> str:
+    return (f"E = {snapped} does not split evenly over EP {ep} GPUs: using E = {experts}, the nearest multiple of "
+            f"{step}.")
+SECTIONS = {  # the page's expanders, by key
+    "interconnect_x_bytes_per_layer_per": "Bytes per layer and per forward pass, by link and direction",
+    "interconnect_x_node_limited_routing_nic": "Node-limited routing: NIC bytes vs node limit M, three schemes",
+    "interconnect_x_model_comparison": "DeepSeek-V3 vs Kimi K2 vs Kimi K3: 8 nodes x 8 GPUs and one NVL72 rack, EP 64",
+    "ic_x_training_time": "Time per token, the bubble, and what a stage boundary carries",
+}

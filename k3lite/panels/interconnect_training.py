@@ -10,6 +10,7 @@ the training records); every comparison word from `k3lite.base.wording`.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from k3lite.analytic.sensitivity import Assumption
@@ -19,7 +20,7 @@ from k3lite.analytic.training import (
 )
 from k3lite.interconnect.pipeline import residual_comparison
 from k3lite.analytic.params import count_params
-from k3lite.base.evidence import derived, released
+from k3lite.base.evidence import derived, measured_here, released
 from k3lite.base.units import fmt_bytes, fmt_seconds
 from k3lite.base.wording import times
 from k3lite.model.config import K3Config
@@ -39,8 +40,10 @@ DRIVES = {"EP forward": "copies x record width: top-k, E and the latent, as in i
           "DP": "the parameters each GPU's shard reduce-scatters and all-gathers"}
 
 
+@functools.lru_cache(maxsize=16)
 def training_steps(layout: str, schedule: str, micro_batches: int) -> tuple[TrainingLayout, dict[str, StepTraffic]]:
-    """The page's layout with its schedule and micro-batches, and the step with each of K3's ideas turned off."""
+    """The page's layout with its schedule and micro-batches, and the step with each of K3's ideas turned off
+    (kept: every session at the same settings reads the same; nothing returned is mutated)."""
     lay = replace(LAYOUTS[layout](), schedule=schedule, micro_batches=micro_batches)
     return lay, idea_variants(lay)
 
@@ -144,8 +147,11 @@ def training_main(layout: str, lay: TrainingLayout, variants: dict[str, StepTraf
 
 
 def training_detail(lay: TrainingLayout, step: StepTraffic) -> tuple[Panel, Panel, Panel]:
-    """Time per token on the links, the bubble against micro-batches, and what a stage boundary carries."""
+    """Time per token on the links, the bubble against micro-batches, and what a stage boundary carries (with
+    where the backward and the boundaries are measured)."""
     return (Panel(shared_figure(training_time_figure, step, evidence=derived(step_traffic))),
             Panel(shared_figure(bubble_figure, lay.pp, chosen=lay.micro_batches, evidence=derived(bubble_share))),
             Panel(shared_figure(boundary_figure, residual_comparison(get_preset(lay.preset), lay.pp),
-                                evidence=derived(residual_comparison))))
+                                evidence=derived(residual_comparison)),
+                  (Said(MEASURED_TOO, (measured_here("python -m k3lite.interconnect measure --backward; python -m "
+                                                     "k3lite.interconnect pipeline"),)),)))
