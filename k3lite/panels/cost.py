@@ -153,7 +153,7 @@ def physics_cost(cfg, prices: tuple = ()) -> PhysicsCost:
                        placement(s).cache_bytes_per_sequence)
 
 
-PARTS = ("input (cache miss)", "input (cache hit)", "output", "per completed task")
+PARTS = ("input", "cached input", "output", "whole task")
 # where an idea that leaves the bill unchanged does show
 WHERE = {"quantile balancing": "the Routing & balancing page (how evenly the experts load)",
          "SiTU-GLU": "the Routing & balancing page's SiTU-GLU section (the experts' activation)",
