@@ -96,7 +96,7 @@ def stage_bars(stages: list[str], first: list[float], second: list[float], names
                               else dict(color=c2))):
         fig.add_bar(y=stages, x=[v if v > 0 else None for v in xs], name=name, orientation="h", marker=marker,
                     hovertemplate="%{y}: %{x:,.4s}B<extra>" + name + "</extra>")
-    fig.update_layout(barmode="group", xaxis=bytes_log_axis("per decoded token"), height=480,
+    fig.update_layout(barmode="group", xaxis={**bytes_log_axis("per token"), "title": "bytes per decoded token, log"}, height=480,
                       yaxis=dict(autorange="reversed", automargin=True), margin=dict(l=10, r=10, t=50, b=10))
     return fit_titles(fig, title)
 

@@ -80,7 +80,7 @@ def memory_pair_figure(grid: list[int], curves: dict[str, list[float]], names: t
                         line=dict(color=colors[i], width=4 if whole else 1.8, dash=dash),
                         hovertemplate="%{x:,} tokens: %{y:,.4s}B<extra>" + f"{names[i]}: {kind}" + "</extra>")
     fig.update_xaxes(**log_axis("context (tokens, log)"))
-    fig.update_yaxes(**bytes_log_axis("decode memory, one sequence"))
+    fig.update_yaxes(**bytes_log_axis("decode memory"))
     log_vline(fig, context, f"{context:,}", line=dict(color=HIGHLIGHT_LINE["color"], width=1, dash="dot"))
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=50, b=10), legend=dict(font=dict(size=11)))
     return fit_titles(fig, title)
@@ -108,7 +108,7 @@ def decode_memory_panel(pair: Pair, context: int = CONTEXT) -> Panel:
     grid = sorted(set(GRID) | {context})
     ev = derived(memory.sequence_cache_bytes)
     kt, ot = k.at(context, pair.k3), o.at(context, pair.other)
-    title = f"Decode memory one sequence holds: {K3} and {other} (KDA state fp32, caches bf16)"
+    title = f"One sequence's decode memory: {K3} and {other} (fp32 state, bf16 caches)"
     fig = shared_figure(memory_pair_figure, grid, _curves_on(grid, k, o, pair),
                         (K3, other), pair.ablation, context, title, evidence=ev)
     values = {"context": float(context), "k3_kda": float(kt.kda), "k3_mla": float(kt.mla), "k3_total": float(kt.total),
@@ -123,7 +123,7 @@ def decode_memory_panel(pair: Pair, context: int = CONTEXT) -> Panel:
                 f"{fmt_bytes(kt.kda)} of fixed state, {fmt_bytes(kt.mla)} of cache growing with the context): "
                 f"{pair.comparison.idea or 'what differs'} is not in the attention, so nothing changes here; "
                 f"{ELSEWHERE.get(pair.key, 'its difference shows on the other pages')}.")
-        return Panel(fig, (Said(said, (ev,)),), ev, title=title, values=values)
+        return Panel(fig, (Said(said, (ev,)),), ev, values=values)
     if not o.n_kda:
         o_holds = f"{other} has no KDA: its {o.n_mla} MLA layers hold {fmt_bytes(ot.mla)}, growing with it"
     else:
@@ -142,12 +142,12 @@ def decode_memory_panel(pair: Pair, context: int = CONTEXT) -> Panel:
     if cross is not None:
         short = max(1, int(cross // 2))
         ks, os_ = k.at(short, pair.k3).total, o.at(short, pair.other).total
-        drive += (f"; the lines cross at ~{cross:,.0f} tokens: at {short:,} {K3} holds "
+        drive += (f"; the lines cross at ~{cross:,.0f} tokens: at {short:,} tokens {K3} holds "
                   f"{compare(ks, os_, 'more', 'less', 'as much')} ({fmt_bytes(ks)} against {fmt_bytes(os_)})")
         values["crossing"] = float(cross)
     second = Said(f"Whole model: {K3} holds {fmt_bytes(kt.total)}, {word} {other}'s {fmt_bytes(ot.total)}. "
                   f"What drives it: {drive}.", (ev,))
-    return Panel(fig, (first, second), ev, title=title, values=values)
+    return Panel(fig, (first, second), ev, values=values)
 
 
 def _curves_on(grid: list[int], k: Holdings, o: Holdings, pair: Pair) -> dict[str, list[float]]:
