@@ -306,7 +306,7 @@ def node_limit_panel(cfg: K3Config, dep: Deployment, topology: str) -> Panel:
     sweep = _sweep(cfg, topology, dep.ep_size, dep.dispatch, dep.combine)
     fig = shared_figure(node_limit_figure, sweep, dep.node_limit, evidence=derived(node_limit_sweep))
     words = node_limit_sentence(sweep, dep.n_domains)
-    return Panel(fig, (Said(words, (derived(node_limit_sweep, node_limit_sentence)),),) if words else ())
+    return Panel(fig, (Said(words, (derived(node_limit_sweep, node_limit_sentence),)),) if words else ())
 
 
 def settings(preset: str, experts: int, top_k: int, latent: str, topology: str, ep: int, dispatch: str,
