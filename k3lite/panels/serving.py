@@ -222,7 +222,7 @@ def frontier_view(preset: str, context: int, prices: dict, spec: Speculation | N
     else:
         other = page_frontier(preset, context, key, compared_spec(pair, spec), model, search, pair.key)
         o = verdict(other, speed).winner
-        fig = shared_figure(frontier_pair_figure, *args, other.envelope, o, pair.label, pair.ablation,
+        fig = shared_figure(frontier_pair_figure, *args, other.envelope, o, (pair.k3_label, pair.label), pair.ablation,
                             evidence=derived(frontier), evidence_by_name={"cheapest at that speed": derived(verdict)})
         sentences, diff = difference(fr, other, speed, pair)
         said += [Said(s.text, (derived(frontier, difference), PRICE_EV, FITTED_EV)) for s in sentences]
@@ -290,7 +290,7 @@ def page_assumptions(view: FrontierView, preset: str, context: int, prices: dict
     fitted_why = ("fitted to the published B300 runs (k3lite.analytic.serving.fit; `python -m "
                   "k3lite.analytic.serving predict` prints it)")
     rows = [
-        Assumption("usd_per_gpu_hour", f"{top.gpu} $ per GPU-hour", prices[top.gpu], table[top.gpu][1],
+        Assumption("usd_per_gpu_hour", f"{top.gpu} $ per GPU-hour", table[top.gpu][0], table[top.gpu][1],
                    "the 'GPU-hour prices ($)' expander", "$"),
         Assumption("context", "context per sequence", float(context), "a typical chat-and-tools request",
                    "the 'context per sequence' slider", "tokens"),

@@ -38,10 +38,13 @@ def compared_spec(pair: Pair, spec: Speculation | None) -> Speculation | None:
 
 
 def frontier_pair_figure(points, envelope, by_gpu, speed: float, chosen, other_envelope, other_chosen,
-                         other_name: str, ablation: bool):
-    """frontier_figure (K3's setups, each GPU's envelope, the cheapest of all) with the compared model's cheapest
-    of all on the same log axes: its colour (another model) or K3's dashed (K3 without one idea)."""
+                         names: tuple[str, str], ablation: bool):
+    """frontier_figure (K3's setups, each GPU's envelope, the cheapest of all, named for K3: names[0]) with the
+    compared model's cheapest of all (names[1]) on the same log axes: its colour (another model) or K3's dashed (K3
+    without one idea)."""
     fig = frontier_figure(points, envelope, by_gpu, speed, chosen)
+    fig.update_traces(selector=dict(name="cheapest of all"), name=f"{names[0]}: cheapest of all", showlegend=True)
+    other_name = names[1]
     colour = pair_colors(other_name, ablation)[1]
     hover = ("%{customdata[0]}<br>%{x:.1f} tok/s/user, $%{y:.3f}/M output, %{customdata[1]:,.0f} tok/s/GPU"
              f"<extra>{other_name}</extra>")

@@ -1,0 +1,138 @@
+"""The serving page's panels (k3lite/panels/serving*.py): the frontier with every comparison on the same axes, the
+sentences' comparison words, the numbers the sentences print against the figures and values they came from, and the
+variant configs the "changes nothing here" sentences rely on."""
+import re
+
+import pytest
+
+from k3lite.analytic import memory
+from k3lite.analytic.serving import K3_PRESET
+from k3lite.analytic.serving.frontier import FRONTIER_CACHES, FRONTIER_TP, RELEASED, cheapest_at, verdict
+from k3lite.model.presets import get_preset
+from k3lite.model.variants import COMPARISONS, comparison_config
+from k3lite.panels import serving as P
+from k3lite.panels import serving_sections as S
+from k3lite.panels.core import pair_of
+from k3lite.viz.style import fmt_bytes
+from wording_check import wording_problems
+
+SEARCH = ((RELEASED,), FRONTIER_TP, FRONTIER_CACHES)
+NOTHING_HERE = ("aux-loss", "bias", "swiglu")  # the same bytes and FLOPs per token as K3
+
+
+def _view(vs=None, preset=K3_PRESET, speed=50.0, context=32768, bound=False, prices=None):
+    pair = None if vs is None else pair_of(vs, preset)
+    return P.frontier_view(preset, context, prices or {}, None, bound, SEARCH, speed, pair), pair
+
+
+def _usd(text: str) -> list[float]:
+    return [float(x) for x in re.findall(r"\$(\d+\.\d+)", text)]
+
+
+@pytest.mark.parametrize("vs", list(COMPARISONS))
+def test_the_frontier_draws_k3_and_the_compared_model_on_one_figure(vs):
+    view, pair = _view(vs)
+    names = [t.name for t in view.panel.figure.data]
+    assert pair.label in names and f"{pair.k3_label}: cheapest of all" in names
+    other = next(t for t in view.panel.figure.data if t.name == f"{pair.label}: cheapest at that speed")
+    first = view.panel.sentences[1].text  # the verdict, then the difference
+    k3_usd, other_usd = _usd(first)[:2]
+    assert k3_usd == round(view.panel.values["k3_usd"], 3) == round(view.verdict.winner.usd_per_m_output_tokens, 3)
+    assert other_usd == round(view.panel.values["other_usd"], 3) == round(other.y[0], 3)  # the figure's point
+
+
+@pytest.mark.parametrize("vs", ["deepseek-v3", "all-mla", "no-latent"])
+def test_what_drives_the_difference_prints_the_values_it_came_from(vs):
+    view, pair = _view(vs)
+    v, drives = view.panel.values, view.panel.sentences[2].text
+    assert drives.startswith("What drives it")
+    for key in ("k3_bytes", "other_bytes", "k3_cache", "other_cache"):
+        assert fmt_bytes(v[key]) in drives
+    assert f"{v['other_fit']:,} vs {v['k3_fit']:,} sequences fit" in drives
+    assert f"{v['other_setups']} vs {v['k3_setups']} of the searched setups" in drives
+
+
+@pytest.mark.parametrize("vs", NOTHING_HERE)
+def test_a_comparison_that_changes_nothing_here_says_so_and_where_it_shows(vs):
+    view, pair = _view(vs)
+    v = view.panel.values
+    assert v["k3_usd"] == v["other_usd"] and v["k3_bytes"] == v["other_bytes"] and v["k3_cache"] == v["other_cache"]
+    text = view.panel.text
+    assert "is the same price" in text and "It changes nothing here" in text and " page " in text
+
+
+def test_the_compared_model_that_reaches_no_setup_at_the_speed_is_said_so():
+    view, _ = _view("all-mla", speed=400.0)
+    assert "reaches no 400 tokens/s per user" in view.panel.text
+
+
+def _frontier_text(vs, preset, speed, context):
+    return _view(vs, preset, speed, context)[0].panel.text
+
+
+def test_frontier_sentences_choose_their_comparison_words_from_the_numbers():
+    grid = [dict(vs=vs, preset=preset, speed=speed, context=32768) for vs in COMPARISONS
+            for preset in (K3_PRESET, "deepseek-v3") for speed in (20.0, 50.0, 150.0)]
+    grid += [dict(vs=vs, preset=K3_PRESET, speed=50.0, context=131072) for vs in ("deepseek-v3", "all-mla")]
+    assert wording_problems(_frontier_text, grid, allowed=("(lower right is better)",)) == []
+
+
+def test_with_no_comparison_the_frontier_is_the_page_as_before():
+    view, _ = _view(None)
+    assert [s.text.split(".")[0] for s in view.panel.sentences] == ["**Predicted"]
+    assert "cheapest of all" in [t.name for t in view.panel.figure.data]
+    assert view.verdict.sentence in view.panel.sentences[0].text
+
+
+def test_variant_configs_count_as_the_comparison_relies_on():
+    k3 = get_preset(K3_PRESET)
+    mla = comparison_config("all-mla")
+    assert mla.layer_types().count("kda") == 0 and k3.layer_types().count("kda") > 0
+    assert mla.moe == k3.moe  # the same experts: only attention differs
+    classic = comparison_config("no-latent")
+    assert classic.moe.latent_dim == 0 and classic.moe.n_routed_experts < k3.moe.n_routed_experts
+    for vs in NOTHING_HERE:  # the same weight bytes, component by component
+        assert memory.weight_bytes(comparison_config(vs), "bf16") == memory.weight_bytes(k3, "bf16"), vs
+
+
+def test_the_deployment_sentence_prints_its_steps():
+    d = P.deployment(K3_PRESET, "GB300 NVL72", 64, 64, 1, "mxfp4", "bf16", 32768, True, {}, None)
+    panel = P.deployment_panel(d)
+    assert _usd(panel.text) == [round(d.predicted.usd_per_m_output_tokens, 3), round(d.step.usd_per_m_output_tokens, 3)]
+    bad = P.deployment(K3_PRESET, "H100 SXM", 8, 8, 1, "bf16", "bf16", 32768, True, {}, None)
+    assert bad.step is None and "does not fit" in bad.error
+
+
+def test_the_assumptions_headline_is_the_verdicts_price():
+    view, _ = _view(None)
+    block = P.page_assumptions(view, K3_PRESET, 32768, {}, None, SEARCH, 50.0)
+    assert block.headline(**{a.key: a.value for a in block.assumptions}) == pytest.approx(
+        verdict(view.predicted, 50.0).winner.usd_per_m_output_tokens)
+    assert {a.key for a in block.assumptions} >= {"usd_per_gpu_hour", "context", "hbm_fraction", "layer_s"}
+
+
+def test_the_sections_print_what_they_computed():
+    d = P.deployment(K3_PRESET, "GB300 NVL72", 64, 64, 1, "mxfp4", "bf16", 32768, True, {}, None)
+    place = S.placement(d)
+    claim = next(i for i in place if isinstance(i, P.Panel) and i.sentences)
+    assert f"as released (MXFP4 experts, bf16 rest) {claim.values['released_b300']:.2f}" in claim.text
+    fall = S.choices(32768)[0]
+    assert all(f"{label}: ${usd:.3f}" in fall.text for label, usd in fall.values.items())
+    bars = list(fall.figure.data[0].y)  # the first bar, each step's change, K3's total: the sentence's numbers
+    usd = list(fall.values.values())
+    assert bars[0] == usd[0] and bars[-1] == usd[-1] and sum(bars[:-1]) == pytest.approx(usd[-1])
+    ratio = S.prefill(d, 32, 16384)[0]
+    assert ratio.figure.data[0].y[0] == ratio.values["ratio"]
+    checks = next(i for i in S.published(32768, 3.3) if isinstance(i, P.Panel) and i.values)
+    assert f"lands {checks.values['lo']:.2f}x to {checks.values['hi']:.2f}x" in checks.text
+    step = S.decode(d)
+    assert step[0][3].value == f"${d.step.usd_per_m_output_tokens:.3f}"
+    t, error = S.target(d, 30.0, 5000, 8192, 1024)
+    assert not error and S.target_section(d, t)[0][2].value == f"{t.replicas:,}"
+
+
+def test_the_compared_frontier_is_the_same_search_of_the_other_config():
+    view, pair = _view("deepseek-v3")
+    other = P.page_frontier(K3_PRESET, 32768, (), None, "predicted", SEARCH, "deepseek-v3")
+    assert other.preset == "deepseek-v3"
+    assert cheapest_at(other.setups, 50.0).usd_per_m_output_tokens == view.panel.values["other_usd"]
