@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from k3lite.analytic.latent import latent_cost_per_token, record_overhead
+from k3lite.analytic.placement import chance_violation
 from k3lite.analytic.sensitivity import Assumption
 from k3lite.base import sources
 from k3lite.base.evidence import derived, released
@@ -92,7 +93,7 @@ def layer_costs(cfg: K3Config, deployment: Deployment = REFERENCE) -> LayerCosts
                       wire.total, cost.routed_flops, cost.routed_flops + cost.proj_flops + cost.shared_flops)
 
 
-CATEGORIES = ("copies per token", "bytes per copy", "wire bytes per token", "expert FLOPs per token")
+CATEGORIES = ("copies<br>per token", "bytes<br>per copy", "wire bytes<br>per token", "expert FLOPs<br>per token")
 # where a K3 variant that leaves this page's bytes and FLOPs alone does differ (by the idea it removes)
 WHERE = {"quantile balancing": "How evenly the experts are loaded is where it differs: (a)–(c) below run the "
                                "balancing methods side by side on the same tokens.",
@@ -100,6 +101,12 @@ WHERE = {"quantile balancing": "How evenly the experts are loaded is where it di
          "the 3:1 KDA hybrid": "Attention is where it differs: the Hybrid attention page compares it.",
          "block Attention Residuals": "The residual stream is where it differs: the Attention Residuals page compares "
                                      "it."}
+
+
+def _bars(*args, **kwargs):
+    """paired_bars with its labels inside the bars' tops: above them, side by side, they ran into each other at
+    390 px (inside, one too wide for its bar is hidden; the hover still has it)."""
+    return paired_bars(*args, **kwargs).update_traces(textposition="inside", insidetextanchor="end", textangle=0)
 
 
 def _values(c: LayerCosts) -> tuple[float, float, float, float]:
@@ -124,7 +131,7 @@ def compare_panel(pair: Pair, balance: dict | None = None, deployment: Deploymen
     va, vb = _values(a), _values(b)
     k3, other = pair.k3_label, pair.label
     ev = derived(layer_costs, wire_bytes_per_token, latent_cost_per_token, comparison_config)
-    fig = shared_figure(paired_bars, CATEGORIES, [multiple(x, y) for x, y in zip(va, vb)], [1.0] * 4, (k3, other),
+    fig = shared_figure(_bars, CATEGORIES, [multiple(x, y) for x, y in zip(va, vb)], [1.0] * 4, (k3, other),
                         pair.ablation, dict(title=f"relative to {other} (= 1)", rangemode="tozero"),
                         title=f"One MoE layer, per token: {k3} and {other}", text=(_labels(a), _labels(b)),
                         hover="%{text}", evidence=ev)
@@ -138,11 +145,13 @@ def compare_panel(pair: Pair, balance: dict | None = None, deployment: Deploymen
         method = pair.other.moe.balancing
         if balance and method != pair.k3.moe.balancing:
             v = balance["violation"]
+            chance = chance_violation(balance["tokens"], pair.k3.moe.top_k, pair.k3.moe.n_routed_experts)
             said.append(Said(
                 f"On this page's shipped balancing run ({pair.k3.moe.n_routed_experts} experts, top-"
                 f"{pair.k3.moe.top_k}, {balance['updates']} updates each, {balance['tokens']:,} held-out bytes) the "
                 f"busiest expert gets {1 + v[pair.k3.moe.balancing]:.2f}x the even share with "
-                f"{METHOD_LABELS[pair.k3.moe.balancing]} and {1 + v[method]:.2f}x with {METHOD_LABELS[method]}.",
+                f"{METHOD_LABELS[pair.k3.moe.balancing]} and {1 + v[method]:.2f}x with {METHOD_LABELS[method]}; a "
+                f"fair random router reads {1 + chance:.2f}x on as many tokens.",
                 (balance["evidence"],)))
     else:
         joint = "but" if direction(a.copies, b.copies) * direction(a.per_copy, b.per_copy) < 0 else "and"
