@@ -290,7 +290,8 @@ def compared(base=None):
     config), or None when the control says nothing. Seeds the choice from `?vs=` on a page opened alone."""
     from k3lite.panels.core import CHOICES, NONE, pair_of  # here: app.py imports this module before any model code
 
-    url_state(COMPARE_KEY, NONE, choices=CHOICES)
+    if COMPARE_KEY not in st.session_state:  # once drawn, the sidebar's widget (app.py) holds it: setting it
+        url_state(COMPARE_KEY, NONE, choices=CHOICES)  # again in the same run would raise
     key = st.session_state[COMPARE_KEY]
     if key == NONE:
         st.query_params.pop(COMPARE_KEY, None)

@@ -76,3 +76,17 @@ def test_the_sidebar_control_sets_the_choice_for_the_page():
     assert not at.exception, [e.message for e in at.exception]
     assert at.query_params["vs"] == "all-mla"
     assert "Compared with **K3 with MLA everywhere**" in _shown(at)
+
+
+@pytest.mark.parametrize("page", ["moe", "forward_pass"])
+def test_a_comparison_page_opened_inside_the_app(page):
+    """Through app.py (its sidebar draws the control before the page runs), the page reads the choice without
+    setting the widget's value again: that raised StreamlitWidgetAlreadyInstantiatedError on every page."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.query_params["vs"] = "deepseek-v3"
+    at.run()
+    at.switch_page(by_url_path(page).file).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert "Compared with **DeepSeek-V3**" in _shown(at)
+    at.selectbox(key="vs").set_value("none").run()
+    assert not at.exception and "Compared with" not in _shown(at)
