@@ -171,6 +171,7 @@ def counts_caption() -> str:
 
 
 # ------------------------------------------------------------------------------------- K3 beside another model
+SHORT_PART = {**PART_LABEL, "latent_proj": "latent projections", "attn_res": "AttnRes"}  # a phone's axis
 BYTE_PARTS = {"nvlink": "NVLink", "nic": "NIC", "hbm_weights": "HBM weights", "hbm_cache": "HBM cache",
               "attnres": "AttnRes reads"}  # ledger segments, short enough for a phone's axis
 
@@ -181,8 +182,8 @@ def parts_figure(parts: list[str], params: tuple[list[float], list[float]], segm
     they move (bottom), each on one log axis for both models. K3 solid; the other in its colour, hatched for a
     K3 variant (k3lite.viz.compare's look)."""
     c1, c2 = pair_colors(names[1], ablation)
-    fig = make_subplots(rows=2, cols=1, row_heights=[len(parts), len(segments)], vertical_spacing=0.16,
-                        subplot_titles=("parameters by part", "bytes per decoded token by where they move"))
+    fig = make_subplots(rows=2, cols=1, row_heights=[len(parts), len(segments)], vertical_spacing=0.18,
+                        subplot_titles=("parameters (log)", "bytes per decoded token (log)"))
     for row, cats, (a, b), unit in ((1, parts, params, ""), (2, segments, moved, "B")):
         for name, ys, colour, hatched in ((names[0], a, c1, False), (names[1], b, c2, ablation)):
             marker = dict(color=colour, pattern=COUNTERFACTUAL_PATTERN) if hatched else dict(color=colour)
@@ -190,10 +191,10 @@ def parts_figure(parts: list[str], params: tuple[list[float], list[float]], segm
             fig.add_bar(y=cats, x=[v if v > 0 else None for v in ys], orientation="h", name=name, marker=marker,
                         legendgroup=name, showlegend=row == 1, row=row, col=1,
                         hovertemplate=f"%{{y}}: %{{x:.3s}}{unit}<extra>{name}</extra>")
-        fig.update_xaxes(log_axis("parameters (log)" if row == 1 else "bytes per decoded token (log)"), row=row,
-                         col=1)
+        # the subplot titles say what; every other decade on the parameters' wider range (legible at 390 px)
+        fig.update_xaxes({**log_axis(""), "ticksuffix": unit, "dtick": 2 if row == 1 else 1}, row=row, col=1)
         fig.update_yaxes(autorange="reversed", row=row, col=1)
-    fig.update_layout(barmode="group", height=150 + 34 * (len(parts) + len(segments)),
+    fig.update_layout(barmode="group", height=130 + 24 * (len(parts) + len(segments)), bargap=0.15,
                       margin=dict(l=10, r=10, t=60, b=10))
     return fit_titles(fig, title)
 
@@ -237,7 +238,7 @@ def compare_panel(pair: Pair, context: int = MAP_CONTEXT, deploy: byte_ledger.De
     segs = [s for s in BYTE_PARTS if rows[0].parts()[s] or rows[1].parts()[s]]
     moved = tuple([r.parts()[s] for s in segs] for r in rows)
     ev = derived(anatomy, byte_ledger.ledger_of)
-    fig = shared_figure(parts_figure, [PART_LABEL[p] for p in parts], params, [BYTE_PARTS[s] for s in segs], moved,
+    fig = shared_figure(parts_figure, [SHORT_PART[p] for p in parts], params, [BYTE_PARTS[s] for s in segs], moved,
                         names, pair.ablation, f"{names[0]} and {names[1]}: where the parameters are and what a token "
                         "moves", evidence=ev)
     pa, pb = sum(params[0]), sum(params[1])
