@@ -36,6 +36,7 @@ from k3lite.viz.compare import paired_bars
 from k3lite.viz.interconnect import (MEASURED_TRACE, compare_figure, measured_figure, node_limit_figure,
                                     traffic_figure)
 from k3lite.viz.memo import shared_figure
+from k3lite.viz.style import bytes_axis
 from k3lite.viz.topology import draw_topology
 
 BIG = ("deepseek-v3", "kimi-k2", "kimi-k3")
@@ -106,6 +107,11 @@ def _layers(n_a: int, n_b: int) -> str:
     return f"{n_a} MoE layers on both" if n_a == n_b else f"{n_a} against {n_b} MoE layers"
 
 
+def _title(dep: Deployment) -> str:
+    return (f"bytes per token per MoE layer: {dep.topology.label}, EP {dep.ep_size}, "
+            f"{SCHEME_LABELS[dep.scheme].split(' (')[0]}")
+
+
 def wire_pair(cfg: K3Config, pair: Pair, dep: Deployment) -> Panel:
     """Both configs on one deployment: bytes per token per MoE layer by direction and link, paired on one axis;
     the sentences say how much differs and what drives it (copies = top-k over E, the record = width + metadata)."""
@@ -115,22 +121,21 @@ def wire_pair(cfg: K3Config, pair: Pair, dep: Deployment) -> Panel:
     try:
         b = analytic_traffic(pair.other, dep)
     except ValueError as e:  # e.g. its experts do not split over this EP size under a node limit
-        fig = shared_figure(paired_bars, [c for _, c in LINKS], [getattr(a.per_layer, k) for k, _ in LINKS], None,
-                            names, pair.ablation, dict(title="bytes / token / MoE layer", rangemode="tozero"),
-                            title=f"bytes per token per MoE layer, {dep.topology.label}, EP {dep.ep_size}",
-                            hover="%{y:,.0f} B", evidence=derived(wire_bytes_per_token))
+        title, div = bytes_axis("bytes / token / MoE layer", a.per_layer.total)
+        fig = shared_figure(paired_bars, [c for _, c in LINKS], [getattr(a.per_layer, k) / div for k, _ in LINKS],
+                            None, names, pair.ablation, dict(title=title, rangemode="tozero"), title=_title(dep),
+                            evidence=derived(wire_bytes_per_token))
         return Panel(fig, (Said(f"{pair.label} cannot be routed on this deployment ({e}); pick another EP size or "
                                 "node limit to compare.", (derived(wire_bytes_per_token),)),))
     pa, pb = a.per_layer, b.per_layer
-    ya, yb = ([getattr(p, k) for k, _ in LINKS] for p in (pa, pb))
+    title, div = bytes_axis("bytes / token / MoE layer", max(pa.total, pb.total))
+    ya, yb = ([getattr(p, k) / div for k, _ in LINKS] for p in (pa, pb))
     fig = shared_figure(paired_bars, [c for _, c in LINKS], ya, yb, names, pair.ablation,
-                        dict(title="bytes / token / MoE layer", rangemode="tozero"),
-                        title=f"bytes per token per MoE layer, {dep.topology.label}, EP {dep.ep_size}, "
-                              f"{SCHEME_LABELS[dep.scheme].split(':')[0]}",
-                        text=([fmt_bytes(v) for v in ya], [fmt_bytes(v) for v in yb]), hover="%{y:,.0f} B",
-                        evidence=derived(wire_bytes_per_token))
+                        dict(title=title, rangemode="tozero"), title=_title(dep),
+                        text=tuple([f"{v:.3g}" for v in y] for y in (ya, yb)),  # in the axis' unit: short
+                        hover=f"%{{y:,.3g}} {title.rsplit('(', 1)[1][:-1]}", evidence=derived(wire_bytes_per_token))
     ev = (derived(wire_bytes_per_token), CONFIGS) if not pair.ablation else (derived(wire_bytes_per_token),)
-    values = {"k3_layer": pa.total, "other_layer": pb.total, "k3_copies": pa.copies.total,
+    values = {"axis_unit": div, "k3_layer": pa.total, "other_layer": pb.total, "k3_copies": pa.copies.total,
               "other_copies": pb.copies.total, "k3_record": pa.dispatch_record, "other_record": pb.dispatch_record,
               "k3_forward": a.per_forward, "other_forward": b.per_forward, "ratio": pa.total / pb.total}
     fmts = f"both {dep.dispatch} out and {dep.combine} back" + (

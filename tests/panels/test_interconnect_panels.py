@@ -34,23 +34,24 @@ def test_wire_pair_draws_both_on_one_axis_and_its_numbers_are_the_figures(key):
     panel = wire_pair(_k3_cfg(), pair, DEP)
     names = [t.name for t in panel.figure.data]
     assert names == ["Kimi K3", pair.label]
-    k3, other = _trace(panel.figure, "Kimi K3"), _trace(panel.figure, pair.label)
-    assert sum(k3.y) == pytest.approx(panel.values["k3_layer"]) and sum(other.y) == pytest.approx(
+    unit = panel.values["axis_unit"]  # the axis is in kB (bytes_axis); the shared figure is read, never changed
+    k3, other = ([v * unit for v in _trace(panel.figure, n).y] for n in ("Kimi K3", pair.label))
+    assert sum(k3) == pytest.approx(panel.values["k3_layer"]) and sum(other) == pytest.approx(
         panel.values["other_layer"])
     want = wire_bytes_per_token(K3, "multi-node-8x8", 64, "normal")
     assert panel.values["k3_layer"] == pytest.approx(want.total)  # the one wire-bytes function
-    assert list(k3.y) == pytest.approx([getattr(want, k) for k, _ in LINKS])
+    assert k3 == pytest.approx([getattr(want, k) for k, _ in LINKS])
     text = panel.text
     if panel.values["k3_layer"] == panel.values["other_layer"]:
         shown = re.search(r"does: (\S+ \S+) per token per MoE layer", text).group(1)
         assert shown == fmt_bytes(panel.values["k3_layer"])
     else:
         a, b = re.search(r"moves (\S+ \S+) per token per MoE layer against .*?'s (\S+ \S+):", text).groups()
-        assert (a, b) == (fmt_bytes(sum(k3.y)), fmt_bytes(sum(other.y)))
+        assert (a, b) == (fmt_bytes(sum(k3)), fmt_bytes(sum(other)))
         ca, cb = map(float, re.search(r"sends ([\d.]+) copies .*? against ([\d.]+) \(top", text).groups())
         assert (ca, cb) == (round(panel.values["k3_copies"], 2), round(panel.values["other_copies"], 2))
         ratio = float(re.search(r": ([\d.]+)x the wire bytes", text).group(1))
-        assert ratio == round(sum(k3.y) / sum(other.y), 2)
+        assert ratio == round(sum(k3) / sum(other), 2)
 
 
 @pytest.mark.parametrize("key", K3_MINUS)
@@ -83,7 +84,8 @@ def test_the_sliders_apply_to_a_variant_and_not_to_a_released_model():
     assert mine.values["k3_layer"] == mine.values["other_layer"]  # SwiGLU of YOUR config, not of the preset
     assert mine.values["k3_layer"] == pytest.approx(analytic_traffic(cfg, DEP).per_layer.total)
     theirs = wire_pair(cfg, pair_of("deepseek-v3"), DEP)
-    assert theirs.values["other_layer"] == pytest.approx(analytic_traffic(get_preset("deepseek-v3"), DEP).per_layer.total)
+    dsv3 = analytic_traffic(get_preset("deepseek-v3"), DEP).per_layer.total
+    assert theirs.values["other_layer"] == pytest.approx(dsv3)
     assert display_name(cfg) == "Kimi K3 (your settings)" and display_name(_k3_cfg()) == "Kimi K3"
 
 
