@@ -105,10 +105,11 @@ with user_errors():  # a speculation the model cannot run is every panel's input
 # the deployment's own errors stay in its own panel: the frontier and the verdict do not depend on it
 d = P.deployment(NAME, ss.sv_gpu, ss.sv_gpus, ss.sv_ep, ss.sv_tp, ss.sv_experts, ss.sv_rest, CONTEXT, ss.sv_overlap,
                  prices, spec, ss.sv_batch)
-show_panel(P.for_markdown(P.prediction_check_panel()), "sv_check", container=fig_col)
 with user_errors():
     view = P.frontier_view(NAME, CONTEXT, prices, spec, bool(ss.sv_bound), SEARCH, SPEED, pair)
-show_panel(P.for_markdown(view.panel), "sv_frontier", container=fig_col)
+first = [(P.prediction_check_panel(), "sv_check"), (view.panel, "sv_frontier")]  # compared: the frontier first
+for panel, key in first if pair is None else first[::-1]:
+    show_panel(P.for_markdown(panel), key, container=fig_col)
 if d.step is None:
     fig_col.error(f"Your deployment ({d.headline}): {d.error}", icon="⚠️")
 else:
@@ -184,14 +185,13 @@ def prefill_panel(d: P.Deployment) -> None:
 
 
 prefill_panel(d)
-with lazy_expander("4. What each choice buys", key="serving_x_4_choice_buys") as is_open:
-    if is_open:
-        with user_errors():
-            draw(S.choices(CONTEXT), "sv_choices")
-with lazy_expander("5. Checked against published serving figures", key="serving_x_5_checked_against_published") as is_open:
-    if is_open:
-        with user_errors():
-            draw(S.published(CONTEXT, S.k3_acceptance(NAME, float(ss.sv_accept))), "sv_published")
+for label, key, items in (("4. What each choice buys", "serving_x_4_choice_buys", lambda: S.choices(CONTEXT)),
+                          ("5. Checked against published serving figures", "serving_x_5_checked_against_published",
+                           lambda: S.published(CONTEXT, S.k3_acceptance(NAME, float(ss.sv_accept))))):
+    with lazy_expander(label, key=key) as is_open:
+        if is_open:
+            with user_errors():
+                draw(items(), key)
 with user_errors():
     block = P.page_assumptions(view, NAME, CONTEXT, prices, spec, SEARCH, SPEED)
 if block is not None:

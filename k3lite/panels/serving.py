@@ -27,7 +27,8 @@ from k3lite.analytic.serving.deployment import (
 )
 from k3lite.analytic.serving.fit import FITTED, MEANING, checked, checked_sentence, fit
 from k3lite.analytic.serving.frontier import (
-    FRONTIER_CACHES, FRONTIER_EP, FRONTIER_FORMATS, FRONTIER_GPUS, FRONTIER_TP, RELEASED, cheapest_usd_per_m, frontier, per_gpu_at, per_gpu_rows, verdict,
+    FRONTIER_CACHES, FRONTIER_EP, FRONTIER_FORMATS, FRONTIER_GPUS, FRONTIER_TP, RELEASED, cheapest_usd_per_m, frontier,
+    per_gpu_at, per_gpu_rows, verdict,
 )
 from k3lite.analytic.serving.measured import SGLANG_MI350X_SOURCE, SGLANG_SOURCE, VLLM_K3_SOURCE
 from k3lite.analytic.serving.predict import as_step, terms

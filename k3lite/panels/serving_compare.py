@@ -16,7 +16,7 @@ from k3lite.base.wording import compare, times
 from k3lite.panels.core import Pair, Said
 from k3lite.viz.compare import pair_colors
 from k3lite.viz.serving import frontier_figure, log_axis_125
-from k3lite.viz.style import fmt_bytes
+from k3lite.viz.style import HIGHLIGHT_LINE, fmt_bytes
 
 # where a comparison that changes nothing on this page does show (the page that draws that idea)
 SHOWS_ON = {
@@ -49,14 +49,15 @@ def frontier_pair_figure(points, envelope, by_gpu, speed: float, chosen, other_e
     hover = ("%{customdata[0]}<br>%{x:.1f} tok/s/user, $%{y:.3f}/M output, %{customdata[1]:,.0f} tok/s/GPU"
              f"<extra>{other_name}</extra>")
     xs, ys = [p.tokens_per_s_per_user for p in other_envelope], [p.usd_per_m_output_tokens for p in other_envelope]
-    fig.add_scatter(x=xs, y=ys, mode="lines", name=other_name, hovertemplate=hover,
-                    customdata=[[p.label, p.tokens_per_s_per_gpu] for p in other_envelope],
-                    line=dict(color=colour, width=3, dash="dash" if ablation else "solid"))
+    # a wide band like K3's cheapest of all (the GPUs' thin lines use the palette's hues too)
+    fig.add_scatter(x=xs, y=ys, mode="lines", name=f"{other_name}: cheapest of all", hovertemplate=hover,
+                    customdata=[[p.label, p.tokens_per_s_per_gpu] for p in other_envelope], opacity=0.6,
+                    line=dict(color=colour, width=7, dash="dash" if ablation else "solid"))
     if other_chosen is not None:
         fig.add_scatter(x=[other_chosen.tokens_per_s_per_user], y=[other_chosen.usd_per_m_output_tokens],
                         mode="markers", name=f"{other_name}: cheapest at that speed", hovertemplate=hover,
                         customdata=[[other_chosen.label, other_chosen.tokens_per_s_per_gpu]],
-                        marker=dict(color=colour, size=11, symbol="diamond"))
+                        marker=dict(color=colour, size=13, symbol="diamond", line=HIGHLIGHT_LINE))
     xs_all = [p.tokens_per_s_per_user for p in points] + xs + [speed]
     fig.update_layout(xaxis=log_axis_125("tokens/s per user (interactivity)", xs_all),
                       yaxis=log_axis_125("$ per M output tokens", [p.usd_per_m_output_tokens for p in points] + ys))
@@ -93,6 +94,8 @@ def difference(k3: Frontier, other: Frontier, speed: float, pair: Pair) -> tuple
               "k3_bytes": bytes_per_token(k3, w), "other_bytes": bytes_per_token(other, o),
               "k3_cache": cache_bytes_per_sequence(pair.k3, k3.context, cache=w.cache),
               "other_cache": cache_bytes_per_sequence(pair.other, other.context, cache=o.cache),
+              "k3_weights": _terms_of(k3, w).weight_bytes_per_gpu,
+              "other_weights": _terms_of(other, o).weight_bytes_per_gpu,
               "k3_fit": w.max_batch_per_gpu, "other_fit": o.max_batch_per_gpu,
               "k3_setups": len(k3.setups), "other_setups": len(other.setups)}
     ratio = times(values["other_usd"], values["k3_usd"], "dearer", "cheaper", same="the same price")
@@ -112,7 +115,8 @@ def difference(k3: Frontier, other: Frontier, speed: float, pair: Pair) -> tuple
     second = (f"What drives it: a GPU reads {fmt_bytes(values['other_bytes'])} of HBM per token it decodes for {b} vs "
               f"{fmt_bytes(values['k3_bytes'])} for {a} ({bytes_word}, at batch {o.batch_per_gpu} vs "
               f"{w.batch_per_gpu}); a {k3.context:,}-token sequence caches {fmt_bytes(values['other_cache'])} vs "
-              f"{fmt_bytes(values['k3_cache'])} ({cache_word}), so {o.max_batch_per_gpu:,} vs {w.max_batch_per_gpu:,} "
-              f"sequences fit per GPU at those setups; {len(other.setups)} vs {len(k3.setups)} of the searched setups "
-              "hold the weights.")
+              f"{fmt_bytes(values['k3_cache'])} ({cache_word}); at those setups {o.max_batch_per_gpu:,} vs "
+              f"{w.max_batch_per_gpu:,} sequences fit per GPU beside {fmt_bytes(values['other_weights'])} vs "
+              f"{fmt_bytes(values['k3_weights'])} of weights, and {len(other.setups)} vs {len(k3.setups)} of the "
+              "searched setups hold the weights at all.")
     return (Said(first, ()), Said(second, ())), values

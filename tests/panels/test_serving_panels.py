@@ -33,7 +33,7 @@ def _usd(text: str) -> list[float]:
 def test_the_frontier_draws_k3_and_the_compared_model_on_one_figure(vs):
     view, pair = _view(vs)
     names = [t.name for t in view.panel.figure.data]
-    assert pair.label in names and f"{pair.k3_label}: cheapest of all" in names
+    assert f"{pair.label}: cheapest of all" in names and f"{pair.k3_label}: cheapest of all" in names
     other = next(t for t in view.panel.figure.data if t.name == f"{pair.label}: cheapest at that speed")
     first = view.panel.sentences[1].text  # the verdict, then the difference
     k3_usd, other_usd = _usd(first)[:2]
@@ -46,9 +46,9 @@ def test_what_drives_the_difference_prints_the_values_it_came_from(vs):
     view, pair = _view(vs)
     v, drives = view.panel.values, view.panel.sentences[2].text
     assert drives.startswith("What drives it")
-    for key in ("k3_bytes", "other_bytes", "k3_cache", "other_cache"):
+    for key in ("k3_bytes", "other_bytes", "k3_cache", "other_cache", "k3_weights", "other_weights"):
         assert fmt_bytes(v[key]) in drives
-    assert f"{v['other_fit']:,} vs {v['k3_fit']:,} sequences fit" in drives
+    assert f"{v['other_fit']:,} vs {v['k3_fit']:,} sequences fit per GPU" in drives
     assert f"{v['other_setups']} vs {v['k3_setups']} of the searched setups" in drives
 
 
