@@ -6,30 +6,27 @@ from functools import partial
 import streamlit as st
 import torch
 
-from k3lite.analytic.sensitivity import Assumption
 from k3lite.base.evidence import derived, measured_here
 from k3lite.model.attnres import attnres_cost, block_size_words
 from k3lite.analytic.budget import check_budget
 from k3lite.model.checkpoint import load_lite_model, with_config
-from k3lite.model.presets import get_preset
-from k3lite.analytic.hardware import get_gpu
 from k3lite.base.tokenizer import MAX_PROMPT_CHARS, encode
+from k3lite.panels import attnres as panels
+from k3lite.panels.attnres import K3, KIMI_LINEAR, WIDTHS
 from k3lite.viz.archmap import sources_at
-from k3lite.experiments.lm_train import attnres_results
-from k3lite.viz.attnres import (
-    block_cost_details, block_read_bytes, block_saving_sentence, cost_curves_figure, depth_heatmap_figure, depth_matrix,
-    residual_experiment_claim, residual_experiment_figure,
-)
+from k3lite.viz.attnres import (block_read_bytes, block_saving_sentence, cost_curves_figure, depth_heatmap_figure,
+                                depth_matrix, residual_experiment_claim, residual_experiment_figure)
 from k3lite.viz.diagrams import depth_reads, depth_reads_figure
-from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import fmt_bytes
-from views.common import assumptions_block, explain, lazy_sections, push_url, reset_button, show_code, url_state, user_errors
+from views.common import (assumptions_block, compared, explain, lazy_sections, push_url, reset_button, show_code,
+                          show_panel, url_state, user_errors)
 from views.common import try_it  # the page's practice problems, at its foot
 
 
 st.title("Attention Residuals")
 st.markdown("**Instead of adding every earlier layer's output into one sum, what if each layer chose which earlier "
             "outputs to read, and how much does reading blocks of them instead save?**")
+pair = compared()
 
 
 @st.cache_resource(show_spinner="Loading the trained lite model…")
@@ -85,22 +82,12 @@ weights = depth_matrix(trace)[reader][: len(reads.sources)] if mode != "standard
 # the depth weights come from running the shipped checkpoint on the prompt, here; a standard residual has none to run
 LIVE = measured_here("live on this server: the shipped lite checkpoint (assets/lite.safetensors) on the prompt, "
                      f"{mode} residual, S = {block}: model(ids, trace=True).trace.depth_view()")
-with picture:
-    st.plotly_chart(shared_figure(depth_reads_figure, reads, weights,
-                                  evidence=LIVE if mode != "standard" else derived(depth_reads)), width="stretch")
-
-reader_name = reads.names[reader + 1]
-full_count = len(sources_at("full", reader, 1))
-if mode == "standard":
-    st.markdown(f"With a standard residual, {reader_name} reads one running sum: every earlier output added with "
-                "weight 1, so it cannot tell them apart.")
-else:
-    top = int(max(range(len(reads.sources)), key=lambda j: weights[j]))
-    st.markdown(
-        f"{reader_name} reads **{len(reads.sources)}** vector{'s' * (len(reads.sources) != 1)} "
-        + (f"(blocks of {block_size_words(block)}; full AttnRes would read {full_count})" if mode == "block" else "")
-        + f" and mixes them with a softmax over depth; on this prompt (mean over its tokens) the largest weight, "
-          f"**{weights[top]:.2f}**, goes to the {reads.sources[top][0]}. Arc thickness = weight.")
+if pair is not None:  # K3's residual beside the compared model's at full scale; the live view under it
+    show_panel(panels.compare_panel(pair), "ar_compare", container=picture)
+reads_panel, reading = panels.reads_panel(reads, weights, mode, block, reader,
+                                          LIVE if mode != "standard" else derived(depth_reads))
+show_panel(reads_panel, "ar_reads", container=picture)
+st.markdown(reading)
 trained = (model.cfg.attn_res, model.cfg.attn_res_block_size)
 if mode != trained[0] or (mode == "block" and block != trained[1]):
     st.caption(f"The checkpoint was trained with {trained[0]} S = {trained[1]}; this view reuses its weights under "
@@ -122,9 +109,7 @@ def heatmap_panel() -> None:
     """Every sublayer's depth weights at once; the token choice reruns only this panel."""
     st.subheader("Every sublayer's depth weights at once")
     tok = st.radio("weights of", ["mean over the prompt's tokens", "last token"], horizontal=True, key="ar_token")
-    st.plotly_chart(shared_figure(depth_heatmap_figure, trace, None if tok.startswith("mean") else len(trace.tokens) - 1,
-                                  f"{mode} residual{f', S = {block}' if mode == 'block' else ''}: "
-                                  "what each sublayer reads", evidence=LIVE), width="stretch")
+    show_panel(panels.heatmap_panel(trace, not tok.startswith("mean"), mode, block, LIVE), "ar_heatmap")
     show_code(depth_matrix, depth_heatmap_figure)
     with st.expander("What to notice in the heatmap"):
         explain(
@@ -143,26 +128,15 @@ with tab_heatmap as is_open:
 with tab_train as is_open:
     if is_open:
         st.subheader("Does it train better? The shipped experiment")
-        experiments = attnres_results()
-        if experiments:
-            ran = measured_here(f"{experiments[0]['command']} (seeds "
-                                f"{', '.join(str(r['seed']) for r in experiments)}; assets/lab_attnres*.json)")
-            st.plotly_chart(shared_figure(residual_experiment_figure, experiments, evidence=ran), width="stretch")
-            st.markdown(residual_experiment_claim(experiments) + " The paper reports about 1.25x at scale.")
+        experiment = panels.experiment_panel()
+        if experiment:
+            show_panel(experiment[0], "ar_experiment")
             show_code(residual_experiment_figure, residual_experiment_claim)
             with st.expander("How the experiment was run"):
-                first = experiments[0]
-                st.caption(f"Shipped result (not live): the `lite` preset, {first['steps']} steps of {first['batch']} x "
-                           f"{first['seq_len']} bytes (k3lite.experiments.lm_train's data), seeds "
-                           f"{', '.join(str(r['seed']) for r in experiments)}; made by `{first['command']}` (and the same with "
-                           "another seed). The AttnRes paper (arXiv 2603.15031) reports block AttnRes matching a baseline "
-                           "trained with ~1.25x more compute; a few hundred CPU steps are noisy, which the two seeds show.")
+                st.caption(experiment[1])
         else:
             st.info("No shipped residual experiment in assets/ (lab_attnres*.json); `python -m k3lite.experiments.train --task attnres` "
                     "makes one.")
-
-K3, KIMI_LINEAR = get_preset("kimi-k3"), get_preset("kimi-linear-48b-a3b")
-WIDTHS = sorted({KIMI_LINEAR.d_model, 4096, K3.d_model})
 
 
 @st.fragment
@@ -179,37 +153,19 @@ def cost_panel() -> None:
                    f"{block_size_words(K3.attn_res_block_size)}")
     push_url("ar_d", "ar_S")
     d, S = st.session_state.ar_d, st.session_state.ar_S
-    layers = list(range(4, 201, 4))
-    costs = {"standard residual": [attnres_cost(n, d, "standard") for n in layers],
-             "full AttnRes": [attnres_cost(n, d, "full") for n in layers],
-             f"block AttnRes, S = {S}": [attnres_cost(n, d, "block", S) for n in layers]}
+    read, live, saving, details = panels.cost_panels(d, S)
     e1, e2 = st.columns(2)
-    e1.plotly_chart(shared_figure(cost_curves_figure, layers, costs, "read_bytes", evidence=derived(attnres_cost)),
-                    width="stretch")
-    e2.plotly_chart(shared_figure(cost_curves_figure, layers, costs, "live_bytes", evidence=derived(attnres_cost)),
-                    width="stretch")
-    gpu = get_gpu("H100 SXM")  # the one GPU table (datasheet sources in k3lite/analytic/hardware.py)
-    st.markdown(block_saving_sentence(K3.n_layers, d, S))
+    show_panel(read, "ar_cost_read", container=e1)
+    show_panel(live, "ar_cost_live", container=e2)
+    st.markdown(saving)
     show_code(attnres_cost, cost_curves_figure, block_saving_sentence)
     with st.expander("The numbers in full, and what the paper reports"):
-        st.markdown(
-            block_cost_details(K3.n_layers, d, S, gpu.hbm_bw, gpu.name)
-            + " *Computed* by `k3lite.model.attnres.attnres_cost`: "
-            "every source vector each mix reads counts once. *Reported* (arXiv 2603.15031): about 8 blocks recover "
-            "most of full AttnRes's gain, block AttnRes matches a baseline trained with 1.25x more compute, at under "
-            "2% extra inference latency; their Kimi Linear 48B test uses 54 sublayers in blocks of 6 (9 blocks + "
-            "embedding).")
+        st.markdown(details)
         explain("Full AttnRes grows quadratically in depth (sublayer l reads l vectors), block grows like L²/S, "
                 "standard linearly; the memory a token must keep drops from 2L + 1 to 2L/S + 1 vectors.")
-    assumptions_block(
-        "ar_x_assumptions", f"Block AttnRes's reads per token at K3's {K3.n_layers} layers",
-        partial(block_read_bytes, n_layers=K3.n_layers),
-        [Assumption("block_size", "block size S", S, f"K3's released config: {block_size_words(K3.attn_res_block_size)}",
-                    "the 'block size S for the model' slider", "sublayers"),
-         Assumption("d_model", "d_model", d, f"K3's released width, {K3.d_model}", "the 'd_model' slider"),
-         Assumption("bytes_per_number", "bytes per number", 2.0, "bf16 activations", unit="B")],
-        fmt_bytes, also=[("reads", "every source vector each mix reads counts once (nothing kept on chip between "
-                                   "mixes)")])
+    numbers, also = panels.assumptions(d, S)
+    assumptions_block("ar_x_assumptions", f"Block AttnRes's reads per token at K3's {K3.n_layers} layers",
+                      partial(block_read_bytes, n_layers=K3.n_layers), numbers, fmt_bytes, also=also)
 
 
 with tab_cost as is_open:
