@@ -136,3 +136,33 @@ def test_the_compared_frontier_is_the_same_search_of_the_other_config():
     other = P.page_frontier(K3_PRESET, 32768, (), None, "predicted", SEARCH, "deepseek-v3")
     assert other.preset == "deepseek-v3"
     assert cheapest_at(other.setups, 50.0).usd_per_m_output_tokens == view.panel.values["other_usd"]
+
+
+def test_the_compared_model_speculates_with_its_own_drafter():
+    from k3lite.analytic.serving import Speculation  # here: only these checks build a speculation
+    from k3lite.panels.serving_compare import compared_spec  # (the reason above)
+
+    dspark = Speculation()
+    assert compared_spec(pair_of("deepseek-v3"), dspark).drafter == "mtp"  # DeepSeek-V3 ships its MTP layer
+    assert compared_spec(pair_of("all-mla"), dspark) == dspark  # K3 without one idea: the page's own drafter
+    mtp = compared_spec(pair_of("all-mla", "deepseek-v3"), Speculation(1, 1.85, "mtp"))
+    assert mtp.drafter == "draft-model"  # a variant ships no MTP layer of its own
+    assert compared_spec(pair_of("kimi-k2"), None) is None
+
+
+@pytest.mark.parametrize("query", [
+    {"vs": "all-mla", "sv_preset": "deepseek-v3", "sv_spec": "true"},
+    {"vs": "kimi-k2", "sv_bound": "true", "sv_context": "131072"},
+    {"vs": "no-latent", "sv_speed": "400"},  # no setup reaches it: the page says so, for both
+])
+def test_the_page_opens_compared_with_speculation_the_bound_and_an_unreachable_speed(query):
+    from streamlit.testing.v1 import AppTest  # here: the one page-level check in this file
+
+    from conftest import ROOT
+
+    at = AppTest.from_file(str(ROOT / "views" / "serving.py"), default_timeout=300)
+    at.query_params.update(query)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    text = " ".join(c.value for c in at.caption).replace("\\$", "$")
+    assert "the same search and prices" in text or "reaches no" in text
