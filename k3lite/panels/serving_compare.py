@@ -103,6 +103,10 @@ def difference(k3: Frontier, other: Frontier, speed: float, pair: Pair) -> tuple
              f"per M output tokens ({w.label}), {b} ${o.usd_per_m_output_tokens:.3f} ({o.label}): {b} is {ratio}.")
     same_bytes = compare(values["other_bytes"], values["k3_bytes"], "more", "less", "same")
     same_cache = compare(values["other_cache"], values["k3_cache"], "more", "less", "same")
+    if pair.other.with_(name=pair.k3.name) == pair.k3:  # the page's model is the compared one, or lacks the idea
+        second = (f"{b} is the same config as {a}" + (f": {a} lacks {pair.comparison.idea}, so nothing is swapped." if pair.ablation
+                                                      else ": pick another model above or another comparison."))
+        return (Said(first, ()), Said(second, ())), values
     if ratio == "the same price" and same_bytes == same_cache == "same":
         where = SHOWS_ON.get(pair.key, "the page that draws it")
         second = (f"It changes nothing here: with {pair.comparison.instead} a GPU reads the same "

@@ -166,3 +166,14 @@ def test_the_page_opens_compared_with_speculation_the_bound_and_an_unreachable_s
     assert not at.exception, [e.message for e in at.exception]
     text = " ".join(c.value for c in at.caption).replace("\\$", "$")
     assert "the same search and prices" in text or "reaches no" in text
+
+
+@pytest.mark.parametrize("preset, vs", [("deepseek-v3", "deepseek-v3"), ("deepseek-v3", "all-mla"),
+                                        ("kimi-linear-48b-a3b", "no-latent")])
+def test_a_comparison_with_the_page_model_itself_says_it_is_one_config(preset, vs):
+    """DeepSeek-V3 beside DeepSeek-V3, or a model without an idea it never had (all MLA already, no latent): one
+    config twice, said so (it had said 'changes nothing here' and sent the reader to another page)."""
+    view, pair = _view(vs, preset)
+    assert view.panel.values["k3_usd"] == view.panel.values["other_usd"]
+    assert f"{pair.label} is the same config as {pair.k3_label}" in view.panel.text
+    assert "changes nothing here" not in view.panel.text
