@@ -93,6 +93,21 @@ def display_name(cfg: K3Config) -> str:
     return NAMES.get(name, name) + ("" if same else " (your settings)")
 
 
+def changes_nothing(pair: Pair) -> bool:
+    """True when the compared config is the page's own (a K3 idea removed from a model that never had it)."""
+    return pair.other.with_(name=pair.k3.name) == pair.k3
+
+
+def other_name(pair: Pair, base: str) -> str:
+    """The compared config's name in a sentence: its label, or, for a K3 variant built from another preset (the
+    page's preset is DeepSeek-V3, say), that preset with the change ('DeepSeek-V3 with SwiGLU in every feed-forward')."""
+    if pair.ablation and _preset_name(pair.k3) != K3:
+        if changes_nothing(pair):
+            return f"{NAMES.get(base, base)} without {pair.comparison.idea} (it has none: nothing changes)"
+        return f"{NAMES.get(base, base)} with {pair.comparison.instead}"
+    return pair.label
+
+
 def rebase(pair: Pair, cfg: K3Config) -> Pair:
     """The pair with the page's config on K3's side: a K3 variant is rebuilt from it (the sliders apply to both);
     another released model stays as released."""
@@ -117,6 +132,7 @@ def wire_pair(cfg: K3Config, pair: Pair, dep: Deployment) -> Panel:
     the sentences say how much differs and what drives it (copies = top-k over E, the record = width + metadata)."""
     pair = rebase(pair, cfg)
     names = (display_name(cfg), pair.label)
+    other = other_name(pair, _preset_name(cfg))
     a = analytic_traffic(cfg, dep)
     try:
         b = analytic_traffic(pair.other, dep)
@@ -125,7 +141,7 @@ def wire_pair(cfg: K3Config, pair: Pair, dep: Deployment) -> Panel:
         fig = shared_figure(paired_bars, [c for _, c in LINKS], [getattr(a.per_layer, k) / div for k, _ in LINKS],
                             None, names, pair.ablation, dict(title=title, rangemode="tozero"), title=_title(dep),
                             evidence=derived(wire_bytes_per_token))
-        return Panel(fig, (Said(f"{pair.label} cannot be routed on this deployment ({e}); pick another EP size or "
+        return Panel(fig, (Said(f"{other} cannot be routed on this deployment ({e}); pick another EP size or "
                                 "node limit to compare.", (derived(wire_bytes_per_token),)),))
     pa, pb = a.per_layer, b.per_layer
     title, div = bytes_axis("bytes / token / MoE layer", max(pa.total, pb.total))
@@ -141,11 +157,12 @@ def wire_pair(cfg: K3Config, pair: Pair, dep: Deployment) -> Panel:
     fmts = f"both {dep.dispatch} out and {dep.combine} back" + (
         f", at most {dep.node_limit} domains per token" if dep.node_limit else "")
     if pa == pb:
-        first = Said(f"{pair.label} moves exactly the bytes {names[0]} does: {fmt_bytes(pa.total)} per token per MoE "
+        first = Said(f"{other} moves exactly the bytes {names[0]} does: {fmt_bytes(pa.total)} per token per MoE "
                      f"layer, {pa.copies.total:.2f} copies of a {pa.dispatch_record} B record on both (the same "
                      f"{cfg.moe.n_routed_experts} experts, top-{cfg.moe.top_k} and {_width(cfg)} on the wire; {fmts}).",
                      ev)
-        where = f"Its difference shows {SHOWS_ON[pair.key]}." if pair.key in SHOWS_ON else ""
+        where = f"Its difference shows {SHOWS_ON[pair.key]}." if pair.key in SHOWS_ON and not changes_nothing(
+            pair) else ""
         rest = (f"Over a forward pass, {a.n_moe_layers} MoE layers on both: {fmt_bytes(a.per_forward)}. "
                 if a.n_moe_layers == b.n_moe_layers else
                 f"Over a forward pass ({a.n_moe_layers} against {b.n_moe_layers} MoE layers): "
@@ -154,7 +171,7 @@ def wire_pair(cfg: K3Config, pair: Pair, dep: Deployment) -> Panel:
                      values=values)
     ca, cb, ra, rb = pa.copies.total, pb.copies.total, pa.dispatch_record, pb.dispatch_record
     first = Said(
-        f"{names[0]} moves {fmt_bytes(pa.total)} per token per MoE layer against {pair.label}'s "
+        f"{names[0]} moves {fmt_bytes(pa.total)} per token per MoE layer against {other}'s "
         f"{fmt_bytes(pb.total)}: it sends {ca:.2f} copies (top-{cfg.moe.top_k} of {cfg.moe.n_routed_experts} experts) "
         f"against {cb:.2f} (top-{pair.other.moe.top_k} of {pair.other.moe.n_routed_experts}), "
         f"{times(ca, cb, 'more', 'fewer')}, each dispatch record {ra} B against {rb} B ({_width(cfg)} against "
@@ -162,7 +179,7 @@ def wire_pair(cfg: K3Config, pair: Pair, dep: Deployment) -> Panel:
         f"({fmts}).", ev)
     nic_a, nic_b = (100 * p.inter / p.total if p.total else 0.0 for p in (pa, pb))
     second = Said(
-        f"The NIC carries {nic_a:.0f}% of {names[0]}'s bytes and {nic_b:.0f}% of {pair.label}'s. Over a forward "
+        f"The NIC carries {nic_a:.0f}% of {names[0]}'s bytes and {nic_b:.0f}% of {other}'s. Over a forward "
         f"pass ({_layers(a.n_moe_layers, b.n_moe_layers)}) that is {fmt_bytes(a.per_forward)} against "
         f"{fmt_bytes(b.per_forward)}, {times(a.per_forward, b.per_forward, 'more', 'less')}, and "
         f"{fmt_seconds(a.wire_s_forward)} against {fmt_seconds(b.wire_s_forward)} on the wire.", ev)

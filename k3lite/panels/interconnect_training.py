@@ -27,7 +27,7 @@ from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import comparison_config
 from k3lite.panels.core import Pair, Panel, Said
-from k3lite.panels.interconnect import NAMES, SHOWS_ON
+from k3lite.panels.interconnect import NAMES, SHOWS_ON, changes_nothing, other_name, rebase
 from k3lite.viz.compare import paired_bars
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import bytes_axis
@@ -75,6 +75,8 @@ def other_step(lay: TrainingLayout, pair: Pair) -> StepTraffic:
 def training_pair(lay: TrainingLayout, pair: Pair) -> Panel:
     """Bytes per token of one training step by kind, the layout's model and the compared one on one axis."""
     mine, name = step_traffic(lay), NAMES.get(lay.preset, lay.preset)
+    pair = rebase(pair, get_preset(lay.preset))  # a K3 variant of the layout's model
+    other = other_name(pair, lay.preset)
     theirs = other_step(lay, pair)
     a, b = mine.by_kind(), theirs.by_kind()
     top = max(max(k.total for k in mine.kinds), max(k.total for k in theirs.kinds), 1.0)
@@ -95,17 +97,17 @@ def training_pair(lay: TrainingLayout, pair: Pair) -> Panel:
     where = (f"PP {lay.pp} x EP {lay.ep} x DP {lay.dp}, {lay.schedule}, {lay.micro_batches} micro-batches of "
              f"{lay.micro_batch_tokens} tokens")
     if all(a[k].total == b[k].total for k in KINDS):
-        said = [Said(f"{pair.label} moves exactly the bytes {name} does per token of one training step: "
+        said = [Said(f"{other} moves exactly the bytes {name} does per token of one training step: "
                      f"{fmt_bytes(ta)} on {where} (EP forward {fmt_bytes(a['EP forward'].total)}, EP backward "
                      f"{fmt_bytes(a['EP backward'].total)}, PP {fmt_bytes(a['PP'].total)}, DP "
                      f"{fmt_bytes(a['DP'].total)}, each equal).", ev)]
-        if pair.key in SHOWS_ON and pair.key != "standard-residual":
+        if pair.key in SHOWS_ON and pair.key != "standard-residual" and not changes_nothing(pair):
             said.append(Said(f"Its difference shows {SHOWS_ON[pair.key]}.", ev))
         return Panel(fig, tuple(said), derived(step_traffic), values=values)
     gap = max(KINDS, key=lambda k: abs(a[k].total - b[k].total))
     same = [k for k in KINDS if a[k].total == b[k].total]
     first = Said(f"On {where}, {name} moves {fmt_bytes(ta)} per token of one training step against "
-                 f"{pair.label}'s {fmt_bytes(tb)}: {times(ta, tb, 'more', 'less')}, and spends "
+                 f"{other}'s {fmt_bytes(tb)}: {times(ta, tb, 'more', 'less')}, and spends "
                  f"{fmt_seconds(mine.comm_s)} of GPU time on the links against {fmt_seconds(theirs.comm_s)}.", ev)
     second = Said(f"The largest difference is {gap}: {fmt_bytes(a[gap].total)} against {fmt_bytes(b[gap].total)}, "
                   f"{times(a[gap].total, b[gap].total, 'more', 'less')}, set by {DRIVES[gap]}."

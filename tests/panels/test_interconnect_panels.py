@@ -174,3 +174,17 @@ def test_the_page_helpers():
     assert "must be <= experts on node_limit=1" in why
     panels, rows, said = three_models("fp8", "bf16", 0, "normal")
     assert set(panels) == {"multi-node-8x8", "nvl72"} and len(rows) == 8 and "K2's bytes" in said.text
+
+
+def test_a_k3_idea_removed_from_a_model_without_it_is_named_so():
+    """With DeepSeek-V3 as the page's preset, 'K3 with SwiGLU' is DeepSeek-V3 itself: the sentence must not call
+    it K3 nor send the reader elsewhere for a difference that does not exist."""
+    dsv3 = get_preset("deepseek-v3")
+    panel = wire_pair(page_config(dsv3, 256, 8, 1.0), pair_of("swiglu", dsv3), DEP)
+    assert panel.text.startswith("DeepSeek-V3 without SiTU-GLU (it has none: nothing changes) moves exactly")
+    assert "Its difference shows" not in panel.text
+    lay, _ = training_steps("deepseek-v3", "dualpipe", 120)
+    text = training_pair(lay, pair_of("no-latent")).text
+    assert text.startswith("DeepSeek-V3 without Stable LatentMoE (it has none") and "K3" not in text
+    mla = wire_pair(page_config(get_preset("kimi-k2"), 384, 8, 1.0), pair_of("all-mla", get_preset("kimi-k2")), DEP)
+    assert mla.text.startswith("Kimi K2 without the 3:1 KDA hybrid (it has none")
