@@ -38,20 +38,26 @@ def draw(items: list, key: str, where=st) -> None:
 st.title("Serving: from architecture to $ per million tokens")
 st.markdown("**What does a token of K3 cost to serve, on which GPU, at the speed a user wants?**")
 reset_button("sv_")
-with st.expander("How the price of a token is computed"):
-    st.markdown(P.HOW)
+st.expander("How the price of a token is computed").markdown(P.HOW)
 url_state("sv_preset", K3_PRESET, choices=PRESETS)
 url_state("sv_gpu", "GB300 NVL72", choices=P.gpu_choices())
-for k, v, hi in (("sv_gpus", 64, 1024), ("sv_ep", 64, 1024), ("sv_tp", 1, 64), ("sv_batch", 0, 100_000)):
-    url_state(k, v, lo=1 if k != "sv_batch" else 0, hi=hi)
+url_state("sv_gpus", 64, lo=1, hi=1024)
+url_state("sv_ep", 64, lo=1, hi=1024)
+url_state("sv_tp", 1, lo=1, hi=64)
+url_state("sv_batch", 0, lo=0, hi=100_000)
 url_state("sv_experts", RELEASED_K3_FORMATS["routed_experts"], choices=FORMATS)  # as K3 ships: MXFP4 experts,
 url_state("sv_rest", RELEASED_K3_FORMATS["attention"], choices=FORMATS)  # bf16 everything else (config.json)
 url_state("sv_context", 32768, choices=S.CONTEXTS)
-for k, v in (("sv_overlap", True), ("sv_spec", False), ("sv_bound", False)):
-    url_state(k, v)
+url_state("sv_overlap", True)
+url_state("sv_spec", False)
+url_state("sv_bound", False)
 url_state("sv_draft", SPEC_DEFAULTS[st.session_state.sv_preset]["sv_draft"], lo=1, hi=32)  # the model's own
 url_state("sv_accept", SPEC_DEFAULTS[st.session_state.sv_preset]["sv_accept"], lo=1.0, hi=33.0)  # speculation
 url_state("sv_speed", INTERACTIVE_TOKENS_PER_USER, lo=1.0, hi=1000.0)
+url_state("sv_t_speed", INTERACTIVE_TOKENS_PER_USER, lo=1.0, hi=1000.0)  # the target's four: its expander draws them
+url_state("sv_t_in", 8192, lo=1, hi=10_000_000)
+url_state("sv_t_out", 1024, lo=0, hi=1_000_000)
+url_state("sv_t_users", 1000, lo=1, hi=100_000_000)
 pair = compared(base=st.session_state.sv_preset)
 ctl, fig_col = st.columns([1, 3])
 ctl.selectbox("model", PRESETS, key="sv_preset", on_change=partial(fill_from, "sv_preset", SPEC_DEFAULTS))
@@ -98,7 +104,7 @@ with lazy_expander("Your deployment: GPU, parallelism, formats, batch (sections 
         c4.toggle("overlap communication with compute", key="sv_overlap")
 push_url("sv_formats", "sv_tps", "sv_caches", "sv_preset", "sv_gpu", "sv_gpus", "sv_ep", "sv_tp", "sv_experts",
          "sv_rest", "sv_context", "sv_batch", "sv_overlap", "sv_spec", "sv_draft", "sv_accept", "sv_speed", "sv_bound",
-         *PRICE_URL_KEYS.values())
+         "sv_t_speed", "sv_t_in", "sv_t_out", "sv_t_users", *PRICE_URL_KEYS.values())
 NAME, CONTEXT, SPEED = ss.sv_preset, int(ss.sv_context), float(ss.sv_speed)
 with user_errors():  # a speculation the model cannot run is every panel's input: it stops the page
     spec = P.speculation(ss.sv_spec, ss.sv_draft, ss.sv_accept, NAME)
@@ -121,12 +127,7 @@ with lazy_expander("What the prediction fits and assumes, run by run", key="serv
 with lazy_expander("Each GPU at this speed, and where the prices come from", key="serving_x_gpu_speed_prices") as is_open:
     if is_open:
         draw(P.per_gpu(view.frontier, SEARCH, SPEED, spec, NAME), "sv_per_gpu")
-for k, v, lo, hi in (("sv_t_speed", INTERACTIVE_TOKENS_PER_USER, 1.0, 1000.0), ("sv_t_in", 8192, 1, 10_000_000),
-                     ("sv_t_out", 1024, 0, 1_000_000), ("sv_t_users", 1000, 1, 100_000_000)):
-    url_state(k, v, lo=lo, hi=hi)
-push_url("sv_t_speed", "sv_t_in", "sv_t_out", "sv_t_users")
-TARGET_IN = {"speed": float(ss.sv_t_speed), "users": int(ss.sv_t_users), "input_len": int(ss.sv_t_in),
-             "output_len": int(ss.sv_t_out)}
+TARGET_IN = S.target_inputs(ss.sv_t_speed, ss.sv_t_users, ss.sv_t_in, ss.sv_t_out)
 tgt, target_error = S.target(d, **TARGET_IN)
 with lazy_expander("Solve for my target (users, speed)", key="serving_x_solve") as is_open:
     if is_open and d.step is None:
@@ -192,8 +193,7 @@ for label, key, items in (("4. What each choice buys", "serving_x_4_choice_buys"
         if is_open:
             with user_errors():
                 draw(items(), key)
-with user_errors():
-    block = P.page_assumptions(view, NAME, CONTEXT, prices, spec, SEARCH, SPEED)
+block = P.page_assumptions(view, NAME, CONTEXT, prices, spec, SEARCH, SPEED)  # None: no setup reaches the speed
 if block is not None:
     assumptions_block("serving_x_assumptions", block.headline_name, block.headline, block.assumptions, block.fmt,
                       also=block.also)

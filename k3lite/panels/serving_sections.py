@@ -222,6 +222,11 @@ def published(context: int, acceptance: float) -> list:
             Code((validate, validate_vllm_k3))]
 
 
+def target_inputs(speed: float, users: int, input_len: int, output_len: int) -> dict:
+    """solve()'s target as the page's four inputs give it (and the export lists it)."""
+    return {"speed": float(speed), "users": int(users), "input_len": int(input_len), "output_len": int(output_len)}
+
+
 def target(d: Deployment, speed: float, users: int, input_len: int, output_len: int):
     """solve() for the deployment: (its answer, or None and the message that stops it)."""
     if d.step is None:
