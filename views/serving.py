@@ -117,7 +117,7 @@ first = [(P.prediction_check_panel(), "sv_check"), (view.panel, "sv_frontier")] 
 for panel, key in first if pair is None else first[::-1]:
     show_panel(P.for_markdown(panel), key, container=fig_col)
 if d.step is None:
-    fig_col.error(f"Your deployment ({d.headline}): {d.error}", icon="⚠️")
+    fig_col.error(f"Your deployment ({d.layout}): {d.error}", icon="⚠️")
 else:
     show_panel(P.for_markdown(P.deployment_panel(d)), "sv_deployment", container=fig_col)
 show_code(*P.CODE)

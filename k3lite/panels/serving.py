@@ -120,7 +120,7 @@ class Deployment(NamedTuple):
     predicted: Any = None  # the predictor's step at the same batch
     error: str = ""
     price_source: str = ""
-    headline: str = ""  # "64 x GB300 NVL72, EP 64, TP 1": what its error names
+    layout: str = ""  # "64 x GB300 NVL72, EP 64, TP 1": what its error names
 
     @property
     def price_evidence(self) -> Evidence:
@@ -132,7 +132,7 @@ def deployment(preset: str, gpu: str, n_gpus: int, ep: int, tp: int, experts: st
     """The reader's deployment, priced from the page's one price table (`prices`: GPU -> $ per GPU-hour as typed);
     batch 0 = the most that fit. A layout that does not fit or does not build keeps its message in `error`."""
     source = price_table(prices)[gpu_name(gpu)]
-    headline = f"{n_gpus} x {gpu}, EP {ep}, TP {tp}"
+    layout = f"{n_gpus} x {gpu}, EP {ep}, TP {tp}"
     s = None
     try:
         s = Serving(preset, gpu, int(n_gpus), int(ep), int(tp),
@@ -141,9 +141,9 @@ def deployment(preset: str, gpu: str, n_gpus: int, ep: int, tp: int, experts: st
         place = check_fits(s, int(batch) or None)  # refuses what does not fit before anything else runs
         b = int(batch) or place.max_batch_per_gpu
         return Deployment(s, place, b, decode_step(s, b), as_step(terms(s), FITTED.efficiency, b), "", source[1],
-                          headline)
+                          layout)
     except ValueError as e:
-        return Deployment(s, error=str(e), price_source=source[1], headline=headline)
+        return Deployment(s, error=str(e), price_source=source[1], layout=layout)
 
 
 def deployment_panel(d: Deployment) -> Panel:
