@@ -19,10 +19,10 @@ from k3lite.viz.serving import frontier_figure, log_axis_125
 from k3lite.viz.style import HIGHLIGHT_LINE, fmt_bytes
 
 # where a comparison that changes nothing on this page does show (the page that draws that idea)
-SHOWS_ON = {
-    "aux-loss": "the Routing & balancing page (expert loads and dropped tokens)",
-    "bias": "the Routing & balancing page (expert loads and dropped tokens)",
-    "swiglu": "the Forward pass page (the feed-forward's activation)",
+SHOWS_ON = {  # by the page's title in the sidebar
+    "aux-loss": "the Stable LatentMoE & routing page (expert loads, balancing)",
+    "bias": "the Stable LatentMoE & routing page (expert loads, balancing)",
+    "swiglu": "the Stable LatentMoE & routing page (SiTU-GLU's bounded gate beside SwiGLU's)",
     "standard-residual": "the Attention Residuals page (what each layer reads from the ones before it)",
 }
 

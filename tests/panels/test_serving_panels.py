@@ -177,3 +177,14 @@ def test_a_comparison_with_the_page_model_itself_says_it_is_one_config(preset, v
     assert view.panel.values["k3_usd"] == view.panel.values["other_usd"]
     assert f"{pair.label} is the same config as {pair.k3_label}" in view.panel.text
     assert "changes nothing here" not in view.panel.text
+
+
+def test_where_a_comparison_shows_names_pages_that_exist():
+    """SwiGLU had been sent to the Forward pass page; SiTU-GLU beside SwiGLU is drawn on the routing page."""
+    from k3lite.panels.serving_compare import SHOWS_ON  # here: only this check reads the table
+    from views.registry import PAGES  # (the reason above)
+
+    titles = {p.title for p in PAGES}
+    for key, where in SHOWS_ON.items():
+        assert where.removeprefix("the ").split(" page (")[0] in titles, (key, where)
+    assert "Stable LatentMoE & routing" in SHOWS_ON["swiglu"]
