@@ -156,10 +156,12 @@ LAYOUTS = {"deepseek-v3": deepseek_v3_layout, "kimi-k3": k3_layout}
 
 
 @functools.lru_cache(maxsize=16)
-def _params(preset: str) -> tuple[int, int, int]:
-    """(total, active, routed-expert) parameters of a preset (count_params builds it on the meta device)."""
-    rep = count_params(get_preset(preset))
-    return rep.total, active_params(get_preset(preset)), rep.by_component["routed_experts"]
+def _params(model: str | K3Config) -> tuple[int, int, int]:
+    """(total, active, routed-expert) parameters of a preset or a config (count_params builds it on the meta
+    device): a variant's own (MLA everywhere has other attention weights than K3's)."""
+    cfg = get_preset(model) if isinstance(model, str) else model
+    rep = count_params(cfg)
+    return rep.total, active_params(cfg), rep.by_component["routed_experts"]
 
 
 def achieved_flops_dsv3() -> float:
@@ -213,7 +215,7 @@ def step_traffic(layout: TrainingLayout, *, latent: bool = True, residual: str |
     ep = training_ep_bytes(cfg, dep, latent=latent)
     n_moe = sum(t == "moe" for t in cfg.ffn_types())
     pp = pipeline_bytes(cfg, layout.pp, residual, layout.pp_bytes) if layout.pp > 1 else None
-    total, active, experts = _params(layout.preset)
+    total, active, experts = _params(cfg)
     dense = total - experts
     edp = layout.dp // layout.ep  # GPUs holding each expert
     shard = (layout.grad_bytes + layout.param_bytes)

@@ -19,11 +19,9 @@ from k3lite.analytic.training import (
     training_headline, training_sentence,
 )
 from k3lite.interconnect.pipeline import residual_comparison
-from k3lite.analytic.params import count_params
 from k3lite.base.evidence import derived, measured_here, released
 from k3lite.base.units import fmt_bytes, fmt_seconds
 from k3lite.base.wording import times
-from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import comparison_config
 from k3lite.panels.core import Pair, Panel, Said
@@ -48,28 +46,12 @@ def training_steps(layout: str, schedule: str, micro_batches: int) -> tuple[Trai
     return lay, idea_variants(lay)
 
 
-def dp_bytes(lay: TrainingLayout, cfg: K3Config) -> float:
-    """DP bytes per token for `cfg`'s own parameters: step_traffic's formula (ring reduce-scatter + all-gather of
-    each GPU's shard), which counts the layout's preset's parameters; a K3 variant has its own (MLA everywhere:
-    other attention weights). tests/panels/test_interconnect_panels.py checks the two agree on a preset."""
-    rep = count_params(cfg)
-    experts = rep.by_component["routed_experts"]
-    dense, edp = rep.total - experts, lay.dp // lay.ep
-    per_gpu = (dense / lay.pp * (lay.dp - 1) / lay.dp
-               + experts / (lay.pp * lay.ep) * ((edp - 1) / edp if edp > 1 else 0)) * (lay.grad_bytes + lay.param_bytes)
-    return per_gpu * lay.gpus / lay.global_tokens
-
-
 def other_step(lay: TrainingLayout, pair: Pair) -> StepTraffic:
     """The compared model's step on the same layout: a released model as its preset; a K3 variant built from the
-    layout's model, its DP bytes from its own parameters (`dp_bytes`)."""
+    layout's model (step_traffic counts its DP bytes from its own parameters)."""
     if not pair.ablation:
         return step_traffic(replace(lay, preset=pair.other.name))
-    cfg = comparison_config(pair.key, get_preset(lay.preset))
-    step = step_traffic(lay, cfg=cfg)
-    dp = dp_bytes(lay, cfg)
-    kinds = [k._replace(inter=dp, seconds=dp / lay.topology.inter_bw) if k.kind == "DP" else k for k in step.kinds]
-    return step._replace(kinds=kinds)
+    return step_traffic(lay, cfg=comparison_config(pair.key, get_preset(lay.preset)))
 
 
 def training_pair(lay: TrainingLayout, pair: Pair) -> Panel:
