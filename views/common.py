@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -319,14 +320,35 @@ def compare_control() -> None:
 
 
 def show_panel(panel, key: str, container=None) -> None:
-    """A panel (k3lite.panels.core.Panel): its title, its figure (built tagged with its evidence), its sentences."""
+    """A panel (k3lite.panels.core.Panel): its title, its figure (built tagged with its evidence), its sentences
+    (a "$" escaped: two in one caption would render the text between them as LaTeX)."""
     where = container or st
     if panel.title:
         where.markdown(f"**{panel.title}**")
     if panel.figure is not None:
         where.plotly_chart(panel.figure, width="stretch", key=key)
     for said in panel.sentences:
-        sentence(said.text, *said.evidence, container=where)
+        sentence(re.sub(r"(?<!\\)\$", r"\\$", said.text), *said.evidence, container=where)
+
+
+def draw_items(items, key: str, where=None) -> None:
+    """A panel function's items in order (k3lite.panels.core): panels, rows of metrics (tuples), tables, notes,
+    code."""
+    from k3lite.panels.core import Code, Note, Table  # (the reason in compared)
+
+    where = where or st
+    for i, item in enumerate(items):
+        if isinstance(item, Table):
+            table(where, item.rows, item.columns, default=item.default, hide_index=True, width="stretch")
+        elif isinstance(item, Note):
+            (where.markdown if item.markdown else where.caption)(item.text)
+        elif isinstance(item, Code):
+            show_code(*item.functions)
+        elif isinstance(item, tuple):  # one row of metrics
+            for col, m in zip(where.columns(len(item)), item):
+                metric(col, m.label, m.value, m.evidence, help=m.help or None)
+        else:
+            show_panel(item, f"{key}_{i}", container=where)
 
 
 def evidence_legend() -> None:

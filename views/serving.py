@@ -3,6 +3,7 @@ from functools import partial
 
 import streamlit as st
 
+from k3lite.analytic.hardware import CUSTOM_FIELDS, gpu_label
 from k3lite.analytic.memory import RELEASED_K3_FORMATS
 from k3lite.analytic.serving import K3_PRESET, PREFILL_CHUNK_TOKENS, USD_PER_GPU_HOUR
 from k3lite.analytic.serving.deployment import CACHE_FORMATS, CACHE_SOURCE, PRICE_URL_KEYS
@@ -12,27 +13,11 @@ from k3lite.analytic.serving.step import PREFILL_CHUNK_SOURCE
 from k3lite.panels import serving as P
 from k3lite.panels import serving_sections as S
 from views.common import (
-    assumptions_block, compared, fill_from, lazy_expander, metric, push_url, reset_button, show_code, show_panel,
-    table, try_it, url_state, user_errors,
+    assumptions_block, compared, draw_items, fill_from, lazy_expander, metric, push_url, reset_button, show_code, show_panel,
+    try_it, url_state, user_errors,
 )
 
 PRESETS, FORMATS, SPEC_DEFAULTS = P.PRESETS, P.FORMATS, P.spec_defaults(P.PRESETS)  # the model's own speculation
-
-
-def draw(items: list, key: str, where=st) -> None:
-    """A section's items in order (k3lite.panels.serving): panels, rows of metrics, tables, notes, code."""
-    for i, item in enumerate(items):
-        if isinstance(item, P.Table):
-            table(where, item.rows, item.columns, default=item.default, hide_index=True, width="stretch")
-        elif isinstance(item, P.Note):
-            (where.markdown if item.markdown else where.caption)(item.text)
-        elif isinstance(item, P.Code):
-            show_code(*item.functions)
-        elif isinstance(item, tuple):  # one row of metrics
-            for col, m in zip(where.columns(len(item)), item):
-                metric(col, m.label, m.value, m.evidence, help=m.help or None)
-        else:
-            show_panel(P.for_markdown(item), f"{key}_{i}", container=where)
 
 
 st.title("Serving: from architecture to $ per million tokens")
@@ -40,7 +25,13 @@ st.markdown("**What does a token of K3 cost to serve, on which GPU, at the speed
 reset_button("sv_")
 st.expander("How the price of a token is computed").markdown(P.HOW)
 url_state("sv_preset", K3_PRESET, choices=PRESETS)
-url_state("sv_gpu", "GB300 NVL72", choices=P.gpu_choices())
+for f, *_, lo, hi in CUSTOM_FIELDS:  # your own GPU: its numbers travel in the URL like every other input
+    url_state(f"sv_my_{f}", P.MY_GPU_DEFAULTS[f], lo=float(lo), hi=float(hi))
+url_state("sv_my_on", False)
+MY_GPU, my_error = P.my_gpu({f: st.session_state[f"sv_my_{f}"] for f, *_ in CUSTOM_FIELDS}, st.session_state.sv_my_on)
+url_state("sv_gpu", "GB300 NVL72", choices=P.gpu_choices(MY_GPU))
+if st.session_state.sv_gpu not in P.gpu_choices(MY_GPU):  # your GPU's numbers changed, or it was switched off
+    st.session_state.sv_gpu = MY_GPU or "GB300 NVL72"
 url_state("sv_gpus", 64, lo=1, hi=1024)
 url_state("sv_ep", 64, lo=1, hi=1024)
 url_state("sv_tp", 1, lo=1, hi=64)
@@ -79,6 +70,13 @@ with ctl, lazy_expander("GPU-hour prices ($)", key="serving_x_gpu_hour_prices") 
         st.number_input(g, 0.1, 999.0, step=0.1, key=key, help=f"default {USD_PER_GPU_HOUR[g][0]:g}: "
                         f"{USD_PER_GPU_HOUR[g][1]}. A value you type is yours, and every panel and the cost page use it")
 prices = {g: float(st.session_state[key]) for g, key in PRICE_URL_KEYS.items()}
+with ctl, lazy_expander("Your own GPU", key="serving_x_my_gpu") as is_open:
+    if is_open:
+        st.toggle("search it too (and offer it to your deployment)", key="sv_my_on")
+        for f, what, *_ , lo, hi in CUSTOM_FIELDS:
+            st.number_input(what, float(lo), float(hi), step=1.0 if f == "nvlink_domain" else None, key=f"sv_my_{f}")
+if my_error:
+    ctl.error(f"⚠️ Your GPU: {my_error}")
 url_state("sv_formats", ["released"], choices=list(P.FORMAT_KEYS))
 url_state("sv_tps", [str(t) for t in FRONTIER_TP], choices=[str(t) for t in FRONTIER_TP])
 url_state("sv_caches", list(FRONTIER_CACHES), choices=list(CACHE_FORMATS))
@@ -89,12 +87,12 @@ with ctl, lazy_expander("What the frontier searches", key="serving_x_search") as
         st.multiselect("attention TP (1 = data-parallel attention)", [str(t) for t in FRONTIER_TP], key="sv_tps")
         st.multiselect("MLA cache format", list(CACHE_FORMATS), key="sv_caches", help=CACHE_SOURCE)
 ss = st.session_state
-SEARCH = P.search(ss.sv_formats, ss.sv_tps, ss.sv_caches)
+SEARCH = P.search(ss.sv_formats, ss.sv_tps, ss.sv_caches, MY_GPU)
 with lazy_expander("Your deployment: GPU, parallelism, formats, batch (sections 1-4 below)",
                    key="serving_x_your_deployment") as is_open:
     if is_open:
         c1, c2, c3, c4 = st.columns(4)
-        c1.selectbox("GPU", P.gpu_choices(), key="sv_gpu")
+        c1.selectbox("GPU", P.gpu_choices(MY_GPU), key="sv_gpu", format_func=gpu_label)
         c1.number_input("GPUs per replica", 1, 1024, key="sv_gpus")
         c2.number_input("expert parallel (EP)", 1, 1024, key="sv_ep")
         c2.number_input("tensor parallel (TP) of attention", 1, 64, key="sv_tp")
@@ -102,7 +100,7 @@ with lazy_expander("Your deployment: GPU, parallelism, formats, batch (sections 
         c3.selectbox("everything else stored as", FORMATS, key="sv_rest")
         c4.number_input("batch per GPU (0 = the most that fit)", 0, 100_000, key="sv_batch")
         c4.toggle("overlap communication with compute", key="sv_overlap")
-push_url("sv_formats", "sv_tps", "sv_caches", "sv_preset", "sv_gpu", "sv_gpus", "sv_ep", "sv_tp", "sv_experts",
+push_url("sv_my_on", *(f"sv_my_{f}" for f, *_ in CUSTOM_FIELDS), "sv_formats", "sv_tps", "sv_caches", "sv_preset", "sv_gpu", "sv_gpus", "sv_ep", "sv_tp", "sv_experts",
          "sv_rest", "sv_context", "sv_batch", "sv_overlap", "sv_spec", "sv_draft", "sv_accept", "sv_speed", "sv_bound",
          "sv_t_speed", "sv_t_in", "sv_t_out", "sv_t_users", *PRICE_URL_KEYS.values())
 NAME, CONTEXT, SPEED = ss.sv_preset, int(ss.sv_context), float(ss.sv_speed)
@@ -115,18 +113,18 @@ with user_errors():
     view = P.frontier_view(NAME, CONTEXT, prices, spec, bool(ss.sv_bound), SEARCH, SPEED, pair)
 first = [(P.prediction_check_panel(), "sv_check"), (view.panel, "sv_frontier")]  # compared: the frontier first
 for panel, key in first if pair is None else first[::-1]:
-    show_panel(P.for_markdown(panel), key, container=fig_col)
+    show_panel(panel, key, container=fig_col)
 if d.step is None:
     fig_col.error(f"Your deployment ({d.layout}): {d.error}", icon="⚠️")
 else:
-    show_panel(P.for_markdown(P.deployment_panel(d)), "sv_deployment", container=fig_col)
+    show_panel(P.deployment_panel(d), "sv_deployment", container=fig_col)
 show_code(*P.CODE)
 with lazy_expander("What the prediction fits and assumes, run by run", key="serving_x_prediction_terms") as is_open:
     if is_open:
-        draw(P.prediction_terms(), "sv_terms")
+        draw_items(P.prediction_terms(), "sv_terms")
 with lazy_expander("Each GPU at this speed, and where the prices come from", key="serving_x_gpu_speed_prices") as is_open:
     if is_open:
-        draw(P.per_gpu(view.frontier, SEARCH, SPEED, spec, NAME), "sv_per_gpu")
+        draw_items(P.per_gpu(view.frontier, SEARCH, SPEED, spec, NAME), "sv_per_gpu")
 TARGET_IN = S.target_inputs(ss.sv_t_speed, ss.sv_t_users, ss.sv_t_in, ss.sv_t_out)
 tgt, target_error = S.target(d, **TARGET_IN)
 with lazy_expander("Solve for my target (users, speed)", key="serving_x_solve") as is_open:
@@ -141,7 +139,7 @@ with lazy_expander("Solve for my target (users, speed)", key="serving_x_solve") 
         if target_error:
             st.error(f"⚠️ {target_error}")
         else:
-            draw(S.target_section(d, tgt), "sv_target")
+            draw_items(S.target_section(d, tgt), "sv_target")
 with lazy_expander("Export this scenario", key="serving_x_export") as is_open:
     if is_open:
         link = scenario_link(st.context.url, st.query_params.to_dict())
@@ -159,7 +157,7 @@ for label, key, section in (
         if is_open and d.step is None:
             st.info(P.NOT_RUN)
         elif is_open:
-            draw(section(d), key)
+            draw_items(section(d), key)
 
 
 @st.fragment
@@ -179,10 +177,10 @@ def prefill_panel(d: P.Deployment) -> None:
             push_url("sv_pre_ep", "sv_pre_chunk")
             with user_errors():
                 fig, metrics, *rest = S.prefill(d, int(st.session_state.sv_pre_ep), int(st.session_state.sv_pre_chunk))
-            draw([fig], "sv_prefill_fig", pre_fig)
+            draw_items([fig], "sv_prefill_fig", pre_fig)
             for m in metrics:
                 metric(pre_ctl, m.label, m.value, m.evidence, help=m.help)
-            draw(rest, "sv_prefill")
+            draw_items(rest, "sv_prefill")
 
 
 prefill_panel(d)
@@ -192,7 +190,7 @@ for label, key, items in (("4. What each choice buys", "serving_x_4_choice_buys"
     with lazy_expander(label, key=key) as is_open:
         if is_open:
             with user_errors():
-                draw(items(), key)
+                draw_items(items(), key)
 block = P.page_assumptions(view, NAME, CONTEXT, prices, spec, SEARCH, SPEED)  # None: no setup reaches the speed
 if block is not None:
     assumptions_block("serving_x_assumptions", block.headline_name, block.headline, block.assumptions, block.fmt,

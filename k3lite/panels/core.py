@@ -3,6 +3,8 @@
     Said(text, evidence)              one computed sentence and the evidence classes of the numbers in it
     Panel(figure, sentences, ...)     what a page draws: a plotly figure (or None) and its sentences; `values`
                                       holds the numbers the sentences were built from (a test reads them)
+    Metric, Table, Note, Code         the other items a panel function may return for the page to draw in order
+                                      (views.common.draw_items)
     Pair(k3, other, key)              K3 (or the page's config) and the config it is compared with, by key of
                                       k3lite.model.variants.COMPARISONS; `pair_of(base, key)` builds it
 A panel function takes `(cfg, other: Pair | None, ...knobs)` or a Pair; with no comparison it shows one model.
@@ -10,7 +12,7 @@ A panel function takes `(cfg, other: Pair | None, ...knobs)` or a Pair; with no 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from k3lite.base.evidence import Evidence
 from k3lite.model.config import K3Config
@@ -55,6 +57,28 @@ class Panel:
     def text(self) -> str:
         """Every sentence joined (what tests/wording_check.py scans)."""
         return " ".join(s.text for s in self.sentences)
+
+
+class Metric(NamedTuple):
+    label: str
+    value: str
+    evidence: Evidence
+    help: str = ""
+
+
+class Table(NamedTuple):
+    rows: list
+    columns: dict  # column -> Evidence
+    default: Evidence | None = None
+
+
+class Note(NamedTuple):
+    text: str  # plain text (Markdown), no computed claim
+    markdown: bool = False  # a paragraph instead of a caption
+
+
+class Code(NamedTuple):
+    functions: tuple  # show the source of these (views.common.show_code)
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,13 @@ from dataclasses import replace
 from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
-from k3lite.analytic.hardware import GPUS, gpu_name
+from k3lite.analytic.hardware import CUSTOM_FIELDS, GPUS, custom_gpu_name, gpu_label, gpu_name
 from k3lite.analytic.sensitivity import Assumption
 from k3lite.analytic.serving import (
     FORMAT_ALIASES, K3_PRESET, PREFILL_CHUNK_TOKENS, Serving, Speculation, check_fits, decode_step, has_mtp,
 )
 from k3lite.analytic.serving.deployment import (
-    MTP_LAYERS, default_speculation, price_evidence, price_kind, price_table, speculation_source,
+    CACHE_FORMATS, MTP_LAYERS, default_speculation, price_evidence, price_kind, price_table, speculation_source,
 )
 from k3lite.analytic.serving.fit import FITTED, MEANING, checked, checked_sentence, fit
 from k3lite.analytic.serving.frontier import (
@@ -36,7 +36,7 @@ from k3lite.analytic.serving.step import PREFILL_CHUNK_SOURCE
 from k3lite.base.evidence import Evidence, assumed, derived, measured_elsewhere, released
 from k3lite.model.variants import comparison_config
 from k3lite.model.presets import get_preset
-from k3lite.panels.core import Pair, Panel, Said
+from k3lite.panels.core import Code, Metric, Note, Pair, Panel, Said, Table  # noqa: F401 (the sections' items)
 from k3lite.panels.serving_compare import compared_spec, difference, frontier_pair_figure
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.serving import frontier_figure, prediction_figure
@@ -67,33 +67,30 @@ FORMAT_KEYS = {"released": RELEASED, "nvfp4": "NVFP4 experts, fp8 rest", "fp8": 
 assert set(FORMAT_KEYS.values()) == set(FRONTIER_FORMATS), "every frontier format has a URL key"
 
 
-def search(formats, tps, caches) -> tuple:
-    """(weight formats, TP sizes, cache formats) the frontier searches, from the page's three boxes (format keys,
-    TP sizes as text, cache formats): an emptied box searches its default."""
+def search(formats, tps, caches, my_gpu: str | None = None) -> tuple:
+    """(weight formats, TP sizes, cache formats, GPUs) the frontier searches, from the page's three boxes (format
+    keys, TP sizes as text, cache formats; an emptied box searches its default) and the reader's own GPU, searched
+    beside the table's when given."""
     return (tuple(FORMAT_KEYS[k] for k in formats) or (RELEASED,), tuple(int(t) for t in tps) or FRONTIER_TP,
-            tuple(caches) or FRONTIER_CACHES)
+            tuple(caches) or FRONTIER_CACHES, FRONTIER_GPUS + ((my_gpu,) if my_gpu else ()))
 
 
-class Metric(NamedTuple):
-    label: str
-    value: str
-    evidence: Evidence
-    help: str = ""
+# ------------------------------------------------------------------------------------------ your own GPU
+# what the page's "Your own GPU" inputs start at: the B200's row (hardware.GPUS), its price the table's default
+MY_GPU_DEFAULTS = {"hbm_gib": 179.0, "hbm_tb_s": 8.0, "bf16_tflops": 2250.0, "fp8_tflops": 4500.0,
+                   "fp4_tflops": 9000.0, "nvlink_gb_s": 900.0, "nic_gb_s": 50.0, "nvlink_domain": 8.0,
+                   "usd_per_hour": 3.5}
 
 
-class Table(NamedTuple):
-    rows: list
-    columns: dict  # column -> Evidence
-    default: Evidence | None = None
-
-
-class Note(NamedTuple):
-    text: str  # plain text (Markdown), no computed claim
-    markdown: bool = False  # a paragraph instead of a caption
-
-
-class Code(NamedTuple):
-    functions: tuple  # show the source of these (views.common.show_code)
+def my_gpu(values: dict, on: bool) -> tuple[str | None, str]:
+    """(the reader's GPU as one name (hardware.custom_gpu_name), or None when off; the constraint a value broke,
+    or "")."""
+    if not on:
+        return None, ""
+    try:
+        return custom_gpu_name(**{f: float(values[f]) for f, *_ in CUSTOM_FIELDS}), ""
+    except ValueError as e:
+        return None, str(e)
 
 
 def for_markdown(panel: Panel) -> Panel:
@@ -102,9 +99,9 @@ def for_markdown(panel: Panel) -> Panel:
 
 
 # ------------------------------------------------------------------------------------------ the deployment
-def gpu_choices() -> list[str]:
-    """The GPUs the deployment can be placed on (hardware.GPUS)."""
-    return list(GPUS)
+def gpu_choices(mine: str | None = None) -> list[str]:
+    """The GPUs the deployment can be placed on (hardware.GPUS), and the reader's own when given."""
+    return list(GPUS) + ([mine] if mine else [])
 
 
 def speculation(on: bool, draft: int, acceptance: float, preset: str) -> Speculation | None:
@@ -132,7 +129,7 @@ def deployment(preset: str, gpu: str, n_gpus: int, ep: int, tp: int, experts: st
     """The reader's deployment, priced from the page's one price table (`prices`: GPU -> $ per GPU-hour as typed);
     batch 0 = the most that fit. A layout that does not fit or does not build keeps its message in `error`."""
     source = price_table(prices)[gpu_name(gpu)]
-    layout = f"{n_gpus} x {gpu}, EP {ep}, TP {tp}"
+    layout = f"{n_gpus} x {gpu_label(gpu)}, EP {ep}, TP {tp}"
     s = None
     try:
         s = Serving(preset, gpu, int(n_gpus), int(ep), int(tp),
@@ -149,7 +146,7 @@ def deployment(preset: str, gpu: str, n_gpus: int, ep: int, tp: int, experts: st
 def deployment_panel(d: Deployment) -> Panel:
     """The deployment's sentence under the frontier (its error is the page's to draw: d.error)."""
     s, p, b = d.serving, d.predicted, d.step
-    text = (f"Your deployment ({s.n_gpus} × {s.gpu}, EP {s.ep}, TP {s.tp}, batch {d.batch}/GPU): predicted "
+    text = (f"Your deployment ({s.n_gpus} × {gpu_label(s.gpu)}, EP {s.ep}, TP {s.tp}, batch {d.batch}/GPU): predicted "
             f"{p.tokens_per_s_per_user:.1f} tokens/s per user, ${p.usd_per_m_output_tokens:.3f} per M output tokens; "
             f"bound {b.tokens_per_s_per_user:.1f}, ${b.usd_per_m_output_tokens:.3f}.")
     return Panel(None, (Said(text, (derived(as_step, decode_step), d.price_evidence)),),
@@ -193,9 +190,10 @@ def page_frontier(preset: str, context: int, prices: tuple, spec: Speculation | 
                   vs: str | None = None):
     """The frontier of `preset` (or of the config compared with it, `vs` a COMPARISONS key) over the page's search
     (formats, TP sizes, cache formats) at the page's prices ((GPU, $) pairs)."""
-    formats, tps, caches = search
+    formats, tps, caches, gpus = search
     cfg = preset if vs is None else comparison_config(vs, get_preset(preset))
-    return frontier(cfg, context, prices=dict(prices), spec=spec, model=model, formats=formats, tps=tps, caches=caches)
+    return frontier(cfg, context, prices=dict(prices), spec=spec, model=model, formats=formats, tps=tps, caches=caches,
+                    gpus=gpus)
 
 
 class FrontierView(NamedTuple):
@@ -239,7 +237,8 @@ def per_gpu(fr, search: tuple, speed: float, spec: Speculation | None, name: str
                   f"{', '.join(map(str, FRONTIER_EP))}; attention TP {', '.join(map(str, search[1]))} (TP 1: "
                   f"data-parallel attention); weights {'; '.join(search[0])}; MLA cache {', '.join(search[2])}; every "
                   "batch that fits. Prices (sources on hover): " + ", ".join(
-                      f"{g} {price_kind(fr.prices[g][1])}" for g in GPUS) + ". "
+                      f"{gpu_label(g)} {price_kind(fr.prices[g][1])}" for g in (*GPUS, *search[3][len(FRONTIER_GPUS):]))
+                  + ". "
                   + f"Our assumption: the Hopper GPUs ({hopper}) have no FP4 tensor cores, so their 4-bit experts are "
                   "modelled as dequantised to FP8 (4-bit bytes read, FP8 FLOPs).")]
     if spec is not None:
@@ -247,12 +246,12 @@ def per_gpu(fr, search: tuple, speed: float, spec: Speculation | None, name: str
                           f"the drafter is {'its MTP layer' if spec.drafter == 'mtp' else 'a separate model'}. "
                           f"Defaults: {speculation_source(name)}."))
     none = {"$ / M output": None, "tok/s / user": None, "tok/s / GPU": None, "bound by": ""}
-    rows = [{"GPU": g, "setup": p.label, "$ / M output": round(p.usd_per_m_output_tokens, 3),
+    rows = [{"GPU": gpu_label(g), "setup": p.label, "$ / M output": round(p.usd_per_m_output_tokens, 3),
              "tok/s / user": round(p.tokens_per_s_per_user, 1), "tok/s / GPU": round(p.tokens_per_s_per_gpu),
-             "bound by": p.bound} if p is not None else {"GPU": g, "setup": f"none: {why}", **none}
-            for g, p, why in per_gpu_rows(fr, FRONTIER_GPUS, speed)]
-    for r in rows:
-        r.update({"$ / GPU-hour": fr.prices[r["GPU"]][0], "price is": price_kind(fr.prices[r["GPU"]][1])})
+             "bound by": p.bound} if p is not None else {"GPU": gpu_label(g), "setup": f"none: {why}", **none}
+            for g, p, why in per_gpu_rows(fr, search[3], speed)]
+    for r, g in zip(rows, search[3]):
+        r.update({"$ / GPU-hour": fr.prices[g][0], "price is": price_kind(fr.prices[g][1])})
     return items + [Table(rows, {"$ / GPU-hour": PRICE_EV}, derived(per_gpu_at, frontier))]
 
 
@@ -261,9 +260,9 @@ def per_gpu(fr, search: tuple, speed: float, spec: Speculation | None, name: str
 def headline(preset: str, prices: tuple, spec: Speculation | None, price_gpu: str, search: tuple,
              **assumed_values) -> float:
     """The page's headline: frontier.cheapest_usd_per_m over the page's search (`search`: formats, TPs, caches)."""
-    formats, tps, caches = search
+    formats, tps, caches, gpus = search
     return cheapest_usd_per_m(preset, dict(prices), spec, price_gpu=price_gpu, formats=formats, tps=tps,
-                              caches=caches, **assumed_values)
+                              caches=caches, gpus=gpus, **assumed_values)
 
 
 def usd_or_out_of_reach(speed: float, v: float) -> str:
@@ -291,7 +290,7 @@ def page_assumptions(view: FrontierView, preset: str, context: int, prices: dict
     fitted_why = ("fitted to the published B300 runs (k3lite.analytic.serving.fit; `python -m "
                   "k3lite.analytic.serving predict` prints it)")
     rows = [
-        Assumption("usd_per_gpu_hour", f"{top.gpu} $ per GPU-hour", table[top.gpu][0], table[top.gpu][1],
+        Assumption("usd_per_gpu_hour", f"{gpu_label(top.gpu)} $ per GPU-hour", table[top.gpu][0], table[top.gpu][1],
                    "the 'GPU-hour prices ($)' expander", "$"),
         Assumption("context", "context per sequence", float(context), "a typical chat-and-tools request",
                    "the 'context per sequence' slider", "tokens"),
@@ -305,6 +304,7 @@ def page_assumptions(view: FrontierView, preset: str, context: int, prices: dict
              + (f"at {1.2 * speed:.0f} no setup reaches it with the fitted efficiencies, so it is a threshold, "
                 "not a dial for the tornado" if math.isinf(faster) else
                 f"at {1.2 * speed:.0f} the cheapest setup costs ${faster:.3f} per M output tokens")),
+            ("weight format", format_swing(preset, key, spec, top.gpu, search, speed)),
             ("output length", "not modelled on its own: every sequence holds the whole context"),
             ("Hopper and 4-bit experts", "H100, H800 and H200 have no FP4 tensor cores: their NVFP4 / MXFP4 "
              "experts are modelled as dequantised to FP8 (4-bit bytes, FP8 FLOPs)"),
@@ -314,6 +314,20 @@ def page_assumptions(view: FrontierView, preset: str, context: int, prices: dict
     return Assumptions(f"Predicted $ per M output tokens at >= {speed:.0f} tok/s per user",
                        partial(headline, preset, key, spec, top.gpu, search, speed=float(speed)), rows,
                        partial(usd_or_out_of_reach, float(speed)), also)
+
+
+def format_swing(preset: str, prices: tuple, spec: Speculation | None, price_gpu: str, search: tuple,
+                 speed: float) -> str:
+    """The headline with the frontier held to each weight format and to each MLA cache format in turn: a format is a
+    choice, not a number to move ±20%, so its range is the formats themselves (the page searches the ones ticked)."""
+    def usd(s: tuple) -> str:
+        return usd_or_out_of_reach(speed, headline(preset, prices, spec, price_gpu, s, speed=float(speed)))
+
+    weights = [f"{f}: {usd(((f,), *search[1:]))}" for f in FRONTIER_FORMATS]
+    caches = [f"{c}: {usd((search[0], search[1], (c,), search[3]))}" for c in CACHE_FORMATS]
+    return (f"the cheapest setup at >= {speed:.0f} tok/s per user, per M output tokens, with the weights as "
+            f"{'; '.join(weights)}; with the MLA cache as {'; '.join(caches)} (the page searches "
+            f"{'; '.join(search[0])} and a {', '.join(search[2])} cache).")
 
 
 def spec_defaults(presets) -> dict:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from k3lite.analytic.hardware import GPUS
+from k3lite.analytic.hardware import GPUS, get_gpu, gpu_label
 from k3lite.analytic.params import count_params
 from k3lite.analytic.params import fmt as fmt_params
 from k3lite.analytic.serving import (
@@ -51,7 +51,7 @@ def _rounded(rows: list[dict], digits: int) -> list[dict]:
 def placement(d: Deployment) -> list:
     s, place, batch = d.serving, d.place, d.batch
     ev = derived(place_weights)
-    gpu = GPUS[s.gpu]
+    gpu = get_gpu(s.gpu)
     six = gpus_for_weights(K3_PRESET, "B300")
     released_b300 = sum(place_weights(Serving(K3_PRESET, "B300", 1, 1, 1)).by_component.values()) / GPUS["B300"].hbm_bytes
     whole = {r.whole_gpus for r in six if r.fmt in ("nvfp4", "mxfp4", "int4")}
@@ -65,12 +65,12 @@ def placement(d: Deployment) -> list:
     return [
         (Metric("weights per GPU", fmt_bytes(place.weight_bytes_per_gpu), ev),
          Metric("HBM left for cache + activations", fmt_bytes(place.free_hbm_bytes_per_gpu), ev,
-                f"of the {s.gpu}'s {fmt_capacity(place.hbm_bytes)} (binary, as HBM is sold)"),
-         Metric(f"{s.gpu} GPUs for the weights alone", f"{place.min_gpus_for_weights}", ev),
+                f"of the {gpu_label(s.gpu)}'s {fmt_capacity(place.hbm_bytes)} (binary, as HBM is sold)"),
+         Metric(f"{gpu_label(s.gpu)} GPUs for the weights alone", f"{place.min_gpus_for_weights}", ev),
          Metric(f"sequences of {s.context:,} tokens per GPU", f"{place.max_batch_per_gpu:,}", ev)),
         Panel(shared_figure(placement_figure, place.by_component, batch * place.cache_bytes_per_sequence,
-                            place.hbm_bytes, f"One {s.gpu} at batch {batch}", evidence=ev)),
-        Note(f"{s.gpu}: {gpu.source}." + (f" Not verified: {gpu.unverified}." if gpu.unverified else "")
+                            place.hbm_bytes, f"One {gpu_label(s.gpu)} at batch {batch}", evidence=ev)),
+        Note(f"{gpu_label(s.gpu)}: {gpu.source}." + (f" Not verified: {gpu.unverified}." if gpu.unverified else "")
              + " Byte counts: `k3lite.analytic.memory` (parameters counted from the real modules on the meta device; "
              "4-bit formats include their scales: NVFP4 +1/16 byte, MXFP4 +1/32, INT4 +2/32 per parameter)."),
         Note("**The seed's claim**: K3 'even at reduced precision spreads its weights across roughly six GPUs in an "
@@ -126,7 +126,7 @@ def prefill(d: Deployment, pool: int, chunk: int) -> list:
     [the output/input price-ratio figure, its two metrics, its sentence, its code]."""
     s, step = d.serving, d.step
     pre = prefill_step(s.with_(n_gpus=int(pool), ep=int(pool), tp=1, spec=None), int(chunk))
-    ratio, listed, text = price_split_sentence(step, pre, f"{pool} x {s.gpu}, EP {pool}", s.name)
+    ratio, listed, text = price_split_sentence(step, pre, f"{pool} x {gpu_label(s.gpu)}, EP {pool}", s.name)
     fig = shared_figure(price_ratio_figure, ["this deployment, at cost"] + [f"{n} list price" for n in listed],
                         [ratio, *listed.values()], evidence=derived(prefill_step, decode_step),
                         evidence_by_name={"list prices": LIST_EV})

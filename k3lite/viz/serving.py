@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from k3lite.analytic.hardware import GPUS
+from k3lite.analytic.hardware import GPUS, gpu_label
 from k3lite.viz.style import (
     CONCEPT, HIGHLIGHT_LINE, HIGHLIGHT_MARKER, LINK, NEUTRAL, bytes_axis, fit_titles, log_axis, log_vline, series_color,
     translucent, wrap,
@@ -176,7 +176,7 @@ def frontier_figure(points: Sequence, envelope: Sequence, by_gpu: Mapping[str, S
         if dots:  # a setup with one batch size that fits has no line to draw
             fig.add_scatter(**data(dots), mode="markers", name=f"{gpu}: every setup", legendgroup=gpu,
                             showlegend=False, marker=dict(color=translucent(colour, 0.3), size=4))
-        fig.add_scatter(**data(own), mode="lines+markers", name=gpu, legendgroup=gpu,
+        fig.add_scatter(**data(own), mode="lines+markers", name=gpu_label(gpu), legendgroup=gpu,
                         line=dict(color=colour, width=2), marker=dict(color=colour, size=5))
     log_vline(fig, speed, line=dict(color=NEUTRAL, dash="dot"), annotation_text=f"{speed:.0f} tok/s/user")
     if chosen is not None:
@@ -187,7 +187,7 @@ def frontier_figure(points: Sequence, envelope: Sequence, by_gpu: Mapping[str, S
     fig.update_layout(height=460, xaxis=log_axis_125("tokens/s per user (interactivity)", xs),
                       yaxis=log_axis_125("$ per M output tokens", [p.usd_per_m_output_tokens for p in points]),
                       **_LAYOUT)
-    return fit_titles(fig, "Speed vs price: every GPU, format and EP size (lower right is better)")
+    return fit_titles(fig, "Speed vs price: every GPU, format, EP and TP size (lower right is better)")
 
 
 def price_ratio_figure(labels: Sequence[str], ratios: Sequence[float]) -> go.Figure:

@@ -67,3 +67,21 @@ def test_the_cost_page_prices_its_serving_physics_row_from_the_same_table():
     slow = frontier_prices(prices={"B200": 9.0, "GB300 NVL72": 9.0, "B300": 9.0})[20.0]
     text = " ".join(c.value for c in at.caption).replace("\\$", "$")
     assert f"${slow.output_per_m:.3g}" in text or f"${slow.output_per_m:.3f}" in text, slow
+
+
+def test_your_own_gpu_from_a_link_is_searched_placed_and_priced():
+    """A GPU typed by the reader (HBM, bandwidth, FLOPs, links, $/hour) travels in the link, joins the frontier's
+    per-GPU table and can hold the deployment; a value out of range says which and leaves the rest of the page."""
+    import json  # here: only this test reads a chart's traces
+
+    at = _page(sv_my_on="true", sv_my_hbm_tb_s="16", sv_my_usd_per_hour="3",
+               sv_gpu="custom:179:16:2250:4500:9000:900:50:8:3")
+    assert not at.exception, [e.message for e in at.exception]
+    names = [t.get("name") for c in at.get("plotly_chart") for t in json.loads(c.proto.spec)["data"]]
+    assert "your GPU (179 GiB, 16 TB/s)" in names
+    text = _text(at)
+    assert "Your deployment (64 × your GPU (179 GiB, 16 TB/s), EP 64" in text
+    assert "your GPU (179 GiB, 16 TB/s) yours" in text  # its price is the reader's
+    bad = _page(sv_my_on="true", sv_my_hbm_tb_s="0.05")
+    assert not bad.exception
+    assert any("sv_my_hbm_tb_s" in w.value for w in bad.warning)  # out of the input's range: the default, said

@@ -16,7 +16,7 @@ from k3lite.panels.core import pair_of
 from k3lite.viz.style import fmt_bytes
 from wording_check import wording_problems
 
-SEARCH = ((RELEASED,), FRONTIER_TP, FRONTIER_CACHES)
+SEARCH = ((RELEASED,), FRONTIER_TP, FRONTIER_CACHES, P.FRONTIER_GPUS)
 NOTHING_HERE = ("aux-loss", "bias", "swiglu")  # the same bytes and FLOPs per token as K3
 
 
@@ -188,3 +188,30 @@ def test_where_a_comparison_shows_names_pages_that_exist():
     for key, where in SHOWS_ON.items():
         assert where.removeprefix("the ").split(" page (")[0] in titles, (key, where)
     assert "Stable LatentMoE & routing" in SHOWS_ON["swiglu"]
+
+
+# ------------------------------------------------------------------------------------------ your own GPU, formats
+def test_your_gpu_is_searched_beside_the_table_and_named_in_words():
+    from k3lite.analytic.hardware import custom_gpu_name
+    mine, err = P.my_gpu({**P.MY_GPU_DEFAULTS, "hbm_tb_s": 16.0}, True)
+    assert err == "" and mine == custom_gpu_name(**{**P.MY_GPU_DEFAULTS, "hbm_tb_s": 16.0})
+    assert P.my_gpu(P.MY_GPU_DEFAULTS, False) == (None, "")
+    assert "HBM bandwidth" in P.my_gpu({**P.MY_GPU_DEFAULTS, "hbm_tb_s": 0.0}, True)[1]
+    search = P.search(["released"], ["1", "8"], ["bf16"], mine)
+    assert search[3][-1] == mine and P.gpu_choices(mine)[-1] == mine
+    view = P.frontier_view(K3_PRESET, 32768, {}, None, False, search, 50.0)
+    assert mine in view.frontier.by_gpu
+    rows = next(i for i in P.per_gpu(view.frontier, search, 50.0, None, K3_PRESET) if isinstance(i, P.Table)).rows
+    assert rows[-1]["GPU"] == "your GPU (179 GiB, 16 TB/s)" and rows[-1]["price is"] == "yours"
+    d = P.deployment(K3_PRESET, mine, 64, 64, 1, "mxfp4", "bf16", 32768, True, {}, None)
+    assert d.error == "" and "your GPU (179 GiB, 16 TB/s)" in P.deployment_panel(d).text
+
+
+def test_the_format_line_prices_each_format_with_the_headline():
+    from k3lite.analytic.serving.frontier import FRONTIER_FORMATS, cheapest_usd_per_m
+    text = P.format_swing(K3_PRESET, (), None, "B200", SEARCH, 50.0)
+    for f in FRONTIER_FORMATS:
+        usd = cheapest_usd_per_m(K3_PRESET, {}, None, speed=50.0, formats=(f,), tps=SEARCH[1], caches=SEARCH[2])
+        assert f"{f}: ${usd:.3f}" in text
+    fp8 = cheapest_usd_per_m(K3_PRESET, {}, None, speed=50.0, formats=SEARCH[0], tps=SEARCH[1], caches=("fp8",))
+    assert f"fp8: ${fp8:.3f}" in text

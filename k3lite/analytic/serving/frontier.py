@@ -21,7 +21,7 @@ from typing import NamedTuple
 from k3lite.base.units import fmt_capacity
 from k3lite.model.config import K3Config
 from k3lite.model.presets import PRESETS, get_preset
-from k3lite.analytic.hardware import get_gpu
+from k3lite.analytic.hardware import get_gpu, gpu_label
 from k3lite.analytic.serving.deployment import CACHE_FORMATS, K3_PRESET, Serving, Speculation, price_kind, price_table
 from k3lite.analytic.serving.admission import ENGINE_RESERVE, admission
 from k3lite.analytic.serving.fit import FITTED
@@ -77,7 +77,7 @@ class FrontierPoint(NamedTuple):
 
     @property
     def label(self) -> str:
-        return (f"{self.gpu}, EP {self.ep}, TP {self.tp}, {self.formats}"
+        return (f"{gpu_label(self.gpu)}, EP {self.ep}, TP {self.tp}, {self.formats}"
                 + (f", {self.cache} cache" if self.cache != "bf16" else "") + f", batch {self.batch_per_gpu}"
                 + (", speculative" if self.speculative else ""))
 
@@ -319,7 +319,7 @@ def cheapest_usd_per_m(preset: str = K3_PRESET, prices: dict | None = None, spec
                        layer_s: float = FITTED.efficiency.layer_s, hbm_fraction: float = FITTED.efficiency.hbm_fraction,
                        flops_fraction: float = FITTED.efficiency.flops_fraction, acceptance: float | None = None,
                        price_gpu: str | None = None, usd_per_gpu_hour: float | None = None, formats=None,
-                       tps=FRONTIER_TP, caches=FRONTIER_CACHES) -> float:
+                       tps=FRONTIER_TP, caches=FRONTIER_CACHES, gpus=None) -> float:
     """The serving page's headline: $ per M output tokens of the predicted frontier's cheapest setup at >= `speed`
     tokens/s per user, with every input the page assumes as an argument (its assumptions block moves each ±20%):
     the context per sequence (rounded to whole tokens), the speed asked for, the three fitted efficiencies, the
@@ -333,6 +333,6 @@ def cheapest_usd_per_m(preset: str = K3_PRESET, prices: dict | None = None, spec
         p[price_gpu] = usd_per_gpu_hour
     fr = frontier(preset, max(1, round(context)), prices=p, spec=spec, model="predicted", points=2,
                   efficiency=Efficiency(layer_s, hbm_fraction, flops_fraction), formats=formats, tps=tps,
-                  caches=caches)
+                  caches=caches, gpus=gpus)
     w = cheapest_at(fr.setups, speed)
     return float("inf") if w is None else w.usd_per_m_output_tokens
