@@ -319,6 +319,17 @@ def compare_control() -> None:
         st.query_params[COMPARE_KEY] = st.session_state[COMPARE_KEY]
 
 
+def my_gpu() -> tuple[str | None, str]:
+    """The reader's own GPU, typed on the serving page ('Your own GPU'; sv_my_* in a link, kept for the session so
+    every page with a GPU choice offers it): (its name, hardware.custom_gpu_name, or None; the constraint broken)."""
+    from k3lite.analytic.hardware import CUSTOM_DEFAULTS, CUSTOM_FIELDS, custom_or_none  # (the reason in compared)
+
+    for f, *_, lo, hi in CUSTOM_FIELDS:
+        url_state(f"sv_my_{f}", CUSTOM_DEFAULTS[f], lo=float(lo), hi=float(hi))
+    url_state("sv_my_on", False)
+    return custom_or_none({f: st.session_state[f"sv_my_{f}"] for f, *_ in CUSTOM_FIELDS}, st.session_state.sv_my_on)
+
+
 def show_panel(panel, key: str, container=None) -> None:
     """A panel (k3lite.panels.core.Panel): its title, its figure (built tagged with its evidence), its sentences
     (a "$" escaped: two in one caption would render the text between them as LaTeX)."""

@@ -8,9 +8,10 @@ from k3lite.analytic.hybrid import (
     HYBRID_GPUS, batch_limited_speedup, bytes_ceiling, capacity_sentence, decode_cost, headline_sentence,
     hybrid_config, kv_reduction, method_text, model_name, reference_gpu, throughput_gain,
 )
+from k3lite.analytic.hardware import CUSTOM_FIELDS, gpu_label
 from k3lite.panels import hybrid as panels
 from views.common import (
-    assumptions_block, compared, explain, lazy_expander, metric, push_url, reset_button, show_code, show_panel,
+    assumptions_block, compared, explain, lazy_expander, metric, my_gpu, push_url, reset_button, show_code, show_panel,
     url_state, user_errors,
 )
 from views.common import try_it  # the page's practice problems, at its foot
@@ -32,7 +33,12 @@ with st.expander("The idea: a growing cache against a fixed state"):
 url_state("hy_ratio", 3, lo=0, hi=7)
 url_state("hy_batch", 1, lo=1, hi=256)
 DEFAULT_GPU = reference_gpu()  # a default that fits (it opened on an 80 GB H100); the tour quotes the same
-url_state("hy_hw", DEFAULT_GPU, choices=list(HYBRID_GPUS))
+MY_GPU, _ = my_gpu()  # the reader's own GPU, typed on the serving page (kept for the session, or from the link)
+GPU_CHOICES = list(HYBRID_GPUS) + ([MY_GPU] if MY_GPU else [])
+MY_KEYS = ("sv_my_on", *(f"sv_my_{f}" for f, *_ in CUSTOM_FIELDS))  # a link to this page carries your GPU too
+url_state("hy_hw", DEFAULT_GPU, choices=GPU_CHOICES)
+if st.session_state.hy_hw not in GPU_CHOICES:  # your GPU's numbers changed on the serving page, or it was switched off
+    st.session_state.hy_hw = DEFAULT_GPU
 url_state("hy_eff", 1.0, lo=0.05, hi=1.0)
 
 
@@ -41,9 +47,10 @@ def main_panel() -> None:
     ctl, fig_col = st.columns([1, 3])
     ctl.slider("KDA : MLA ratio (KDA layers per MLA layer)", 0, 7, key="hy_ratio", format="%d:1")
     ctl.slider("batch (sequences decoded together)", 1, 256, key="hy_batch")
-    ctl.selectbox("GPU", list(HYBRID_GPUS), key="hy_hw")
+    ctl.selectbox("GPU", GPU_CHOICES, key="hy_hw", format_func=gpu_label,
+                  help="your own GPU joins the list once typed under the serving page's 'Your own GPU'")
     ctl.slider("MLA kernel efficiency (fraction of HBM bandwidth)", 0.05, 1.0, step=0.05, key="hy_eff")
-    push_url("hy_ratio", "hy_batch", "hy_hw", "hy_eff")
+    push_url("hy_ratio", "hy_batch", "hy_hw", "hy_eff", *(MY_KEYS if MY_GPU else ()))
     ratio, batch, hw, eff = (st.session_state.hy_ratio, st.session_state.hy_batch, st.session_state.hy_hw,
                              st.session_state.hy_eff)
     with user_errors():
@@ -78,7 +85,7 @@ def main_panel() -> None:
         explain(panels.notice_text(ratio, batch, hw))
 
     assumptions_block(
-        "hy_x_assumptions", f"The throughput gain at 1M on {hw} (3:1 vs all-MLA, each at the batch its HBM allows)",
+        "hy_x_assumptions", f"The throughput gain at 1M on {gpu_label(hw)} (3:1 vs all-MLA, each at the batch its HBM allows)",
         partial(throughput_gain, hardware=hw), panels.assumptions(hw, eff), lambda v: f"{v:.2f}x",
         also=panels.ALSO)
 

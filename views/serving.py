@@ -13,7 +13,7 @@ from k3lite.analytic.serving.step import PREFILL_CHUNK_SOURCE
 from k3lite.panels import serving as P
 from k3lite.panels import serving_sections as S
 from views.common import (
-    assumptions_block, compared, draw_items, fill_from, lazy_expander, metric, push_url, reset_button, show_code, show_panel,
+    assumptions_block, compared, draw_items, fill_from, lazy_expander, my_gpu, metric, push_url, reset_button, show_code, show_panel,
     try_it, url_state, user_errors,
 )
 
@@ -25,10 +25,7 @@ st.markdown("**What does a token of K3 cost to serve, on which GPU, at the speed
 reset_button("sv_")
 st.expander("How the price of a token is computed").markdown(P.HOW)
 url_state("sv_preset", K3_PRESET, choices=PRESETS)
-for f, *_, lo, hi in CUSTOM_FIELDS:  # your own GPU: its numbers travel in the URL like every other input
-    url_state(f"sv_my_{f}", P.MY_GPU_DEFAULTS[f], lo=float(lo), hi=float(hi))
-url_state("sv_my_on", False)
-MY_GPU, my_error = P.my_gpu({f: st.session_state[f"sv_my_{f}"] for f, *_ in CUSTOM_FIELDS}, st.session_state.sv_my_on)
+MY_GPU, my_error = my_gpu()  # your own GPU: its numbers travel in the URL like every other input
 url_state("sv_gpu", "GB300 NVL72", choices=P.gpu_choices(MY_GPU))
 if st.session_state.sv_gpu not in P.gpu_choices(MY_GPU):  # your GPU's numbers changed, or it was switched off
     st.session_state.sv_gpu = MY_GPU or "GB300 NVL72"
@@ -100,9 +97,10 @@ with lazy_expander("Your deployment: GPU, parallelism, formats, batch (sections 
         c3.selectbox("everything else stored as", FORMATS, key="sv_rest")
         c4.number_input("batch per GPU (0 = the most that fit)", 0, 100_000, key="sv_batch")
         c4.toggle("overlap communication with compute", key="sv_overlap")
-push_url("sv_my_on", *(f"sv_my_{f}" for f, *_ in CUSTOM_FIELDS), "sv_formats", "sv_tps", "sv_caches", "sv_preset", "sv_gpu", "sv_gpus", "sv_ep", "sv_tp", "sv_experts",
-         "sv_rest", "sv_context", "sv_batch", "sv_overlap", "sv_spec", "sv_draft", "sv_accept", "sv_speed", "sv_bound",
-         "sv_t_speed", "sv_t_in", "sv_t_out", "sv_t_users", *PRICE_URL_KEYS.values())
+push_url("sv_my_on", *(f"sv_my_{f}" for f, *_ in CUSTOM_FIELDS), "sv_formats", "sv_tps", "sv_caches", "sv_preset",
+         "sv_gpu", "sv_gpus", "sv_ep", "sv_tp", "sv_experts", "sv_rest", "sv_context", "sv_batch", "sv_overlap", "sv_spec",
+         "sv_draft", "sv_accept", "sv_speed", "sv_bound", "sv_t_speed", "sv_t_in", "sv_t_out", "sv_t_users",
+         *PRICE_URL_KEYS.values())
 NAME, CONTEXT, SPEED = ss.sv_preset, int(ss.sv_context), float(ss.sv_speed)
 with user_errors():  # a speculation the model cannot run is every panel's input: it stops the page
     spec = P.speculation(ss.sv_spec, ss.sv_draft, ss.sv_accept, NAME)

@@ -147,6 +147,11 @@ CUSTOM_FIELDS: tuple[tuple[str, str, float, float, float], ...] = (
     ("usd_per_hour", "$ per GPU-hour", 1, 0.01, 999),
 )
 YOUR_GPU = "your GPU: the numbers typed on the page"
+# where the pages' "Your own GPU" inputs start: the B200's row above (179 GiB as nvidia-smi shows it), at its assumed
+# $ per GPU-hour
+CUSTOM_DEFAULTS = {"hbm_gib": 179.0, "hbm_tb_s": 8.0, "bf16_tflops": 2250.0, "fp8_tflops": 4500.0,
+                   "fp4_tflops": 9000.0, "nvlink_gb_s": 900.0, "nic_gb_s": 50.0, "nvlink_domain": 8.0,
+                   "usd_per_hour": 3.5}
 
 
 def _num(v: float) -> str:
@@ -169,6 +174,16 @@ def custom_gpu_name(**fields: float) -> str:
             raise ValueError(f"{what} must be a whole number, got {fields[field]!r}")
         values.append(_num(v))
     return CUSTOM_PREFIX + ":".join(values)
+
+
+def custom_or_none(values: dict, on: bool) -> tuple[str | None, str]:
+    """(the reader's GPU as one name, or None when off; the constraint a value broke, or "")."""
+    if not on:
+        return None, ""
+    try:
+        return custom_gpu_name(**{f: float(values[f]) for f, *_ in CUSTOM_FIELDS}), ""
+    except ValueError as e:
+        return None, str(e)
 
 
 def is_custom(name) -> bool:
@@ -203,11 +218,11 @@ def custom_price(name: str) -> float:
 
 
 def gpu_label(name: str) -> str:
-    """How a page names a GPU: the table's name, or 'your GPU (192 GiB, 8 TB/s)' for a custom one."""
+    """How a page names a GPU: the table's name, or 'custom GPU (192 GiB, 8 TB/s)' for one the reader typed."""
     if not is_custom(name):
         return gpu_name(name)
     f = custom_fields(name)
-    return f"your GPU ({_num(f['hbm_gib'])} GiB, {_num(f['hbm_tb_s'])} TB/s)"
+    return f"custom GPU ({_num(f['hbm_gib'])} GiB, {_num(f['hbm_tb_s'])} TB/s)"
 
 
 def gpu_name(name: str) -> str:

@@ -34,7 +34,7 @@ from k3lite.base.units import GIB, ONE_M_CONTEXT, fmt_bytes, fmt_capacity
 from k3lite.base.wording import compare, times
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
-from k3lite.analytic.hardware import GPU, GPUS, get_gpu
+from k3lite.analytic.hardware import GPU, GPUS, get_gpu, gpu_label
 
 HYBRID_GPUS = tuple(GPUS)  # the page's choices: the shared table (its names include the page's earlier three)
 
@@ -231,7 +231,7 @@ def batch_limited(kda_per_mla: int, context: int, hardware: str | GPU = "H100 SX
     free = n * one.hbm_bytes - one.weight_bytes_total
     batch = min(4096, int(free // one.cache_bytes)) if free > 0 else 0
     if batch < 1:
-        raise ValueError(f"{n} x {_gpu(hardware).name} cannot hold the {kda_per_mla}:1 model's weights and one "
+        raise ValueError(f"{n} x {gpu_label(_gpu(hardware).name)} cannot hold the {kda_per_mla}:1 model's weights and one "
                          f"{context:,}-token sequence; use n_gpus >= "
                          f"{gpus_for_one_sequence(kda_per_mla, context, hardware, base, storage)}")
     step = decode_cost(kda_per_mla, context, batch, hardware, attention_efficiency, base, storage).tpot_s / n
@@ -311,7 +311,7 @@ def headline_sentence(kda_per_mla: int, batch: int = 1, hardware: str = "H100 SX
     return (f"At {_context_words(context)} {model_name(base)} at {kda_per_mla}:1 keeps **{fmt_bytes(at.cache_bytes)}** "
             f"of cache per sequence, {_share_than(at.cache_bytes, full.cache_bytes, 'more', 'less')} all-MLA "
             f"(every layer global): {fmt_bytes(full.cache_bytes)}. One decode step of batch {batch} takes "
-            f"{at.tpot_s * 1e3:.2f} ms against {full.tpot_s * 1e3:.2f} ms for all-MLA on one {_gpu(hardware).name}: "
+            f"{at.tpot_s * 1e3:.2f} ms against {full.tpot_s * 1e3:.2f} ms for all-MLA on one {gpu_label(_gpu(hardware).name)}: "
             f"**{speed}** (the report: {REPORTED['tpot_speedup_1m_batch1'][0]}x at batch 1, "
             f"{REPORTED['tpot_speedup_1m'][0]}x theoretical).")
 
@@ -325,19 +325,19 @@ def capacity_sentence(kda_per_mla: int, batch: int = 1, hardware: str = "H100 SX
     hbm, ctx, r = fmt_capacity(gpu.hbm_bytes), _context_words(context), kda_per_mla
     if at.weight_bytes_total > gpu.hbm_bytes:
         return "warning", (
-            f"**Does not fit one {gpu.name}:** the weights alone are {fmt_bytes(at.weight_bytes_total)} in bf16, "
+            f"**Does not fit one {gpu_label(gpu.name)}:** the weights alone are {fmt_bytes(at.weight_bytes_total)} in bf16, "
             f"{compare(at.weight_bytes_total, gpu.hbm_bytes, 'more than', 'less than')} its {hbm} of HBM. Batch "
             f"{batch} at {ctx} needs {fmt_bytes(at.hbm_needed_bytes)} ({r}:1) / {fmt_bytes(full.hbm_needed_bytes)} "
             f"(all-MLA): {at.gpus_needed} / {full.gpus_needed} GPUs of this kind. The times below are one GPU's "
             "roofline, not reachable on one.")
     if not at.fits or not full.fits:
         return "warning", (
-            f"**Capacity:** on one {gpu.name} ({hbm}), batch {batch} of the {r}:1 model fits up to "
+            f"**Capacity:** on one {gpu_label(gpu.name)} ({hbm}), batch {batch} of the {r}:1 model fits up to "
             f"{max_context_on_one_gpu(r, batch, hardware, base):,} tokens of context. At {ctx} it needs "
             f"{fmt_bytes(at.hbm_needed_bytes)} ({r}:1, {at.gpus_needed} GPU(s)) and all-MLA "
             f"{fmt_bytes(full.hbm_needed_bytes)} ({full.gpus_needed} GPUs): beyond one GPU the times below are not "
             "reachable as drawn.")
-    return "info", (f"Capacity: batch {batch} at {ctx} fits one {gpu.name} ({hbm}) for both patterns "
+    return "info", (f"Capacity: batch {batch} at {ctx} fits one {gpu_label(gpu.name)} ({hbm}) for both patterns "
                     f"({fmt_bytes(at.hbm_needed_bytes)} and {fmt_bytes(full.hbm_needed_bytes)}).")
 
 
@@ -371,7 +371,7 @@ pages), for {model_name(base)}: an MLA layer caches (kv_lora {cfg3.mla.kv_lora_r
 {batch} reads the non-routed weights plus, in each of the {n_moe} MoE layers, the distinct experts the {batch}
 sequence{plural}: E(1 − (1 − k/E)^B) = {at.experts_touched:.1f} of {n_exp} (k = {k} at batch 1), i.e.
 {at.weight_bytes / 1e9:.1f} GB of bf16 weights for the {kda_per_mla}:1 model, plus every sequence's cache; time =
-max(bytes / HBM bandwidth, FLOPs / peak FLOPs) on one {gpu.name} ({gpu.source}). At 1M tokens (2^20 = {one_m:,}) the
+max(bytes / HBM bandwidth, FLOPs / peak FLOPs) on one {gpu_label(gpu.name)} ({gpu.source}). At 1M tokens (2^20 = {one_m:,}) the
 step is {'memory' if at.memory_bound else 'compute'}-bound.
 
 **The KV reduction**: with {three.n_mla} of {three.n_mla + three.n_kda} layers global, the 3:1 cache is
@@ -380,12 +380,12 @@ step is {'memory' if at.memory_bound else 'compute'}-bound.
 
 **Two speedups, two batches.** The report gives both: with batch size 1 (its Fig. 7b) it states {rep1}x for the 3:1
 model against all-MLA at 1M; ours is {batch1:.2f}x (all-MLA {one_full.tpot_s * 1e3:.2f} ms, the report's
-{REPORTED['mla_tpot_1m_ms'][0]} ms, vs {one.tpot_s * 1e3:.2f} ms per token on one {gpu.name}). For 3:1 no bandwidth
+{REPORTED['mla_tpot_1m_ms'][0]} ms, vs {one.tpot_s * 1e3:.2f} ms per token on one {gpu_label(gpu.name)}). For 3:1 no bandwidth
 model with one sequence can exceed {three.n_mla + three.n_kda} / {three.n_mla} = {bytes_ceiling(3, base):.2f}x (dotted
 line): the {one.weight_bytes / 1e9:.1f} GB of weights the 3:1 model reads every step at batch size 1 pull it below.
 Its headline {rep_full}x is, in its own words, *theoretical*: the cache the hybrid does not keep leaves HBM for
 additional sequences, and the step time is shared by them. Ours, modelled the same way: on {full_b.n_gpus} ×
-{gpu.name} (the fewest that hold the weights and one 1M-token sequence of each pattern; bytes split evenly over them),
+{gpu_label(gpu.name)} (the fewest that hold the weights and one 1M-token sequence of each pattern; bytes split evenly over them),
 all-MLA fits batch {full_b.batch} and 3:1 batch {mix_b.batch}, so a step takes {full_b.step_s * 1e3:.2f} ms vs
 {mix_b.step_s * 1e3:.2f} ms: each user of the 3:1 model waits {wait} between tokens, but the GPUs turn out a token
 every {full_b.per_token_s * 1e3:.2f} ms vs {mix_b.per_token_s * 1e3:.2f} ms, {filled:.2f}x the throughput (the

@@ -15,7 +15,7 @@ import math
 from functools import lru_cache
 
 from k3lite.analytic import memory
-from k3lite.analytic.hardware import get_gpu
+from k3lite.analytic.hardware import get_gpu, gpu_label
 from k3lite.analytic.hybrid import (
     BF16, REPORTED, batch_limited, batch_limited_speedup, bytes_ceiling, cache_passes_weights, decode_cost,
     gpus_for_one_sequence, hybrid_config, kv_reduction,
@@ -81,7 +81,7 @@ def default_gpu_caption(hw: str) -> str:
     """Why the page opens on this GPU (shown only when it is the default)."""
     h100 = get_gpu("H100 SXM")
     weights = decode_cost(3, ONE_M, hardware=hw).weight_bytes_total
-    return (f"Opens on the {hw}: the first GPU in the list whose HBM holds the bf16 weights ({fmt_bytes(weights)}) "
+    return (f"Opens on the {gpu_label(hw)}: the first GPU in the list whose HBM holds the bf16 weights ({fmt_bytes(weights)}) "
             f"and one 1M-token sequence of both patterns; an H100 SXM holds {fmt_capacity(h100.hbm_bytes)}.")
 
 
@@ -97,7 +97,7 @@ def ours_and_reported(ratio: int, batch: int, hw: str, eff: float) -> tuple[list
             ("decode speedup at 1M, batch 1, ours (3:1)", f"{batch1[3]:.2f}x", derived(decode_cost), {}),
             ("throughput gain at 1M, each at the batch its HBM allows, ours (3:1)", f"{filled[3]:.2f}x",
              derived(batch_limited_speedup),
-             dict(help=f"All-MLA batch {full_b.batch} vs 3:1 batch {mix_b.batch} on {full_b.n_gpus} × {hw}."))]
+             dict(help=f"All-MLA batch {full_b.batch} vs 3:1 batch {mix_b.batch} on {full_b.n_gpus} × {gpu_label(hw)}."))]
     reported = [("reported: KV reduction (3:1)", f"up to {100 * REPORTED['kv_reduction'][0]:.0f}%",
                  REPORTED_EV["kv_reduction"], {}),
                 ("reported: decode speedup at 1M, batch 1", f"{rep1}x", REPORTED_EV["tpot_speedup_1m_batch1"], {}),
@@ -226,7 +226,7 @@ def compare_panel(pair: Pair, hw: str, context: int = ONE_M) -> Panel:
                  f"so the count of MLA layers ({mla_a} against {mla_b}) sets the difference.{hybrid_too}")
     gpu = get_gpu(hw)
     fit_a, fit_b = (math.floor(gpu.hbm_bytes / c) if c else 0 for c in (a, b))
-    second = (f"One {gpu.name}'s {fmt_capacity(gpu.hbm_bytes)} of HBM, given wholly to cache (the weights on "
+    second = (f"One {gpu_label(gpu.name)}'s {fmt_capacity(gpu.hbm_bytes)} of HBM, given wholly to cache (the weights on "
               f"other GPUs), holds {fit_a:,} sequence{'s' if fit_a != 1 else ''} of {at} for {names[0]} and "
               f"{fit_b:,} for {names[1]}.")
     ev = derived(memory.sequence_cache_bytes)

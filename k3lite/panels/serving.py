@@ -17,7 +17,7 @@ from dataclasses import replace
 from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
-from k3lite.analytic.hardware import CUSTOM_FIELDS, GPUS, custom_gpu_name, gpu_label, gpu_name
+from k3lite.analytic.hardware import CUSTOM_DEFAULTS, GPUS, custom_or_none, gpu_label, gpu_name
 from k3lite.analytic.sensitivity import Assumption
 from k3lite.analytic.serving import (
     FORMAT_ALIASES, K3_PRESET, PREFILL_CHUNK_TOKENS, Serving, Speculation, check_fits, decode_step, has_mtp,
@@ -76,21 +76,8 @@ def search(formats, tps, caches, my_gpu: str | None = None) -> tuple:
 
 
 # ------------------------------------------------------------------------------------------ your own GPU
-# what the page's "Your own GPU" inputs start at: the B200's row (hardware.GPUS), its price the table's default
-MY_GPU_DEFAULTS = {"hbm_gib": 179.0, "hbm_tb_s": 8.0, "bf16_tflops": 2250.0, "fp8_tflops": 4500.0,
-                   "fp4_tflops": 9000.0, "nvlink_gb_s": 900.0, "nic_gb_s": 50.0, "nvlink_domain": 8.0,
-                   "usd_per_hour": 3.5}
-
-
-def my_gpu(values: dict, on: bool) -> tuple[str | None, str]:
-    """(the reader's GPU as one name (hardware.custom_gpu_name), or None when off; the constraint a value broke,
-    or "")."""
-    if not on:
-        return None, ""
-    try:
-        return custom_gpu_name(**{f: float(values[f]) for f, *_ in CUSTOM_FIELDS}), ""
-    except ValueError as e:
-        return None, str(e)
+MY_GPU_DEFAULTS = CUSTOM_DEFAULTS  # the page's "Your own GPU" inputs start at the B200's row (hardware.py)
+my_gpu = custom_or_none  # (values, on) -> (its name or None, the constraint broken or "")
 
 
 def for_markdown(panel: Panel) -> Panel:

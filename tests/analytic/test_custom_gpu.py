@@ -52,7 +52,7 @@ def test_the_frontier_takes_a_variant_config():
 
 def test_labels_and_refusals_name_the_field():
     name = custom_gpu_name(**B200_LIKE)
-    assert gpu_label(name) == "your GPU (179 GiB, 8 TB/s)" and gpu_label("h100") == "H100 SXM"
+    assert gpu_label(name) == "custom GPU (179 GiB, 8 TB/s)" and gpu_label("h100") == "H100 SXM"
     with pytest.raises(ValueError, match="HBM bandwidth"):
         custom_gpu_name(**{**B200_LIKE, "hbm_tb_s": 0})
     with pytest.raises(ValueError, match="whole number"):

@@ -78,10 +78,23 @@ def test_your_own_gpu_from_a_link_is_searched_placed_and_priced():
                sv_gpu="custom:179:16:2250:4500:9000:900:50:8:3")
     assert not at.exception, [e.message for e in at.exception]
     names = [t.get("name") for c in at.get("plotly_chart") for t in json.loads(c.proto.spec)["data"]]
-    assert "your GPU (179 GiB, 16 TB/s)" in names
+    assert "custom GPU (179 GiB, 16 TB/s)" in names
     text = _text(at)
-    assert "Your deployment (64 × your GPU (179 GiB, 16 TB/s), EP 64" in text
-    assert "your GPU (179 GiB, 16 TB/s) yours" in text  # its price is the reader's
+    assert "Your deployment (64 × custom GPU (179 GiB, 16 TB/s), EP 64" in text
+    assert "custom GPU (179 GiB, 16 TB/s) yours" in text  # its price is the reader's
     bad = _page(sv_my_on="true", sv_my_hbm_tb_s="0.05")
     assert not bad.exception
     assert any("sv_my_hbm_tb_s" in w.value for w in bad.warning)  # out of the input's range: the default, said
+
+
+def test_your_gpu_follows_to_the_hybrid_page():
+    """Typed once (here from a link), your GPU is a choice on the 3:1 hybrid page too, named in its sentences."""
+    at = AppTest.from_file(str(ROOT / "views" / "hybrid_attention.py"), default_timeout=300)
+    at.query_params.update(sv_my_on="true", sv_my_hbm_gib="512", hy_hw="custom:512:8:2250:4500:9000:900:50:8:3.5")
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.selectbox(key="hy_hw").value.startswith("custom:512:")
+    shown = " ".join(e.value for kind in ("caption", "markdown", "info", "warning", "success")
+                     for e in at.get(kind) if isinstance(getattr(e, "value", None), str))
+    assert "custom GPU (512 GiB, 8 TB/s)" in shown and "custom:512" not in shown
+    assert at.query_params["sv_my_hbm_gib"] == "512.0"
