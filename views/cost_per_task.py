@@ -13,6 +13,7 @@ from k3lite.analytic.cost_words import (break_even_sentence, comparison_sentence
                                         split_saving, split_sentence)
 from k3lite.analytic.serving.deployment import PRICE_URL_KEYS
 from k3lite.analytic.serving.compare import frontier_prices, physics_price, task_vs_token_ranking
+from k3lite.analytic.serving.providers import PROVIDERS, as_model_price, get_provider
 from k3lite.panels.cost import (
     DISTRIBUTION_NOTE, MODEL_COLUMNS, PER_MODEL, PLANNER_AT, PLANNER_SUCCESS, PLANNER_TITLE, SPLIT_ASSUMED,
     WHY_PER_TASK, own_prices, physics_caption,
@@ -60,6 +61,7 @@ url_state("cost_cache", 50, lo=0, hi=100)
 url_state("cost_attempts", 3, lo=1, hi=10)
 url_state("cost_scenario", "article", choices=list(SCENARIOS))
 url_state("cost_physics", False)
+url_state("cost_k3_price", PROVIDERS[0].name, choices=[p.name for p in PROVIDERS])
 ctl, fig_col = st.columns([1, 3])
 with ctl:
     st.radio("scenario", list(SCENARIOS), key="cost_scenario",
@@ -76,8 +78,10 @@ with ctl:
             st.slider("failed calls re-sent (% of calls)", 0, 90, key="cost_retry")
             st.slider("attempts before giving up", 1, 10, key="cost_attempts")
             st.toggle("add K3 priced from serving physics (the Serving page's default deployment)", key="cost_physics")
+            st.selectbox("K3's price from", [p.name for p in PROVIDERS], key="cost_k3_price",
+                         help="providers' published K3 prices, dated and cited (k3lite/analytic/serving/providers.py)")
 push_url("cost_scenario", "cost_turns", "cost_in_k", "cost_out", "cost_success", "cost_retry", "cost_cache",
-         "cost_attempts", "cost_physics")
+         "cost_attempts", "cost_physics", "cost_k3_price")
 ss = st.session_state
 scenario = SCENARIOS[ss.cost_scenario]
 
@@ -91,6 +95,8 @@ if pair is not None:  # K3 and the compared config priced by the same physics, d
         show_panel(pair_panel(pair, profile, SHARED_PRICES), "cost_pair", fig_col)
 
 listed = {key: p for key, p in PRICES.items() if key != "small-worker"}
+if ss.cost_k3_price != PROVIDERS[0].name:  # a reseller's price list instead of Moonshot AI's own
+    listed["kimi-k3"] = as_model_price(get_provider(ss.cost_k3_price))
 if ss.cost_physics:
     physics = physics_price_cached(SHARED_PRICES)
     listed["physics"] = physics
@@ -115,7 +121,7 @@ show_code(analyze, comparison_sentence)
 with lazy_expander("Where the numbers come from", key="cost_per_task_x_numbers") as is_open:
     if is_open:
         st.caption(dollars(f"Scenario: {scenario.note}."))
-        st.caption("Prices: " + " · ".join(f"**{p.name}**: {p.source}" for key, p in PRICES.items() if key != "small-worker")
+        st.caption("Prices: " + " · ".join(f"**{p.name}**: {p.source}" for key, p in listed.items() if key != "physics")
                    + ". Success and turns per model are *your* assumptions (edit the table).")
         if ss.cost_physics:
             st.caption(physics_caption(physics))

@@ -123,6 +123,8 @@ with lazy_expander("What the prediction fits and assumes, run by run", key="serv
 with lazy_expander("Each GPU at this speed, and where the prices come from", key="serving_x_gpu_speed_prices") as is_open:
     if is_open:
         draw_items(P.per_gpu(view.frontier, SEARCH, SPEED, spec, NAME), "sv_per_gpu")
+        st.markdown("**What providers charge for K3** (dated, cited)")
+        draw_items(S.providers(view.frontier.envelope, view.verdict.winner, SPEED), "sv_providers")
 TARGET_IN = S.target_inputs(ss.sv_t_speed, ss.sv_t_users, ss.sv_t_in, ss.sv_t_out)
 tgt, target_error = S.target(d, **TARGET_IN)
 with lazy_expander("Solve for my target (users, speed)", key="serving_x_solve") as is_open:

@@ -27,6 +27,8 @@ from k3lite.analytic.serving.compare import (
 from k3lite.analytic.serving.deployment import speculation_source
 from k3lite.analytic.serving.export import serving_scenario
 from k3lite.analytic.serving.measured import VLLM_K3_SOURCE
+from k3lite.analytic.serving.providers import PROVIDERS, spread_sentence
+from k3lite.analytic.serving.frontier import frontier
 from k3lite.analytic.serving.target import solve
 from k3lite.base.evidence import assumed, derived, measured_elsewhere
 from k3lite.base.scenario import to_csv, to_json
@@ -37,7 +39,7 @@ from k3lite.panels.serving import CONFIG_EV, FITTED_EV, LIST_EV, PRICE_EV, Code,
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.serving import (
     capacity_figure, gpus_for_weights_figure, pareto_figure, placement_figure, price_ratio_figure, step_figure,
-    validation_figure, waterfall_figure,
+    providers_figure, validation_figure, waterfall_figure,
 )
 from k3lite.viz.style import fmt_bytes
 
@@ -257,3 +259,20 @@ def scenario(d: Deployment, speed: float, winner, t, target_inputs: dict, preset
     ins, outs = serving_scenario(d.serving, d.price_evidence, speed, winner, d.batch if d.step else None, d.predicted,
                                  d.step, t, target_inputs, d.error)
     return to_json(f"k3lite serving scenario: {preset} at {context:,} tokens", ins, outs, link), to_csv(ins, outs)
+
+
+# ------------------------------------------------------------------------------------------ providers
+def providers(envelope, winner, speed: float) -> list:
+    """The providers' published K3 prices (dated, cited), drawn against the self-hosted frontier's cheapest setups
+    (`envelope`), and what they show beside its cheapest point at the page's speed (`winner`, None: none reaches)."""
+    rows = [{"provider": p.name, "$ / M input": p.input_per_m, "$ / M cached input": p.cached_per_m,
+             "$ / M output": p.output_per_m, "speed (tok/s)": "not published" if p.tokens_per_s is None
+             else f"{p.tokens_per_s:.0f}", "as of": p.dated} for p in PROVIDERS]
+    ev = {c: measured_elsewhere("each row's source: k3lite/analytic/serving/providers.py")
+          for c in ("$ / M input", "$ / M cached input", "$ / M output", "as of")}
+    fig = shared_figure(providers_figure, tuple(envelope), PROVIDERS, speed, evidence=derived(frontier))
+    items: list = [Panel(fig, evidence=derived(frontier)), Table(rows, ev), Note("Sources: " + " · ".join(f"**{p.name}**: {p.source}" for p in PROVIDERS))]
+    if winner is not None:
+        items.append(Panel(None, (Said(spread_sentence(winner.usd_per_m_output_tokens, speed),
+                                       (*(p.evidence for p in PROVIDERS), derived(spread_sentence))),)))
+    return items

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from k3lite.analytic.hardware import GPUS, gpu_label
+from k3lite.viz.evidence import tag_trace
 from k3lite.viz.style import (
     CONCEPT, HIGHLIGHT_LINE, HIGHLIGHT_MARKER, LINK, NEUTRAL, bytes_axis, fit_titles, log_axis, log_vline, series_color,
     translucent, wrap,
@@ -239,3 +240,28 @@ def prediction_figure(rows: Sequence[dict]) -> go.Figure:
         fig.update_yaxes(**log_axis("ours"), range=span, row=1, col=col)
     fig.update_layout(height=380, **_LAYOUT)
     return fit_titles(fig, "Published K3 runs: measured vs predicted")
+
+
+def providers_figure(envelope, providers, speed: float) -> go.Figure:
+    """What providers charge for K3's output (a dashed line each: none publishes a speed, so it spans the axis)
+    against the self-hosted frontier's cheapest setups (`envelope`: FrontierPoints), on the frontier's axes."""
+    fig = go.Figure()
+    xs = [p.tokens_per_s_per_user for p in envelope]
+    fig.add_scatter(x=xs, y=[p.usd_per_m_output_tokens for p in envelope], mode="lines", name="self-hosted: cheapest",
+                    line=dict(color=NEUTRAL, width=4), customdata=[[p.label] for p in envelope],
+                    hovertemplate="%{x:.0f} tok/s per user: $%{y:.3f} per M (%{customdata[0]})<extra></extra>")
+    lo, hi = min(xs + [speed]), max(xs + [speed])
+    prices: dict[float, list] = {}
+    for p in providers:  # providers at one price share one line
+        prices.setdefault(p.output_per_m, []).append(p)
+    for i, (usd, group) in enumerate(sorted(prices.items())):
+        names = ", ".join(p.name for p in group)
+        fig.add_scatter(x=[lo, hi], y=[usd, usd], mode="lines", name=f"{names}: ${usd:.2f}",
+                        line=dict(color=series_color(i + 1), dash="dash", width=2),
+                        hovertemplate=f"{names}: ${usd:.2f} per M output, speed not published<extra></extra>")
+        tag_trace(fig.data[-1], group[0].evidence)  # a cited price, not the frontier's derivation
+    log_vline(fig, speed, line=dict(color=NEUTRAL, dash="dot"), annotation_text=f"{speed:.0f} tok/s/user")
+    ys = [p.usd_per_m_output_tokens for p in envelope] + list(prices)
+    fig.update_layout(height=360, xaxis=log_axis_125("tokens/s per user", xs + [speed]),
+                      yaxis=log_axis_125("$ per M output tokens", ys), **_LAYOUT)
+    return fit_titles(fig, "Providers' price against the self-hosted cost")

@@ -98,3 +98,23 @@ def test_your_gpu_follows_to_the_hybrid_page():
                      for e in at.get(kind) if isinstance(getattr(e, "value", None), str))
     assert "custom GPU (512 GiB, 8 TB/s)" in shown and "custom:512" not in shown
     assert at.query_params["sv_my_hbm_gib"] == "512.0"
+
+
+def test_providers_prices_are_drawn_against_the_frontier_and_price_the_cost_page():
+    """The serving page draws the cited providers' K3 prices against the self-hosted frontier; the cost page takes
+    a reseller's price list as K3's price basis from its link."""
+    import json  # here: only these tests read a chart's traces
+
+    from k3lite.analytic.serving.providers import PROVIDERS  # (the reason above)
+
+    at = _page()
+    assert not at.exception, [e.message for e in at.exception]
+    names = [t.get("name") for c in at.get("plotly_chart") for t in json.loads(c.proto.spec)["data"]]
+    assert "self-hosted: cheapest" in names and any(n and n.startswith("Moonshot AI, OpenRouter") for n in names)
+    assert "The 3 providers we can cite sell K3's output at $15.00 per M tokens" in _text(at)
+    cost = AppTest.from_file(str(ROOT / "views" / "cost_per_task.py"), default_timeout=300)
+    cost.query_params["cost_k3_price"] = "OpenRouter"
+    cost.run()
+    assert not cost.exception, [e.message for e in cost.exception]
+    shown = " ".join(c.value for c in cost.caption)
+    assert f"**Kimi K3 at OpenRouter**: OpenRouter's listed price ({PROVIDERS[1].dated})" in shown
