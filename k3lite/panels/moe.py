@@ -160,7 +160,8 @@ def compare_panel(pair: Pair, balance: dict | None = None, deployment: Deploymen
                      f"{fmt_bytes(b.per_copy)} there and back), {joint} {k3} sends {multiple(a.copies, b.copies):.2f}x "
                      f"the copies ({a.copies:.2f} vs {b.copies:.2f} per token, top-{a.top_k} vs top-{b.top_k}): "
                      f"{multiple(a.wire, b.wire):.2f}x the wire bytes per token per MoE layer ({fmt_bytes(a.wire)} vs "
-                     f"{fmt_bytes(b.wire)}).", (ev, PAIR_CONFIGS)),
+                     f"{fmt_bytes(b.wire)}) on one {', '.join(deployment.describe().split(', ')[:2])} (a copy per GPU "
+                     "reached: the Interconnect page has wider deployments).", (ev, PAIR_CONFIGS)),
                 Said(f"Its experts do {times(a.flops, b.flops, 'more', 'fewer')} FLOPs per token ("
                      f"{a.flops / 1e9:.2f} vs {b.flops / 1e9:.2f} GFLOP with the shared experts and the latent's "
                      f"projections; the routed experts alone: {a.routed_flops / 1e9:.2f} vs "

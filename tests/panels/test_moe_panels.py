@@ -62,7 +62,7 @@ def test_the_numbers_said_are_the_figures_and_the_wire_function(key):
         r"([\d.]+)x the bytes per copy .*? sends ([\d.]+)x the copies .*?: ([\d.]+)x the wire bytes", panel.text).groups())
     assert (copies, per_copy, wire) == tuple(round(v, 2) for v in k3_bars[:3])
     assert wire == round(a.total / b.total, 2) == round(copies * per_copy, 2)  # wire = copies x bytes per copy
-    shown = re.search(r"\(([\d.]+ [kMG]?B) vs ([\d.]+ [kMG]?B)\)\.", panel.text).groups()
+    shown = re.search(r"\(([\d.]+ [kMG]?B) vs ([\d.]+ [kMG]?B)\) on one ", panel.text).groups()
     assert shown == (fmt_bytes(a.total), fmt_bytes(b.total))
 
 
