@@ -32,6 +32,20 @@ def attention_flops(cfg: K3Config, context: int) -> float:
     return float(f)
 
 
+def prefill_attention_flops(cfg: K3Config, context: int) -> float:
+    """FLOPs of the attention core for one prompt token attending to `context` earlier ones in prefill: MLA as
+    prefill runs it, un-absorbed (keys and values expanded from the latent, as SGLang's and vLLM's MLA backends do
+    for prefill): scores 2 H N (Dn + Dr) + value mix 2 H N Dv per MLA layer; KDA as in decode (a chunk-wise prefill
+    adds intra-chunk products of the same order). The absorbed form (`attention_flops`) is decode's: it trades
+    FLOPs for reading only the latent, and costs 3.4x these FLOPs at DeepSeek-V3's widths."""
+    types = cfg.layer_types()
+    m = cfg.mla
+    f = types.count("mla") * 2 * m.n_heads * context * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+    if cfg.kda is not None:
+        f += types.count("kda") * 6 * cfg.kda.n_heads * cfg.kda.head_dim ** 2
+    return float(f)
+
+
 class StepBytes(NamedTuple):
     """What one decode step over `batch` sequences reads on a GPU that holds the whole model."""
 

@@ -130,9 +130,10 @@ def compare_panel(pair: Pair) -> Panel:
         none = f"{other} has no Attention Residuals: it uses {name}, {what}. "
     else:
         none = f"{other} uses {name}: {what}. "
-    said = [Said(none + f"After its last layer {k3} holds {va} vectors of d = {pair.k3.d_model:,} per token "
+    said = [Said(none + f"By its last layer {k3} holds {va} vectors of d = {pair.k3.d_model:,} per token "
                  f"({fmt_bytes(ba)}) and {other} {vb} of d = {pair.other.d_model:,} ({fmt_bytes(bb)}): "
-                 f"{times(ba, bb, 'more', 'less', digits=1)}, what a pipeline-stage boundary there sends each way.",
+                 f"{times(ba, bb, 'more', 'less', digits=1)}: what a pipeline-stage boundary as late as that would send "
+                 "each way (the line shows every earlier one).",
                  (ev, PAIR_CONFIGS)),
             Said(f"One forward pass's depth mixes read {fmt_bytes(ra)} per token for {k3} ({la} layers) and "
                  f"{fmt_bytes(rb)} for {other} ({lb}): {times(ra, rb, 'more', 'less', digits=1)}; full AttnRes at {k3}'s depth "

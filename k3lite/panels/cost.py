@@ -149,13 +149,14 @@ def physics_cost(cfg, prices: tuple = ()) -> PhysicsCost:
     price = ModelPrice(f"{s.name} (serving physics)", pre.usd_per_m_input_tokens, st.usd_per_m_output_tokens,
                        PRICES["kimi-k3"].cache_discount, f"k3lite.analytic.serving on {s.n_gpus} x {s.gpu}")
     return PhysicsCost(price, b, st.hbm_bytes / (b * st.tokens_per_step),
-                       sum(token_flops(s.cfg, max(1, s.context // 2))), pre.bound,
+                       token_flops(s.cfg, max(1, s.context // 2), prefill=True).total, pre.bound,
                        placement(s).cache_bytes_per_sequence)
 
 
 PARTS = ("input", "cached input", "output", "whole task")
 # where an idea that leaves the bill unchanged does show
-WHERE = {"quantile balancing": "the Routing & balancing page (how evenly the experts load)",
+WHERE = {"quantile balancing": "the Routing & balancing page (how evenly the experts load: the serving physics "
+                               "here routes uniformly, the average, while a step waits for its busiest GPU)",
          "SiTU-GLU": "the Routing & balancing page's SiTU-GLU section (the experts' activation)",
          "block Attention Residuals": "the Attention Residuals page (what each layer reads, and the training loss)"}
 
@@ -185,7 +186,9 @@ def pair_panel(pair: Pair, profile: TaskProfile, prices: tuple = ()) -> Panel:
             f"${ra.per_completed_task:.3f} on {k3n} and ${rb.per_completed_task:.3f} on {on}: {k3n} is {word}"
             + (" per task." if word != "about as dear" else f" as {on} per task.")
             + " The task is assumed the same for both (K3's turns, tokens per turn, cache hits and success): "
-            "a model that needs more turns or fails more often would move it.")
+            "a model that needs more turns or fails more often would move it. One fixed deployment at this slow "
+            "speed prices both; the Serving page searches every GPU and layout at your speed, where the ranking "
+            "can differ.")
     gb = (a.bytes_per_token / 1e9, b.bytes_per_token / 1e9)
     if direction(ra.per_completed_task, rb.per_completed_task) == 0:
         rel = abs(ra.per_completed_task - rb.per_completed_task) / ra.per_completed_task
@@ -207,7 +210,7 @@ def pair_panel(pair: Pair, profile: TaskProfile, prices: tuple = ()) -> Panel:
         outs = (ra.output_cost, rb.output_cost)
         out = (f"an output token costs ${a.price.output_per_m:.3f} vs ${b.price.output_per_m:.3f} per M because a "
                f"decoded token reads {gb[0]:.2f} vs {gb[1]:.2f} GB of HBM per GPU ({k3n} reads "
-               f"{_times(gb[0], gb[1], 'more', 'fewer', 'the same')}): its own cache, {a.cache / 1e9:.2f} vs "
+               f"{_times(gb[0], gb[1], 'more', 'less', 'the same')}): its own cache, {a.cache / 1e9:.2f} vs "
                f"{b.cache / 1e9:.2f} GB at this context, and its share of the weights read each step, "
                f"{(a.bytes_per_token - a.cache) / 1e9:.2f} vs {(b.bytes_per_token - b.cache) / 1e9:.2f} GB "
                f"({a.batch} vs {b.batch} sequences per GPU share them)")

@@ -202,7 +202,9 @@ def parts_figure(parts: list[str], params: tuple[list[float], list[float]], segm
 def _than(a: float, b: float, more: str, less: str, noun: str, same: str) -> str:
     """'4.12x more parameters than' or `same` ('as many parameters as') from the two numbers."""
     word = times(a, b, more, less)
-    return same if word == "about the same" else f"{word} {noun} than"
+    if word != "about the same":
+        return f"{word} {noun} than"
+    return same if a == b else f"about {same}"  # within 0.5%: two printed numbers that differ are not "as many"
 
 
 def _driver(segment: str, pair: Pair, names: tuple[str, str], batch: int) -> str:

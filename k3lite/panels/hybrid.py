@@ -164,7 +164,7 @@ ALSO = [("routing", "uniform: a batch touches E(1 − (1 − k/E)^B) distinct ex
 # where a variant that leaves every attention layer as it is shows its difference instead (the page's short name)
 ELSEWHERE = {"Stable LatentMoE": "Routing & balancing and Bytes on the wire",
              "block Attention Residuals": "Attention Residuals", "quantile balancing": "Routing & balancing",
-             "SiTU-GLU": "Forward pass"}
+             "SiTU-GLU": "Routing & balancing (its SiTU-GLU section)"}
 
 
 def _cache(cfg: K3Config, context: int) -> float:

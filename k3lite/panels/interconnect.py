@@ -171,9 +171,10 @@ def wire_pair(cfg: K3Config, pair: Pair, dep: Deployment) -> Panel:
                      values=values)
     ca, cb, ra, rb = pa.copies.total, pb.copies.total, pa.dispatch_record, pb.dispatch_record
     first = Said(
-        f"{names[0]} moves {fmt_bytes(pa.total)} per token per MoE layer against {other}'s "
-        f"{fmt_bytes(pb.total)}: it sends {ca:.2f} copies (top-{cfg.moe.top_k} of {cfg.moe.n_routed_experts} experts) "
-        f"against {cb:.2f} (top-{pair.other.moe.top_k} of {pair.other.moe.n_routed_experts}), "
+        f"On {dep.topology.label}, EP {dep.ep_size}, {names[0]} moves {fmt_bytes(pa.total)} per token per MoE layer "
+        f"against {other}'s {fmt_bytes(pb.total)}: it sends {ca:.2f} link copies (NVLink and NIC hops for top-"
+        f"{cfg.moe.top_k} of {cfg.moe.n_routed_experts} experts) against {cb:.2f} (top-{pair.other.moe.top_k} of "
+        f"{pair.other.moe.n_routed_experts}), "
         f"{times(ca, cb, 'more', 'fewer')}, each dispatch record {ra} B against {rb} B ({_width(cfg)} against "
         f"{_width(pair.other)}), {times(ra, rb, 'larger', 'smaller')}: {pa.total / pb.total:.2f}x the wire bytes "
         f"({fmts}).", ev)

@@ -136,7 +136,9 @@ def decode_memory_panel(pair: Pair, context: int = CONTEXT) -> Panel:
     drive = (f"{K3}'s cache grows by {fmt_bytes(k.slope)} per token ({k.n_mla} MLA layers × "
              f"{fmt_bytes(k.mla_per_token)}), {other}'s by {fmt_bytes(o.slope)} ({o.n_mla} × "
              f"{fmt_bytes(o.mla_per_token)})")
-    if k.n_kda:
+    if k.n_kda and o.n_kda:
+        drive += f"; both pay a fixed state besides ({fmt_bytes(kt.kda)} against {fmt_bytes(ot.kda)})"
+    elif k.n_kda:
         drive += f"; {K3} pays a fixed {fmt_bytes(kt.kda)} for its KDA states instead"
     cross = _crossing(k, o)
     if cross is not None:

@@ -20,8 +20,10 @@ from k3lite.viz.style import HIGHLIGHT_LINE, fmt_bytes
 
 # where a comparison that changes nothing on this page does show (the page that draws that idea)
 SHOWS_ON = {  # by the page's title in the sidebar
-    "aux-loss": "the Stable LatentMoE & routing page (expert loads, balancing)",
-    "bias": "the Stable LatentMoE & routing page (expert loads, balancing)",
+    "aux-loss": "the Stable LatentMoE & routing page (expert loads, balancing): this model routes every token "
+                "uniformly, the average, while a decode step waits for its busiest GPU",
+    "bias": "the Stable LatentMoE & routing page (expert loads, balancing): this model routes every token "
+            "uniformly, the average, while a decode step waits for its busiest GPU",
     "swiglu": "the Stable LatentMoE & routing page (SiTU-GLU's bounded gate beside SwiGLU's)",
     "standard-residual": "the Attention Residuals page (what each layer reads from the ones before it)",
 }

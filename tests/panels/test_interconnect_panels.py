@@ -48,7 +48,7 @@ def test_wire_pair_draws_both_on_one_axis_and_its_numbers_are_the_figures(key):
     else:
         a, b = re.search(r"moves (\S+ \S+) per token per MoE layer against .*?'s (\S+ \S+):", text).groups()
         assert (a, b) == (fmt_bytes(sum(k3)), fmt_bytes(sum(other)))
-        ca, cb = map(float, re.search(r"sends ([\d.]+) copies .*? against ([\d.]+) \(top", text).groups())
+        ca, cb = map(float, re.search(r"sends ([\d.]+) link copies .*? against ([\d.]+) \(top", text).groups())
         assert (ca, cb) == (round(panel.values["k3_copies"], 2), round(panel.values["other_copies"], 2))
         ratio = float(re.search(r": ([\d.]+)x the wire bytes", text).group(1))
         assert ratio == round(sum(k3) / sum(other), 2)

@@ -44,8 +44,8 @@ class Fitted(NamedTuple):
 
 
 # the fit of every fitted row (tests refit and compare): what the CLI and the page use without fitting
-FITTED = Fitted(Efficiency(layer_s=7.59e-05, hbm_fraction=0.801, flops_fraction=0.317),
-                {"sglang-random": 4.51, "vllm-guidellm": 2.70}, 0.0775)
+FITTED = Fitted(Efficiency(layer_s=7.60e-05, hbm_fraction=0.801, flops_fraction=0.297),
+                {"sglang-random": 4.51, "vllm-guidellm": 2.70}, 0.0774)
 
 MEANING = {
     "layer_s": "a fixed time every layer of every forward pass costs, whatever it reads: kernel launches and gaps, "

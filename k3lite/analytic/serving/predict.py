@@ -117,7 +117,7 @@ def terms(s: Serving, w: Workload | None = None) -> Terms:
     gpu = get_gpu(s.gpu)
     sp = s.spec
     drafter = sp is not None and sp.drafter == "draft-model"
-    pre = token_flops(s.cfg, max(1, prompt // 2)).total + (2.0 * sp.draft_params if drafter else 0.0)
+    pre = token_flops(s.cfg, max(1, prompt // 2), prefill=True).total + (2.0 * sp.draft_params if drafter else 0.0)
     expert_parallel = s.ep > s.tp  # dispatch + combine only when the experts leave the TP group
     return Terms(t, token_flops(s.cfg, dec.context).total, pre, allreduce_s_per_token(s),
                  t.wire_s_per_token if expert_parallel else 0.0,

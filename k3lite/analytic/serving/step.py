@@ -197,17 +197,19 @@ class TokenFlops(NamedTuple):
 
     experts: float  # 2 x the routed-expert parameters a token uses
     other: float  # 2 x every other parameter a token uses (attention projections, shared experts, dense FFN, head)
-    attention: float  # the attention core over the context (decode.attention_flops)
+    attention: float  # the attention core over the context (decode.attention_flops; prefill_attention_flops)
 
     @property
     def total(self) -> float:
         return self.experts + self.other + self.attention
 
 
-def token_flops(cfg: K3Config, context: int) -> TokenFlops:
+def token_flops(cfg: K3Config, context: int, prefill: bool = False) -> TokenFlops:
+    """One token's FLOPs at `context`: decode's absorbed MLA, or (prefill=True) prefill's un-absorbed MLA."""
     params = memory.component_params(cfg, active=True)
+    attention = decode.prefill_attention_flops if prefill else decode.attention_flops
     return TokenFlops(2.0 * params["routed_experts"], 2.0 * (sum(params.values()) - params["routed_experts"]),
-                      decode.attention_flops(cfg, context))
+                      attention(cfg, context))
 
 
 def step_terms(s: Serving) -> StepTerms:
@@ -302,7 +304,7 @@ def prefill_step(s: Serving, chunk_tokens: int = PREFILL_CHUNK_TOKENS) -> Prefil
         raise ValueError(f"chunk_tokens must be an integer in 1..1,000,000, got {chunk_tokens!r}")
     cfg, gpu = s.cfg, get_gpu(s.gpu)
     p = check_fits(s)
-    f = token_flops(cfg, max(1, s.context // 2))
+    f = token_flops(cfg, max(1, s.context // 2), prefill=True)
     compute = (f.experts / gpu.peak_flops(s.weights.get("routed_experts", "bf16"))
                + f.other / gpu.peak_flops(s.weights.get("attention", "bf16")) + f.attention / gpu.bf16_flops)
     intra, inter = wire_bytes_per_token(cfg, s.with_(scheme="normal"))

@@ -11,6 +11,9 @@ from k3lite.analytic.serving import (
     Serving, best_batch, capacity, check_fits, decode_step, pareto, placement,
     prefill_usd_per_m_input, wire_bytes_per_token,
 )
+from k3lite.analytic.serving.step import (
+    prefill_step,
+)
 from k3lite.analytic.serving.compare import (
     FP8,
 )
@@ -76,8 +79,12 @@ def test_batch_touches_more_experts_and_best_batch():
 def test_prefill_estimate_by_hand():
     s = Serving("deepseek-v3", "H800", 16, 16, 1, FP8, 4096, usd_per_gpu_hour=3.6)
     n = memory.component_params(s.cfg, active=True)
-    t = 2 * sum(n.values()) / 1979e12 + 61 * 2 * 128 * 2048 * (2 * 512 + 64) / 989e12
-    assert prefill_usd_per_m_input(s) == pytest.approx(0.001 * t * 1e6)
+    # prefill's MLA un-absorbed: scores over (nope 128 + rope 64), values 128 wide, 128 heads, half the context
+    t = 2 * sum(n.values()) / 1979e12 + 61 * 2 * 128 * 2048 * (128 + 64 + 128) / 989e12
+    pre = prefill_step(s)
+    assert pre.compute_s == pytest.approx(t)
+    assert pre.s_per_token == max(pre.compute_s, pre.wire_s, pre.hbm_s)  # overlapped: the slowest term
+    assert prefill_usd_per_m_input(s) == pytest.approx(0.001 * pre.s_per_token * 1e6)
 
 
 def test_capacity_by_hand():
