@@ -346,7 +346,7 @@ def test_probe_claims_say_what_the_probe_shows():
 
 def test_page_formula_has_the_scale_the_kernel_applies():
     """The page's read-out o_t = K^-1/2 S^T q_t is what chunk_kda computes by default."""
-    text = (ROOT / "views" / "kda.py").read_text()
+    text = (ROOT / "k3lite" / "panels" / "kda.py").read_text()  # the page's words live with its panels
     assert r"o_t = K^{-1/2}\,S_t^\top q_t" in text
     torch.manual_seed(0)
     B, T, H, K = 1, 6, 1, 8
