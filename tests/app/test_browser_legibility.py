@@ -27,6 +27,8 @@ from test_browser import (  # noqa: F401  (browser is a fixture; pytestmark skip
 from k3lite.viz.style import TABLE_CUE  # noqa: E402
 
 OUT = ROOT / "test-output" / "legibility"
+from views.registry import COMPARE_PAGES  # noqa: E402  (the pages the sidebar's comparison draws on)
+
 WIDTHS = (1400, 390)
 TOLERANCE_PX = 2
 
@@ -37,6 +39,10 @@ VIEWS = [(r, r, "", None) for r in ROUTES] + [
     ("forward-pass-kda", "forward_pass", "fp_stage=3", None),  # a KDA stage (0-based index): legend vs colourbar
     ("attention-residuals-full", "attention_residuals", "ar_mode=full", None),
     ("interconnect-training", "interconnect", "ic_mode=training", None),  # the training view's bars and labels  # the caveat that cut the title
+] + [  # with the sidebar's comparison on: every comparison page beside DeepSeek-V3, and three K3-without-one-idea views
+    (f"{route}-vs-{vs}", route, f"vs={vs}", None) for route, vs in (
+        *((r, "deepseek-v3") for r in COMPARE_PAGES),
+        ("moe", "no-latent"), ("hybrid_attention", "all-mla"), ("attention_residuals", "standard-residual"))
 ] + [  # the sections below the first picture (views/common.lazy_sections): each drawn once it is picked
     (f"{route}-section-{i}", route, "", tab) for route, tabs in (
         ("moe", ("(a)–(b) Routing and balance on a prompt", "(c) Balance during training", "(d) The latent trade-off",
