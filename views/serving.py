@@ -13,8 +13,8 @@ from k3lite.analytic.serving.step import PREFILL_CHUNK_SOURCE
 from k3lite.panels import serving as P
 from k3lite.panels import serving_sections as S
 from views.common import (
-    assumptions_block, compared, draw_items, fill_from, lazy_expander, my_gpu, metric, push_url, reset_button, show_code, show_panel,
-    try_it, url_state, user_errors,
+    assumptions_block, compared, draw_items, evidence_columns, fill_from, kept_editor, lazy_expander, metric, my_gpu,
+    push_url, reset_button, show_code, show_panel, try_it, url_state, user_errors,
 )
 
 PRESETS, FORMATS, SPEC_DEFAULTS = P.PRESETS, P.FORMATS, P.spec_defaults(P.PRESETS)  # the model's own speculation
@@ -58,8 +58,7 @@ ctl.toggle("roofline bound instead of the prediction", key="sv_bound",
 if st.session_state.sv_spec:
     ctl.number_input("draft tokens per step", 1, 32, key="sv_draft")
     ctl.number_input("acceptance (tokens per step)", 1.0, 33.0, step=0.1, key="sv_accept")
-# the expanders below draw their inputs only while open (a closed one costs the first screen nothing); every input
-# is seeded from and mirrored to the URL, so a value set in one survives its expander closing
+# the expanders below draw their inputs only while open; each input is seeded from and mirrored to the URL
 for g, key in PRICE_URL_KEYS.items():  # the one price table: frontier, deployment and the cost page's physics row
     url_state(key, float(USD_PER_GPU_HOUR[g][0]), lo=0.1, hi=999.0)
 with ctl, lazy_expander("GPU-hour prices ($)", key="serving_x_gpu_hour_prices") as is_open:
@@ -123,8 +122,10 @@ with lazy_expander("What the prediction fits and assumes, run by run", key="serv
 with lazy_expander("Each GPU at this speed, and where the prices come from", key="serving_x_gpu_speed_prices") as is_open:
     if is_open:
         draw_items(P.per_gpu(view.frontier, SEARCH, SPEED, spec, NAME), "sv_per_gpu")
-        st.markdown("**What providers charge for K3** (dated, cited)")
-        draw_items(S.providers(view.frontier.envelope, view.verdict.winner, SPEED), "sv_providers")
+        frame, config = evidence_columns(S.YOUR_PROVIDER_ROWS, S.YOUR_PROVIDER_EV)  # the editor is drawn under the chart
+        yours, bad = S.your_providers(kept_editor(frame.to_dict("records"), "sv_providers", draw=False))
+        draw_items(S.providers(view.frontier, SPEED, yours, bad), "sv_providers")
+        kept_editor(frame.to_dict("records"), "sv_providers", draw=True, hide_index=True, column_config=config)
 TARGET_IN = S.target_inputs(ss.sv_t_speed, ss.sv_t_users, ss.sv_t_in, ss.sv_t_out)
 tgt, target_error = S.target(d, **TARGET_IN)
 with lazy_expander("Solve for my target (users, speed)", key="serving_x_solve") as is_open:

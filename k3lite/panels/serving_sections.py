@@ -27,8 +27,10 @@ from k3lite.analytic.serving.compare import (
 from k3lite.analytic.serving.deployment import speculation_source
 from k3lite.analytic.serving.export import serving_scenario
 from k3lite.analytic.serving.measured import VLLM_K3_SOURCE
-from k3lite.analytic.serving.providers import PROVIDERS, spread_sentence
-from k3lite.analytic.serving.frontier import frontier
+from k3lite.analytic.serving.providers import (
+    PROVIDERS, YOURS, Provider, spread_sentence, typed_provider, typed_sentence,
+)
+from k3lite.analytic.serving.frontier import cheapest_at, frontier
 from k3lite.analytic.serving.target import solve
 from k3lite.base.evidence import assumed, derived, measured_elsewhere
 from k3lite.base.scenario import to_csv, to_json
@@ -262,17 +264,49 @@ def scenario(d: Deployment, speed: float, winner, t, target_inputs: dict, preset
 
 
 # ------------------------------------------------------------------------------------------ providers
-def providers(envelope, winner, speed: float) -> list:
-    """The providers' published K3 prices (dated, cited), drawn against the self-hosted frontier's cheapest setups
-    (`envelope`), and what they show beside its cheapest point at the page's speed (`winner`, None: none reaches)."""
+# the page's "your providers" table: rows to fill (a name, $ per M output, the speed it sells at)
+YOUR_PROVIDER_ROWS = [{"provider": f"provider {i}", "$ / M output": None, "speed (tok/s per user)": None}
+                      for i in (1, 2, 3)]
+YOUR_PROVIDER_EV = {"$ / M output": assumed(YOURS), "speed (tok/s per user)": assumed(YOURS)}
+
+
+def your_providers(rows: list[dict]) -> tuple[tuple[Provider, ...], str]:
+    """(the filled rows of the table as providers, the first constraint a row breaks or ""); column names may carry
+    their evidence marker. A bad row is left out and named: the table stays on the page to fix it."""
+    def value(row: dict, column: str):
+        v = next((v for k, v in row.items() if k.startswith(column)), None)
+        return None if v is None or v != v or v == "" else v
+
+    out, bad = [], ""
+    for n, u, t in ((value(r, "provider"), value(r, "$ / M output"), value(r, "speed (tok/s")) for r in rows):
+        if u is not None and t is not None:
+            try:
+                out.append(typed_provider(str(n or ""), float(u), float(t)))
+            except ValueError as e:
+                bad = bad or str(e)
+    return tuple(out), bad
+
+
+def providers(fr, speed: float, yours: tuple = (), bad: str = "") -> list:
+    """The providers' published K3 prices (dated, cited) and the reader's own rows, drawn against the self-hosted
+    frontier `fr`'s cheapest setups, with what they show beside its cheapest point at the page's speed; `bad`: a
+    typed row's broken constraint, said in red (the table stays to fix it)."""
     rows = [{"provider": p.name, "$ / M input": p.input_per_m, "$ / M cached input": p.cached_per_m,
              "$ / M output": p.output_per_m, "speed (tok/s)": "not published" if p.tokens_per_s is None
              else f"{p.tokens_per_s:.0f}", "as of": p.dated} for p in PROVIDERS]
     ev = {c: measured_elsewhere("each row's source: k3lite/analytic/serving/providers.py")
           for c in ("$ / M input", "$ / M cached input", "$ / M output", "as of")}
-    fig = shared_figure(providers_figure, tuple(envelope), PROVIDERS, speed, evidence=derived(frontier))
-    items: list = [Panel(fig, evidence=derived(frontier)), Table(rows, ev), Note("Sources: " + " · ".join(f"**{p.name}**: {p.source}" for p in PROVIDERS))]
-    if winner is not None:
-        items.append(Panel(None, (Said(spread_sentence(winner.usd_per_m_output_tokens, speed),
-                                       (*(p.evidence for p in PROVIDERS), derived(spread_sentence))),)))
-    return items
+    fig = shared_figure(providers_figure, tuple(fr.envelope), PROVIDERS + tuple(yours), speed,
+                        evidence=derived(frontier))
+    items: list = [Note("**What providers charge for K3** (dated, cited; add your own below the chart)", True),
+                   Panel(fig, evidence=derived(frontier)), Table(rows, ev),
+                   Note("Sources: " + " · ".join(f"**{p.name}**: {p.source}" for p in PROVIDERS))]
+    winner = cheapest_at(fr.setups, speed)
+    said = [Said(spread_sentence(winner.usd_per_m_output_tokens, speed),
+                 (*(p.evidence for p in PROVIDERS), derived(spread_sentence)))] if winner is not None else []
+    for p in yours:
+        at = cheapest_at(fr.setups, p.tokens_per_s)
+        said.append(Said(typed_sentence(p, None if at is None else at.usd_per_m_output_tokens),
+                         (p.evidence, derived(cheapest_at))))
+    items += [Panel(None, tuple(said))] if said else []
+    return items + ([Note(f":red[⚠️ {bad}]", True)] if bad else [])

@@ -243,25 +243,34 @@ def prediction_figure(rows: Sequence[dict]) -> go.Figure:
 
 
 def providers_figure(envelope, providers, speed: float) -> go.Figure:
-    """What providers charge for K3's output (a dashed line each: none publishes a speed, so it spans the axis)
-    against the self-hosted frontier's cheapest setups (`envelope`: FrontierPoints), on the frontier's axes."""
+    """What providers charge for K3's output against the self-hosted frontier's cheapest setups (`envelope`:
+    FrontierPoints), on the frontier's axes: a provider with a speed is a point, one without (none of the cited
+    publishes one) a dashed line across, providers at one price sharing it."""
     fig = go.Figure()
     xs = [p.tokens_per_s_per_user for p in envelope]
     fig.add_scatter(x=xs, y=[p.usd_per_m_output_tokens for p in envelope], mode="lines", name="self-hosted: cheapest",
                     line=dict(color=NEUTRAL, width=4), customdata=[[p.label] for p in envelope],
                     hovertemplate="%{x:.0f} tok/s per user: $%{y:.3f} per M (%{customdata[0]})<extra></extra>")
-    lo, hi = min(xs + [speed]), max(xs + [speed])
+    timed = [p for p in providers if p.tokens_per_s is not None]
+    lo, hi = min(xs + [speed] + [p.tokens_per_s for p in timed]), max(xs + [speed] + [p.tokens_per_s for p in timed])
     prices: dict[float, list] = {}
-    for p in providers:  # providers at one price share one line
-        prices.setdefault(p.output_per_m, []).append(p)
+    for p in providers:
+        if p.tokens_per_s is None:
+            prices.setdefault(p.output_per_m, []).append(p)
     for i, (usd, group) in enumerate(sorted(prices.items())):
         names = ", ".join(p.name for p in group)
         fig.add_scatter(x=[lo, hi], y=[usd, usd], mode="lines", name=f"{names}: ${usd:.2f}",
                         line=dict(color=series_color(i + 1), dash="dash", width=2),
                         hovertemplate=f"{names}: ${usd:.2f} per M output, speed not published<extra></extra>")
         tag_trace(fig.data[-1], group[0].evidence)  # a cited price, not the frontier's derivation
+    for p in timed:
+        fig.add_scatter(x=[p.tokens_per_s], y=[p.output_per_m], mode="markers+text", name=p.name, text=[p.name],
+                        textposition="top center", marker=dict(color=series_color(len(prices) + 1), size=10,
+                                                               symbol="diamond"),
+                        hovertemplate=f"{p.name}: ${p.output_per_m:.2f} per M output at %{{x:.0f}} tok/s<extra></extra>")
+        tag_trace(fig.data[-1], p.evidence)
     log_vline(fig, speed, line=dict(color=NEUTRAL, dash="dot"), annotation_text=f"{speed:.0f} tok/s/user")
-    ys = [p.usd_per_m_output_tokens for p in envelope] + list(prices)
-    fig.update_layout(height=360, xaxis=log_axis_125("tokens/s per user", xs + [speed]),
+    ys = [p.usd_per_m_output_tokens for p in envelope] + [p.output_per_m for p in providers]
+    fig.update_layout(height=360, xaxis=log_axis_125("tokens/s per user", xs + [lo, hi]),
                       yaxis=log_axis_125("$ per M output tokens", ys), **_LAYOUT)
     return fit_titles(fig, "Providers' price against the self-hosted cost")

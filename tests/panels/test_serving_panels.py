@@ -215,3 +215,33 @@ def test_the_format_line_prices_each_format_with_the_headline():
         assert f"{f}: ${usd:.3f}" in text
     fp8 = cheapest_usd_per_m(K3_PRESET, {}, None, speed=50.0, formats=SEARCH[0], tps=SEARCH[1], caches=("fp8",))
     assert f"fp8: ${fp8:.3f}" in text
+
+
+def test_your_providers_are_points_against_the_frontier_with_a_sentence_each():
+    """A provider the reader types (name, $ per M output, speed) is drawn at its speed and compared with the
+    cheapest self-hosted setup that fast; a row out of range is named and left out, the rest still drawn."""
+    from k3lite.analytic.serving.frontier import cheapest_at
+    from k3lite.panels import serving_sections as S
+
+    rows = [{"provider": "FastCo", "$ / M output ᵃ": 20.0, "speed (tok/s per user) ᵃ": 80.0},
+            {"provider": "SlowCo", "$ / M output ᵃ": 2.0, "speed (tok/s per user) ᵃ": 15.0},
+            {"provider": "Broken", "$ / M output ᵃ": -1.0, "speed (tok/s per user) ᵃ": 30.0},
+            {"provider": "provider 3", "$ / M output ᵃ": None, "speed (tok/s per user) ᵃ": None}]
+    yours, bad = S.your_providers(rows)
+    assert [p.name for p in yours] == ["FastCo", "SlowCo"] and "Broken" in bad and "(0, 10000)" in bad
+    assert all(p.evidence.kind == "assumed" for p in yours)
+    fr = P.page_frontier(K3_PRESET, 32768, (), None, "predicted", SEARCH)
+    items = S.providers(fr, 50.0, yours, bad)
+    fig = next(i.figure for i in items if isinstance(i, P.Panel) and i.figure is not None)
+    points = {t.name: (t.x[0], t.y[0]) for t in fig.data if t.mode == "markers+text"}
+    assert points == {"FastCo": (80.0, 20.0), "SlowCo": (15.0, 2.0)}
+    text = " ".join(s.text for i in items if isinstance(i, P.Panel) for s in i.sentences)
+    fast = cheapest_at(fr.setups, 80.0)
+    if fast is None:
+        assert "FastCo sells at 80 tokens/s per user for $20.00 per M output: no self-hosted setup" in text
+    else:
+        assert f"the cheapest self-hosted setup that fast (${fast.usd_per_m_output_tokens:.3f})" in text
+    slow = cheapest_at(fr.setups, 15.0)
+    word = "above" if 2.0 > slow.usd_per_m_output_tokens else "below"
+    assert f"SlowCo sells at 15 tokens/s per user for $2.00 per M output, " in text and word in text
+    assert any(isinstance(i, P.Note) and "Broken" in i.text for i in items)

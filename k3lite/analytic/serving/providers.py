@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from k3lite.analytic.cost import ModelPrice
-from k3lite.base.evidence import Evidence, measured_elsewhere
+from k3lite.base.evidence import Evidence, assumed, measured_elsewhere
 from k3lite.base.sources import K3_PRICE_SOURCE
-from k3lite.base.wording import compare
+from k3lite.base.wording import compare, times
 
 _HELICONE = ("Helicone's model-cost registry, Helicone/helicone packages/cost/models/authors/moonshotai/kimi-k3/"
              "endpoints.ts at commit eefaa6ff")
@@ -34,6 +34,9 @@ class Provider(NamedTuple):
 
     @property
     def evidence(self) -> Evidence:
+        """A cited row is measured elsewhere; a row the reader typed (source YOURS) is assumed."""
+        if self.source == YOURS:
+            return assumed(YOURS)
         return measured_elsewhere(f"{self.source} ({self.dated})")
 
 
@@ -44,6 +47,18 @@ PROVIDERS: tuple[Provider, ...] = (
     Provider("Novita", 3.00, 0.30, 15.00, None, "2026-07-28",
              f"{_HELICONE}: 'api.novita.ai/v3/openai/models, 2026-07-28', cached input 10% of input"),
 )
+
+
+YOURS = "yours: typed on the page"
+
+
+def typed_provider(name: str, output_per_m: float, tokens_per_s: float) -> Provider:
+    """A provider the reader types (a name, $ per M output, the speed it sells at), checked: both in range."""
+    if not (0 < output_per_m < 10_000):
+        raise ValueError(f"{name or 'your provider'}: $ per M output must be in (0, 10000), got {output_per_m}")
+    if not (0 < tokens_per_s < 100_000):
+        raise ValueError(f"{name or 'your provider'}: speed must be in (0, 100000) tokens/s, got {tokens_per_s}")
+    return Provider(name or "your provider", 0.0, 0.0, float(output_per_m), float(tokens_per_s), "typed", YOURS)
 
 
 def get_provider(name: str) -> Provider:
@@ -58,6 +73,16 @@ def as_model_price(p: Provider) -> ModelPrice:
     discount = 1 - p.cached_per_m / p.input_per_m if p.input_per_m else 0.0
     return ModelPrice(f"Kimi K3 at {p.name}", p.input_per_m, p.output_per_m, discount,
                       f"{p.name}'s listed price ({p.dated}): {p.source}")
+
+
+def typed_sentence(p: Provider, self_hosted_usd_per_m_output: float | None) -> str:
+    """A typed provider beside the frontier's cheapest setup at its speed (None: no setup is that fast)."""
+    if self_hosted_usd_per_m_output is None:
+        return (f"{p.name} sells at {p.tokens_per_s:.0f} tokens/s per user for ${p.output_per_m:.2f} per M output: no "
+                "self-hosted setup searched here is that fast.")
+    word = times(p.output_per_m, self_hosted_usd_per_m_output, "above", "below", "at")
+    return (f"{p.name} sells at {p.tokens_per_s:.0f} tokens/s per user for ${p.output_per_m:.2f} per M output, "
+            f"{word} the cheapest self-hosted setup that fast (${self_hosted_usd_per_m_output:.3f}).")
 
 
 def spread_sentence(self_hosted_usd_per_m_output: float, speed: float, providers=PROVIDERS) -> str:
