@@ -271,6 +271,7 @@ def providers_figure(envelope, providers, speed: float) -> go.Figure:
         tag_trace(fig.data[-1], p.evidence)
     log_vline(fig, speed, line=dict(color=NEUTRAL, dash="dot"), annotation_text=f"{speed:.0f} tok/s/user")
     ys = [p.usd_per_m_output_tokens for p in envelope] + [p.output_per_m for p in providers]
-    fig.update_layout(height=360, xaxis=log_axis_125("tokens/s per user", xs + [lo, hi]),
-                      yaxis=log_axis_125("$ per M output tokens", ys), **_LAYOUT)
+    y_axis = {**log_axis_125("$ per M output tokens", ys),  # headroom: the speed's label sits above the top line
+              "range": [math.log10(0.8 * min(ys)), math.log10(2.0 * max(ys))]}
+    fig.update_layout(height=360, xaxis=log_axis_125("tokens/s per user", xs + [lo, hi]), yaxis=y_axis, **_LAYOUT)
     return fit_titles(fig, "Providers' price against the self-hosted cost")
