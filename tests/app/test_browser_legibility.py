@@ -39,10 +39,11 @@ VIEWS = [(r, r, "", None) for r in ROUTES] + [
     ("forward-pass-kda", "forward_pass", "fp_stage=3", None),  # a KDA stage (0-based index): legend vs colourbar
     ("attention-residuals-full", "attention_residuals", "ar_mode=full", None),
     ("interconnect-training", "interconnect", "ic_mode=training", None),  # the training view's bars and labels  # the caveat that cut the title
-] + [  # with the sidebar's comparison on: every comparison page beside DeepSeek-V3, and three K3-without-one-idea views
-    (f"{route}-vs-{vs}", route, f"vs={vs}", None) for route, vs in (
-        *((r, "deepseek-v3") for r in COMPARE_PAGES),
-        ("moe", "no-latent"), ("hybrid_attention", "all-mla"), ("attention_residuals", "standard-residual"))
+] + [  # with the sidebar's comparison on: one comparison per page (every page and choice renders under AppTest:
+    # tests/app/test_compare_pages.py), released models and K3 variants both drawn
+    (f"{route}-vs-{vs}", route, f"vs={vs}", None) for route, vs in zip(COMPARE_PAGES, (
+        "deepseek-v3", "no-latent", "kimi-linear-48b-a3b", "all-mla", "standard-residual", "deepseek-v3", "kimi-k2",
+        "all-mla", "deepseek-v3"))
 ] + [  # the sections below the first picture (views/common.lazy_sections): each drawn once it is picked
     (f"{route}-section-{i}", route, "", tab) for route, tabs in (
         ("moe", ("(a)–(b) Routing and balance on a prompt", "(c) Balance during training", "(d) The latent trade-off",

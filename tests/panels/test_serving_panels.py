@@ -243,5 +243,5 @@ def test_your_providers_are_points_against_the_frontier_with_a_sentence_each():
         assert f"the cheapest self-hosted setup that fast (${fast.usd_per_m_output_tokens:.3f})" in text
     slow = cheapest_at(fr.setups, 15.0)
     word = "above" if 2.0 > slow.usd_per_m_output_tokens else "below"
-    assert f"SlowCo sells at 15 tokens/s per user for $2.00 per M output, " in text and word in text
+    assert "SlowCo sells at 15 tokens/s per user for $2.00 per M output, " in text and word in text
     assert any(isinstance(i, P.Note) and "Broken" in i.text for i in items)

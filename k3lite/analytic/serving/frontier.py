@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from k3lite.base.units import fmt_capacity
 from k3lite.model.config import K3Config
-from k3lite.model.presets import PRESETS, get_preset
+from k3lite.model.presets import PRESETS, display_name, get_preset
 from k3lite.analytic.hardware import get_gpu, gpu_label
 from k3lite.analytic.serving.deployment import CACHE_FORMATS, K3_PRESET, Serving, Speculation, price_kind, price_table
 from k3lite.analytic.serving.admission import ENGINE_RESERVE, admission
@@ -292,10 +292,10 @@ def verdict(fr: Frontier, speed: float = INTERACTIVE_TOKENS_PER_USER) -> Verdict
     if w is None:
         top = max(p.tokens_per_s_per_user for p in fr.points)
         return Verdict(speed, None, None, float("nan"),
-                       f"No setup reaches {speed:.0f} tokens/s per user for {fr.preset} at {fr.context:,} tokens "
+                       f"No setup reaches {speed:.0f} tokens/s per user for {display_name(fr.preset)} at {fr.context:,} tokens "
                        f"(the fastest: {top:.0f}).")
     r = cheapest_at([u for u in fr.setups if u.gpu != w.gpu], speed)
-    head = (f"At >= {speed:.0f} tokens/s per user, {fr.preset} at {fr.context:,} tokens is served cheapest on "
+    head = (f"At >= {speed:.0f} tokens/s per user, {display_name(fr.preset)} at {fr.context:,} tokens is served cheapest on "
             f"{w.label}: ${w.usd_per_m_output_tokens:.3f} per M output tokens ({w.tokens_per_s_per_user:.0f} tok/s "
             f"per user).")
     if r is None:
