@@ -23,7 +23,7 @@ from k3lite.base.evidence import derived
 from k3lite.base.units import fmt_bytes
 from k3lite.base.wording import compare, times
 from k3lite.model.config import K3Config
-from k3lite.model.presets import KIMI_K3_STATED_TOTAL, get_preset, kimi_k3_vision_params
+from k3lite.model.presets import KIMI_K3_STATED_TOTAL, display_name, get_preset, kimi_k3_vision_params
 from k3lite.model.config import routed_fraction
 from k3lite.panels.core import Pair, Panel, Said
 from k3lite.viz.archmap import architecture_map
@@ -80,7 +80,7 @@ def map_panel(preset: str, experts: int, top_k: int, layers: int, latent: int) -
     shares = an.shares()
     top_params = max(shares, key=lambda k: shares[k][0])
     top_bytes = max(shares, key=lambda k: shares[k][1])
-    text = (f"In {preset}, {_label(top_params)} hold **{100 * shares[top_params][0]:.1f}%** of the parameters and "
+    text = (f"In {display_name(preset)}, {_label(top_params)} hold **{100 * shares[top_params][0]:.1f}%** of the parameters and "
             f"take {100 * shares[top_params][1]:.1f}% of the bytes a decoded token moves ({an.format_words}, batch "
             f"1); the biggest byte share is {_label(top_bytes)} ({100 * shares[top_bytes][1]:.1f}%). Click an "
             "element to open its page.")
