@@ -21,6 +21,7 @@ from k3lite.analytic.serving.compare import FAST_TOKENS_PER_USER, SUPER_NODE, fr
 from k3lite.analytic.serving.deployment import MIN_TOKENS_PER_USER, USD_PER_GPU_HOUR, Serving, price_table
 from k3lite.analytic.serving.step import best_batch, placement, decode_step, prefill_step, token_flops
 from k3lite.base import sources
+from k3lite.base.units import fmt_bytes
 from k3lite.base.evidence import assumed, derived, released
 from k3lite.base.wording import compare, direction, times
 from k3lite.panels.core import Pair, Panel, Said
@@ -210,9 +211,9 @@ def pair_panel(pair: Pair, profile: TaskProfile, prices: tuple = ()) -> Panel:
         outs = (ra.output_cost, rb.output_cost)
         out = (f"an output token costs ${a.price.output_per_m:.3f} vs ${b.price.output_per_m:.3f} per M because a "
                f"decoded token reads {gb[0]:.2f} vs {gb[1]:.2f} GB of HBM per GPU ({k3n} reads "
-               f"{_times(gb[0], gb[1], 'more', 'less', 'the same')}): its own cache, {a.cache / 1e9:.2f} vs "
-               f"{b.cache / 1e9:.2f} GB at this context, and its share of the weights read each step, "
-               f"{(a.bytes_per_token - a.cache) / 1e9:.2f} vs {(b.bytes_per_token - b.cache) / 1e9:.2f} GB "
+               f"{_times(gb[0], gb[1], 'more', 'less', 'the same')}): its own cache, {fmt_bytes(a.cache)} vs "
+               f"{fmt_bytes(b.cache)} at this context, and its share of the weights read each step, "
+               f"{fmt_bytes(a.bytes_per_token - a.cache)} vs {fmt_bytes(b.bytes_per_token - b.cache)} "
                f"({a.batch} vs {b.batch} sequences per GPU share them)")
         inp = (f"an input token costs ${a.price.input_per_m:.3f} vs ${b.price.input_per_m:.3f} per M (prefill is "
                f"{a.prefill_bound}-bound: {a.prefill_flops / 1e9:.0f} vs {b.prefill_flops / 1e9:.0f} GFLOPs per token)")
