@@ -1,6 +1,6 @@
 """Every comparison page, opened with each choice of the sidebar's "Compare K3 with" (`?vs=`), runs without an
-exception, says what it compares with, and draws the compared model on a chart beside K3 (more traces named with
-its label than the page draws alone). Opened with no choice it draws no comparison."""
+exception, says what it compares with, labels every number's evidence class, and draws the compared model on a chart
+beside K3 (more traces named with its label than the page draws alone). Opened with no choice it draws none."""
 import json
 
 import pytest
@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from k3lite.model.variants import COMPARISONS
+from test_evidence import unlabelled  # what on a rendered page shows a number without an evidence class
 from views.registry import COMPARE_PAGES, by_url_path
 
 
@@ -53,6 +54,8 @@ def test_page_draws_the_comparison(page, vs):
     assert sum(label in n for n in names) > before, \
         f"{page}: no chart draws {label!r} beyond what it draws alone; traces: {sorted(set(names))[:12]}"
     assert at.query_params["vs"] == vs
+    missing = unlabelled(at)  # the comparison's figures and tables say what kind of evidence they are, too
+    assert not missing, f"{page} vs {vs}: {len(missing)} numbers without an evidence class: {missing[:6]}"
 
 
 @pytest.mark.parametrize("page", COMPARE_PAGES)
