@@ -19,6 +19,7 @@ from k3lite.base.evidence import derived
 from k3lite.base.units import fmt_bytes
 from k3lite.base.wording import times
 from k3lite.interconnect import REFERENCE
+from k3lite.model.attnres import attnres_cost
 from k3lite.model.config import K3Config
 from k3lite.panels.core import Panel, Pair, Said
 from k3lite.panels.kda_compare import ELSEWHERE
@@ -46,11 +47,20 @@ def _anatomy(cfg: K3Config, context: int) -> Anatomy:
     return anatomy(cfg, context, WEIGHT_PRECISION)
 
 
+def _residual_reads(cfg: K3Config) -> float:
+    """What the depth mix reads for one token: AttnRes's sources, or a standard residual's one running sum per
+    sublayer (the ledger's and the Attention Residuals page's count, k3lite.model.attnres.attnres_cost)."""
+    return float(attnres_cost(cfg.n_layers, cfg.d_model, cfg.attn_res, cfg.attn_res_block_size).read_bytes)
+
+
 def stage_bytes(cfg: K3Config, context: int = CONTEXT) -> dict[str, float]:
-    """Bytes one decoded token reads (or, for WIRE, sends) in each stage of `cfg`'s forward pass."""
+    """Bytes one decoded token reads (or, for WIRE, sends) in each stage of `cfg`'s forward pass; the depth mix with
+    a standard residual's reads too (anatomy draws no part for a model without AttnRes)."""
     tot = _anatomy(cfg, context).totals()
-    return {stage: float(sum(tot[p].bytes.get(k, 0.0) for p in parts for k in kinds))
-            for stage, (parts, kinds) in STAGES.items()}
+    out = {stage: float(sum(tot[p].bytes.get(k, 0.0) for p in parts for k in kinds if k != "attnres"))
+           for stage, (parts, kinds) in STAGES.items()}
+    out["depth mix (AttnRes)"] += _residual_reads(cfg)
+    return out
 
 
 def _layers(cfg: K3Config, parts: tuple[str, ...]) -> str:
@@ -72,8 +82,11 @@ def _driver(stage: str, cfg: K3Config, context: int) -> str:
     if not stage_bytes(cfg, context)[stage]:
         return f"no {stage}"
     if "attnres" in kinds:
-        reads = a.part("attn_res").bytes["attnres"]
-        return f"{cfg.attn_res} Attention Residuals, reading {fmt_bytes(reads)} of earlier layers' outputs a token"
+        if cfg.attn_res == "standard":
+            return f"a standard residual, reading one running sum per sublayer: {fmt_bytes(_residual_reads(cfg))} a token"
+        weights = stage_bytes(cfg, context)[stage] - _residual_reads(cfg)
+        return (f"{cfg.attn_res} Attention Residuals, reading {fmt_bytes(_residual_reads(cfg))} of earlier layers' "
+                f"outputs a token" + (f" and {fmt_bytes(weights)} of its own weights" if weights > 0 else ""))
     if stage == WIRE:
         return f"{cfg.moe.top_k} routed copies per token in each of {_layers(cfg, parts)}"
     if "cache" in kinds:
