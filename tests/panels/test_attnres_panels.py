@@ -13,6 +13,7 @@ from k3lite.model.presets import get_preset
 from k3lite.model.variants import COMPARISONS, comparison_config
 from k3lite.panels.attnres import compare_panel, cost_panels, forward_reads, held_after, state_bytes
 from k3lite.panels.core import pair_of
+from panel_checks import assert_draws_both
 from wording_check import wording_problems
 
 K3 = get_preset("kimi-k3")
@@ -27,9 +28,7 @@ def _line(fig, name: str) -> dict:
 def test_the_comparison_draws_both_models(key):
     pair = pair_of(key)
     panel = compare_panel(pair)
-    assert [t.name for t in panel.figure.data] == ["Kimi K3", pair.label]
-    assert panel.sentences and all(s.evidence for s in panel.sentences)
-    assert all("ᵈ" in (t.hovertemplate or "") for t in panel.figure.data)
+    assert_draws_both(panel, pair)
     assert len(_line(panel.figure, pair.label)) == pair.other.n_layers  # each model over its own depth
 
 

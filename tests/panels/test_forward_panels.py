@@ -11,6 +11,7 @@ from k3lite.model.variants import COMPARISONS, comparison_config
 from k3lite.panels.core import pair_of
 from k3lite.panels.forward import wire_assumptions
 from k3lite.panels.forward_compare import STAGES, WIRE, bytes_by_part_panel, stage_bytes
+from panel_checks import assert_draws_both
 from wording_check import wording_problems
 
 K3 = get_preset("kimi-k3")
@@ -25,9 +26,7 @@ def _bars(fig, name: str) -> dict:
 def test_the_comparison_draws_both_models(key):
     pair = pair_of(key)
     panel = bytes_by_part_panel(pair)
-    assert [t.name for t in panel.figure.data] == ["Kimi K3", pair.label]
-    assert panel.sentences and all(s.evidence for s in panel.sentences)
-    assert all("ᵈ" in (t.hovertemplate or "") for t in panel.figure.data)
+    assert_draws_both(panel, pair)
 
 
 def test_the_comparison_words_follow_their_numbers():
