@@ -26,6 +26,8 @@ def main(argv: list[str]) -> int:
         print(usage())
         return 0
     if not argv or argv[0] not in names:
+        if argv:  # a name typed wrong: say so before the list (the list alone read as help, not as a refusal)
+            print(f"unknown bench {argv[0]!r}; choose one of {', '.join(names)}", file=sys.stderr)
         print(usage(), file=sys.stderr)
         return 2
     if argv[0] in APP_BENCHES:  # a child process: k3lite itself never imports Streamlit

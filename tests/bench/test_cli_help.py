@@ -28,3 +28,15 @@ def test_browser_bench_refuses_unknown_pages_before_starting_anything(capsys):
     assert browser_main(["--pages", "home,nope", "--repeats", "1"]) == 2
     assert "unknown pages ['nope']" in capsys.readouterr().err
     assert browser_main(["--repeats", "0"]) == 2
+
+
+def test_an_unknown_bench_is_named_before_the_list():
+    import subprocess  # here: only this test runs the CLI as a user would
+    import sys
+
+    from conftest import ROOT
+
+    done = subprocess.run([sys.executable, "-m", "k3lite.bench", "warp"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.startswith("unknown bench 'warp'; choose one of kda, moe")
