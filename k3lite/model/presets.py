@@ -259,17 +259,3 @@ def get_preset(name: str) -> K3Config:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
     return PRESETS[name]()
-
-
-# how a sentence names a preset: the model's own name, not the preset's id
-DISPLAY_NAMES = {"lite": "lite", "kimi-k3": "Kimi K3", "kimi-linear-48b-a3b": "Kimi Linear 48B-A3B",
-                 "kimi-k2": "Kimi K2", "deepseek-v3": "DeepSeek-V3"}
-
-
-def display_name(name: str) -> str:
-    """'kimi-k3' -> 'Kimi K3'; a variant's name keeps its tail ('kimi-k3 with MLA everywhere' -> 'Kimi K3 with MLA
-    everywhere'); any other name unchanged."""
-    for key, shown in DISPLAY_NAMES.items():
-        if name == key or name.startswith(key + " "):
-            return shown + name[len(key):]
-    return name

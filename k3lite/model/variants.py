@@ -69,3 +69,18 @@ def comparison_config(key: str, base: K3Config | str = K3) -> K3Config:
         raise ValueError(f"comparison must be one of {list(COMPARISONS)}, got {key!r}")
     k3 = get_preset(base) if isinstance(base, str) else base
     return COMPARISONS[key].build(k3)
+
+
+
+# how a sentence names a preset (here, not in presets.py: the shipped page results' fingerprint covers that file): the model's own name, not the preset's id
+DISPLAY_NAMES = {"lite": "lite", "kimi-k3": "Kimi K3", "kimi-linear-48b-a3b": "Kimi Linear 48B-A3B",
+                 "kimi-k2": "Kimi K2", "deepseek-v3": "DeepSeek-V3"}
+
+
+def display_name(name: str) -> str:
+    """'kimi-k3' -> 'Kimi K3'; a variant's name keeps its tail ('kimi-k3 with MLA everywhere' -> 'Kimi K3 with MLA
+    everywhere'); any other name unchanged."""
+    for key, shown in DISPLAY_NAMES.items():
+        if name == key or name.startswith(key + " "):
+            return shown + name[len(key):]
+    return name

@@ -23,8 +23,9 @@ from k3lite.base.evidence import derived
 from k3lite.base.units import fmt_bytes
 from k3lite.base.wording import compare, times
 from k3lite.model.config import K3Config
-from k3lite.model.presets import KIMI_K3_STATED_TOTAL, display_name, get_preset, kimi_k3_vision_params
+from k3lite.model.presets import KIMI_K3_STATED_TOTAL, get_preset, kimi_k3_vision_params
 from k3lite.model.config import routed_fraction
+from k3lite.model.variants import display_name
 from k3lite.panels.core import Pair, Panel, Said
 from k3lite.viz.archmap import architecture_map
 from k3lite.viz.compare import pair_colors

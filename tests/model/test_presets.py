@@ -53,7 +53,7 @@ def test_k3_docstring_block_count_matches_the_preset():
 
 
 def test_sentences_name_a_preset_by_its_model_not_its_id():
-    from k3lite.model.presets import display_name
+    from k3lite.model.variants import display_name
 
     assert display_name("kimi-k3") == "Kimi K3" and display_name("deepseek-v3") == "DeepSeek-V3"
     assert display_name("kimi-k3 with MLA everywhere") == "Kimi K3 with MLA everywhere"
