@@ -2,7 +2,7 @@ import pytest
 
 from k3lite.analytic.params import count_params
 from k3lite.model.presets import get_preset
-from k3lite.model.variants import COMPARISONS, K3_MINUS, classic_variant, comparison_config
+from k3lite.model.variants import COMPARISONS, K3_MINUS, classic_variant, comparison_config, display_name
 
 K3 = get_preset("kimi-k3")
 
@@ -38,3 +38,10 @@ def test_published_models_are_their_presets_and_bad_keys_are_refused():
     assert classic_variant(get_preset("deepseek-v3")) == get_preset("deepseek-v3")  # no latent: nothing to undo
     with pytest.raises(ValueError, match="comparison must be one of"):
         comparison_config("gpt-9")
+
+
+def test_sentences_name_a_preset_by_its_model_not_its_id():
+    assert display_name("kimi-k3") == "Kimi K3" and display_name("deepseek-v3") == "DeepSeek-V3"
+    assert display_name("kimi-k3 with MLA everywhere") == "Kimi K3 with MLA everywhere"
+    assert display_name("kimi-k3 (edited)") == "Kimi K3 (edited)" and display_name("my-model") == "my-model"
+    assert display_name("kimi-k2") == "Kimi K2" and display_name("kimi-k20") == "kimi-k20"
