@@ -50,4 +50,3 @@ def test_k3_docstring_block_count_matches_the_preset():
     assert (layers, size, subs) == (cfg.attn_res_block_layers, cfg.attn_res_block_size, cfg.n_sublayers)
     assert full == cfg.n_sublayers // cfg.attn_res_block_size
     assert sources == 1 + math.ceil(cfg.n_sublayers / cfg.attn_res_block_size)
-
