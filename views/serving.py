@@ -124,7 +124,7 @@ with lazy_expander("Each GPU at this speed, and where the prices come from", key
         draw_items(P.per_gpu(view.frontier, SEARCH, SPEED, spec, NAME), "sv_per_gpu")
         frame, config = evidence_columns(S.YOUR_PROVIDER_ROWS, S.YOUR_PROVIDER_EV)  # the editor is drawn under the chart
         yours, bad = S.your_providers(kept_editor(frame.to_dict("records"), "sv_providers", draw=False))
-        draw_items(S.providers(view.frontier, SPEED, yours, bad), "sv_providers")
+        draw_items(S.providers(view.frontier, view.verdict.winner, SPEED, yours, bad), "sv_providers")
         kept_editor(frame.to_dict("records"), "sv_providers", draw=True, hide_index=True, column_config=config)
 TARGET_IN = S.target_inputs(ss.sv_t_speed, ss.sv_t_users, ss.sv_t_in, ss.sv_t_out)
 tgt, target_error = S.target(d, **TARGET_IN)

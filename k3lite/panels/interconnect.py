@@ -31,6 +31,7 @@ from k3lite.interconnect.sentences import comparison_sentence, node_limit_senten
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import K3, comparison_config
+from k3lite.model.variants import display_name as model_name  # "kimi-k3" -> "Kimi K3" (display_name here adds "your settings")
 from k3lite.panels.core import Pair, Panel, Said
 from k3lite.viz.compare import paired_bars
 from k3lite.viz.interconnect import (MEASURED_TRACE, compare_figure, measured_figure, node_limit_figure,
@@ -40,7 +41,6 @@ from k3lite.viz.style import bytes_axis
 from k3lite.viz.topology import draw_topology
 
 BIG = ("deepseek-v3", "kimi-k2", "kimi-k3")
-NAMES = {"kimi-k3": "Kimi K3", "kimi-k2": "Kimi K2", "deepseek-v3": "DeepSeek-V3", "lite": "lite"}
 LINKS = (("dispatch_intra", "dispatch<br>NVLink"), ("dispatch_inter", "dispatch<br>NIC"),
          ("combine_intra", "combine<br>NVLink"), ("combine_inter", "combine<br>NIC"))
 # where a variant that moves the same bytes shows its difference instead (its idea is not on the wire)
@@ -90,7 +90,7 @@ def display_name(cfg: K3Config) -> str:
         return cfg.name
     same = (moe.n_routed_experts, moe.top_k, moe.latent_dim) == (cfg.moe.n_routed_experts, cfg.moe.top_k,
                                                                  cfg.moe.latent_dim)
-    return NAMES.get(name, name) + ("" if same else " (your settings)")
+    return model_name(name) + ("" if same else " (your settings)")
 
 
 def changes_nothing(pair: Pair) -> bool:
@@ -103,8 +103,8 @@ def other_name(pair: Pair, base: str) -> str:
     page's preset is DeepSeek-V3, say), that preset with the change ('DeepSeek-V3 with SwiGLU in every feed-forward')."""
     if pair.ablation and _preset_name(pair.k3) != K3:
         if changes_nothing(pair):
-            return f"{NAMES.get(base, base)} without {pair.comparison.idea} (it has none: nothing changes)"
-        return f"{NAMES.get(base, base)} with {pair.comparison.instead}"
+            return f"{model_name(base)} without {pair.comparison.idea} (it has none: nothing changes)"
+        return f"{model_name(base)} with {pair.comparison.instead}"
     return pair.label
 
 

@@ -24,8 +24,9 @@ from k3lite.base.units import fmt_bytes, fmt_seconds
 from k3lite.base.wording import times
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import comparison_config
+from k3lite.model.variants import display_name as model_name
 from k3lite.panels.core import Pair, Panel, Said
-from k3lite.panels.interconnect import NAMES, SHOWS_ON, changes_nothing, other_name, rebase
+from k3lite.panels.interconnect import SHOWS_ON, changes_nothing, other_name, rebase
 from k3lite.viz.compare import paired_bars
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import bytes_axis
@@ -56,7 +57,7 @@ def other_step(lay: TrainingLayout, pair: Pair) -> StepTraffic:
 
 def training_pair(lay: TrainingLayout, pair: Pair) -> Panel:
     """Bytes per token of one training step by kind, the layout's model and the compared one on one axis."""
-    mine, name = step_traffic(lay), NAMES.get(lay.preset, lay.preset)
+    mine, name = step_traffic(lay), model_name(lay.preset)
     pair = rebase(pair, get_preset(lay.preset))  # a K3 variant of the layout's model
     other = other_name(pair, lay.preset)
     theirs = other_step(lay, pair)

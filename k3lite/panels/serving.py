@@ -13,11 +13,10 @@ A section is a list of items drawn in order: a Panel (k3lite.panels.core), a row
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
-from k3lite.analytic.hardware import CUSTOM_DEFAULTS, GPUS, custom_or_none, gpu_label, gpu_name
+from k3lite.analytic.hardware import GPUS, gpu_label, gpu_name
 from k3lite.analytic.sensitivity import Assumption
 from k3lite.analytic.serving import (
     FORMAT_ALIASES, K3_PRESET, PREFILL_CHUNK_TOKENS, Serving, Speculation, check_fits, decode_step, has_mtp,
@@ -73,16 +72,6 @@ def search(formats, tps, caches, my_gpu: str | None = None) -> tuple:
     beside the table's when given."""
     return (tuple(FORMAT_KEYS[k] for k in formats) or (RELEASED,), tuple(int(t) for t in tps) or FRONTIER_TP,
             tuple(caches) or FRONTIER_CACHES, FRONTIER_GPUS + ((my_gpu,) if my_gpu else ()))
-
-
-# ------------------------------------------------------------------------------------------ your own GPU
-MY_GPU_DEFAULTS = CUSTOM_DEFAULTS  # the page's "Your own GPU" inputs start at the B200's row (hardware.py)
-my_gpu = custom_or_none  # (values, on) -> (its name or None, the constraint broken or "")
-
-
-def for_markdown(panel: Panel) -> Panel:
-    """The panel with $ escaped in its sentences (two dollar signs in one caption would render as LaTeX)."""
-    return replace(panel, sentences=tuple(Said(s.text.replace("$", "\\$"), s.evidence) for s in panel.sentences))
 
 
 # ------------------------------------------------------------------------------------------ the deployment
@@ -224,7 +213,7 @@ def per_gpu(fr, search: tuple, speed: float, spec: Speculation | None, name: str
                   f"{', '.join(map(str, FRONTIER_EP))}; attention TP {', '.join(map(str, search[1]))} (TP 1: "
                   f"data-parallel attention); weights {'; '.join(search[0])}; MLA cache {', '.join(search[2])}; every "
                   "batch that fits. Prices (sources on hover): " + ", ".join(
-                      f"{gpu_label(g)} {price_kind(fr.prices[g][1])}" for g in (*GPUS, *search[3][len(FRONTIER_GPUS):]))
+                      f"{gpu_label(g)} {price_kind(fr.prices[g][1])}" for g in (*GPUS, *(g for g in search[3] if g not in GPUS)))
                   + ". "
                   + f"Our assumption: the Hopper GPUs ({hopper}) have no FP4 tensor cores, so their 4-bit experts are "
                   "modelled as dequantised to FP8 (4-bit bytes read, FP8 FLOPs).")]

@@ -287,10 +287,11 @@ def your_providers(rows: list[dict]) -> tuple[tuple[Provider, ...], str]:
     return tuple(out), bad
 
 
-def providers(fr, speed: float, yours: tuple = (), bad: str = "") -> list:
+def providers(fr, winner, speed: float, yours: tuple = (), bad: str = "") -> list:
     """The providers' published K3 prices (dated, cited) and the reader's own rows, drawn against the self-hosted
-    frontier `fr`'s cheapest setups, with what they show beside its cheapest point at the page's speed; `bad`: a
-    typed row's broken constraint, said in red (the table stays to fix it)."""
+    frontier `fr`'s cheapest setups, with what they show beside its cheapest point at the page's speed (`winner`, the
+    verdict's; None when no setup reaches it); `bad`: a typed row's broken constraint, said in red (the table stays
+    to fix it)."""
     rows = [{"provider": p.name, "$ / M input": p.input_per_m, "$ / M cached input": p.cached_per_m,
              "$ / M output": p.output_per_m, "speed (tok/s)": "not published" if p.tokens_per_s is None
              else f"{p.tokens_per_s:.0f}", "as of": p.dated} for p in PROVIDERS]
@@ -301,7 +302,6 @@ def providers(fr, speed: float, yours: tuple = (), bad: str = "") -> list:
     items: list = [Note("**What providers charge for K3** (dated, cited; add your own below the chart)", True),
                    Panel(fig, evidence=derived(frontier)), Table(rows, ev),
                    Note("Sources: " + " · ".join(f"**{p.name}**: {p.source}" for p in PROVIDERS))]
-    winner = cheapest_at(fr.setups, speed)
     said = [Said(spread_sentence(winner.usd_per_m_output_tokens, speed),
                  (*(p.evidence for p in PROVIDERS), derived(spread_sentence)))] if winner is not None else []
     for p in yours:

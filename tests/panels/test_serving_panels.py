@@ -192,11 +192,11 @@ def test_where_a_comparison_shows_names_pages_that_exist():
 
 # ------------------------------------------------------------------------------------------ your own GPU, formats
 def test_your_gpu_is_searched_beside_the_table_and_named_in_words():
-    from k3lite.analytic.hardware import custom_gpu_name
-    mine, err = P.my_gpu({**P.MY_GPU_DEFAULTS, "hbm_tb_s": 16.0}, True)
-    assert err == "" and mine == custom_gpu_name(**{**P.MY_GPU_DEFAULTS, "hbm_tb_s": 16.0})
-    assert P.my_gpu(P.MY_GPU_DEFAULTS, False) == (None, "")
-    assert "HBM bandwidth" in P.my_gpu({**P.MY_GPU_DEFAULTS, "hbm_tb_s": 0.0}, True)[1]
+    from k3lite.analytic.hardware import CUSTOM_DEFAULTS, custom_gpu_name, custom_or_none
+    mine, err = custom_or_none({**CUSTOM_DEFAULTS, "hbm_tb_s": 16.0}, True)
+    assert err == "" and mine == custom_gpu_name(**{**CUSTOM_DEFAULTS, "hbm_tb_s": 16.0})
+    assert custom_or_none(CUSTOM_DEFAULTS, False) == (None, "")
+    assert "HBM bandwidth" in custom_or_none({**CUSTOM_DEFAULTS, "hbm_tb_s": 0.0}, True)[1]
     search = P.search(["released"], ["1", "8"], ["bf16"], mine)
     assert search[3][-1] == mine and P.gpu_choices(mine)[-1] == mine
     view = P.frontier_view(K3_PRESET, 32768, {}, None, False, search, 50.0)
@@ -231,7 +231,7 @@ def test_your_providers_are_points_against_the_frontier_with_a_sentence_each():
     assert [p.name for p in yours] == ["FastCo", "SlowCo"] and "Broken" in bad and "(0, 10000)" in bad
     assert all(p.evidence.kind == "assumed" for p in yours)
     fr = P.page_frontier(K3_PRESET, 32768, (), None, "predicted", SEARCH)
-    items = S.providers(fr, 50.0, yours, bad)
+    items = S.providers(fr, cheapest_at(fr.setups, 50.0), 50.0, yours, bad)
     fig = next(i.figure for i in items if isinstance(i, P.Panel) and i.figure is not None)
     points = {t.name: (t.x[0], t.y[0]) for t in fig.data if t.mode == "markers+text"}
     assert points == {"FastCo": (80.0, 20.0), "SlowCo": (15.0, 2.0)}
