@@ -22,10 +22,11 @@ MECHANISMS = ("moe", "kda", "hybrid_attention", "attention_residuals", "intercon
 
 
 def page_keys(url_path: str) -> set[str]:
-    """The url_state keys a page reads (literal ones, and home's per-preset knobs)."""
+    """The url_state keys a page reads (literal ones, its sections' picker, and home's per-preset knobs)."""
     spec = next(p for p in PAGES if p.url_path == url_path)
     text = (ROOT / spec.file).read_text()
     keys = set(re.findall(r'url_state\(\s*"([A-Za-z_0-9]+)"', text))
+    keys |= set(re.findall(r'lazy_sections\([^)]*key="([A-Za-z_0-9]+)"', text))
     if url_path == "home":
         keys |= {f"home_{knob}_" for knob in ("experts", "top_k", "layers", "latent")}
     return keys

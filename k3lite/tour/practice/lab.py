@@ -10,13 +10,12 @@ from k3lite.experiments import lab_sweep_jobs as sweep
 from k3lite.experiments.lab import MIXER_LABELS
 from k3lite.experiments.lab_state_aggregate import aggregate as state_aggregate
 from k3lite.experiments.lab_store import RESULTS_DIR, load_runs
-from k3lite.experiments.lab_sweep_aggregate import aggregate as sweep_aggregate
+from k3lite.panels.lab_sweep import SWEEP_RUNS, SweepData
 from k3lite.tour.practice.core import Instance, Problem, final, num
 from k3lite.viz.lab import state_figure, sweep_figure
 
 RECURRENT = tuple(m for m in state.MIXERS if m != "attention")
 STATE_RUNS = measured_here("python -m k3lite.experiments.lab_state all (shipped in assets/lab/state/)")
-SWEEP_RUNS = measured_here("python -m k3lite.experiments.lab_sweep all (shipped in assets/lab/)")
 READABLE = 0.3  # cells below this recall are left out of the reading problems: a 5% band there is a hairline
 
 
@@ -28,7 +27,18 @@ def state_results() -> tuple[list[dict], list[dict]]:
 
 @lru_cache(maxsize=1)  # (the reason above)
 def sweep_rows() -> list[dict]:
-    return sweep_aggregate(load_runs(RESULTS_DIR))
+    """The rows the lab page's length sweep draws (figure and tables): `SweepData.load` over the shipped runs and
+    the longer cap's reruns, which stand in where the step cap stopped a run."""
+    return SweepData.load(load_runs(RESULTS_DIR), load_runs(sweep.LONG_DIR)).rows
+
+
+# what the solutions' code runs: the lab page's own rows
+SWEEP_CODE = ("from k3lite.experiments.lab_store import RESULTS_DIR, load_runs\n"
+              "from k3lite.experiments.lab_sweep_jobs import LONG_DIR\nfrom k3lite.panels.lab_sweep import SweepData\n"
+              "rows = SweepData.load(load_runs(RESULTS_DIR), load_runs(LONG_DIR)).rows\n")
+SWEEP_SECTION = {"lab_section": "Recall vs length"}  # the lab page's section that draws the length sweep
+RERUNS = (f"the lab page's rows: where the {sweep.MAX_STEPS}-step cap stopped a run, its {sweep.LONG_STEPS}-step "
+          "rerun stands in")
 
 
 def state_kb(rng) -> Instance:
@@ -93,13 +103,11 @@ def read_sweep(rng) -> Instance:
     return Instance(
         f"The picture is the lab's length sweep for **{row['task']}**. Read the **{MIXER_LABELS[row['mixer']]}** line "
         f"at **{row['seq_len']} tokens**: what held-out accuracy (%) does it reach, averaged over seeds?",
-        pct, "%", 0.05, f"Lab page: the length sweep, task {row['task']}", "lab", {},
+        pct, "%", 0.05, f"Lab page: the length sweep, task {row['task']}", "lab", SWEEP_SECTION,
         (f"The line is the mean over {row['n']} seeds; the band runs from the worst to the best seed "
          f"({100 * row['min']:.1f} to {100 * row['max']:.1f} %).",
-         f"Mean = {num(pct)} % (`lab_sweep_aggregate.aggregate` over the shipped runs).", final(pct, "%")),
-        "from k3lite.experiments.lab_store import RESULTS_DIR, load_runs\n"
-        "from k3lite.experiments.lab_sweep_aggregate import aggregate\n"
-        f"row = next(r for r in aggregate(load_runs(RESULTS_DIR)) if (r['task'], r['mixer'], r['seq_len']) == "
+         f"Mean = {num(pct)} % ({RERUNS}).", final(pct, "%")),
+        SWEEP_CODE + f"row = next(r for r in rows if (r['task'], r['mixer'], r['seq_len']) == "
         f"({row['task']!r}, {row['mixer']!r}, {row['seq_len']}))\nanswer = 100 * row['mean']",
         {"accuracy": row["mean"]}, SWEEP_RUNS, figure=(sweep_figure, (rows, row["task"])))
 
@@ -125,12 +133,12 @@ def longer(rng) -> Instance:
     return Instance(
         f"In the lab's length sweep, **{MIXER_LABELS[mixer]}** on **{task}**: the sequence doubles from **{a}** to "
         f"**{b}** tokens (more to remember, same model). Its held-out accuracy...",
-        answer, "", 0.0, f"Lab page: the length sweep, task {task}", "lab", {"lab_task": task},
-        (f"Shipped means over seeds: {100 * cell[a]['mean']:.1f} % at {a}, {100 * cell[b]['mean']:.1f} % at {b} tokens.",
+        answer, "", 0.0, f"Lab page: the length sweep, task {task}", "lab", SWEEP_SECTION,
+        (f"Shipped means over seeds ({RERUNS}): {100 * cell[a]['mean']:.1f} % at {a}, "
+         f"{100 * cell[b]['mean']:.1f} % at {b} tokens.",
          f"Change: {delta:+.1f} points.", final(answer)),
-        "from k3lite.experiments.lab_store import RESULTS_DIR, load_runs\n"
-        "from k3lite.experiments.lab_sweep_aggregate import aggregate\nfrom k3lite.tour.practice.lab import direction\n"
-        f"m = {{r['seq_len']: r['mean'] for r in aggregate(load_runs(RESULTS_DIR)) if r['task'] == {task!r} and "
+        SWEEP_CODE + "from k3lite.tour.practice.lab import direction\n"
+        f"m = {{r['seq_len']: r['mean'] for r in rows if r['task'] == {task!r} and "
         f"r['mixer'] == {mixer!r}}}\nanswer = direction(100 * (m[{b}] - m[{a}]))",
         {"seq_len": a}, SWEEP_RUNS, choices=DIRECTIONS)
 
