@@ -12,7 +12,8 @@ from k3lite.base.units import fmt_bytes
 from k3lite.base.wording import compare
 from k3lite.experiments.lab_state_jobs import (ABLATION_HEAD_DIM, FLAT_GAIN, FLAT_WINDOW, LONG_STEPS, MIXERS,
                                                NUM_PAIRS, RECURRENT, SEQ_LEN, STEPS)
-from k3lite.experiments.lab_sweep_sentences import REPORT_ORDER, ranked_chain, report_verdict, short_name, within_spread
+from k3lite.experiments.lab_sweep_sentences import (REPORT_ORDER, ranked_chain, report_verdict, short_name, tie_phrase,
+                                                 within_spread)
 
 
 # The report's synthetic-task setting (Kimi Linear, arXiv 2510.26692, §5.1): what a like-for-like run would need.
@@ -41,7 +42,7 @@ def ceiling_sentence(rows: list[dict]) -> str:
         best = max(rec, key=lambda r: r["mean"])
         apart = f"{100 * (att['mean'] - best['mean']):.0f} points apart"
         verdict = (f"{apart}; {min(att['n'], best['n'])} seed so far, no spread yet" if min(att["n"], best["n"]) < 2 else
-                   "within seed spread" if _tie(att, best) else apart)
+                   tie_phrase((att["mean"], att["std"]), (best["mean"], best["std"])) if _tie(att, best) else apart)
         parts.append(f"at K = {K}, softmax attention recalls {100 * att['mean']:.0f}% from a "
                      f"{fmt_bytes(att['state_bytes'])} KV cache, the best recurrent mixer ({short_name(best['mixer'])}) "
                      f"{100 * best['mean']:.0f}% ± {100 * best['std']:.0f} from a {fmt_bytes(best['state_bytes'])} "

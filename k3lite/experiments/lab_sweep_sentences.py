@@ -21,9 +21,25 @@ def order_at(rows: list[dict], task: str, seq_len: int, min_seeds: int = 1) -> l
     return [(r["mixer"], r["mean"], r["std"]) for r in sorted(sel, key=lambda r: (-r["mean"], MIXERS.index(r["mixer"])))]
 
 
+TIE_FLOOR = 0.02  # two means closer than this (2 points) tie whatever their seed spread
+
+
 def within_spread(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    """Two (mean, std) cells tie: their means differ by at most the larger seed spread, or by 0.02."""
-    return abs(a[0] - b[0]) <= max(0.02, a[1], b[1])
+    """Two (mean, std) cells tie: their means differ by at most the larger seed spread, or by TIE_FLOOR."""
+    return abs(a[0] - b[0]) <= max(TIE_FLOOR, a[1], b[1])
+
+
+def tie_phrase(a: tuple[float, float], b: tuple[float, float]) -> str:
+    """Which half of `within_spread`'s rule ties two (mean, std) cells, in words with its numbers: 'within seed
+    spread of ± 3.1 points' when the gap is inside the larger std, else 'a 0.7-point gap, under the 2-point floor
+    below which two cells count as tied; seed spread ± 0.1'. ValueError when they do not tie."""
+    gap, spread = abs(a[0] - b[0]), max(a[1], b[1])
+    if not within_spread(a, b):
+        raise ValueError(f"the cells do not tie: gap {gap:.3f} > max({TIE_FLOOR}, {spread:.3f})")
+    if gap <= spread:
+        return f"within seed spread of ± {100 * spread:.1f} points"
+    return (f"a {100 * gap:.1f}-point gap, under the {100 * TIE_FLOOR:g}-point floor below which two cells count as "
+            f"tied; seed spread ± {100 * spread:.1f}")
 
 
 def ranked_chain(order: list[tuple[str, float, float]]) -> str:
@@ -109,10 +125,10 @@ def mechanism_sentence(rows: list[dict], task: str) -> str:
     for a, b, what in MECHANISM_STEPS:
         (ma, sa), (mb, sb) = stats[a], stats[b]
         shown_a, shown_b = round(100 * ma, 1), round(100 * mb, 1)  # the difference of the numbers printed
-        tie = abs(ma - mb) <= max(0.02, sa, sb)
+        tie = within_spread((ma, sa), (mb, sb))
         parts.append(f"{what} ({short_name(a)} vs {short_name(b)}): {round(shown_a - shown_b, 1) + 0.0:+.1f} points "
                      f"({shown_a:.1f}% vs {shown_b:.1f}%"
-                     + ("; within seed spread" if tie else "") + ")")
+                     + (f"; {tie_phrase((ma, sa), (mb, sb))}" if tie else "") + ")")
     at_T = [r for r in rows if r["task"] == task and r["seq_len"] == T
             and r["mixer"] in {m for pair in MECHANISM_STEPS for m in pair[:2]}]
     rising, chance = sum(r.get("rising", 0) for r in at_T), sum(r.get("at_chance", 0) for r in at_T)

@@ -65,15 +65,27 @@ def _cell(sel: dict, T: int) -> str:
             + (f", {r['extended']} at {sweep.LONG_STEPS}" if r["extended"] else "") + ")")
 
 
+def lr_text(sel: dict) -> str:
+    """The learning rate each cell of one (task, mixer) row was made at (`sel`: seq_len -> aggregate row): one rate
+    when every length used it, else the chosen one and the lengths the learning-rate check's lower rate stands in
+    at ("0.03; 0.01 at T=128")."""
+    chosen = {r["lr"] for r in sel.values() if not r.get("lr_checked")}
+    checked = {T: r["lr"] for T, r in sel.items() if r.get("lr_checked")}
+    parts = [f"{lr:g}" for lr in sorted(chosen)]
+    parts += [f"{lr:g} at " + ", ".join(f"T={T}" for T in sorted(T for T, x in checked.items() if x == lr))
+              for lr in sorted(set(checked.values()))]
+    return "; ".join(parts)
+
+
 def task_tables(rows: list) -> list[tuple[str, list[dict]]]:
-    """(heading, rows) per task: one table each, its own lengths as columns."""
+    """(heading, rows) per task: one table each, its own lengths as columns, the learning rate per length."""
     out = []
     for task in sorted({r["task"] for r in rows}):
         cells = []
         for mixer in sweep.MIXERS:
             sel = {r["seq_len"]: r for r in rows if r["task"] == task and r["mixer"] == mixer}
             if sel:
-                cells.append({"mixer": MIXER_LABELS[mixer], "learning rate": next(iter(sel.values()))["lr"],
+                cells.append({"mixer": MIXER_LABELS[mixer], "learning rate": lr_text(sel),
                               **{f"T={T} (%)": _cell(sel, T) for T in sweep.SEQ_LENS[task]}})
         out.append((f"**{task}**: held-out accuracy (%), mean ± std over seeds (n; how many of them are the "
                     f"{sweep.LONG_STEPS}-step reruns)", cells))
@@ -88,12 +100,18 @@ def protocol_caption(d: SweepData) -> str:
     n_ext = sum(r["extended"] + r["rerun_shorter"] for r in rows)  # capped runs with a rerun
     n_short = sum(r["rerun_shorter"] for r in rows)
     so_far = f" so far (the others show their {sweep.MAX_STEPS}-step number)" if n_ext < n_capped else ""
+    checked = sorted((r["task"], r["seq_len"], r["mixer"]) for r in rows if r.get("lr_checked"))
+    lr_note = ("" if not checked else
+               f", except {len(checked)} cell{'s' if len(checked) > 1 else ''} ("
+               + ", ".join(f"{t} T={T} {short_name(m)}" for t, T, m in checked)
+               + ") where the learning-rate check ran every seed one rate lower and did better, so those runs stand "
+               "in (the table's learning-rate column names the rate per length)")
     return (
         f"Held-out accuracy on the answer tokens of {sweep.EVAL_EXAMPLES} fresh sequences, mean ± std over seeds (n). "
         f"Model: {sweep.D_MODEL}-wide, 2 layers x {sweep.N_HEADS} heads, no FFN, vocabulary {sweep.VOCAB}, batch "
         f"{sweep.BATCH_SIZE}. Protocol: per task and mixer the learning rate is the best of {list(sweep.LRS)} at "
         f"T = " + " / ".join(f"{T} ({t})" for t, T in sweep.LR_SEQ_LEN.items()) + " (seed 0), then used at every "
-        f"length and seed; a run stops when held-out accuracy "
+        f"length and seed{lr_note}; a run stops when held-out accuracy "
         f"reaches {100 * sweep.SOLVED:.0f}%, or its best held-out accuracy gained less than "
         f"{100 * sweep.MIN_GAIN:.0f} point{'s' if sweep.MIN_GAIN != 0.01 else ''} over {sweep.PATIENCE} steps (after "
         f"{sweep.MIN_STEPS}), or at "

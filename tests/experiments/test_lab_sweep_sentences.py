@@ -21,7 +21,7 @@ def test_mechanism_sentence_one_idea_at_a_time_and_chance_count():
     text = mechanism_sentence(rows, "mqar")
     assert text.startswith("At T = 256, the delta rule (DeltaNet vs linear): +26.0 points (95.0% vs 69.0%)")
     assert "a scalar decay on top of it (GDN vs DeltaNet): -5.0 points (90.0% vs 95.0%)" in text
-    assert "(KDA vs GDN): +1.0 points (91.0% vs 90.0%; within seed spread)" in text
+    assert "(KDA vs GDN): +1.0 points (91.0% vs 90.0%; within seed spread of ± 5.0 points)" in text
     assert mechanism_sentence([r for r in rows if r["mixer"] != "deltanet"], "mqar") == "", "needs the control"
     assert "still gaining" not in text
     rows[-1]["rising"] = 2  # two KDA runs at T=256 hit the cap while still learning
@@ -109,3 +109,12 @@ def test_lab_page_shows_the_shipped_sweep_with_computed_sentences():
     shown = text + "\n".join(c.value for c in at.caption)
     import re
     assert not re.search(r"\{[a-z_]+[\[(.]", shown), "an f-string placeholder reached the page unformatted"
+
+
+def test_a_tie_says_which_half_of_the_rule_makes_it():
+    from k3lite.experiments.lab_sweep_sentences import tie_phrase
+    assert tie_phrase((0.91, 0.05), (0.90, 0.01)) == "within seed spread of ± 5.0 points"
+    assert tie_phrase((0.999, 0.001), (0.992, 0.001)) == ("a 0.7-point gap, under the 2-point floor below which two "
+                                                          "cells count as tied; seed spread ± 0.1")
+    with pytest.raises(ValueError, match="do not tie"):
+        tie_phrase((0.9, 0.01), (0.5, 0.01))

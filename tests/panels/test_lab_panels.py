@@ -124,3 +124,19 @@ def test_residual_lines_come_from_the_results():
     assert lab.residual_lines(res) == ["Seed 0: standard residuals needed **1.25x** the steps to match block AttnRes; "
                                        "full AttnRes: not reached"]
     assert "`python -m x`" in lab.residual_caption(res)
+
+
+def test_the_sweep_tables_learning_rate_is_each_cells_own(sweep_data):
+    """A cell the learning-rate check's lower rate stands in for shows that rate, at its length, and the caption
+    names the cell: the column once took the first length's rate for every length."""
+    assert lab_sweep.lr_text({64: {"lr": 0.03}, 128: {"lr": 0.01, "lr_checked": True}}) == "0.03; 0.01 at T=128"
+    assert lab_sweep.lr_text({64: {"lr": 0.01}, 128: {"lr": 0.01}}) == "0.01"
+    d = sweep_data
+    checked = [r for r in d.rows if r["lr_checked"]]
+    if not checked:
+        pytest.skip("no cell of the shipped sweep comes from the learning-rate check")
+    tables = dict((h.split("**")[1], cells) for h, cells in lab_sweep.task_tables(d.rows))
+    for r in checked:
+        row = next(c for c in tables[r["task"]] if c["mixer"] == lab_sweep.MIXER_LABELS[r["mixer"]])
+        assert f"{r['lr']:g} at T={r['seq_len']}" in row["learning rate"], row
+        assert f"{r['task']} T={r['seq_len']} {lab_sweep.short_name(r['mixer'])}" in lab_sweep.protocol_caption(d)
