@@ -8,17 +8,13 @@ import pandas as pd
 import streamlit as st
 
 from k3lite.model import kda
-
 from k3lite.analytic import memory
-from k3lite.analytic.sensitivity import Assumption
-from k3lite.base.units import ONE_M_CONTEXT
 from k3lite.model.presets import get_preset
 from k3lite.model.checkpoint import load_lite_model
 from k3lite.panels import kda as panels
 from k3lite.panels.kda_compare import CONTEXT, CONTEXT_CHOICES, decode_memory_panel
 from k3lite.viz.kda import decay_heatmap
 from k3lite.viz.kda_state import kda_layers, trained_kda_run
-from k3lite.viz.style import fmt_bytes
 from k3lite.model.kda.layer import KimiDeltaAttention
 from k3lite.model.kda.naive import naive_kda_matrix
 from k3lite.model.kda.reference import chunk_kda_reference
@@ -136,9 +132,15 @@ def memory_panel() -> None:
     with lazy_expander("Memory for decoding vs context length: a fixed state against a growing cache", key="kda_x_memory_decoding_context_length") as is_open:
         if is_open:
             url_state("kda_preset", "kimi-linear-48b-a3b", choices=list(panels.MEMORY_PRESETS))
-            st.selectbox("model", list(panels.MEMORY_PRESETS), key="kda_preset")
-            push_url("kda_preset")
-            shown = panels.memory_panel(st.session_state.kda_preset)
+            url_state("kda_mem_heads", 0, choices=panels.MEMORY_HEADS)
+            url_state("kda_mem_head_dim", 0, choices=panels.MEMORY_HEAD_DIMS)
+            c1, c2, c3 = st.columns(3)
+            c1.selectbox("model", list(panels.MEMORY_PRESETS), key="kda_preset")
+            c2.selectbox("KDA heads", panels.MEMORY_HEADS, key="kda_mem_heads", format_func=panels.own_or)
+            c3.selectbox("KDA head dim", panels.MEMORY_HEAD_DIMS, key="kda_mem_head_dim", format_func=panels.own_or)
+            push_url("kda_preset", "kda_mem_heads", "kda_mem_head_dim")
+            shown = panels.memory_panel(st.session_state.kda_preset, st.session_state.kda_mem_heads,
+                                        st.session_state.kda_mem_head_dim)
             st.plotly_chart(shown.figure, width="stretch")
             explain(shown.text)
             show_code(memory.memory_vs_context, memory.kda_memory_sentence)
@@ -178,17 +180,8 @@ def probe_panel() -> None:
 probe_panel()
 
 PRESET = st.session_state.get("kda_preset", "kimi-linear-48b-a3b")  # the memory section's model
-assumptions_block(
-    "kda_x_assumptions", f"The hybrid's decode cache per sequence at 1M tokens ({PRESET})",
-    partial(memory.hybrid_cache_at, preset=PRESET),
-    [Assumption("latent_bytes", "bytes per MLA cache number", memory.ACTIVATION_BYTES_PER_ELEM, "a bf16 latent cache",
-                unit="B"),
-     Assumption("state_bytes", "bytes per KDA state number", memory.KDA_STATE_BYTES_PER_ELEM,
-                "fp32, as KDACache and flash-linear-attention keep it", unit="B"),
-     Assumption("conv_bytes", "bytes per conv-tail number", memory.ACTIVATION_BYTES_PER_ELEM,
-                "bf16 activations: the last conv_size - 1 inputs of q, k and v", unit="B")],
-    fmt_bytes, also=[("1M tokens", f"2^20 = {ONE_M_CONTEXT:,} tokens, as context windows are sized"),
-                     ("the model", "the preset picked under 'Memory for decoding vs context length'")])
+assumptions_block("kda_x_assumptions", f"The hybrid's decode cache per sequence at 1M tokens ({PRESET})",
+                  partial(memory.hybrid_cache_at, preset=PRESET), **panels.memory_assumptions())
 
 show_code(naive_kda_matrix, chunk_kda_reference, KimiDeltaAttention.kernel_inputs_reference,
           title="The algorithm as the paper writes it: the recurrence token by token, then chunk-wise (WY/UT transform)")

@@ -73,6 +73,16 @@ def _align16(n: int) -> int:
     return -(-n // 16) * 16
 
 
+# each scheme's record layout in words, as `record_bytes` computes it (row = the activation in its wire format)
+RECORD_LAYOUTS = {
+    "direct": "dispatch row + 4 + 12 k bytes, combine row + 4 + 4 k (source index; topk index and weight per slot)",
+    "normal": "dispatch align16(row + 8 + 8 k) bytes, combine align16(row + 8 + 4 k) (8-byte source metadata; "
+              "index and weight per top-k slot; 16-byte aligned)",
+    "low-latency": "dispatch 16 + row bytes, combine row (a 16-byte header)",
+}
+ROW_WORDS = "row = the values in the wire format (fp8: 1 byte each + a 4-byte scale per 128; bf16: 2 bytes each)"
+
+
 def record_bytes(scheme: str, direction: str, dim: int, top_k: int, fmt: str) -> int:
     """Bytes one copy occupies on the wire (payload + routing metadata + padding); layouts in the docstring."""
     row = wire_format(fmt).row_bytes(dim)

@@ -19,7 +19,8 @@ import torch
 from k3lite.analytic import memory
 from k3lite.base.evidence import Evidence, derived, measured_here
 from k3lite.base.tokenizer import token_label, validate_prompt
-from k3lite.base.units import fmt_bytes
+from k3lite.analytic.sensitivity import Assumption
+from k3lite.base.units import ONE_M_CONTEXT, fmt_bytes
 from k3lite.model.config import K3Config
 from k3lite.model.kda import probe_claims
 from k3lite.model.presets import get_preset
@@ -168,17 +169,52 @@ def bounded_decay_panel(lite_min: float, lite: K3Config, k3: K3Config) -> Panel:
 
 
 # ------------------------------------------------------------------------------------------- decode memory
-def memory_panel(preset: str) -> Panel:
-    """One preset's decode memory against context: a KDA layer's fixed state, MLA's and MHA's growing caches,
-    the whole model all-MLA against its hybrid."""
+def memory_assumptions() -> dict:
+    """The KDA page's assumptions block for the hybrid's cache at 1M (`assumptions_block`'s keywords): the byte
+    sizes it rests on, how its headline prints, and what else it assumes."""
+    return dict(assumptions=[Assumption("latent_bytes", "bytes per MLA cache number", memory.ACTIVATION_BYTES_PER_ELEM,
+                                    "a bf16 latent cache", unit="B"),
+                         Assumption("state_bytes", "bytes per KDA state number", memory.KDA_STATE_BYTES_PER_ELEM,
+                                    "fp32, as KDACache and flash-linear-attention keep it", unit="B"),
+                         Assumption("conv_bytes", "bytes per conv-tail number", memory.ACTIVATION_BYTES_PER_ELEM,
+                                    "bf16 activations: the last conv_size - 1 inputs of q, k and v", unit="B")],
+                fmt=fmt_bytes,
+                also=[("1M tokens", f"2^20 = {ONE_M_CONTEXT:,} tokens, as context windows are sized"),
+                      ("the model", "the preset picked under 'Memory for decoding vs context length'")])
+
+
+MEMORY_HEADS = (0, 16, 32, 48, 64, 96)  # the memory section's KDA head counts; 0 = the preset's own
+MEMORY_HEAD_DIMS = (0, 64, 128, 256)  # (the same for the head dim)
+
+
+def own_or(n: int) -> str:
+    """A memory-section choice as its control shows it: 0 is the preset's own value."""
+    return "the model's own" if n == 0 else str(n)
+
+
+def memory_config(preset: str, heads: int = 0, head_dim: int = 0) -> K3Config:
+    """The preset with its KDA layers re-sized (0 keeps the preset's heads / head dim): what the memory section
+    draws, and what a practice problem's hint opens it at."""
     cfg = get_preset(preset)
+    changed = {k: v for k, v in (("n_heads", heads), ("head_dim", head_dim)) if v}
+    for k, v in changed.items():
+        if v < 1:
+            raise ValueError(f"KDA {k} must be >= 1, got {v}")
+    return cfg.with_(kda=changed) if changed else cfg
+
+
+def memory_panel(preset: str, heads: int = 0, head_dim: int = 0) -> Panel:
+    """One preset's decode memory against context (its KDA layers re-sized by `heads` / `head_dim` when not 0):
+    a KDA layer's fixed state, MLA's and MHA's growing caches, the whole model all-MLA against its hybrid."""
+    cfg = memory_config(preset, heads, head_dim)
     curves = memory.memory_vs_context(cfg, CONTEXTS)
     ev = derived(memory.memory_vs_context)
     fig = shared_figure(memory_figure, CONTEXTS, curves, f"{cfg.name}: fp32 KDA state + bf16 conv tail, bf16 caches",
                         evidence=ev)
     state = memory.kda_layer_state_bytes(cfg.kda)
-    text = (f"Computed from the preset's dimensions by `k3lite.analytic.memory` (the same function as the hybrid and "
-            f"serving pages): a KDA layer keeps {fmt_bytes(state)} at any length ({cfg.kda.n_heads} × "
+    resized = " (its KDA layers re-sized here)" if cfg != get_preset(preset) else ""
+    text = (f"Computed from the preset's dimensions{resized} by `k3lite.analytic.memory` (the same function as the "
+            f"hybrid and serving pages): a KDA layer keeps {fmt_bytes(state)} ({state:,} bytes) at any length ({cfg.kda.n_heads} × "
             f"{cfg.kda.head_dim} × {cfg.kda.head_dim} fp32 state, as `KDACache` and fla keep it, plus a "
             f"{cfg.kda.conv_size - 1}-token bf16 conv tail of q, k, v); an MLA (Multi-head Latent Attention) layer "
             f"keeps (kv_lora {cfg.mla.kv_lora_rank} + rope {cfg.mla.qk_rope_head_dim}) bf16 numbers per token. "

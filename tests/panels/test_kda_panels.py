@@ -95,3 +95,17 @@ def test_the_memory_and_bound_panels_read_their_numbers():
     bound = bounded_decay_panel(-3.0, get_preset("lite"), K3)
     fast = memory.decay_memory(K3.kda.decay_lower_bound, [1])
     assert f"survives {fast.tokens_to_threshold:.2f} tokens" in bound.text and "-3.00" in bound.text
+
+
+def test_the_memory_section_resizes_the_kda_layers_a_hint_asks_for():
+    """0 keeps the preset's own heads / head dim; other values re-size its KDA layers, and the panel's sentence
+    states the state and the break-even of the re-sized layer (the hint of the break-even problem opens it so)."""
+    from k3lite.analytic import memory
+    from k3lite.model.presets import get_preset
+    from k3lite.panels.kda import memory_config, memory_panel
+    assert memory_config("kimi-linear-48b-a3b") == get_preset("kimi-linear-48b-a3b")
+    cfg = memory_config("kimi-linear-48b-a3b", 32, 64)
+    assert (cfg.kda.n_heads, cfg.kda.head_dim) == (32, 64)
+    text = memory_panel("kimi-linear-48b-a3b", 32, 64).sentences[0].text
+    assert f"{memory.kda_layer_state_bytes(cfg.kda):,} bytes" in text and "re-sized" in text
+    assert f"{memory.break_even_context(cfg):,}" in text

@@ -10,6 +10,12 @@ from k3lite.tour.practice.core import Instance, Problem, final, num
 K3 = PRICES["kimi-k3"]
 
 
+def _price(m: ModelPrice) -> str:
+    """Every price `analyze` uses for `m`, as a question states it: input, cached input (the discount), output."""
+    return (f"${m.input_per_m:g} / ${m.output_per_m:g} per M input / output tokens, cached input "
+            f"${m.input_per_m * (1 - m.cache_discount):.3g} ({100 * m.cache_discount:.0f}% off)")
+
+
 def _profile(rng) -> TaskProfile:
     return TaskProfile(turns=float(rng.choice([5, 10, 20, 40])), input_tokens_per_turn=float(rng.choice([5, 10, 20, 50])) * 1e3,
                        output_tokens_per_turn=float(rng.choice([500, 1000, 2000])),
@@ -42,8 +48,7 @@ def per_task(rng) -> Instance:
     p = _profile(rng)
     c = analyze(single_model(K3, p))
     return Instance(
-        f"Kimi K3 at $3 / $15 per M input / output tokens ($0.30 for cached input). A task takes {_words(p)}. What does "
-        "one **completed** task cost, in dollars?",
+        f"{K3.name} at {_price(K3)}. A task takes {_words(p)}. What does one **completed** task cost, in dollars?",
         c.per_completed_task, "$", 0.02, "Cost per task page at these sliders: '$ / completed task'", "cost_per_task",
         _query(p),
         (f"Calls per turn with re-sends: 1 / (1 - {p.turn_retry_rate:g}) = {num(1 / (1 - p.turn_retry_rate))}.",
@@ -79,9 +84,9 @@ def split_factor(rng) -> Instance:
     factor = savings(alone, split)
     a, b = analyze(alone), analyze(split)
     return Instance(
-        f"A task takes {_words(p)} with K3 alone. Split it: K3 plans **{100 * share:g}%** of the turns (its plans "
-        f"succeed 98% of the time), a $0.10 / $0.40 worker does the rest and succeeds **{100 * worker_success:g}%**. "
-        "How many times cheaper per completed task is the split (below 1: dearer)?",
+        f"A task takes {_words(p)} with K3 alone ({_price(K3)}). Split it: K3 plans **{100 * share:g}%** of the turns "
+        f"(its plans succeed 98% of the time), a worker at {_price(worker)} does the rest and succeeds "
+        f"**{100 * worker_success:g}%**. How many times cheaper per completed task is the split (below 1: dearer)?",
         factor, "x", 0.02, "Cost per task page, 'planner + worker' section at these settings", "cost_per_task",
         {**_query(p), "cost_share": 100 * share, "cost_worker_success": round(100 * worker_success)},
         (f"K3 alone: ${num(a.per_completed_task)} per completed task.",
@@ -106,9 +111,9 @@ def cheaper_model(rng) -> Instance:
     k3, them = analyze(single_model(K3, p)), analyze(single_model(PRICES[other], q))
     right = K3.name if k3.per_completed_task < them.per_completed_task else PRICES[other].name
     return Instance(
-        f"A task with K3: {_words(p)}. **{PRICES[other].name}** (${PRICES[other].input_per_m:g} / "
-        f"${PRICES[other].output_per_m:g} per M tokens) needs **{turns:g}x the turns** and succeeds "
-        f"**{100 * q.success_rate:g}%** per attempt. Which costs less per **completed** task?",
+        f"A task with K3 ({_price(K3)}): {_words(p)}. **{PRICES[other].name}** ({_price(PRICES[other])}) needs "
+        f"**{turns:g}x the turns** and succeeds **{100 * q.success_rate:g}%** per attempt (the same input, output, "
+        "cache hits and re-sends per turn). Which costs less per **completed** task?",
         right, "", 0.0, "Cost per task page: the side-by-side of models per completed task", "cost_per_task",
         _query(p),
         ("Per completed task = $ per attempt / success per attempt: a cheap model that fails more, or needs more turns, "

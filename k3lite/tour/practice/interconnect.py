@@ -6,7 +6,7 @@ from functools import lru_cache
 
 from k3lite.base.evidence import derived
 from k3lite.interconnect.analytic import analytic_traffic, node_limit_sweep, wire_bytes_per_token
-from k3lite.interconnect.deployment import SCHEME_LABELS, TOPOLOGIES, Deployment
+from k3lite.interconnect.deployment import RECORD_LAYOUTS, ROW_WORDS, SCHEME_LABELS, TOPOLOGIES, Deployment
 from k3lite.model.presets import get_preset
 from k3lite.tour.practice.core import Instance, Problem, final, num
 from k3lite.viz.interconnect import node_limit_figure
@@ -24,6 +24,11 @@ def _call(preset: str, topology: str, ep: int, scheme: str) -> str:
     return (f"wire_bytes_per_token(get_preset({preset!r}), {topology!r}, ep={ep}, scheme={scheme!r})")
 
 
+def _records(scheme: str) -> str:
+    """The question's statement of the record layout its answer counts."""
+    return f"records as {SCHEME_LABELS[scheme].split(' (')[0]} lays them out: {RECORD_LAYOUTS[scheme]}, {ROW_WORDS}"
+
+
 IMPORTS = ("from k3lite.interconnect.analytic import wire_bytes_per_token\n"
            "from k3lite.model.presets import get_preset\n")
 
@@ -36,8 +41,8 @@ def token_bytes(rng) -> Instance:
     kb = b.total / 1e3
     return Instance(
         f"**{preset}** on **{TOPOLOGIES[topology].name}**, expert parallelism **EP {ep}**, "
-        f"**{SCHEME_LABELS[scheme]}**, fp8 dispatch + bf16 combine, uniform routing. How many kB does one token send "
-        "per MoE layer (dispatch + combine)?",
+        f"**{SCHEME_LABELS[scheme]}**, fp8 dispatch + bf16 combine, uniform routing ({_records(scheme)}). How many "
+        "kB does one token send per MoE layer (dispatch + combine)?",
         kb, "kB", 0.02, "Interconnect page at these settings: 'bytes per token per MoE layer'", "interconnect",
         _query(preset, topology, ep, scheme),
         (f"Copies per token (dispatch; combine mirrors it): {num(b.copies.total)} "
@@ -56,7 +61,8 @@ def nic_bytes(rng) -> Instance:
     b = wire_bytes_per_token(get_preset(preset), "multi-node-8x8", ep, scheme)
     kb = b.inter / 1e3
     return Instance(
-        f"**{preset}**, EP **{ep}** over 8-GPU nodes joined by the scale-out network, **{SCHEME_LABELS[scheme]}**. "
+        f"**{preset}**, EP **{ep}** over 8-GPU nodes joined by the scale-out network, **{SCHEME_LABELS[scheme]}**, "
+        f"fp8 dispatch + bf16 combine, uniform routing (each token's top-k experts drawn evenly; {_records(scheme)}). "
         "How many kB per token per MoE layer go through the NIC (between nodes, both directions)?",
         kb, "kB", 0.02, "Interconnect page: the NIC part of the bytes", "interconnect",
         _query(preset, "multi-node-8x8", ep, scheme),
@@ -134,18 +140,21 @@ def link_time(rng) -> Instance:
     ep = rng.choice([16, 32, 64])
     base = get_preset("kimi-k3")
     cfg = base.with_(moe={"n_routed_experts": experts, "top_k": top_k})
-    dep = Deployment(TOPOLOGIES["multi-node-8x8"], ep)
+    topo = TOPOLOGIES["multi-node-8x8"]
+    dep = Deployment(topo, ep)
     t = analytic_traffic(cfg, dep)
+    links = f"NVLink {num(topo.intra_bw / 1e9)} GB/s and NIC {num(topo.inter_bw / 1e9)} GB/s per GPU each way"
     us = 1e6 * t.wire_s_forward
     return Instance(
         f"On the routing page you set **{experts} experts, top-{top_k}** at K3's width (latent {base.moe.latent_dim}). "
-        f"Now deploy it at **EP {ep}** over 8-GPU nodes (DeepEP normal, fp8 dispatch, bf16 combine): how many µs "
-        f"does one token's traffic take on one GPU's links over all {t.n_moe_layers} MoE layers (NVLink + NIC, not "
-        "overlapped)?",
+        f"Now deploy it at **EP {ep}** over 8-GPU nodes ({links}; DeepEP normal, fp8 dispatch, bf16 combine, uniform "
+        f"routing): how many µs does one token's traffic take on one GPU's links over all {t.n_moe_layers} MoE "
+        "layers (NVLink + NIC, not overlapped)?",
         us, "µs", 0.02, "Routing page for E and top-k, then the interconnect page at these settings", "interconnect",
         _query("kimi-k3", "multi-node-8x8", ep, ic_experts=experts, ic_top_k=top_k),
-        (f"Per layer: {num(t.per_layer.intra)} B over NVLink at 900 GB/s + {num(t.per_layer.inter)} B over the NIC "
-         f"at 100 GB/s = {num(1e6 * t.wire_s_layer)} µs (`link_seconds`).",
+        (f"Per layer: {num(t.per_layer.intra)} B over NVLink at {num(topo.intra_bw / 1e9)} GB/s + "
+         f"{num(t.per_layer.inter)} B over the NIC at {num(topo.inter_bw / 1e9)} GB/s = {num(1e6 * t.wire_s_layer)} µs "
+         "(`link_seconds`).",
          f"x {t.n_moe_layers} MoE layers = {num(us)} µs (`analytic_traffic`).", final(us, "µs")),
         "from k3lite.interconnect.analytic import analytic_traffic\n"
         "from k3lite.interconnect.deployment import TOPOLOGIES, Deployment\nfrom k3lite.model.presets import get_preset\n"

@@ -8,25 +8,35 @@ from k3lite.analytic import memory
 from k3lite.base.evidence import derived
 from k3lite.model import kda
 from k3lite.model.presets import get_preset
+from k3lite.panels.kda import MEMORY_HEAD_DIMS, MEMORY_HEADS, memory_config
 from k3lite.tour.practice.core import Instance, Problem, final, num
 from k3lite.viz.kda import decay_memory_figure
 
 MODELS = ("kimi-linear-48b-a3b", "kimi-k3")
 
 
+def _tail(conv: int) -> str:
+    return "no conv tail" if conv == 0 else f"plus the bf16 conv tail of q, k and v ({conv - 1} past tokens each)"
+
+
+def _memory_query(preset: str, heads: int, head_dim: int) -> dict:
+    """The KDA page's memory section at this model with its KDA layers re-sized."""
+    return {"kda_preset": preset, "kda_mem_heads": heads, "kda_mem_head_dim": head_dim}
+
+
 def state_mb(rng) -> Instance:
-    heads = rng.choice([16, 32, 48, 64, 96])
-    head_dim = rng.choice([64, 128, 256])
-    conv = rng.choice([0, 4])
+    preset = rng.choice(MODELS)
+    heads = rng.choice([h for h in MEMORY_HEADS if h])
+    head_dim = rng.choice([d for d in MEMORY_HEAD_DIMS if d])
+    conv = memory_config(preset, heads, head_dim).kda.conv_size
     b = memory.kda_state_bytes(heads, head_dim, conv)
     mb = b / 1e6
-    tail = ("no conv tail" if conv == 0 else
-            f"plus the bf16 conv tail of q, k, v ({conv - 1} past tokens each)")
+    tail = _tail(conv)
     return Instance(
         f"One KDA layer with **{heads} heads** of **head dim {head_dim}** keeps an fp32 state of head_dim x head_dim "
         f"per head, {tail}. How many MB (10^6 bytes) is that, per sequence?",
         mb, "MB", 0.02, "KDA page, 'Memory for decoding vs context length': the flat KDA line", "kda",
-        {"kda_preset": "kimi-k3"},
+        _memory_query(preset, heads, head_dim),
         (f"State: H x K x K x 4 bytes = {heads} x {head_dim} x {head_dim} x 4 = "
          f"{num(heads * head_dim * head_dim * 4 / 1e6)} MB.",
          f"Conv tail: 3 x (conv - 1) x H x K x 2 bytes = {num(3 * max(conv - 1, 0) * heads * head_dim * 2 / 1e6)} MB.",
@@ -59,23 +69,22 @@ def mla_over_kda(rng) -> Instance:
 
 
 def break_even(rng) -> Instance:
-    heads = rng.choice([16, 32, 48, 64, 96])
+    heads = rng.choice([h for h in MEMORY_HEADS if h])
     head_dim = rng.choice([64, 128])
-    base = get_preset("kimi-linear-48b-a3b")
-    cfg = base.with_(kda={"n_heads": heads, "head_dim": head_dim})
+    cfg = memory_config("kimi-linear-48b-a3b", heads, head_dim)
     tokens = memory.break_even_context(cfg)
     per_tok = memory.mla_cache_bytes_per_token(cfg.mla)
     return Instance(
-        f"A KDA layer with **{heads} heads x head dim {head_dim}** (fp32 state, conv tail 3 tokens) replaces an MLA "
-        f"layer of Kimi Linear (kv_lora {cfg.mla.kv_lora_rank} + rope {cfg.mla.qk_rope_head_dim}, bf16). From how "
+        f"A KDA layer with **{heads} heads x head dim {head_dim}** (fp32 state, {_tail(cfg.kda.conv_size)}) replaces "
+        f"an MLA layer of Kimi Linear (kv_lora {cfg.mla.kv_lora_rank} + rope {cfg.mla.qk_rope_head_dim}, bf16). From how "
         "many tokens of context on does the MLA cache take more memory than the KDA state?",
         tokens, "tokens", 0.02, "KDA page, memory panel: where the MLA line crosses the flat KDA line", "kda",
-        {"kda_preset": "kimi-linear-48b-a3b"},
+        _memory_query("kimi-linear-48b-a3b", heads, head_dim),
         (f"KDA state: `kda_layer_state_bytes` = {memory.kda_layer_state_bytes(cfg.kda):,} B.",
          f"MLA cache per token: {per_tok} B.",
          f"Break-even: ceil(state / per token) = {tokens:,} tokens.", final(tokens, "tokens")),
-        "from k3lite.analytic import memory\nfrom k3lite.model.presets import get_preset\n"
-        f"cfg = get_preset('kimi-linear-48b-a3b').with_(kda={{'n_heads': {heads}, 'head_dim': {head_dim}}})\n"
+        "from k3lite.analytic import memory\nfrom k3lite.panels.kda import memory_config\n"
+        f"cfg = memory_config('kimi-linear-48b-a3b', {heads}, {head_dim})\n"
         "answer = memory.break_even_context(cfg)",
         {"heads": heads, "head_dim": head_dim}, derived(memory.break_even_context))
 
@@ -129,7 +138,7 @@ def probe_predict(rng) -> Instance:
     answer = "yes" if score > 0.5 else "no"
     return Instance(
         f"The KDA page's recall probe with **aligned** keys: a fact is written, then **{n - 1} more pairs**; KDA's "
-        f"fast channels decay by **{decay}** per token and later keys leak **{leak:.0%}** into the fact's slow "
+        f"fast channels keep **{decay}** of their state per token (they lose {1 - decay:.2g} of it each token) and later keys leak **{leak:.0%}** into the fact's slow "
         "channels. Does KDA still recall the fact (cosine above 0.5)?",
         answer, "", 0.0, "KDA page: 'run the probe' at these settings", "kda",
         {"kda_probe": "true", "kda_probe_keys": "aligned", "kda_probe_n": n, "kda_probe_decay": decay,

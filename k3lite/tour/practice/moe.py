@@ -10,6 +10,7 @@ from k3lite.analytic.memory import expected_experts_touched
 from k3lite.analytic.placement import mean_load_per_expert
 from k3lite.base.evidence import derived
 from k3lite.interconnect.analytic import expected_copies
+from k3lite.interconnect.deployment import RECORD_LAYOUTS, ROW_WORDS, record_bytes
 from k3lite.model.moe.stats import routing_metrics
 from k3lite.model.presets import get_preset
 from k3lite.tour.practice.core import Instance, Problem, final, num
@@ -88,12 +89,15 @@ def latent_wire(rng) -> Instance:
     kb = cost.wire_bytes / 1e3
     return Instance(
         f"K3's width d = {K3.d_model}, **{experts} experts, top-{top_k}**, latent ratio **{label}** (latent = "
-        f"{cost.latent_dim}), on one 8-GPU node (EP 8, fp8 dispatch, bf16 combine). How many kB cross the wire per "
-        "token per MoE layer?",
+        f"{cost.latent_dim}), on one 8-GPU node (EP 8, DeepEP normal, fp8 dispatch, bf16 combine, uniform routing; "
+        f"records: {RECORD_LAYOUTS['normal']}, {ROW_WORDS}). How many kB cross the wire per token per MoE layer, "
+        "metadata included?",
         kb, "kB", 0.02, "Routing page, section (d): LatentMoE's wire bytes vs the latent ratio", "moe",
         {"moe_latent": label, "moe_experts": experts, "moe_top_k": top_k},
         (f"Only the {cost.latent_dim}-number latent is sent, once per GPU that hosts one of the token's experts "
          "(dispatch), and once back (combine), with routing metadata.",
+         f"Records: dispatch {record_bytes('normal', 'dispatch', cost.latent_dim, top_k, 'fp8')} B, combine "
+         f"{record_bytes('normal', 'combine', cost.latent_dim, top_k, 'bf16')} B per copy.",
          "`latent_cost_per_token` calls the one wire-bytes function on the reference deployment.",
          f"= {num(cost.wire_bytes)} bytes = {num(kb)} kB.", final(kb, "kB")),
         "from k3lite.analytic.latent import latent_cost_per_token\nfrom k3lite.model.presets import get_preset\n"

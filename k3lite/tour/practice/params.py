@@ -43,6 +43,11 @@ def active_share(rng) -> Instance:
         {"experts": experts, "top_k": top_k}, derived(count_params))
 
 
+# `memory.weight_bytes` keeps these in bf16 whatever the format: the questions say so
+KEPT_BF16 = "the router, the norms and the AttnRes queries, which stay in bf16 (2 bytes)"
+BF16 = num(memory.precision("bf16").bytes_per_param)
+
+
 def weights_gb(rng) -> Instance:
     preset = rng.choice(BIG)
     fmt = rng.choice(["bf16", "fp8", "mxfp4", "nvfp4"])
@@ -50,14 +55,17 @@ def weights_gb(rng) -> Instance:
     total = sum(memory.weight_bytes(cfg, fmt).values()) / 1e9
     per = memory.precision(fmt).bytes_per_param
     params = count_params(cfg).total
+    kept = memory.component_params(cfg)["other"]
     return Instance(
         f"How many GB (10^9 bytes) do **all** of {preset}'s weights take if every weight is stored in **{fmt}** "
-        f"({num(per)} bytes per parameter, scales included)?",
+        f"({num(per)} bytes per parameter, scales included) except {KEPT_BF16}?",
         total, "GB", 0.02, f"Home page, {preset}: total parameters; the format's bytes per parameter", "home",
         {"home_preset": preset},
         (f"Parameters: `count_params` gives {num(params / 1e9)} B in all.",
-         f"Bytes = parameters x {num(per)} bytes ({memory.precision(fmt).note}).",
-         f"{num(params / 1e9)} B x {num(per)} = {num(total)} GB.", final(total, "GB")),
+         f"Bytes = parameters x {num(per)} bytes ({memory.precision(fmt).note}), but the {num(kept / 1e6)} M "
+         f"router, norm and AttnRes parameters at {BF16} bytes.",
+         f"({num(params / 1e9)} B - {num(kept / 1e9)} B) x {num(per)} + {num(kept / 1e9)} B x {BF16} = {num(total)} GB.",
+         final(total, "GB")),
         "from k3lite.analytic import memory\nfrom k3lite.model.presets import get_preset\n"
         f"answer = sum(memory.weight_bytes(get_preset({preset!r}), {fmt!r}).values()) / 1e9",
         {"bytes_per_param": per}, derived(memory.weight_bytes, count_params))
@@ -105,13 +113,17 @@ def active_bytes(rng) -> Instance:
     preset = rng.choice(BIG)
     cfg = get_preset(preset)
     active = sum(memory.weight_bytes(cfg, fmt, active=True).values()) / 1e9
+    per, n_active = memory.precision(fmt).bytes_per_param, count_params(cfg).active
+    kept = memory.component_params(cfg, active=True)["other"]
     return Instance(
-        f"At batch 1 a decode step of {preset} reads the weights one token uses. With every weight in **{fmt}**, how "
-        "many GB is that per token?",
+        f"At batch 1 a decode step of {preset} reads the weights one token uses. With every weight in **{fmt}** "
+        f"({num(per)} bytes per parameter, scales included) except {KEPT_BF16}, how many GB is that per token?",
         active, "GB", 0.02, f"Home page, {preset}: 'active per token' x bytes per parameter", "home",
         {"home_preset": preset},
-        (f"Active parameters (`count_params`): {num(count_params(cfg).active / 1e9)} B.",
-         f"x {num(memory.precision(fmt).bytes_per_param)} bytes each (`memory.weight_bytes(..., active=True)`).",
+        (f"Active parameters (`count_params`): {num(n_active / 1e9)} B, of them {num(kept / 1e6)} M router, norm and "
+         f"AttnRes parameters at {BF16} bytes.",
+         f"({num(n_active / 1e9)} B - {num(kept / 1e9)} B) x {num(per)} + {num(kept / 1e9)} B x {BF16} bytes "
+         f"(`memory.weight_bytes(..., active=True)`) = {num(active)} GB.",
          final(active, "GB")),
         "from k3lite.analytic import memory\nfrom k3lite.model.presets import get_preset\n"
         f"answer = sum(memory.weight_bytes(get_preset({preset!r}), {fmt!r}, active=True).values()) / 1e9",
