@@ -143,12 +143,16 @@ def norm_panel(res: dict, head: int, evidence: Evidence) -> Panel:
                             "needs more than K × V numbers.", (evidence,)),), evidence)
 
 
+DECAY_RATES = (-0.01, -0.1, -1.0)  # the bounded-decay panel's rates per token, beside K3's bound
+DECAY_SPAN = range(0, 41)  # its tokens since the write
+
+
 def bounded_decay_panel(lite_min: float, lite: K3Config, k3: K3Config) -> Panel:
     """(f) K3's decay bound (config.json gate_lower_bound): how long a write survives at a few rates, and the chunk
     kernels' floor. `lite_min`: the smallest log-decay of the page's run."""
     bound = k3.kda.decay_lower_bound
-    span = list(range(0, 41))
-    rates = {f"g = {g:g} per token": g for g in (-0.01, -0.1, -1.0)} | {f"g = {bound:g} (K3's bound)": bound}
+    span = list(DECAY_SPAN)
+    rates = {f"g = {g:g} per token": g for g in DECAY_RATES} | {f"g = {bound:g} (K3's bound)": bound}
     mems = {name: memory.decay_memory(g, span) for name, g in rates.items()}
     ev = derived(memory.decay_memory)
     fig = shared_figure(decay_memory_figure, span, {n: m.kept_after for n, m in mems.items()}, 0.01, evidence=ev)

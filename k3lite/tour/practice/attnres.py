@@ -5,15 +5,16 @@ from __future__ import annotations
 from k3lite.base.evidence import derived
 from k3lite.model.attnres import attnres_cost, block_size_words
 from k3lite.model.presets import get_preset
+from k3lite.panels.attnres import LAYERS as COST_LAYERS  # the cost section's depths (its curves' x axis)
+from k3lite.panels.attnres import WIDTHS  # its d_model choices
 from k3lite.tour.practice.core import Instance, Problem, final, num
 from k3lite.viz.diagrams import depth_reads, depth_reads_figure
 
-WIDTHS = (2304, 4096, 7168)  # the page's d_model choices (Kimi Linear 48B, 4096, K2 / K3)
 LITE_LAYERS = get_preset("lite").n_layers
 
 
 def fewer_reads(rng) -> Instance:
-    layers = rng.choice([24, 48, 61, 93, 128])
+    layers = rng.choice([n for n in (24, 48, 64, 96, 128) if n in COST_LAYERS])  # depths the page draws
     d = rng.choice(WIDTHS)
     block = rng.choice([4, 8, 16, 24, 32])
     full, blk = attnres_cost(layers, d, "full"), attnres_cost(layers, d, "block", block)
@@ -35,7 +36,7 @@ def fewer_reads(rng) -> Instance:
 
 
 def live_kb(rng) -> Instance:
-    layers = rng.choice([24, 48, 61, 93])
+    layers = rng.choice([n for n in (24, 48, 64, 96) if n in COST_LAYERS])  # (the reason above)
     d = rng.choice(WIDTHS)
     mode = rng.choice(["full", "block"])
     block = rng.choice([4, 8, 24])
@@ -76,7 +77,7 @@ def sources_read(rng) -> Instance:
 
 
 def block_predict(rng) -> Instance:
-    layers = rng.choice([48, 61, 93])
+    layers = rng.choice([n for n in (48, 64, 96) if n in COST_LAYERS])  # (the reason above)
     a, b = sorted(rng.sample([2, 4, 8, 16, 24, 48], 2))
     ra, rb = (attnres_cost(layers, 7168, "block", s).live_sources for s in (a, b))
     if ra == rb:
@@ -100,7 +101,7 @@ PROBLEMS = (
     Problem("attnres-fewer-reads", "attention_residuals", "compute", 2, "Full vs block: bytes read", fewer_reads,
             {"layers": (24, 128), "d": (2304, 7168), "block": (4, 32)}),
     Problem("attnres-live-kb", "attention_residuals", "compute", 2, "What a token keeps over depth", live_kb,
-            {"layers": (24, 93), "d": (2304, 7168), "block": (4, 24)}),
+            {"layers": (24, 96), "d": (2304, 7168), "block": (4, 24)}),
     Problem("attnres-sources", "attention_residuals", "read", 1, "Sources one sublayer reads", sources_read,
             {"reader": (1, 2 * LITE_LAYERS), "block": (2, 6)}),
     Problem("attnres-block-predict", "attention_residuals", "predict", 1, "Smaller blocks, more to keep?",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from k3lite.analytic import hybrid
 from k3lite.base.evidence import derived
+from k3lite.panels.hybrid import CONTEXTS  # the contexts the page's cache and step-time curves are drawn at
 from k3lite.tour.practice.core import Instance, Problem, final, num
 from k3lite.viz.hybrid import layer_pattern_figure
 
 GPUS = ("H200", "B200", "B300", "MI300X")  # hold the 48B model's bf16 weights (an H100's 80 GB does not)
-CONTEXTS = (8192, 32768, 131072, 262144, 1_048_576)
 
 
 def _query(ratio: int, batch: int = 1, gpu: str | None = None) -> dict:
@@ -115,13 +115,13 @@ def faster(rng) -> Instance:
 
 PROBLEMS = (
     Problem("hybrid-kv-cut", "hybrid_attention", "compute", 1, "The cache the hybrid saves", kv_cut,
-            {"ratio": (1, 7), "context": (8192, 1_048_576)}),
+            {"ratio": (1, 7), "context": (min(CONTEXTS), max(CONTEXTS))}),
     Problem("hybrid-mla-layers", "hybrid_attention", "read", 1, "Count the global layers", mla_layers,
             {"ratio": (1, 7)}),
     Problem("hybrid-tpot", "hybrid_attention", "compute", 3, "One decode step's time", tpot,
-            {"ratio": (0, 7), "context": (8192, 1_048_576), "batch": (1, 16)}),
+            {"ratio": (0, 7), "context": (min(CONTEXTS), max(CONTEXTS)), "batch": (1, 16)}),
     Problem("hybrid-max-context", "hybrid_attention", "compute", 2, "The longest context one GPU holds",
             max_context, {"ratio": (0, 3), "batch": (2, 32)}),
     Problem("hybrid-faster", "hybrid_attention", "predict", 2, "Which decodes faster?", faster,
-            {"context_a": (32768, 1_048_576), "context_b": (32768, 1_048_576)}),
+            {"context_a": (min(CONTEXTS), max(CONTEXTS)), "context_b": (min(CONTEXTS), max(CONTEXTS))}),
 )

@@ -8,11 +8,12 @@ from k3lite.analytic import memory
 from k3lite.base.evidence import derived
 from k3lite.model import kda
 from k3lite.model.presets import get_preset
-from k3lite.panels.kda import MEMORY_HEAD_DIMS, MEMORY_HEADS, memory_config
+from k3lite.panels.kda import DECAY_RATES, DECAY_SPAN, MEMORY_HEAD_DIMS, MEMORY_HEADS, memory_config
 from k3lite.tour.practice.core import Instance, Problem, final, num
 from k3lite.viz.kda import decay_memory_figure
 
 MODELS = ("kimi-linear-48b-a3b", "kimi-k3")
+K3_BOUND = get_preset("kimi-k3").kda.decay_lower_bound  # the bounded-decay panel's fastest curve
 
 
 def _tail(conv: int) -> str:
@@ -90,17 +91,16 @@ def break_even(rng) -> Instance:
 
 
 def kept(rng) -> Instance:
-    g = rng.choice([-0.001, -0.005, -0.01, -0.05, -0.1, -0.5])
-    n = rng.choice([10, 50, 100, 500, 1000])
+    # a rate and a distance the KDA page's bounded-decay panel draws (its curves), so the hint shows the answer
+    g = rng.choice(DECAY_RATES + (K3_BOUND,))
+    n = rng.choice([t for t in (1, 2, 5, 10, 20, 40) if t in DECAY_SPAN and math.exp(g * t) >= 1e-4])  # typeable
     frac = memory.decay_memory(g, [n]).kept_after[0]
-    if frac < 1e-4:  # too small to type sensibly: ask about fewer tokens
-        n = 10
-        frac = memory.decay_memory(g, [n]).kept_after[0]
     pct = 100 * frac
     return Instance(
         f"A KDA key channel has a constant per-token log-decay **g = {g}** (it keeps e^g of its state each token). "
         f"What percentage of a write does it still hold **{n} tokens** later?",
-        pct, "%", 0.02, "KDA page: the decay panel, 'how long one channel remembers'", "kda", {},
+        pct, "%", 0.02, "KDA page: the bounded-decay panel (f), 'what e⁻⁵ per token means for memory': the curve of this "
+        "g", "kda", {},
         (f"Each token multiplies the write by e^g; after n tokens: e^(g n) = e^({num(g * n)}).",
          f"`memory.decay_memory`: {num(frac)} = {num(pct)} %.", final(pct, "%")),
         "from k3lite.analytic.memory import decay_memory\n"
@@ -159,8 +159,8 @@ PROBLEMS = (
             {"context": (4096, 1_048_576)}),
     Problem("kda-break-even", "kda", "compute", 2, "Where the cache passes the state", break_even,
             {"heads": (16, 96), "head_dim": (64, 128)}),
-    Problem("kda-kept", "kda", "compute", 1, "What a channel keeps", kept, {"log_decay": (-0.5, -0.001),
-                                                                          "tokens": (10, 1000)}),
+    Problem("kda-kept", "kda", "compute", 1, "What a channel keeps", kept, {"log_decay": (-5.0, -0.01),
+                                                                          "tokens": (1, 40)}),
     Problem("kda-read-span", "kda", "read", 2, "When a channel forgets, from the picture", read_span,
             {"log_decay": (-1.25, -0.02)}),
     Problem("kda-probe-predict", "kda", "predict", 3, "Does KDA keep the fact?", probe_predict,

@@ -43,7 +43,7 @@ RERUNS = (f"the lab page's rows: where the {sweep.MAX_STEPS}-step cap stopped a 
 
 def state_kb(rng) -> Instance:
     mixer = rng.choice(RECURRENT)
-    head_dim = rng.choice([8, 16, 32, 64, 128])
+    head_dim = rng.choice(sorted(state.HEAD_DIMS))  # the state-size sweep's head dims: its x axis shows them
     kb = state.state_bytes(mixer, head_dim) / 1e3
     return Instance(
         f"A lab model's **{MIXER_LABELS[mixer]}** layer has {state.N_HEADS} heads of **head dim {head_dim}** and keeps "
