@@ -54,20 +54,22 @@ NEEDLES = {
                                                   i.steps[-2])[1]), (1,))],
     "cost-cheaper-model": lambda i: [(step_numbers(i, -2)[-2], (1,))],  # K3's $ per completed task
     "cost-roofline-task": lambda i: [(step_numbers(i, 0)[-1], (1,))],  # the serving page's $ per M output tokens
+    "fp-token-gb": lambda i: [(step_numbers(i, 0)[1], (1, 1e9))],  # the cache GB (the map draws per part, not weights)
+    "fp-cache-share": lambda i: [(step_numbers(i, 0)[0], (1, 1e9))],  # the cache GB
+    "fp-bigger-part": lambda i: [(v, (1, 1e9)) for v in step_numbers(i, 0)[:2]],  # the two parts' GB
     "lab-state-kb": lambda i: [(float(i.answer), (1, 1e3))],
     "lab-longer": lambda i: [(v, (1,)) for v in step_numbers(i, 0)[2::2][:2]],  # the two means, %
 }
 # choice problems whose answer is a word the page does not print as a number: the settings check alone
 # (attnres-sources: a count of the arcs drawn, a lone small integer)
-SETTINGS_ONLY = {"fp-layer-kind", "hybrid-faster", "moe-busiest", "fp-bigger-part", "attnres-sources"}
+SETTINGS_ONLY = {"fp-layer-kind", "hybrid-faster", "moe-busiest", "attnres-sources"}
 # as text, in bytes or MB, or as a fraction
 UNIT_SCALES = {"kB": (1, 1e3, 1e-3), "MB": (1, 1e6), "GB": (1, 1e9), "%": (1, 0.01)}
 NOT_SHOWN = {
+    "fp-bigger-part": "the home map's bytes are at its one context (MAP_CONTEXT); the problem draws four, and the "
+                      "map has no context control",
     "kda-read-span": "its picture's three rates are drawn by the problem (around its own g); the page's decay panel "
                      "draws fixed rates",
-    "fp-token-gb": "the home map's bytes are drawn at its own context, not the problem's; the ledger's context is "
-                   "not in the hint",
-    "fp-cache-share": "(the same as fp-token-gb)",
 }
 
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 from k3lite.analytic.anatomy import BYTE_KINDS, PART_LABEL, anatomy
 from k3lite.base.evidence import derived
 from k3lite.model.presets import get_preset
+from k3lite.panels.home import MAP_CONTEXT
 from k3lite.tour.practice.core import Instance, Problem, final, num
 
 PRESETS = ("kimi-k3", "kimi-linear-48b-a3b", "deepseek-v3", "kimi-k2")
 HYBRID = ("kimi-k3", "kimi-linear-48b-a3b")
-CONTEXTS = (4096, 32768, 131072, 1_048_576)
+# the context the home map's bytes (what these problems' hints open) are computed at: one, so the map shows the key
+CONTEXTS = (MAP_CONTEXT,)
+# the attention-or-experts question needs the context to move the answer: the map cannot show all of these yet
+BIGGER_CONTEXTS = (4096, 32768, 131072, 1_048_576)
 
 
 def layer_kind(rng) -> Instance:
@@ -89,7 +93,7 @@ def cache_share(rng) -> Instance:
 
 def bigger_part(rng) -> Instance:
     preset = rng.choice(PRESETS)
-    context = rng.choice(CONTEXTS)
+    context = rng.choice(BIGGER_CONTEXTS)
     totals = anatomy(get_preset(preset), context).totals()
     a, b = "attention_mla", "routed_experts"
     ba, bb = totals[a].bytes_total, totals[b].bytes_total
