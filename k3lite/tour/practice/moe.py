@@ -153,8 +153,8 @@ def busiest(rng) -> Instance:
     return Instance(
         f"The picture shows {tokens} tokens routed to {experts} experts, top-{top_k} (a coloured cell = a chosen "
         "expert). Which expert got the most tokens?",
-        f"expert {top}", "", 0.0, "Routing page: the routing heatmap (tokens x experts) at 64 experts or fewer",
-        "moe", {"moe_experts": 64, "moe_top_k": 8},
+        f"expert {top}", "", 0.0, "Routing page: the routing heatmap (tokens x experts) at these experts and top-k "
+        "(its own prompt's routing: count its columns the same way)", "moe", {"moe_experts": experts, "moe_top_k": top_k},
         (f"Count the coloured cells in each column: `routing_metrics` counts {loads[top]} for expert {top}; the mean "
          f"is {num(tokens * top_k / experts)}, so its max-violation is {num(violation)}.", final(f"expert {top}")),
         "import numpy as np, torch\nfrom k3lite.model.moe.stats import routing_metrics\n"
