@@ -12,8 +12,10 @@ K3 = PRICES["kimi-k3"]
 
 def _price(m: ModelPrice) -> str:
     """Every price `analyze` uses for `m`, as a question states it: input, cached input (the discount), output."""
-    return (f"${m.input_per_m:g} / ${m.output_per_m:g} per M input / output tokens, cached input "
-            f"${m.input_per_m * (1 - m.cache_discount):.3g} ({100 * m.cache_discount:.0f}% off)")
+    cached = m.input_per_m * (1 - m.cache_discount)
+    shown = f"{cached:.2f}" if cached >= 0.1 else f"{cached:.3g}"  # $0.30, $0.15; $0.0702, $0.025
+    return (f"${m.input_per_m:g} / ${m.output_per_m:g} per M input / output tokens, cached input ${shown} "
+            f"({100 * m.cache_discount:.0f}% off)")
 
 
 def _profile(rng) -> TaskProfile:
