@@ -117,6 +117,8 @@ def clean_name(name: str) -> str:
     """A student's name as typed, or ValueError: it must hold a visible character."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError("type your name first: the teacher sees your answers under it")
+    if "\x00" in name:  # PostgreSQL's text cannot hold it: refused on every backend alike
+        raise ValueError("a name cannot hold the NUL character (\\x00)")
     if len(name) > MAX_ANSWER:
         raise ValueError(f"a name of at most {MAX_ANSWER:,} characters")
     return name
@@ -178,7 +180,9 @@ class Store:
         """Store one submission; True if it is new, False if that id was stored before (a retry)."""
         if not submission_id or len(submission_id) > 100:
             raise ValueError("a submission id of 1 to 100 characters")
-        when = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        if "\x00" in str(answer):
+            raise ValueError("an answer cannot hold the NUL character (\\x00)")
+        when = datetime.now(timezone.utc).isoformat(timespec="microseconds")
         row = (submission_id, check_class_id(class_id), clean_name(name), int(seed), problem, str(answer)[:MAX_ANSWER],
                verdict, int(bool(correct)), when)
         with self._connect() as db:
