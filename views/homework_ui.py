@@ -90,7 +90,7 @@ def teacher(problems: list, numbers: list[int], class_id: str, token: str, tries
     st.caption(f"{len(res)} students, {len(rows)} submissions. Columns 1, 2, …: the problem's number in the set; "
                "right / wrong (tries used).")
     if res:
-        table(st, res, hide_index=True, width="stretch")
+        table(st, [{**r, "seed": str(r["seed"])} for r in res], hide_index=True, width="stretch")  # ids
         st.download_button("Download the results (CSV)", key_csv(csv_safe(res)), key="hw_results_csv",
                            file_name=f"k3lite-{class_id}-results.csv", mime="text/csv")
         st.download_button("Download every submission (CSV)", key_csv(csv_safe(rows)), key="hw_rows_csv",
