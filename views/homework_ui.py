@@ -4,8 +4,6 @@ teacher's token): the student's view (a name, the problems without solutions, tr
 homework.py."""
 from __future__ import annotations
 
-import uuid
-
 import streamlit as st
 
 from k3lite.base.evidence import derived
@@ -28,7 +26,7 @@ def _tries(problems, tries: int) -> dict[str, int]:
 def student(problems: list, numbers: list[int], class_id: str, tries: int, seed: int) -> None:
     """The student's homework: name, one problem at a time (answers kept while moving), submit, score."""
     from k3lite.tour.practice import check
-    from k3lite.tour.practice.homework import homework_seed, score, shown
+    from k3lite.tour.practice.homework import homework_seed, score, shown, submission_id
 
     st.info(f"Homework for class **{shown(class_id)}**: type your name and the seed your teacher gave you, answer "
             f"each problem and press Submit. Choice questions allow {tries} {'try' if tries == 1 else 'tries'}; "
@@ -57,9 +55,8 @@ def student(problems: list, numbers: list[int], class_id: str, tries: int, seed:
             st.caption(f"tries: {len(used)} of {allowed[problem.id]} used")
         if st.button("Submit", key=f"{key}_submit", disabled=bool(done) or guess is None, type="primary"):
             verdict = check(inst, guess)
-            sid = st.session_state.setdefault(f"{key}_sid", uuid.uuid4().hex)  # a retried press sends the same id
+            sid = submission_id(class_id, name, seed, problem.id, len(used), str(guess))
             store().submit(sid, class_id, name, seed, problem.id, str(guess), verdict.text, verdict.right)
-            del st.session_state[f"{key}_sid"]
             st.rerun()
         if used:
             last = used[-1]

@@ -3,13 +3,7 @@ draws, how a typed answer is read, the verdict's rounding, class links and the k
 (SQLite here, the same SQL on a real PostgreSQL server the test starts, or skipped with the reason)."""
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
-from pathlib import Path
-
+import postgres_server
 import pytest
 
 from k3lite.tour.practice import answer_key, check, class_link, problems_in
@@ -127,37 +121,12 @@ def test_the_sqlite_store_uses_wal_and_keeps_rows_as_typed(tmp_path):
     assert Store(str(tmp_path / "hw.sqlite3")).rows, "reopens the same file"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def postgres():
-    """A PostgreSQL server of our own: initdb + pg_ctl on a temporary folder, loopback only (as user nobody when
-    the tests run as root: PostgreSQL refuses root)."""
-    bins = [shutil.which(b, path="/usr/local/bin:/usr/lib/postgresql/15/bin:" + os.environ.get("PATH", ""))
-            for b in ("initdb", "pg_ctl")]
-    if None in bins:
-        pytest.skip("PostgreSQL's initdb / pg_ctl are not installed: the PostgreSQL store is not tested here")
-    pytest.importorskip("psycopg", reason="psycopg is not installed (requirements-dev.txt)")
-    folder = Path(tempfile.mkdtemp(prefix="k3lite-pg-"))
-    as_user = ["runuser", "-u", "nobody", "--"] if os.geteuid() == 0 else []
-    if as_user:
-        shutil.chown(folder, "nobody")
-    port = _free_port()
-    data = folder / "data"
-    subprocess.run(as_user + [bins[0], "-D", str(data), "-A", "trust", "-U", "k3lite", "--no-sync", "-E", "UTF8"],
-                   check=True, capture_output=True, timeout=120)
-    subprocess.run(as_user + [bins[1], "-D", str(data), "-l", str(folder / "log"), "-w", "-t", "60", "-o",
-                              f"-h 127.0.0.1 -p {port} -k {folder} -F", "start"], check=True, capture_output=True, timeout=90)
-    try:
-        yield f"postgresql://k3lite@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run(as_user + [bins[1], "-D", str(data), "-m", "immediate", "stop"], capture_output=True,
-                       timeout=60)
-        shutil.rmtree(folder, ignore_errors=True)
+    if postgres_server.missing():
+        pytest.skip(postgres_server.missing())
+    with postgres_server.postgres_server() as url:
+        yield url
 
 
 def test_the_postgresql_store_runs_the_same_sql(postgres):

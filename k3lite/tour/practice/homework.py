@@ -8,12 +8,14 @@ of submissions (SQLite by default, PostgreSQL by a URL). No Streamlit here: view
 - A homework draws each problem at `homework_seed(class id, seed)`, a number past the Practice page's seed range
   and keyed by the secret: the open Practice page cannot show a homework's solution.
 - The store: `K3LITE_HOMEWORK_DB`, a file path (SQLite, WAL) or a `postgresql://` URL (psycopg, imported only then).
-  One table; a submission carries a client-made id under a UNIQUE constraint, so a retried submit is stored once.
+  One table; a submission carries the page's id for it (`submission_id`) under a UNIQUE constraint, so a retried
+  submit is stored once.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib
 import math
 import os
 import re
@@ -146,6 +148,13 @@ def store_url() -> str:
     return os.environ.get("K3LITE_HOMEWORK_DB") or str(Path.home() / ".k3lite" / "homework.sqlite3")
 
 
+def submission_id(class_id: str, name: str, seed: int, problem: str, attempt: int, answer: str) -> str:
+    """The id the page gives a submission: the same answer at the same attempt gets the same id, so a press sent
+    twice, or sent again to another replica after one died, is stored once (the store's UNIQUE id)."""
+    key = "\x1f".join((class_id, name, str(int(seed)), problem, str(int(attempt)), answer))
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 class Store:
     """Submissions in one table, the same SQL on SQLite (a path) and PostgreSQL (a postgresql:// URL)."""
 
@@ -161,8 +170,11 @@ class Store:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             if self.postgres:
-                import psycopg  # only a PostgreSQL store needs it (requirements-dev.txt pins it)
-
+                try:  # only a PostgreSQL store needs it: not one of the app's requirements (requirements-dev.txt)
+                    psycopg = importlib.import_module("psycopg")
+                except ImportError:
+                    raise ValueError("a postgresql:// store needs psycopg: pip install 'psycopg[binary]==3.3.9'") \
+                        from None
                 conn = psycopg.connect(self.url)
             else:
                 Path(self.url).parent.mkdir(parents=True, exist_ok=True)
