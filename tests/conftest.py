@@ -33,7 +33,7 @@ PAGE_FILES = sorted(p.name for p in (ROOT / "views").glob("*.py") if p.name not 
 #   load     starts servers / many sessions, or times the app (the load and app benches' own tests)
 #   slow     any of the three
 BROWSER_MODULES = {"test_browser", "test_browser_legibility", "test_browser_tour"}
-LOAD_MODULES = {"test_load", "test_bench_app", "test_concurrency", "test_class_deploy"}
+LOAD_MODULES = {"test_load", "test_bench_app", "test_concurrency", "test_class_deploy", "test_homework_load"}
 PAGE_SIGNS = ("AppTest", "page_figures(", "render_page(", "run_page(")
 
 

@@ -53,7 +53,9 @@ def student(problems: list, numbers: list[int], class_id: str, tries: int, seed:
                                        draw_seed=draw, disabled=bool(done))
         if allowed[problem.id]:
             st.caption(f"tries: {len(used)} of {allowed[problem.id]} used")
-        if st.button("Submit", key=f"{key}_submit", disabled=bool(done) or guess is None, type="primary"):
+        again = bool(used) and guess is not None and used[-1]["answer"] == str(guess)  # stored already: resent
+        if st.button("Submit", key=f"{key}_submit", disabled=bool(done) or guess is None, type="primary") \
+                and not again:
             verdict = check(inst, guess)
             sid = submission_id(class_id, name, seed, problem.id, len(used), str(guess))
             store().submit(sid, class_id, name, seed, problem.id, str(guess), verdict.text, verdict.right)

@@ -163,6 +163,8 @@ class Store:
         self.postgres = self.url.startswith(("postgresql://", "postgres://"))
         self._local = threading.local()
         with self._connect() as db:
+            if self.postgres:  # two replicas starting at once would race on CREATE ... IF NOT EXISTS
+                db.execute("SELECT pg_advisory_xact_lock(4136)")
             self._run(db, SCHEMA)
             self._run(db, INDEX)
 
