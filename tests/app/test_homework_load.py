@@ -109,7 +109,7 @@ def test_a_writer_killed_mid_submission_loses_nothing_it_acknowledged(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ through the hall
-SESSIONS = 24  # real Streamlit sessions at once (each three page runs) on a 2-core machine, through nginx
+SESSIONS = STUDENTS  # real Streamlit sessions at once (each three page runs), through nginx
 
 
 async def one_student(url: str, i: int, class_id: str, results: list) -> None:
