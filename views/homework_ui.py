@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from k3lite.base.evidence import derived
 from views.common import table
 from views.practice_ui import escaped, practice_problem
 
@@ -31,6 +30,8 @@ def student(problems: list, numbers: list[int], class_id: str, tries: int, seed:
     st.info(f"Homework for class **{shown(class_id)}**: type your name and the seed your teacher gave you, answer "
             f"each problem and press Submit. Choice questions allow {tries} {'try' if tries == 1 else 'tries'}; "
             f"your answers are stored for the teacher.")
+    st.number_input("your seed", 0, 10**6, key="seed", help="the number your teacher gave you (a student number "
+                    "works); the same seed gives the same numbers")
     name = st.text_input("your name", key="hw_name", max_chars=10_000)
     if not name.strip():
         st.stop()
@@ -53,12 +54,13 @@ def student(problems: list, numbers: list[int], class_id: str, tries: int, seed:
                                        draw_seed=draw, disabled=bool(done))
         if allowed[problem.id]:
             st.caption(f"tries: {len(used)} of {allowed[problem.id]} used")
-        again = bool(used) and guess is not None and used[-1]["answer"] == str(guess)  # stored already: resent
+        typed = str(guess) if inst.is_choice else st.session_state.get(f"{key}_answer", "")  # stored as typed
+        again = bool(used) and guess is not None and used[-1]["answer"] == typed  # stored already: a resent press
         if st.button("Submit", key=f"{key}_submit", disabled=bool(done) or guess is None, type="primary") \
                 and not again:
             verdict = check(inst, guess)
-            sid = submission_id(class_id, name, seed, problem.id, len(used), str(guess))
-            store().submit(sid, class_id, name, seed, problem.id, str(guess), verdict.text, verdict.right)
+            sid = submission_id(class_id, name, seed, problem.id, len(used), typed)
+            store().submit(sid, class_id, name, seed, problem.id, typed, verdict.text, verdict.right)
             st.rerun()
         if used:
             last = used[-1]
@@ -66,10 +68,10 @@ def student(problems: list, numbers: list[int], class_id: str, tries: int, seed:
                                                             f"{escaped(last['verdict'])}")
     s = score(mine, [p.id for p in problems], allowed)
     st.metric("your score", f"{s['right']} of {s['of']} right")
-    rows = [{"problem": f"{n}. {p.title}", "tries": s["problems"][p.id][1],
-             "your last answer": s["problems"][p.id][2] or "", "right": "yes" if s["problems"][p.id][0] else "no"}
-            for n, p in zip(numbers, problems)]
-    table(st, rows, default=derived(check), hide_index=True, width="stretch")
+    rows = [{"problem": f"{n}. {p.title}", "tries": str(used), "your last answer": last or "",  # as typed, as text
+             "right": "yes" if ok else "no" if used else "—"}
+            for n, p in zip(numbers, problems) for ok, used, last in [s["problems"][p.id]]]
+    table(st, rows, hide_index=True, width="stretch")
 
 
 def teacher(problems: list, numbers: list[int], class_id: str, token: str, tries: int, seed: int,
@@ -89,7 +91,8 @@ def teacher(problems: list, numbers: list[int], class_id: str, token: str, tries
     st.caption(f"{len(res)} students, {len(rows)} submissions. Columns 1, 2, …: the problem's number in the set; "
                "right / wrong (tries used).")
     if res:
-        table(st, [{**r, "seed": str(r["seed"])} for r in res], hide_index=True, width="stretch")  # ids
+        table(st, [{**r, "seed": str(r["seed"]), "last submitted": r["last submitted"][:19].replace("T", " ") + " UTC"}
+                   for r in res], hide_index=True, width="stretch")  # seeds are ids, not quantities
         st.download_button("Download the results (CSV)", key_csv(csv_safe(res)), key="hw_results_csv",
                            file_name=f"k3lite-{class_id}-results.csv", mime="text/csv")
         st.download_button("Download every submission (CSV)", key_csv(csv_safe(rows)), key="hw_rows_csv",

@@ -46,8 +46,6 @@ if homework or token or st.session_state.key:
         homework_ui.teacher(problems, numbers, class_id, token, int(st.session_state.tries),
                             int(st.session_state.seed), st.session_state.set)
     else:
-        st.number_input("your seed", 0, 10**6, key="seed", help="the number your teacher gave you (a student number "
-                        "works); the same seed gives the same numbers")
         homework_ui.student(problems, numbers, class_id, int(st.session_state.tries), int(st.session_state.seed))
     st.stop()
 
