@@ -68,8 +68,8 @@ def student(problems: list, numbers: list[int], class_id: str, tries: int, seed:
                                                             f"{escaped(last['verdict'])}")
     s = score(mine, [p.id for p in problems], allowed)
     st.metric("your score", f"{s['right']} of {s['of']} right")
-    rows = [{"problem": f"{n}. {p.title}", "tries": str(used), "your last answer": last or "",  # as typed, as text
-             "right": "yes" if ok else "no" if used else "—"}
+    rows = [{"problem": f"{n}. {p.title}", "right": "yes" if ok else "no" if used else "—", "tries": str(used),
+             "your last answer": last or ""}  # as typed, as text
             for n, p in zip(numbers, problems) for ok, used, last in [s["problems"][p.id]]]
     table(st, rows, hide_index=True, width="stretch")
 
