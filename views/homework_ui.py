@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from views.common import table
+from k3lite.tour.practice import answer_key, check, key_csv, parse_seeds
+from k3lite.tour.practice.homework import (Store, csv_safe, homework_seed, results, score, shown, submission_id,
+                                           token_ok)
+from views.common import table, user_errors
 from views.practice_ui import escaped, practice_problem
 
 
 @st.cache_resource
 def store():
     """One store per server process (K3LITE_HOMEWORK_DB); its connections are per thread."""
-    from k3lite.tour.practice.homework import Store
-
     return Store()
 
 
@@ -24,8 +25,6 @@ def _tries(problems, tries: int) -> dict[str, int]:
 
 def student(problems: list, numbers: list[int], class_id: str, tries: int, seed: int) -> None:
     """The student's homework: name, one problem at a time (answers kept while moving), submit, score."""
-    from k3lite.tour.practice import check
-    from k3lite.tour.practice.homework import homework_seed, score, shown, submission_id
 
     st.info(f"Homework for class **{shown(class_id)}**: type your name and the seed your teacher gave you, answer "
             f"each problem and press Submit. Choice questions allow {tries} {'try' if tries == 1 else 'tries'}; "
@@ -77,9 +76,6 @@ def student(problems: list, numbers: list[int], class_id: str, tries: int, seed:
 def teacher(problems: list, numbers: list[int], class_id: str, token: str, tries: int, seed: int,
             set_name: str) -> None:
     """The teacher's view, only with the class's token: the class's results and the key, on screen and as CSV."""
-    from k3lite.tour.practice import answer_key, key_csv, parse_seeds
-    from k3lite.tour.practice.homework import csv_safe, homework_seed, results, shown, token_ok
-    from views.common import user_errors
 
     if not token_ok(class_id, token):
         st.error(f"⚠️ The teacher token in this link is wrong for class {shown(class_id)}: the key and the results "

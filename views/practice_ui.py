@@ -7,6 +7,8 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from k3lite.base.evidence import derived
+from k3lite.tour.practice.core import class_link  # (only the Practice page and an opened Try it block import this module)
+from k3lite.tour.practice.homework import new_class_id, read_number, teacher_token
 from views.common import metric
 
 
@@ -18,8 +20,6 @@ def escaped(text: str) -> str:
 def answer_box(inst, key: str, *, disabled: bool = False):
     """The answer widget: a choice's radio, or a text box read by `read_number` (a decimal comma is a point); an
     entry it cannot read gets a message naming why. Returns the choice, the number, or None."""
-    from k3lite.tour.practice.homework import read_number
-
     if inst.is_choice:
         return st.radio("your answer", inst.choices, index=None, key=key, horizontal=True, disabled=disabled)
     text = st.text_input(f"your answer ({inst.unit})" if inst.unit else "your answer", key=key, disabled=disabled,
@@ -39,7 +39,7 @@ def practice_problem(problem, seed: int, key: str, number: str = "", *, homework
     by the library's computation (how far off, in words), then the hint (a link to the page at the drawn setting)
     and the worked solution, each behind a toggle. Widget keys start with `key` (include the seed in it: a new seed
     gives empty boxes). `homework`: no verdict, no hint link, no solution; returns (instance, the entry)."""
-    # here, not at the top: app.py imports the pages' helpers for its sidebar, and these pull torch and plotly
+    # here: the figures' module pulls plotly, needed only once a problem is drawn
     from k3lite.tour.practice import KIND_WORDS, check
     from k3lite.viz.memo import shared_figure  # (the reason above)
 
@@ -92,8 +92,6 @@ def absolute(link: str) -> str:
 def share_block(set_name: str, seed: int, difficulty: int | None, problems: list, tries: int) -> None:
     """A class link (the set, the difficulty, the problems chosen of `problems`), and homework: a class id, the students' link
     and the teacher's (with the token) for the key and the results."""
-    from k3lite.tour.practice import class_link
-    from k3lite.tour.practice.homework import new_class_id, teacher_token
 
     titles = {p.id: p.title for p in problems}
     st.multiselect("only these problems (none chosen: all of them)", list(titles), key="pr_only",
