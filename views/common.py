@@ -77,7 +77,7 @@ def url_state(key: str, default, *, choices=None, lo=None, hi=None) -> None:
             parsed = _parse(raw, default)
             items = parsed if isinstance(parsed, list) else [parsed]
             if choices is not None and any(item not in choices for item in items):
-                raise ValueError("must be one of " + ", ".join(map(str, choices)))
+                raise ValueError("must be one of " + ", ".join(map(str, list(choices)[:8])) + (", …" if len(choices) > 8 else ""))
             if lo is not None and any(item < lo for item in items):
                 raise ValueError(f"must be >= {lo}")
             if hi is not None and any(item > hi for item in items):
