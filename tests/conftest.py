@@ -20,7 +20,9 @@ from views.registry import PAGES  # noqa: E402  (the one page list app.py naviga
 
 # every page app.py's st.navigation lists, as "views/x.py", in navigation order
 APP_PAGE_PATHS = [p.file for p in PAGES]
-PAGE_FILES = sorted(p.name for p in (ROOT / "views").glob("*.py") if p.name not in ("common.py", "registry.py", "__init__.py"))
+# views/ also holds the shared helpers (not pages): common.py, registry.py, and the Practice page's parts
+HELPER_FILES = ("common.py", "registry.py", "__init__.py", "practice_ui.py", "homework_ui.py")
+PAGE_FILES = sorted(p.name for p in (ROOT / "views").glob("*.py") if p.name not in HELPER_FILES)
 
 
 # ------------------------------------------------------------------------------------------- the lanes
@@ -31,7 +33,7 @@ PAGE_FILES = sorted(p.name for p in (ROOT / "views").glob("*.py") if p.name not 
 #   load     starts servers / many sessions, or times the app (the load and app benches' own tests)
 #   slow     any of the three
 BROWSER_MODULES = {"test_browser", "test_browser_legibility", "test_browser_tour"}
-LOAD_MODULES = {"test_load", "test_bench_app", "test_concurrency", "test_class_deploy"}
+LOAD_MODULES = {"test_load", "test_bench_app", "test_concurrency", "test_class_deploy", "test_homework_load"}
 PAGE_SIGNS = ("AppTest", "page_figures(", "render_page(", "run_page(")
 
 

@@ -79,6 +79,18 @@ def nginx_test(conf: Path, prefix: Path) -> tuple[bool, str]:
     return r.returncode == 0, (r.stdout + r.stderr).strip()
 
 
+def shared_homework_env() -> dict:
+    """What every replica must share for homework: the secret (its file made here, once, before any replica starts,
+    so all of them sign the teacher's token alike) and the store's path. K3LITE_SECRET, if set, is passed as is."""
+    from k3lite.tour.practice.homework import secret_path, server_secret, store_url
+
+    env = {"K3LITE_HOMEWORK_DB": store_url()}
+    if not os.environ.get("K3LITE_SECRET"):
+        server_secret()
+        env["K3LITE_SECRET_FILE"] = str(secret_path())
+    return env
+
+
 @dataclass
 class Hall:
     """Replicas and one or more nginx front doors on loopback; `with Hall(3) as hall:` starts and stops them."""
@@ -110,9 +122,10 @@ class Hall:
         self.stop()
 
     def start_replicas(self) -> None:
-        env_before = {k: os.environ.get(k) for k in self.env}
+        env_before = {k: os.environ.get(k) for k in (*self.env, "K3LITE_HOMEWORK_DB", "K3LITE_SECRET_FILE")}
         os.environ.update(self.env)  # start_server passes the environment on
         try:
+            os.environ.update(shared_homework_env())  # with the hall's own K3LITE_* in place
             for i in range(self.replicas):
                 port = self.replica_port + i if self.replica_port else free_port()
                 self.ports.append(port)

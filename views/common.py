@@ -41,9 +41,14 @@ def _parse(raw: str, default):
             return False
         raise ValueError("expected true or false")
     if isinstance(default, int):
+        if not re.fullmatch(r"\s*[+-]?\d+\s*", raw):
+            raise ValueError("expected a whole number")
         return int(raw)
     if isinstance(default, float):
-        value = float(raw)
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError("expected a number") from None
         if value != value or value in (float("inf"), float("-inf")):
             raise ValueError("expected a finite number")
         return value
@@ -72,7 +77,7 @@ def url_state(key: str, default, *, choices=None, lo=None, hi=None) -> None:
             parsed = _parse(raw, default)
             items = parsed if isinstance(parsed, list) else [parsed]
             if choices is not None and any(item not in choices for item in items):
-                raise ValueError(f"must be one of {list(choices)}")
+                raise ValueError("must be one of " + ", ".join(map(str, list(choices)[:8])) + (", …" if len(choices) > 8 else ""))
             if lo is not None and any(item < lo for item in items):
                 raise ValueError(f"must be >= {lo}")
             if hi is not None and any(item > hi for item in items):
@@ -393,51 +398,10 @@ def assumptions_block(key: str, headline_name: str, headline, assumptions: list,
 
 
 # ------------------------------------------------------------------------------------ practice problems
-def _escaped(text: str) -> str:
-    """$ escaped for Markdown: two dollar signs in one text would otherwise render as LaTeX."""
-    return text.replace("$", "\\$")
-
-
-def practice_problem(problem, seed: int, key: str, number: str = "") -> None:
-    """One practice problem (k3lite.tour.practice) at `seed`: the question and its picture, an answer box checked
-    by the library's computation (how far off, in words), then the hint (a link to the page at the drawn setting)
-    and the worked solution, each behind a toggle. Widget keys start with `key` (include the seed in it: a new seed
-    gives empty boxes)."""
-    # here, not at the top: app.py imports this module for its sidebar, and these pull torch and plotly
-    from k3lite.tour.practice import KIND_WORDS, check
-    from k3lite.viz.memo import shared_figure  # (the reason above)
-
-    inst = problem.draw(seed)
-    level = "●" * problem.difficulty + "○" * (3 - problem.difficulty)
-    st.markdown(f"**{number}{problem.title}** :gray[· {KIND_WORDS[problem.kind]} · {level}]")
-    st.markdown(_escaped(inst.question))
-    if inst.figure is not None:
-        builder, args = inst.figure
-        st.plotly_chart(shared_figure(builder, *args, evidence=inst.evidence), width="stretch", key=f"{key}_fig")
-    if inst.is_choice:
-        guess = st.radio("your answer", inst.choices, index=None, key=f"{key}_answer", horizontal=True)
-    else:
-        guess = st.number_input(f"your answer ({inst.unit})", value=None, format="%g", key=f"{key}_answer",
-                                placeholder="type a number")
-    if guess is not None:
-        verdict = check(inst, guess)
-        (st.success if verdict.right else st.warning)(_escaped(verdict.text) + f" :gray[{derived(check).marker}]")
-    hint_col, solution_col = st.columns(2)
-    show_hint = hint_col.toggle("hint", key=f"{key}_hint")
-    show_solution = solution_col.toggle("solution", key=f"{key}_solution")
-    if show_hint:
-        st.markdown(_escaped(f"Hint: {inst.hint}: [open it at these settings]({inst.hint_link})"))
-    if show_solution:
-        for step in inst.steps:
-            st.markdown(_escaped(step))
-        st.code(inst.code, language="python")
-        metric(st, "computed answer", inst.answer_text, inst.evidence,
-               help=f"the check accepts {100 * inst.tolerance:g}% either side" if not inst.is_choice else None)
-
-
 def try_it(topic: str) -> None:
     """A page's "Try it" block: its practice problems in an expander (drawn only while open), numbers from a seed."""
     from k3lite.tour.practice import SETS, problems_in  # here: only an opened block pays the problems' imports
+    from views.practice_ui import practice_problem  # (it imports this module)
 
     with lazy_expander(f"Try it: {len(SETS[topic])} problems on this page", f"try_{topic}") as is_open:
         if not is_open:

@@ -3,7 +3,7 @@ for the same seed and keeps itself in the URL, the check in the page, the teache
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from k3lite.tour.practice import answer_key, problems_in
+from k3lite.tour.practice import problems_in
 
 PAGE = str(ROOT / "views" / "practice.py")
 
@@ -41,30 +41,48 @@ def test_the_page_accepts_the_right_answer_and_says_how_far_a_wrong_one_is():
     at = open_practice({"set": "moe", "seed": "3"})
     problem = problems_in("moe")[0]
     inst = problem.draw(3)
-    box = at.number_input(key=f"pr_{problem.id}_3_answer")
-    box.set_value(float(inst.answer) * 1.005).run()
+    box = at.text_input(key=f"pr_{problem.id}_3_answer")
+    box.set_value(f"{float(inst.answer) * 1.005:.6g}".replace(".", ",")).run()  # a decimal comma reads as a point
     assert at.success and at.success[0].value.startswith("Right")
-    box.set_value(float(inst.answer) * 2).run()
+    box.set_value(f"{float(inst.answer) * 2:.6g}").run()
     assert at.warning and "2.0x too high" in at.warning[0].value
     at.toggle(key=f"pr_{problem.id}_3_solution").set_value(True).run()
     assert any(m.value.startswith("**Answer:") for m in at.markdown)
     assert [m.label for m in at.metric] == ["computed answer :gray[ᵈ]"]
 
 
-def test_the_teachers_view_lists_every_answer_for_the_seeds_as_csv():
+def test_a_key_link_alone_opens_no_key():
     at = open_practice({"set": "serving", "seed": "1", "key": "1"})
-    frame = at.dataframe[0].value
-    assert len(frame) == 30 * len(problems_in("serving"))
-    assert at.get("download_button"), "no CSV download"
-    at.text_input(key="pr_key_seeds").set_value("4, 9").run()
-    frame = at.dataframe[0].value
-    assert list(frame.iloc[:, 0]) == [r["seed"] for r in answer_key(problems_in("serving"), [4, 9])]
+    assert at.error and "opens only with the teacher's link" in at.error[0].value
+    assert not at.dataframe and not at.get("download_button")
+
+
+def test_an_unreadable_answer_gets_a_message_naming_why():
+    at = open_practice({"set": "moe", "seed": "3"})
+    box = at.text_input(key=f"pr_{problems_in('moe')[0].id}_3_answer")
+    for typed, said in [("abc", "is not a number"), ("1e999", "too large"), ("nan", "not a finite number"),
+                        ("1,663", "decimal comma")]:
+        box.set_value(typed).run()
+        assert at.error and said in at.error[0].value, (typed, [e.value for e in at.error])
+        assert not at.success and not at.warning
+
+
+def test_the_share_block_carries_the_difficulty_and_the_chosen_problems():
+    at = open_practice({"set": "kda", "seed": "5", "pr_difficulty": "2"})
+    at2 = [p for p in problems_in("kda", 2)]
+    at.multiselect(key="pr_only").set_value([at2[0].id]).run()
+    link = at.code[0].value
+    assert "pr_difficulty=2" in link and f"pr_only={at2[0].id}" in link and "set=kda" in link and "key=" not in link
+    number = problems_in("kda").index(at2[0]) + 1
+    assert at.selectbox(key="pr_n").options == [f"{number}. {at2[0].title}"], "the set's number is kept"
 
 
 def test_a_bad_set_in_the_link_falls_back_with_a_notice():
     at = open_practice({"set": "nope", "seed": "-4"})
     notices = " ".join(w.value for w in at.warning)
     assert "Ignored `set=" in notices and "Ignored `seed=" in notices
+    at = open_practice({"seed": "abc"})
+    assert "expected a whole number" in at.warning[0].value and "invalid literal" not in at.warning[0].value
 
 
 def test_try_it_renders_a_pages_problems():

@@ -135,8 +135,11 @@ def test_the_key_lists_every_seed_and_question_as_csv():
     assert len(rows) == 2 * len(problems)
     assert rows[0]["answer"] == pytest.approx(float(problems[0].draw(1).answer), rel=1e-5)
     text = key_csv(rows)
-    assert text.splitlines()[0] == "seed,question,problem,answer,unit,tolerance (%)"
-    assert len(text.splitlines()) == 1 + len(rows)
+    assert text.splitlines()[0] == "seed,question,problem,question text,answer,unit,tolerance (%),id"
+    import csv
+    import io
+    back = list(csv.DictReader(io.StringIO(text)))
+    assert len(back) == len(rows) and back[0]["question text"] == problems[0].draw(1).question
 
 
 def test_sets_and_class_links():

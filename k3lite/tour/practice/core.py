@@ -144,8 +144,19 @@ def check(inst: Instance, guess) -> Verdict:
         word = "high" if abs(factor) > 1 else "low"
         far = f"{max(abs(factor), 1 / abs(factor)):.1f}x too {word}" if factor > 0 else "the wrong sign"
     else:
-        far = f"{100 * abs(err):.0f}% too {'high' if err > 0 else 'low'}" if math.isfinite(err) else "off"
+        far = f"{off_percent(err, inst.tolerance)}% too {'high' if err > 0 else 'low'}" if math.isfinite(err) \
+            else "off"
     return Verdict(False, f"Not yet: {said} is {far} (the check accepts {band}).")
+
+
+def off_percent(err: float, tolerance: float) -> str:
+    """|err| in percent, with as many decimals as it takes to read as outside the band: a 2.2% miss of a 2% band
+    is "2.2", never "2"."""
+    for digits in range(4):
+        text = f"{100 * abs(err):.{digits}f}"
+        if float(text) > 100 * tolerance * (1 + 1e-9):
+            return text
+    return f"{100 * abs(err):.4g}"
 
 
 # ------------------------------------------------------------------------------------------ the solution's number
@@ -182,21 +193,28 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def class_link(set_name: str, seed: int, teacher: bool = False) -> str:
-    """The query string a teacher shares: every student opens the set with their own seed."""
-    query = {"set": set_name, "seed": seed, **({"key": 1} if teacher else {})}
-    return f"practice?{urlencode(query)}"
+def class_link(set_name: str, seed: int, teacher: bool | str = False, *, difficulty: int | None = None,
+               problems=None, base: str = "practice", **extra) -> str:
+    """The link a teacher shares: every student opens the set with their own seed, at the teacher's difficulty,
+    only the problems the teacher chose (`problems`: ids, kept in the link as `pr_only`). `extra`: more query keys
+    (a homework's class id and tries). `teacher`: True adds `key=1`, a token adds `teacher=<token>`."""
+    query = {"set": set_name, "seed": seed, **({"pr_difficulty": difficulty} if difficulty else {}),
+             **({"pr_only": ",".join(p if isinstance(p, str) else p.id for p in problems)} if problems else {}),
+             **extra, **({"teacher": teacher} if isinstance(teacher, str) else {"key": 1} if teacher else {})}
+    return f"{base}?{urlencode(query)}"
 
 
-def answer_key(problems, seeds: list[int]) -> list[dict]:
-    """One row per (seed, problem): the question number in the set, the answer as the check takes it."""
+def answer_key(problems, seeds: list[int], numbers: list[int] | None = None, draw_seed=None) -> list[dict]:
+    """One row per (seed, problem): the question's number in the set (`numbers`, default 1, 2, ...), its text and
+    the answer as the check takes it. `draw_seed(seed)`: the seed the numbers are drawn at (a homework's own)."""
     rows = []
+    numbers = numbers or list(range(1, len(problems) + 1))
     for seed in seeds:
-        for i, p in enumerate(problems, start=1):
-            inst = p.draw(seed)
-            rows.append({"seed": seed, "question": i, "problem": p.id,
+        for i, p in zip(numbers, problems):
+            inst = p.draw(draw_seed(seed) if draw_seed else seed)
+            rows.append({"seed": seed, "question": i, "problem": p.title, "question text": inst.question,
                          "answer": inst.answer if inst.is_choice else float(f"{float(inst.answer):.6g}"),
-                         "unit": inst.unit, "tolerance (%)": 100 * inst.tolerance})
+                         "unit": inst.unit, "tolerance (%)": 100 * inst.tolerance, "id": p.id})
     return rows
 
 
