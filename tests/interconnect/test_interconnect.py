@@ -268,13 +268,17 @@ def test_multi_node_time_adds_both_links():
 
 
 def test_node_limit_sweep_only_moves_hierarchical_schemes():
-    sweep = node_limit_sweep(get_preset("deepseek-v3"), "multi-node-8x8", 64)
-    ll = [b for _, b in sweep["low-latency"]]
-    assert max(ll) == pytest.approx(min(ll))
-    normal = [b for _, b in sweep["normal"]]
-    assert all(a < b for a, b in zip(normal, normal[1:]))  # NIC bytes grow with M
-    assert sweep["normal"][-1][1] == pytest.approx(wire_bytes_per_token(get_preset("deepseek-v3"), "multi-node-8x8",
-                                                                        64, "normal").inter)
+    """A deployment's node limit on top of the model's own rule: K3 (no groups) sends more NIC bytes at every
+    larger M; DeepSeek-V3, whose released rule keeps 4 of its 8 groups (= nodes on 8 x 8), stops growing at M = 4,
+    and no limit at all is its own rule."""
+    for name, grows_to in (("kimi-k3", 8), ("deepseek-v3", 4)):
+        sweep = node_limit_sweep(get_preset(name), "multi-node-8x8", 64)
+        ll = [b for _, b in sweep["low-latency"]]
+        assert max(ll) == pytest.approx(min(ll))
+        normal = dict(sweep["normal"])
+        assert all(normal[m] < normal[m + 1] for m in range(1, grows_to)), name  # NIC bytes grow with M ...
+        assert all(normal[m] == normal[grows_to] for m in range(grows_to, 9)), name  # ... up to the model's own
+        assert normal[8] == pytest.approx(wire_bytes_per_token(get_preset(name), "multi-node-8x8", 64, "normal").inter)
 
 
 def test_deployment_validation():
