@@ -58,7 +58,8 @@ from k3lite.interconnect.deployment import (
     SCHEMES, Deployment, Topology, check_scheme, experts_per_gpu, get_topology, record_bytes, wire_format,
 )
 from k3lite.interconnect.routing import (  # noqa: F401  (re-exported: the routing rule's home is routing.py)
-    GROUP_SAMPLE_TOKENS, GroupLimitedHits, group_limited_hits, routed_hits, routing_rule, sample_group_limited_routing,
+    GROUP_SAMPLE_TOKENS, GroupLimitedHits, describe_rule, group_limited_hits, routed_hits, routing_rule,
+    sample_group_limited_routing,
 )
 
 # ------------------------------------------------------------------------------------------ expected copies
@@ -360,10 +361,15 @@ def traffic_table(rows: list[TokenTraffic]) -> list[dict]:
 
 def cli_rows(presets: tuple[str, ...], topology: str, ep_size: int, node_limit: int, scheme: str,
              dispatch: str = "fp8", combine: str = "bf16") -> list[dict]:
-    """The `analytic --json` rows: per preset, expected copies and bytes per token per MoE layer."""
+    """The `analytic --json` rows: per preset, expected copies and bytes per token per MoE layer, and the routing
+    rule they assume (the preset's own group limit, with the node limit where one is given)."""
     rows = compare_presets(presets, topology, ep_size, dispatch, combine, node_limit, scheme)
+    dep = Deployment(get_topology(topology), ep_size, dispatch, combine, node_limit, scheme)
+    rules = {r.name: describe_rule(r.n_experts, ep_size, dep.gpus_per_domain, get_preset(r.name).moe.n_groups,
+                                   get_preset(r.name).moe.topk_groups, node_limit) or "no group limit" for r in rows}
     return [{
         "preset": r.name, "topology": topology, "ep": ep_size, "node_limit": node_limit, "scheme": scheme,
+        "routing": rules[r.name],
         "dispatch_format": dispatch, "combine_format": combine, "dim_on_wire": r.dim_on_wire,
         "intra_copies": r.copies.intra, "inter_copies": r.copies.inter,
         "dispatch_bytes": r.per_layer.dispatch, "combine_bytes": r.per_layer.combine,

@@ -67,17 +67,22 @@ def reach_caps(n_experts: int, ep_size: int, gpus_per_domain: int, n_groups: int
 
 def describe_rule(n_experts: int, ep_size: int, gpus_per_domain: int, n_groups: int, topk_groups: int,
                   node_limit: int = 0) -> str:
-    """The rule a token is routed by there, in words with what it caps: '8 groups, best 4, so at most 4 GPUs' (a
-    deployment's node limit: 'at most 4 of 8 domains'); '' for no limit."""
+    """The rule a token is routed by there, in words with what it caps: the model's own ('8 groups, best 4, so at
+    most 4 of 8 GPUs'), and a deployment's node limit where it changes anything ('a node limit, at most 4 of 8
+    nodes'); '' for no limit."""
     g = min(gpus_per_domain, ep_size)
     n_dom = ep_size // g
-    groups, kept = routing_rule(n_groups, topk_groups, n_dom, node_limit)
-    if kept >= groups:
-        return ""
-    gpus, doms = reach_caps(n_experts, ep_size, g, groups, kept)
-    cap = (f"at most {doms} of {n_dom} nodes" if doms < n_dom else
-           f"at most {gpus} of {ep_size} GPUs" if gpus < ep_size else "no fewer GPUs")
-    return f"{groups} groups, best {kept}, so {cap}"
+    own = ""
+    if topk_groups < n_groups:
+        gpus, doms = reach_caps(n_experts, ep_size, g, n_groups, topk_groups)
+        cap = (f"at most {doms} of {n_dom} nodes" if doms < n_dom else
+               f"at most {gpus} of {ep_size} GPUs" if gpus < ep_size else "no fewer GPUs")
+        own = f"{n_groups} groups, best {topk_groups}, so {cap}"
+    if 0 < node_limit < n_dom:
+        if routing_rule(n_groups, topk_groups, n_dom, node_limit) == routing_rule(n_groups, topk_groups, n_dom):
+            return f"{own} (a node limit of {node_limit} adds nothing)"
+        return f"{own + ' and ' if own else ''}a node limit, at most {node_limit} of {n_dom} nodes"
+    return own
 
 
 def sample_group_limited_routing(n_tokens: int, n_experts: int, top_k: int, n_groups: int, group_limit: int,

@@ -8,20 +8,15 @@ from k3lite.base.units import fmt_bytes, fmt_seconds
 from k3lite.base.wording import times
 from k3lite.interconnect.analytic import TokenTraffic
 from k3lite.interconnect.deployment import TOPOLOGIES, Deployment
-from k3lite.interconnect.routing import describe_rule, routing_rule
+from k3lite.interconnect.routing import describe_rule
 from k3lite.model.config import K3Config, MoEConfig
 
 
 def routing_rule_words(moe: MoEConfig, dep: Deployment) -> str:
     """The rule a token of `moe` is routed by on `dep`: its config's ('8 groups, best 4, so at most 4 of 8 GPUs', or
-    'no group limit'), and the deployment's node limit where it has one."""
-    own = describe_rule(moe.n_routed_experts, dep.ep_size, dep.gpus_per_domain, moe.n_groups, moe.topk_groups)
-    m, d = dep.node_limit, dep.n_domains
-    if 0 < m < d:
-        if routing_rule(moe.n_groups, moe.topk_groups, d, m) == routing_rule(moe.n_groups, moe.topk_groups, d):
-            return f"{own} (a node limit of {m} adds nothing)"
-        return f"{own + ' and ' if own else ''}the node limit, at most {m} of {d} nodes"
-    return own or "no group limit"
+    'no group limit'), and the deployment's node limit where it has one (`routing.describe_rule`)."""
+    return describe_rule(moe.n_routed_experts, dep.ep_size, dep.gpus_per_domain, moe.n_groups, moe.topk_groups,
+                         dep.node_limit) or "no group limit"
 
 
 def routing_clause(named: list[tuple[str, MoEConfig]], dep: Deployment, where: str = "") -> str:

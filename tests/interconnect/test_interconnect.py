@@ -304,6 +304,8 @@ def test_cli_json_has_the_issue_fields(root):
     assert ds["intra_copies"] == pytest.approx(b.copies.intra) and ds["inter_copies"] == pytest.approx(b.copies.inter)
     assert ds["dispatch_bytes"] == pytest.approx(b.dispatch) and ds["combine_bytes"] == pytest.approx(b.combine)
     assert set(data) == {"deepseek-v3", "kimi-k3"}
+    assert ds["routing"] == "8 groups, best 4, so at most 4 of 8 nodes (a node limit of 4 adds nothing)"
+    assert data["kimi-k3"]["routing"] == "a node limit, at most 4 of 8 nodes"  # K3's config has no group limit
     bad = subprocess.run([sys.executable, "-m", "k3lite.interconnect", "analytic", "--ep", "12", "--topology",
                           "multi-node-8x8"], cwd=root, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "multiple" in bad.stderr and "Traceback" not in bad.stderr
