@@ -38,16 +38,21 @@ def layer_sentence(t: TokenTraffic, hit_gpus: int) -> str:
             "the expected numbers are averages over uniform routing.")
 
 
-def node_limit_sentence(sweep: dict[str, list[tuple[int, float]]], n_domains: int) -> str:
-    """What limiting each token to M domains (M = min(4, D - 1)) cuts, per scheme, from `node_limit_sweep`'s
-    NIC bytes; "" when no limit below D can route a token."""
+def node_limit_sentence(sweep: dict[str, list[tuple[int, float]]], n_domains: int, own_rule: str = "",
+                        own_cap: int = 0) -> str:
+    """What limiting each token to M domains (M = min(4, D - 1), below `own_cap`, the most domains the model's own
+    routing reaches, where that is fewer than D) cuts, per scheme, from `node_limit_sweep`'s NIC bytes against the
+    model's own routing; "" when no limit below it can route a token. `own_rule`: that routing in words."""
     limits = [m for m, _ in sweep["direct"]]
-    at = max((m for m in limits if m <= min(4, n_domains - 1)), default=None)
+    top = min(4, n_domains - 1, own_cap - 1 if 0 < own_cap < n_domains else n_domains)
+    at = max((m for m in limits if m <= top), default=None)
     if at is None:
         return ""
     cut = {s: 1 - dict(pts)[at] / pts[-1][1] if pts[-1][1] else 0.0 for s, pts in sweep.items()}
     direct, normal = dict(sweep["direct"])[at], dict(sweep["normal"])[at]
-    return (f"Limiting each token to M = {at} of {n_domains} domains cuts the NIC bytes by "
+    own = (f"Its own routing ({own_rule}) already keeps a token on at most {own_cap} of the {n_domains} domains: "
+           f"a node limit from {own_cap} to {n_domains} changes nothing. " if 0 < own_cap < n_domains else "")
+    return (f"{own}Limiting each token to M = {at} of {n_domains} domains cuts the NIC bytes by "
             f"{100 * cut['direct']:.0f}% with direct copies, {100 * cut['normal']:.0f}% with DeepEP's normal kernels "
             f"(one RDMA copy per node: at most M) and {100 * cut['low-latency']:.0f}% with low-latency messages (one "
             f"per expert, wherever it is). At M = {at} the normal kernels send "

@@ -13,6 +13,7 @@ analytic_traffic); every comparison word from `k3lite.base.wording`.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from functools import partial
 
 from k3lite.analytic.ledger import ONE_OFF, variant, wire_or_hbm
@@ -27,7 +28,8 @@ from k3lite.interconnect import (
 from k3lite.interconnect.headline import layer_bytes_at
 from k3lite.interconnect.measured import MeasureSpec
 from k3lite.interconnect.run import expected_for_spec, predicted_for_routing
-from k3lite.interconnect.sentences import comparison_sentence, node_limit_sentence, routing_clause
+from k3lite.interconnect.routing import reach_caps
+from k3lite.interconnect.sentences import comparison_sentence, node_limit_sentence, routing_clause, routing_rule_words
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import K3, comparison_config
@@ -334,7 +336,10 @@ def node_limit_panel(cfg: K3Config, dep: Deployment, topology: str) -> Panel:
     """NIC bytes vs node limit M per scheme, and what a limit cuts (k3lite.interconnect.sentences)."""
     sweep = _sweep(cfg, topology, dep.ep_size, dep.dispatch, dep.combine)
     fig = shared_figure(node_limit_figure, sweep, dep.node_limit, evidence=derived(node_limit_sweep))
-    words = node_limit_sentence(sweep, dep.n_domains)
+    m = cfg.moe
+    cap = reach_caps(m.n_routed_experts, dep.ep_size, dep.gpus_per_domain, m.n_groups, m.topk_groups)[1] if (
+        m.topk_groups < m.n_groups) else 0
+    words = node_limit_sentence(sweep, dep.n_domains, routing_rule_words(m, replace(dep, node_limit=0)), cap)
     return Panel(fig, (Said(words, (derived(node_limit_sweep, node_limit_sentence),)),) if words else ())
 
 
