@@ -41,7 +41,7 @@ from k3lite.interconnect.deepep import SOURCE as DEEPEP_SOURCE
 from k3lite.interconnect.deployment import Deployment, Topology
 from k3lite.interconnect.pipeline import pipeline_bytes
 from k3lite.model.config import K3Config
-from k3lite.model.presets import get_preset
+from k3lite.model.presets import KIMI_K3_CONFIG_KEYS, get_preset
 
 SCHEDULES = ("1f1b", "zb1p", "dualpipe")
 SCHEDULE_SOURCES = {
@@ -148,8 +148,17 @@ def k3_layout() -> TrainingLayout:
     return replace(base, name="Kimi K3 (assumed layout)", preset="kimi-k3", node_limit=0,
                    evidence={**{k: why for k in base.evidence}, "achieved_flops": assumed(
                        "K3 trains at the FLOP/s per GPU DeepSeek-V3's published GPU hours imply"),
-                       "node_limit": released(
-                       "moonshotai/Kimi-K3 config.json: no group limit (n_group / topk_group absent)")})
+                       "node_limit": released(k3_group_source())})
+
+
+def k3_group_source() -> str:
+    """Where K3's 'no node limit' comes from, built from the preset's group rule and the released key it records:
+    'num_expert_group 1, topk_group 1, use_grouped_topk true' (present, one group: nothing to limit)."""
+    moe = get_preset("kimi-k3").moe
+    key = next(k for k in KIMI_K3_CONFIG_KEYS if k.startswith("num_expert_group"))
+    limit = "no group or node limit" if moe.topk_groups >= moe.n_groups else f"best {moe.topk_groups} groups"
+    return (f"moonshotai/Kimi-K3 config.json: {key} (present; the preset routes by {moe.n_groups} group, best "
+            f"{moe.topk_groups}: {limit})")
 
 
 LAYOUTS = {"deepseek-v3": deepseek_v3_layout, "kimi-k3": k3_layout}

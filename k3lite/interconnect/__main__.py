@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--presets", default="deepseek-v3,kimi-k2,kimi-k3")
     a.add_argument("--topology", default="nvl72", choices=list(TOPOLOGIES))
     a.add_argument("--ep", type=int, default=64, help="expert-parallel size (GPUs)")
-    a.add_argument("--node-limit", type=int, default=0)
+    a.add_argument("--node-limit", type=int, default=0,
+                   help="a deployment's limit of domains per token (0 = only the preset's own group rule)")
     a.add_argument("--scheme", default="normal", choices=SCHEMES)
     a.add_argument("--dispatch", default="fp8", choices=list(WIRE_FORMATS))
     a.add_argument("--combine", default="bf16", choices=list(WIRE_FORMATS))
@@ -136,13 +137,15 @@ def main(argv: list[str] | None = None) -> int:
                             args.dispatch, args.combine)
             if args.json:
                 print(json.dumps({"topology": args.topology, "source": get_topology(args.topology).source,
-                                  "units": "copies and bytes per token per MoE layer; uniform routing",
+                                  "units": "copies and bytes per token per MoE layer; uniform scores, each "
+                                           "preset routed by its own group rule (the row's routing)",
                                   "presets": {r["preset"]: r for r in rows}}, indent=2))
                 return 0
             print(f"{TOPOLOGIES[args.topology].name}, EP={args.ep}, scheme {args.scheme}, dispatch {args.dispatch}, "
-                  f"combine {args.combine}, node limit {args.node_limit or 'none'}; uniform routing")
+                  f"combine {args.combine}, node limit {args.node_limit or 'none'}; uniform scores, each preset "
+                  "routed by its own group rule")
             for r in rows:
-                print(f"  {r['preset']}: NVLink copies {r['intra_copies']:.3f}, NIC copies {r['inter_copies']:.3f}, "
+                print(f"  {r['preset']} ({r['routing']}): NVLink copies {r['intra_copies']:.3f}, NIC copies {r['inter_copies']:.3f}, "
                       f"dispatch {r['dispatch_bytes'] / 1e3:.2f} kB, combine {r['combine_bytes'] / 1e3:.2f} kB "
                       f"per token per layer; {r['bytes_per_forward'] / 1e6:.3f} MB per forward")
             return 0

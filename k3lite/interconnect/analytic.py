@@ -30,22 +30,23 @@ c_j experts on GPU j, C_n on domain n; p_j = 1 - C(E - c_j, k)/C(E, k), P_n = 1 
                  (an NVLink hop reaches every hit GPU whose local rank differs from the token's)
     low-latency  intra = k (g - 1)/G                    inter = k (G - g)/G   (each slot's expert is uniform)
 
-Node-limited routing follows DeepSeek-V3's group rule (`inference/model.py` `Gate.forward`, repository
-deepseek-ai/DeepSeek-V3 at 9b4e978, lines 584-593): the experts form D groups (here: one per domain), each group
-is scored by the sum of its two best expert scores, the best M groups are kept (DeepSeek-V3: M = 4 of 8) and the
-token takes its top-k experts among them. A group that wins on its two best scores nearly always receives one of
-them, so a token lands in almost all M chosen domains (DeepSeek-V3 on 8 x 8: 3.97 of 4), far more than M random
-domains with k experts spread uniformly over them would give (3.63). The sums over GPUs and domains of P(hit) are
-E[distinct GPUs hit] and E[distinct domains hit]; `group_limited_hits` estimates both by seeded sampling of
-i.i.d. sigmoid scores (GROUP_SAMPLE_TOKENS tokens, standard errors returned; <= 0.003 for the presets), and
-the formulas above use them. Low-latency is unchanged: node limits do not shorten its messages.
+Group-limited routing is the model's own rule where its config has one (DeepSeek-V3: n_group 8, topk_group 4;
+`inference/model.py` `Gate.forward`, deepseek-ai/DeepSeek-V3 at 9b4e978, lines 584-593): groups of E / G
+consecutive experts, each scored by the sum of its two best expert scores, the best M kept, the token's top-k taken
+among them. So on one 8-GPU node at EP 8 (a group per GPU) a DeepSeek-V3 token reaches at most 4 GPUs, and on
+8 x 8 at EP 64 (a group per node) at most 4 nodes. A deployment's node limit (at most M domains per token) is the
+same rule with one group per domain (`routing.routing_rule`). A group that wins on its two best scores nearly always
+receives one of them, so a token lands in almost all M chosen groups (DeepSeek-V3 on 8 x 8: 3.97 of 4 nodes), far
+more than M random groups with k experts spread uniformly over them would give (3.63). The sums over GPUs and
+domains of P(hit) are E[distinct GPUs hit] and E[distinct domains hit]; `routing.routed_hits` estimates both by
+seeded sampling of i.i.d. sigmoid scores (GROUP_SAMPLE_TOKENS tokens, standard errors returned; <= 0.003 for the
+presets), and the formulas above use them. Low-latency is unchanged: group limits do not shorten its messages.
 
 Combine moves as many copies as dispatch, in the other direction. Time on the wire per token = intra bytes /
 NVLink bandwidth + inter bytes / NIC bandwidth (per GPU, one direction, not overlapped, latency ignored).
 """
 from __future__ import annotations
 
-import functools
 import math
 from typing import NamedTuple
 
@@ -55,6 +56,10 @@ from k3lite.model.config import K3Config, MoEConfig
 from k3lite.model.presets import get_preset
 from k3lite.interconnect.deployment import (
     SCHEMES, Deployment, Topology, check_scheme, experts_per_gpu, get_topology, record_bytes, wire_format,
+)
+from k3lite.interconnect.routing import (  # noqa: F401  (re-exported: the routing rule's home is routing.py)
+    GROUP_SAMPLE_TOKENS, GroupLimitedHits, describe_rule, group_limited_hits, routed_hits, routing_rule,
+    sample_group_limited_routing,
 )
 
 # ------------------------------------------------------------------------------------------ expected copies
@@ -76,102 +81,12 @@ def _miss(pool: int, on_gpu: int, k: int) -> float:
     return math.comb(pool - on_gpu, k) / math.comb(pool, k)
 
 
-# ------------------------------------------------------------------------------------------ node-limited routing
-GROUP_SAMPLE_TOKENS = 32_768  # tokens sampled per node-limited setting (standard errors <= 0.002 GPUs, 0.003 domains)
-
-
-class GroupLimitedHits(NamedTuple):
-    """E[distinct GPUs / domains a token's experts sit on] under the group rule, with standard errors."""
-
-    gpus: float
-    domains: float
-    gpus_se: float
-    domains_se: float
-    n_tokens: int
-
-
-def sample_group_limited_routing(n_tokens: int, n_experts: int, top_k: int, n_groups: int, group_limit: int,
-                                 rng: np.random.Generator) -> np.ndarray:
-    """(N, k) expert ids chosen by DeepSeek-V3's `Gate` rule from i.i.d. sigmoid scores (zero bias): groups of
-    E / n_groups consecutive experts ranked by the sum of their top-2 scores, the best `group_limit` kept, then the
-    top-k experts among those (`inference/model.py` 584-593)."""
-    per_group = n_experts // n_groups
-    logits = rng.standard_normal((n_tokens, n_groups, per_group), dtype=np.float32)  # (N, D, E/D)
-    best = min(2, per_group)
-    top = np.partition(logits, per_group - best, axis=2)[..., per_group - best:]  # (N, D, 2) two best per group
-    group_score = (1 / (1 + np.exp(-top))).sum(-1)  # (N, D) sum of the two best sigmoid scores
-    keep = np.argpartition(-group_score, group_limit - 1, axis=1)[:, :group_limit]  # (N, M) kept groups
-    pool = np.take_along_axis(logits, keep[:, :, None], axis=1).reshape(n_tokens, group_limit * per_group)
-    local = np.argpartition(-pool, top_k - 1, axis=1)[:, :top_k]  # (N, k) top-k of the kept pool (sigmoid monotone)
-    return np.take_along_axis(keep, local // per_group, axis=1) * per_group + local % per_group
-
-
-def _normal_quantile(p: np.ndarray) -> np.ndarray:
-    """Inverse standard-normal CDF (Acklam's rational approximation, relative error < 1.2e-9), p in (0, 1)."""
-    a = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02,
-         -3.066479806614716e+01, 2.506628277459239e+00)
-    b = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,
-         -1.328068155288572e+01)
-    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00,
-         4.374664141464968e+00, 2.938163982698783e+00)
-    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00)
-
-    def tail(q):  # q = sqrt(-2 log(tail probability))
-        return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
-            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
-
-    p = np.asarray(p, dtype=np.float64)
-    q = p - 0.5
-    r = q * q
-    x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q / \
-        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
-    lo, hi = p < 0.02425, p > 1 - 0.02425
-    x = np.where(lo, tail(np.sqrt(-2 * np.log(np.where(lo, p, 0.5)))), x)
-    return np.where(hi, -tail(np.sqrt(-2 * np.log(np.where(hi, 1 - p, 0.5)))), x)
-
-
-@functools.lru_cache(maxsize=256)
-def group_limited_hits(n_experts: int, top_k: int, ep_size: int, gpus_per_domain: int, node_limit: int,
-                       n_tokens: int = GROUP_SAMPLE_TOKENS, seed: int = 0) -> GroupLimitedHits:
-    """Mean distinct GPUs and domains hit per token under node-limited (group) routing, by seeded sampling.
-
-    The same rule as `sample_group_limited_routing`, sampled faster: only the top min(k, E/D) scores of each
-    group matter (its top-2 rank it, at most k of it can be chosen), and those are drawn directly as order
-    statistics (Rényi: the largest of n uniforms is V^(1/n), the next that times V'^(1/(n-1)), ...; scores =
-    sigmoid of the normal quantile). Domains hit are counted; GPUs hit are averaged exactly given how many experts
-    j each domain receives (uniformly placed among its g e experts: g (1 - C(ge - e, j) / C(ge, j)) GPUs), which
-    also lowers the sampling error. `tests/interconnect/test_interconnect.py` checks it against the plain sampler and against
-    DeepSeek-V3's `Gate`."""
-    g = min(gpus_per_domain, ep_size)
-    n_dom, e = ep_size // g, n_experts // ep_size
-    per_group = g * e
-    m = min(top_k, per_group)
-    gpus_given = np.array([g * (1 - _miss(per_group, e, j)) for j in range(m + 1)])  # E[GPUs | j experts in a domain]
-    rng = np.random.default_rng(seed)
-    gpus, doms = [], []
-    for start in range(0, n_tokens, 8192):
-        n = min(8192, n_tokens - start)
-        v = rng.random((n, n_dom, m))
-        u = np.cumprod(v ** (1.0 / (per_group - np.arange(m))), axis=-1)  # (n, D, m) top-m uniforms, descending
-        best = min(2, m)
-        score = 1 / (1 + np.exp(-_normal_quantile(u[..., :best])))  # (n, D, 2) the two best sigmoid scores
-        keep = np.argpartition(-score.sum(-1), node_limit - 1, axis=1)[:, :node_limit]  # (n, M) kept groups
-        pool = np.take_along_axis(u, keep[:, :, None], axis=1).reshape(n, node_limit * m)  # ranks as the scores
-        local = np.argpartition(-pool, top_k - 1, axis=1)[:, :top_k]  # (n, k) top-k of the kept pool
-        per_dom = np.zeros((n, node_limit), dtype=np.int64)
-        np.add.at(per_dom, (np.arange(n)[:, None], local // m), 1)  # (n, M) experts each kept group receives
-        gpus.append(gpus_given[per_dom].sum(1))
-        doms.append((per_dom > 0).sum(1))
-    gpus_a, doms_a = np.concatenate(gpus), np.concatenate(doms)
-    se = math.sqrt(n_tokens)
-    return GroupLimitedHits(float(gpus_a.mean()), float(doms_a.mean()), float(gpus_a.std(ddof=1) / se),
-                            float(doms_a.std(ddof=1) / se), n_tokens)
-
-
 def expected_copies(n_experts: int, top_k: int, ep_size: int, gpus_per_domain: int, node_limit: int = 0,
-                    scheme: str = "direct") -> CopyCounts:
-    """Expectation under uniform routing (formulas in the module docstring); token on a uniform GPU. Exact without
-    a node limit; with one, the hit counts come from `group_limited_hits` (DeepSeek-V3's group rule, sampled)."""
+                    scheme: str = "direct", *, n_groups: int = 1, topk_groups: int = 1) -> CopyCounts:
+    """Expectation under uniform routing (formulas in the module docstring); token on a uniform GPU. n_groups /
+    topk_groups: the model's own group rule (its config's); node_limit M > 0: a deployment's limit of M domains
+    (`routing_rule` says which holds). Exact without a limit; with one, the hit counts come from `routed_hits`
+    (DeepSeek-V3's group rule, sampled)."""
     check_scheme(scheme)
     if not 1 <= top_k <= n_experts:
         raise ValueError(f"top_k must be in [1, n_experts={n_experts}], got {top_k}")
@@ -180,14 +95,16 @@ def expected_copies(n_experts: int, top_k: int, ep_size: int, gpus_per_domain: i
     if ep_size % g:
         raise ValueError(f"ep_size ({ep_size}) must be a multiple of gpus_per_domain ({g})")
     G, D = ep_size, ep_size // g
-    if node_limit and node_limit < D:
-        if n_experts % ep_size:
-            raise ValueError(f"node-limited routing needs n_experts ({n_experts}) divisible by ep_size ({ep_size})")
-        e = n_experts // ep_size
-        pool = node_limit * g * e
+    groups, kept = routing_rule(n_groups, topk_groups, D, node_limit)
+    if kept < groups:
+        if n_experts % groups:
+            raise ValueError(f"group-limited routing needs n_experts ({n_experts}) divisible by its {groups} groups")
+        pool = kept * (n_experts // groups)
         if top_k > pool:
-            raise ValueError(f"top_k ({top_k}) must be <= experts on node_limit={node_limit} domains ({pool})")
-        hits = group_limited_hits(n_experts, top_k, ep_size, g, node_limit)
+            where = (f"node_limit={node_limit} domains" if node_limit and node_limit < D
+                     else f"the best {kept} of {groups} groups")
+            raise ValueError(f"top_k ({top_k}) must be <= experts on {where} ({pool})")
+        hits = routed_hits(n_experts, top_k, ep_size, g, groups, kept)
         sum_p, sum_dom = hits.gpus, hits.domains  # sums over GPUs / domains of P(hit)
     else:
         sum_p = sum(1 - _miss(n_experts, c, top_k) for c in counts)
@@ -285,15 +202,22 @@ def count_copies(topk_idx: np.ndarray, src_gpu: np.ndarray, expert_gpu: np.ndarr
 
 
 def sample_uniform_routing(n_tokens: int, n_experts: int, top_k: int, ep_size: int, gpus_per_domain: int,
-                           node_limit: int = 0, seed: int = 0) -> np.ndarray:
-    """Monte-Carlo routing of the uniform model: (N, k) expert ids; with node_limit > 0 (and < domains), DeepSeek-V3's
-    group rule with one group per domain (`sample_group_limited_routing`)."""
+                           node_limit: int = 0, seed: int = 0, *, n_groups: int = 1,
+                           topk_groups: int = 1) -> np.ndarray:
+    """Monte-Carlo routing of the uniform model: (N, k) expert ids; under a group rule (the model's n_groups /
+    topk_groups, or a node limit: `routing_rule`) DeepSeek-V3's (`sample_group_limited_routing`)."""
     rng = np.random.default_rng(seed)
     g = min(gpus_per_domain, ep_size)
-    n_dom = ep_size // g
-    if node_limit and node_limit < n_dom:
-        return sample_group_limited_routing(n_tokens, n_experts, top_k, n_dom, node_limit, rng)
+    groups, kept = routing_rule(n_groups, topk_groups, ep_size // g, node_limit)
+    if kept < groups:
+        return sample_group_limited_routing(n_tokens, n_experts, top_k, groups, kept, rng)
     return np.argsort(rng.random((n_tokens, n_experts)), axis=1)[:, :top_k]
+
+
+def model_copies(moe: MoEConfig, dep: Deployment) -> CopyCounts:
+    """expected_copies of a model on a deployment, routed by its own rule (and the deployment's node limit)."""
+    return expected_copies(moe.n_routed_experts, moe.top_k, dep.ep_size, dep.gpus_per_domain, dep.node_limit,
+                           dep.scheme, n_groups=moe.n_groups, topk_groups=moe.topk_groups)
 
 
 # ------------------------------------------------------------------------------------------ bytes
@@ -346,7 +270,9 @@ def wire_bytes_per_token(cfg: K3Config | MoEConfig, topology: str | Topology = "
     """THE wire-bytes function: bytes one token moves per MoE layer (dispatch + combine, intra / inter).
 
     cfg: a K3Config, or a MoEConfig with d_model given (the width when there is no latent). Defaults are the
-    REFERENCE deployment the MoE and forward-pass pages state. Uniform routing, expected values.
+    REFERENCE deployment the MoE and forward-pass pages state. Uniform routing, expected values, by the model's
+    own routing rule (its config's group limit: DeepSeek-V3's 8 groups, best 4) and, when node_limit > 0, a
+    deployment's limit of that many domains per token (`routing.routing_rule`).
     """
     if isinstance(cfg, K3Config):
         moe, width = cfg.moe, cfg.d_model
@@ -354,8 +280,7 @@ def wire_bytes_per_token(cfg: K3Config | MoEConfig, topology: str | Topology = "
         if d_model is None:
             raise ValueError("wire_bytes_per_token needs d_model when given a MoEConfig")
         moe, width = cfg, d_model
-    dep = Deployment(get_topology(topology), ep, dispatch, combine, node_limit, scheme)
-    c = expected_copies(moe.n_routed_experts, moe.top_k, dep.ep_size, dep.gpus_per_domain, node_limit, scheme)
+    c = model_copies(moe, Deployment(get_topology(topology), ep, dispatch, combine, node_limit, scheme))
     return layer_bytes(c, scheme, moe.latent_dim or width, moe.top_k, dispatch, combine)
 
 
@@ -436,10 +361,15 @@ def traffic_table(rows: list[TokenTraffic]) -> list[dict]:
 
 def cli_rows(presets: tuple[str, ...], topology: str, ep_size: int, node_limit: int, scheme: str,
              dispatch: str = "fp8", combine: str = "bf16") -> list[dict]:
-    """The `analytic --json` rows: per preset, expected copies and bytes per token per MoE layer."""
+    """The `analytic --json` rows: per preset, expected copies and bytes per token per MoE layer, and the routing
+    rule they assume (the preset's own group limit, with the node limit where one is given)."""
     rows = compare_presets(presets, topology, ep_size, dispatch, combine, node_limit, scheme)
+    dep = Deployment(get_topology(topology), ep_size, dispatch, combine, node_limit, scheme)
+    rules = {r.name: describe_rule(r.n_experts, ep_size, dep.gpus_per_domain, get_preset(r.name).moe.n_groups,
+                                   get_preset(r.name).moe.topk_groups, node_limit) or "no group limit" for r in rows}
     return [{
         "preset": r.name, "topology": topology, "ep": ep_size, "node_limit": node_limit, "scheme": scheme,
+        "routing": rules[r.name],
         "dispatch_format": dispatch, "combine_format": combine, "dim_on_wire": r.dim_on_wire,
         "intra_copies": r.copies.intra, "inter_copies": r.copies.inter,
         "dispatch_bytes": r.per_layer.dispatch, "combine_bytes": r.per_layer.combine,

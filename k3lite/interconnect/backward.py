@@ -20,8 +20,8 @@ Wire formats as DeepSeek-V3 trains (report arXiv 2412.19437 §3.3.2): the forwar
 before the MoE up-projections), the activation gradient before the MoE down-projections in FP8 too (the gradient
 of the combine, dispatched), and "both the forward and backward combine components" in BF16.
 
-Expected bytes under uniform routing are the forward's copies (analytic.expected_copies) times these records;
-for given routing, analytic.link_copies' dispatch matrices carry the grad of the combine and its combine
+Expected bytes under uniform routing are the forward's copies (analytic.model_copies, by the model's own routing
+rule) times these records; for given routing, analytic.link_copies' dispatch matrices carry the grad of the combine and its combine
 matrices the grad of the dispatch (`backward_link_bytes`). measured_backward.py counts the same bytes on gloo.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 
 from k3lite.base.evidence import Evidence, derived, measured_elsewhere, released
 from k3lite.interconnect.analytic import (
-    CopyCounts, WireBytes, expected_copies, group_limited_hits, layer_bytes, link_copies, sample_uniform_routing,
+    CopyCounts, WireBytes, group_limited_hits, layer_bytes, link_copies, model_copies, sample_uniform_routing,
 )
 from k3lite.interconnect.deepep import SOURCE as DEEPEP_SOURCE
 from k3lite.interconnect.deepep import normal_rows
@@ -106,12 +106,11 @@ def training_ep_bytes(cfg: K3Config | MoEConfig, dep: Deployment, d_model: int |
         moe, width = cfg, d_model
     dim = (moe.latent_dim or width) if latent else width
     gc, gd = grad_combine or dep.dispatch, grad_dispatch or dep.combine
-    c = expected_copies(moe.n_routed_experts, moe.top_k, dep.ep_size, dep.gpus_per_domain, dep.node_limit,
-                        dep.scheme)
+    c = model_copies(moe, dep)  # routed by the model's own rule (and the deployment's node limit)
     fwd = layer_bytes(c, dep.scheme, dim, moe.top_k, dep.dispatch, dep.combine)
     bwd = backward_layer_bytes(c, dep.scheme, dim, moe.top_k, gc, gd)
     formats = {"dispatch": dep.dispatch, "combine": dep.combine, "grad_combine": gc, "grad_dispatch": gd}
-    return TrainingEPBytes(fwd, bwd, formats, derived(training_ep_bytes, expected_copies, backward_records))
+    return TrainingEPBytes(fwd, bwd, formats, derived(training_ep_bytes, model_copies, backward_records))
 
 
 def backward_link_bytes(topk_idx: np.ndarray, src_gpu: np.ndarray, expert_gpu: np.ndarray, gpus_per_domain: int,

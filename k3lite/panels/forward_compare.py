@@ -19,6 +19,7 @@ from k3lite.base.evidence import derived
 from k3lite.base.units import fmt_bytes
 from k3lite.base.wording import times
 from k3lite.interconnect import REFERENCE
+from k3lite.interconnect.sentences import routing_clause
 from k3lite.model.attnres import attnres_cost
 from k3lite.model.config import K3Config
 from k3lite.panels.core import Panel, Pair, Said
@@ -142,7 +143,8 @@ def bytes_by_part_panel(pair: Pair, context: int = CONTEXT) -> Panel:
                  f"{_driver(big, pair.k3, context)}; {other} has {_driver(big, pair.other, context)}.", (ev,))
     second = Said(f"In all, {K3} reads {fmt_bytes(hbm_k)} of HBM per decoded token, "
                   f"{times(hbm_k, hbm_o, 'more than', 'less than', 'the same as')} {other}'s {fmt_bytes(hbm_o)}, and "
-                  f"sends {fmt_bytes(k[WIRE])} between GPUs ({', '.join(REFERENCE.describe().split(', ')[:2])}), "
+                  f"sends {fmt_bytes(k[WIRE])} between GPUs ({', '.join(REFERENCE.describe().split(', ')[:2])}; "
+                  f"{routing_clause([(K3, pair.k3.moe), (other, pair.other.moe)], REFERENCE)}), "
                   f"{times(k[WIRE], o[WIRE], 'more than', 'less than', 'the same as')} {other}'s "
                   f"{fmt_bytes(o[WIRE])}.", (ev,))
     values["biggest"] = abs(k[big] - o[big])

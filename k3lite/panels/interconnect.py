@@ -13,6 +13,7 @@ analytic_traffic); every comparison word from `k3lite.base.wording`.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from functools import partial
 
 from k3lite.analytic.ledger import ONE_OFF, variant, wire_or_hbm
@@ -27,7 +28,8 @@ from k3lite.interconnect import (
 from k3lite.interconnect.headline import layer_bytes_at
 from k3lite.interconnect.measured import MeasureSpec
 from k3lite.interconnect.run import expected_for_spec, predicted_for_routing
-from k3lite.interconnect.sentences import comparison_sentence, node_limit_sentence
+from k3lite.interconnect.routing import reach_caps
+from k3lite.interconnect.sentences import comparison_sentence, node_limit_sentence, routing_clause, routing_rule_words
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import K3, comparison_config
@@ -71,10 +73,15 @@ def binds() -> str:
 
 
 def page_config(base: K3Config, experts: int, top_k: int, latent_ratio: float) -> K3Config:
-    """The page's config: `base` with the sliders' E, top-k and latent ratio (1 = no latent), no expert groups."""
+    """The page's config: `base` with the sliders' E, top-k and latent ratio (1 = no latent), routed by the base's own
+    group rule (DeepSeek-V3's 8 groups, best 4) where the sliders' E and top-k still fit it, else by none."""
     latent = round(base.d_model * latent_ratio) if latent_ratio < 1 else 0
+    m = base.moe
+    fits = experts % m.n_groups == 0 and top_k <= m.topk_groups * (experts // m.n_groups)
+    groups = (m.n_groups, m.topk_groups) if fits else (1, 1)
     return base.with_(name=f"{base.name} (your settings)", moe={
-        "n_routed_experts": experts, "top_k": top_k, "latent_dim": latent, "n_groups": 1, "topk_groups": 1})
+        "n_routed_experts": experts, "top_k": top_k, "latent_dim": latent, "n_groups": groups[0],
+        "topk_groups": groups[1]})
 
 
 def _preset_name(cfg: K3Config) -> str:
@@ -159,7 +166,8 @@ def wire_pair(cfg: K3Config, pair: Pair, dep: Deployment) -> Panel:
     if pa == pb:
         first = Said(f"{other} moves exactly the bytes {names[0]} does: {fmt_bytes(pa.total)} per token per MoE "
                      f"layer, {pa.copies.total:.2f} copies of a {pa.dispatch_record} B record on both (the same "
-                     f"{cfg.moe.n_routed_experts} experts, top-{cfg.moe.top_k} and {_width(cfg)} on the wire; {fmts}).",
+                     f"{cfg.moe.n_routed_experts} experts, top-{cfg.moe.top_k} and {_width(cfg)} on the wire; {fmts}; "
+                     f"{routing_clause([(names[0], cfg.moe)], dep).replace('each config says', 'its config says')}).",
                      ev)
         where = f"Its difference shows {SHOWS_ON[pair.key]}." if pair.key in SHOWS_ON and not changes_nothing(
             pair) else ""
@@ -177,7 +185,7 @@ def wire_pair(cfg: K3Config, pair: Pair, dep: Deployment) -> Panel:
         f"{pair.other.moe.n_routed_experts}), "
         f"{times(ca, cb, 'more', 'fewer')}, each dispatch record {ra} B against {rb} B ({_width(cfg)} against "
         f"{_width(pair.other)}), {times(ra, rb, 'larger', 'smaller')}: {pa.total / pb.total:.2f}x the wire bytes "
-        f"({fmts}).", ev)
+        f"({fmts}; {routing_clause([(names[0], cfg.moe), (other, pair.other.moe)], dep)}).", ev)
     nic_a, nic_b = (100 * p.inter / p.total if p.total else 0.0 for p in (pa, pb))
     second = Said(
         f"The NIC carries {nic_a:.0f}% of {names[0]}'s bytes and {nic_b:.0f}% of {other}'s. Over a forward "
@@ -211,7 +219,7 @@ def three_models(dispatch: str, combine: str, limit: int, scheme: str) -> tuple[
                                                           limit if name == "multi-node-8x8" else 0, scheme)))
     one_node = {r.name: r for r in compare_presets(BIG, "dgx-b300", 8, dispatch, combine, 0, scheme)}
     words = comparison_sentence({r.name: r for r in tables["multi-node-8x8"]}, one_node, get_preset(K3),
-                                get_preset("kimi-k2"))
+                                get_preset("kimi-k2"), get_preset("deepseek-v3"))
     ev = derived(compare_presets)
     panels = {name: Panel(shared_figure(compare_figure, rows, evidence=ev), title=TOPOLOGIES[name].name)
               for name, rows in tables.items()}
@@ -328,7 +336,10 @@ def node_limit_panel(cfg: K3Config, dep: Deployment, topology: str) -> Panel:
     """NIC bytes vs node limit M per scheme, and what a limit cuts (k3lite.interconnect.sentences)."""
     sweep = _sweep(cfg, topology, dep.ep_size, dep.dispatch, dep.combine)
     fig = shared_figure(node_limit_figure, sweep, dep.node_limit, evidence=derived(node_limit_sweep))
-    words = node_limit_sentence(sweep, dep.n_domains)
+    m = cfg.moe
+    cap = reach_caps(m.n_routed_experts, dep.ep_size, dep.gpus_per_domain, m.n_groups, m.topk_groups)[1] if (
+        m.topk_groups < m.n_groups) else 0
+    words = node_limit_sentence(sweep, dep.n_domains, routing_rule_words(m, replace(dep, node_limit=0)), cap)
     return Panel(fig, (Said(words, (derived(node_limit_sweep, node_limit_sentence),)),) if words else ())
 
 

@@ -19,6 +19,7 @@ from k3lite.analytic.training import (
     training_headline, training_sentence,
 )
 from k3lite.interconnect.pipeline import residual_comparison
+from k3lite.interconnect.sentences import routing_rule_words
 from k3lite.base.evidence import derived, measured_here, released
 from k3lite.base.units import fmt_bytes, fmt_seconds
 from k3lite.base.wording import times
@@ -50,9 +51,18 @@ def training_steps(layout: str, schedule: str, micro_batches: int) -> tuple[Trai
 def other_step(lay: TrainingLayout, pair: Pair) -> StepTraffic:
     """The compared model's step on the same layout: a released model as its preset; a K3 variant built from the
     layout's model (step_traffic counts its DP bytes from its own parameters)."""
-    if not pair.ablation:
-        return step_traffic(replace(lay, preset=pair.other.name))
-    return step_traffic(lay, cfg=comparison_config(pair.key, get_preset(lay.preset)))
+    return step_traffic(other_layout(lay, pair), cfg=comparison_config(pair.key, get_preset(lay.preset))
+                        if pair.ablation else None)
+
+
+def other_layout(lay: TrainingLayout, pair: Pair) -> TrainingLayout:
+    """The layout the compared model runs on: the page's, with a released model's own node limit (DeepSeek-V3's
+    published 4 nodes; none for a model without a published layout, whose config's routing then holds) in place of
+    the page's model's; a K3 variant keeps the page's."""
+    if pair.ablation:
+        return lay
+    name = pair.other.name
+    return replace(lay, preset=name, node_limit=LAYOUTS[name]().node_limit if name in LAYOUTS else 0)
 
 
 def training_pair(lay: TrainingLayout, pair: Pair) -> Panel:
@@ -89,9 +99,12 @@ def training_pair(lay: TrainingLayout, pair: Pair) -> Panel:
         return Panel(fig, tuple(said), derived(step_traffic), values=values)
     gap = max(KINDS, key=lambda k: abs(a[k].total - b[k].total))
     same = [k for k in KINDS if a[k].total == b[k].total]
+    routed = ", ".join(f"{who} with {routing_rule_words(moe, layout.deployment())}" for who, moe, layout in (
+        (name, get_preset(lay.preset).moe, lay), (other, pair.other.moe, other_layout(lay, pair))))
     first = Said(f"On {where}, {name} moves {fmt_bytes(ta)} per token of one training step against "
                  f"{other}'s {fmt_bytes(tb)}: {times(ta, tb, 'more', 'less')}, and spends "
-                 f"{fmt_seconds(mine.comm_s)} of GPU time on the links against {fmt_seconds(theirs.comm_s)}.", ev)
+                 f"{fmt_seconds(mine.comm_s)} of GPU time on the links against {fmt_seconds(theirs.comm_s)} "
+                 f"(EP routed as each config and layout say: {routed}).", ev)
     second = Said(f"The largest difference is {gap}: {fmt_bytes(a[gap].total)} against {fmt_bytes(b[gap].total)}, "
                   f"{times(a[gap].total, b[gap].total, 'more', 'less')}, set by {DRIVES[gap]}."
                   + (f" Equal on both: {', '.join(same)}." if same else ""), ev)

@@ -21,6 +21,7 @@ from k3lite.base import sources
 from k3lite.base.evidence import derived, released
 from k3lite.base.wording import direction, times
 from k3lite.interconnect import REFERENCE, Deployment, deployment_bytes, wire_bytes_per_token
+from k3lite.interconnect.sentences import routing_clause
 from k3lite.model.config import K3Config, MoEConfig
 from k3lite.model.nn import glu_curves
 from k3lite.model.presets import get_preset
@@ -160,7 +161,8 @@ def compare_panel(pair: Pair, balance: dict | None = None, deployment: Deploymen
                      f"{fmt_bytes(b.per_copy)} there and back), {joint} {k3} sends {multiple(a.copies, b.copies):.2f}x "
                      f"the copies ({a.copies:.2f} vs {b.copies:.2f} per token, top-{a.top_k} vs top-{b.top_k}): "
                      f"{multiple(a.wire, b.wire):.2f}x the wire bytes per token per MoE layer ({fmt_bytes(a.wire)} vs "
-                     f"{fmt_bytes(b.wire)}) on one {', '.join(deployment.describe().split(', ')[:2])} (a copy per GPU "
+                     f"{fmt_bytes(b.wire)}) on one {', '.join(deployment.describe().split(', ')[:2])}, "
+                     f"{routing_clause([(k3, pair.k3.moe), (other, pair.other.moe)], deployment)} (a copy per GPU "
                      "reached: the Interconnect page has wider deployments).", (ev, PAIR_CONFIGS)),
                 Said(f"Its experts do {times(a.flops, b.flops, 'more', 'fewer')} FLOPs per token ("
                      f"{a.flops / 1e9:.2f} vs {b.flops / 1e9:.2f} GFLOP with the shared experts and the latent's "

@@ -57,7 +57,8 @@ def draw_topology(cfg: K3Config, dep: Deployment, seed: int = 0) -> TopologyDraw
     moe = cfg.moe
     wire = deployment_bytes(cfg, dep)
     g, G = dep.gpus_per_domain, dep.ep_size
-    topk = sample_uniform_routing(1, moe.n_routed_experts, moe.top_k, G, g, dep.node_limit, seed=seed)  # (1, k)
+    topk = sample_uniform_routing(1, moe.n_routed_experts, moe.top_k, G, g, dep.node_limit, seed=seed,
+                                  n_groups=moe.n_groups, topk_groups=moe.topk_groups)  # (1, k), the model's rule
     hops = link_copies(topk, np.array([0]), expert_to_gpu(moe.n_routed_experts, G), g, dep.scheme)
     labels = {link: hop_label(link, wire) for link in ("nvlink", "nic")}
     return TopologyDrawing(wire, topk[0], hops, labels)

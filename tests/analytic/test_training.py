@@ -32,6 +32,10 @@ def test_deepseek_v3_layout_is_the_published_one_and_k3s_is_labelled_assumed():
     assert ds.evidence["micro_batches"].kind == "assumed"  # the micro-batch is not published
     assert {e.kind for k, e in k3.evidence.items() if k != "node_limit"} == {"assumed"}
     assert k3.node_limit == 0 and k3.evidence["node_limit"].kind == "released"
+    # the released config has the group keys, equal to 1 (not absent), and the source says so from the preset
+    source = k3.evidence["node_limit"].source
+    assert "num_expert_group 1, topk_group 1, use_grouped_topk true" in source and "absent" not in source
+    assert "no group or node limit" in source
     with pytest.raises(ValueError, match="divide"):
         replace(ds, ep=48)
 

@@ -268,13 +268,17 @@ def test_multi_node_time_adds_both_links():
 
 
 def test_node_limit_sweep_only_moves_hierarchical_schemes():
-    sweep = node_limit_sweep(get_preset("deepseek-v3"), "multi-node-8x8", 64)
-    ll = [b for _, b in sweep["low-latency"]]
-    assert max(ll) == pytest.approx(min(ll))
-    normal = [b for _, b in sweep["normal"]]
-    assert all(a < b for a, b in zip(normal, normal[1:]))  # NIC bytes grow with M
-    assert sweep["normal"][-1][1] == pytest.approx(wire_bytes_per_token(get_preset("deepseek-v3"), "multi-node-8x8",
-                                                                        64, "normal").inter)
+    """A deployment's node limit on top of the model's own rule: K3 (no groups) sends more NIC bytes at every
+    larger M; DeepSeek-V3, whose released rule keeps 4 of its 8 groups (= nodes on 8 x 8), stops growing at M = 4,
+    and no limit at all is its own rule."""
+    for name, grows_to in (("kimi-k3", 8), ("deepseek-v3", 4)):
+        sweep = node_limit_sweep(get_preset(name), "multi-node-8x8", 64)
+        ll = [b for _, b in sweep["low-latency"]]
+        assert max(ll) == pytest.approx(min(ll))
+        normal = dict(sweep["normal"])
+        assert all(normal[m] < normal[m + 1] for m in range(1, grows_to)), name  # NIC bytes grow with M ...
+        assert all(normal[m] == normal[grows_to] for m in range(grows_to, 9)), name  # ... up to the model's own
+        assert normal[8] == pytest.approx(wire_bytes_per_token(get_preset(name), "multi-node-8x8", 64, "normal").inter)
 
 
 def test_deployment_validation():
@@ -300,6 +304,8 @@ def test_cli_json_has_the_issue_fields(root):
     assert ds["intra_copies"] == pytest.approx(b.copies.intra) and ds["inter_copies"] == pytest.approx(b.copies.inter)
     assert ds["dispatch_bytes"] == pytest.approx(b.dispatch) and ds["combine_bytes"] == pytest.approx(b.combine)
     assert set(data) == {"deepseek-v3", "kimi-k3"}
+    assert ds["routing"] == "8 groups, best 4, so at most 4 of 8 nodes (a node limit of 4 adds nothing)"
+    assert data["kimi-k3"]["routing"] == "a node limit, at most 4 of 8 nodes"  # K3's config has no group limit
     bad = subprocess.run([sys.executable, "-m", "k3lite.interconnect", "analytic", "--ep", "12", "--topology",
                           "multi-node-8x8"], cwd=root, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "multiple" in bad.stderr and "Traceback" not in bad.stderr

@@ -8,7 +8,9 @@ import pytest
 from k3lite.interconnect import (SCHEMES, TOPOLOGIES, Deployment, analytic_traffic, compare_presets,
                                  deployment_bytes, node_limit_sweep)
 from k3lite.interconnect.headline import forward_bytes_at, layer_bytes_at
-from k3lite.interconnect.sentences import comparison_sentence, layer_sentence, node_limit_sentence
+from k3lite.interconnect.routing import reach_caps
+from k3lite.interconnect.sentences import (comparison_sentence, layer_sentence, node_limit_sentence,
+                                          routing_rule_words)
 from k3lite.model.presets import get_preset
 from wording_check import wording_problems
 
@@ -50,7 +52,20 @@ def _layer(preset, topology, ep, scheme, dispatch, combine):
 def _node_limit(preset, topology, ep, dispatch, combine):
     sweep = node_limit_sweep(get_preset(preset), topology, ep, dispatch, combine)
     dep = Deployment(TOPOLOGIES[topology], ep, dispatch, combine)
-    return node_limit_sentence(sweep, dep.n_domains) or "no limit below the domains routes a token"
+    m = get_preset(preset).moe
+    cap = reach_caps(m.n_routed_experts, ep, dep.gpus_per_domain, m.n_groups, m.topk_groups)[1] if (
+        m.topk_groups < m.n_groups) else 0
+    return (node_limit_sentence(sweep, dep.n_domains, routing_rule_words(m, dep), cap)
+            or "no limit below the domains routes a token")
+
+
+def test_a_node_limit_is_measured_below_the_models_own():
+    """DeepSeek-V3's own rule keeps a token on at most 4 of 8 nodes: the sentence says so and measures a limit
+    below it (a limit of 4 would cut nothing); K3, with no group rule, is measured at 4."""
+    ds, k3 = (_node_limit(p, "multi-node-8x8", 64, "fp8", "bf16") for p in ("deepseek-v3", "kimi-k3"))
+    assert "8 groups, best 4, so at most 4 of 8 nodes" in ds and "M = 3 of 8 domains" in ds
+    assert "by 0% with DeepEP's normal" not in ds
+    assert "Its own routing" not in k3 and "M = 4 of 8 domains" in k3
 
 
 def _comparison(scheme, dispatch, combine, limit):
