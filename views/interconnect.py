@@ -104,7 +104,8 @@ def main_panel() -> None:
                 st.radio("dispatch precision", ["fp8", "bf16"], key="ic_dispatch", horizontal=True,
                          help=WIRE_FORMATS["fp8"].description)
                 st.radio("combine precision", ["fp8", "bf16"], key="ic_combine", horizontal=True)
-                st.slider("node limit M (domains per token, 0 = none)", 0, 8, key="ic_node_limit")
+                st.slider("node limit M (domains per token; 0 = the model's own routing rule only)", 0, 8,
+                          key="ic_node_limit")
     push_url("ic_preset", "ic_experts", "ic_top_k", "ic_latent", "ic_dispatch", "ic_combine", "ic_topology",
              "ic_ep", "ic_node_limit", "ic_scheme")
     cfg, dep, t, hit_gpus, why = P.settings(ss.ic_preset, ss.ic_experts, ss.ic_top_k, ss.ic_latent, ss.ic_topology,

@@ -40,7 +40,7 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
                    help="DeepSeek-V3's training formats: FP8 dispatch and grad of combine, BF16 combine and grad of "
                         "dispatch (overrides the four format flags)")
     p.add_argument("--backward", action="store_true", help="forward and backward (one training step), both counted")
-    p.add_argument("--node-limit", type=int, default=0, help="max pretend domains per token (0 = none)")
+    p.add_argument("--node-limit", type=int, default=0, help="max domains per token on top of the model's own routing rule (0 = its rule only)")
     p.add_argument("--scheme", default="normal", choices=(*SCHEMES, "all"),
                    help="'all' (measure --backward only): the three schemes in one launch")
     p.add_argument("--seed", type=int, default=0)

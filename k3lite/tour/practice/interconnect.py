@@ -7,7 +7,9 @@ from functools import lru_cache
 from k3lite.base.evidence import derived
 from k3lite.interconnect.analytic import analytic_traffic, node_limit_sweep, wire_bytes_per_token
 from k3lite.interconnect.deployment import RECORD_LAYOUTS, ROW_WORDS, SCHEME_LABELS, TOPOLOGIES, Deployment
+from k3lite.interconnect.sentences import routing_rule_words
 from k3lite.model.presets import get_preset
+from k3lite.model.variants import display_name
 from k3lite.tour.practice.core import Instance, Problem, final, num
 from k3lite.viz.interconnect import node_limit_figure
 
@@ -29,6 +31,13 @@ def _records(scheme: str) -> str:
     return f"records as {SCHEME_LABELS[scheme].split(' (')[0]} lays them out: {RECORD_LAYOUTS[scheme]}, {ROW_WORDS}"
 
 
+def _routing(preset: str, topology: str, ep: int, scheme: str) -> str:
+    """The routing the answer assumes, from the model's config: its own group rule (DeepSeek-V3's 8 groups, best
+    4), each token's experts otherwise drawn evenly (`wire_bytes_per_token`'s expectation)."""
+    rule = routing_rule_words(get_preset(preset).moe, Deployment(TOPOLOGIES[topology], ep, scheme=scheme))
+    return f"routed as its config says ({rule}), the top-k experts otherwise drawn evenly"
+
+
 IMPORTS = ("from k3lite.interconnect.analytic import wire_bytes_per_token\n"
            "from k3lite.model.presets import get_preset\n")
 
@@ -40,8 +49,9 @@ def token_bytes(rng) -> Instance:
     b = wire_bytes_per_token(get_preset(preset), topology, ep, scheme)
     kb = b.total / 1e3
     return Instance(
-        f"**{preset}** on **{TOPOLOGIES[topology].name}**, expert parallelism **EP {ep}**, "
-        f"**{SCHEME_LABELS[scheme]}**, fp8 dispatch + bf16 combine, uniform routing ({_records(scheme)}). How many "
+        f"**{display_name(preset)}** on **{TOPOLOGIES[topology].name}**, expert parallelism **EP {ep}**, "
+        f"**{SCHEME_LABELS[scheme]}**, fp8 dispatch + bf16 combine, {_routing(preset, topology, ep, scheme)} "
+        f"({_records(scheme)}). How many "
         "kB does one token send per MoE layer (dispatch + combine)?",
         kb, "kB", 0.02, "Interconnect page at these settings: 'bytes per token per MoE layer'", "interconnect",
         _query(preset, topology, ep, scheme),
@@ -61,8 +71,9 @@ def nic_bytes(rng) -> Instance:
     b = wire_bytes_per_token(get_preset(preset), "multi-node-8x8", ep, scheme)
     kb = b.inter / 1e3
     return Instance(
-        f"**{preset}**, EP **{ep}** over 8-GPU nodes joined by the scale-out network, **{SCHEME_LABELS[scheme]}**, "
-        f"fp8 dispatch + bf16 combine, uniform routing (each token's top-k experts drawn evenly; {_records(scheme)}). "
+        f"**{display_name(preset)}**, EP **{ep}** over 8-GPU nodes joined by the scale-out network, "
+        f"**{SCHEME_LABELS[scheme]}**, fp8 dispatch + bf16 combine, {_routing(preset, 'multi-node-8x8', ep, scheme)} "
+        f"({_records(scheme)}). "
         "How many kB per token per MoE layer go through the NIC (between nodes, both directions)?",
         kb, "kB", 0.02, "Interconnect page: the NIC part of the bytes", "interconnect",
         _query(preset, "multi-node-8x8", ep, scheme),
@@ -94,7 +105,7 @@ def more_bytes(rng) -> Instance:
     na, nb = nic(**a), nic(**b)
     right = words[0] if na > nb else words[1] if nb > na else "the same"
     return Instance(
-        f"**{preset}** on 8 nodes of 8 GPUs (EP 64, DeepEP normal, fp8 dispatch unless changed). Which puts **more "
+        f"**{display_name(preset)}** on 8 nodes of 8 GPUs (EP 64, DeepEP normal, fp8 dispatch unless changed). Which puts **more "
         f"bytes through the NIC** per token: **{words[0]}** or **{words[1]}**?",
         right, "", 0.0, "Interconnect page: change the one setting and watch the NIC bytes", "interconnect",
         _query(preset, topology, a.get("ep", ep), a.get("scheme", scheme)),
@@ -122,8 +133,8 @@ def node_limit(rng) -> Instance:
     kb = points[m] / 1e3
     said = "no limit" if m == max(points) else f"M = {m}"
     return Instance(
-        f"The picture shows **{preset}**'s NIC bytes per token per MoE layer against the node limit M (EP 64 on 8 "
-        f"nodes). Reading the **DeepEP normal** line at **{said}**: how many kB is it?",
+        f"The picture shows **{display_name(preset)}**'s NIC bytes per token per MoE layer against the node limit M "
+        f"(EP 64 on 8 nodes; without a limit it is {_routing(preset, 'multi-node-8x8', 64, 'normal')}). Reading the **DeepEP normal** line at **{said}**: how many kB is it?",
         kb, "kB", 0.05, "Interconnect page: the node-limit panel", "interconnect",
         _query(preset, "multi-node-8x8", 64, "normal", ic_node_limit=0 if m == max(points) else m),
         ("A node limit M lets a token use experts on at most M nodes (DeepSeek-V3's group rule): fewer nodes hit, "
