@@ -48,8 +48,6 @@ def variant(mode: str, block: int):
 @st.cache_data(show_spinner="Running the model…", max_entries=64)
 def depth_trace(prompt: str, mode: str, block: int):
     ids = encode(prompt)
-    cfg = base_model()[0].cfg.with_(attn_res=mode, attn_res_block_size=block)
-    check_budget(cfg, 1, len(ids))  # refuse before building the variant or running it
     with torch.inference_mode():
         # the depth view: the page reads only the depth weights, and a full trace of a 2,000-character prompt is
         # ~139 MB (MLA attention maps grow as T^2): 64 of those were this cache's bound
@@ -76,6 +74,9 @@ with controls:
 push_url("ar_mode", "ar_block", "ar_reader")
 mode, block, reader = st.session_state.ar_mode, st.session_state.ar_block, st.session_state.ar_reader
 with user_errors():
+    # checked on every run, outside the cache: a budget lowered after a cached run still refuses (and refuses before
+    # building the variant or running it)
+    check_budget(model.cfg.with_(attn_res=mode, attn_res_block_size=block), 1, len(encode(st.session_state.ar_prompt)))
     trace = depth_trace(st.session_state.ar_prompt, mode, block)
     reads = depth_reads(model.cfg.n_layers, mode, block, reader, [lt.mixer_type for lt in trace.layers])
 weights = depth_matrix(trace)[reader][: len(reads.sources)] if mode != "standard" else None

@@ -114,6 +114,12 @@ _warmup: list[threading.Thread] = []
 _warmup_lock = threading.Lock()
 
 
+def is_exiting(e: BaseException) -> bool:
+    """Whether `e` is a thread pool refusing work because the interpreter is shutting down (a warm-up thread
+    caught at exit), rather than a real error."""
+    return (isinstance(e, RuntimeError) and "interpreter shutdown" in str(e)) or not threading.main_thread().is_alive()
+
+
 def warm_stream_states() -> threading.Thread:
     """Once per server, when the page is first opened: compute the other layers' calibration states in the
     background, so a visitor's first layer change finds them ready instead of paying a whole-model pass over the
@@ -123,7 +129,7 @@ def warm_stream_states() -> threading.Thread:
         if _warmup:
             return _warmup[0]
 
-        def warm():
+        def warm_all():
             states = stream_states()
             # torch's first autograd + Adam step in a process costs ~1 s once: pay it here, not in a visitor's rerun
             fit_balancers(MoEConfig(n_routed_experts=8, top_k=2, expert_ffn_dim=8), states[MOE_LAYER].shape[-1],
@@ -131,12 +137,18 @@ def warm_stream_states() -> threading.Thread:
             for cfg in neighbours_of_default():  # a first step of the E or top-k slider finds its answer ready
                 if not threading.main_thread().is_alive():
                     return  # the process is exiting (its thread pools refuse new work): leave the rest unfitted
-                try:
-                    demo(cfg, MOE_PROMPT, MOE_LAYER)
-                except RuntimeError:
-                    if threading.main_thread().is_alive():
-                        raise
-                    return  # "cannot schedule new futures after interpreter shutdown": exiting mid-fit
+                demo(cfg, MOE_PROMPT, MOE_LAYER)
+
+        def warm():
+            try:
+                warm_all()
+            except RuntimeError as e:
+                # "cannot schedule new futures after interpreter shutdown": the process is exiting mid-fit. Python
+                # runs its thread-pool shutdown hook before it marks the main thread stopped, so the message, not
+                # main_thread().is_alive(), is what tells this apart from a real error
+                if is_exiting(e):
+                    return
+                raise
 
         # not a daemon: a process that exits mid-warm-up waits a few seconds rather than killing a thread inside
         # torch (which aborts the process: "terminate called without an active exception")

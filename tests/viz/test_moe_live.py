@@ -70,3 +70,38 @@ def test_neighbours_of_default_are_one_slider_step_away():
     base = moe_live.moe_page_cfg(moe_live.lite_model()[0].cfg.d_model)
     steps = {(c.n_routed_experts - base.n_routed_experts, c.top_k - base.top_k) for c in moe_live.neighbours_of_default()}
     assert steps == {(-1, 0), (1, 0), (0, -1), (0, 1)}
+
+
+def test_a_warm_up_caught_at_interpreter_exit_is_told_apart_from_a_real_error():
+    """The warm-up thread outlives a server told to stop; Python's thread pools then refuse new work while the main
+    thread still reads as alive. is_exiting must see that as an exit (CI logged it as a traceback), and a pool
+    refusing after its own shutdown (a real bug) as an error."""
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from k3lite.viz.moe_live import is_exiting
+
+    pool = ThreadPoolExecutor(1)
+    pool.shutdown()
+    try:
+        pool.submit(int)
+    except RuntimeError as e:
+        assert not is_exiting(e), str(e)
+    script = (
+        "import threading, time\n"
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "from k3lite.viz.moe_live import is_exiting\n"
+        "busy = ThreadPoolExecutor(1)\n"
+        "busy.submit(time.sleep, 2)  # at exit Python joins this worker for 2 s, the main thread still alive\n"
+        "def late():\n"
+        "    time.sleep(0.5)  # inside that join: the pools already refuse new work\n"
+        "    try:\n"
+        "        ThreadPoolExecutor(1).submit(int)\n"
+        "        print('accepted')\n"
+        "    except RuntimeError as e:\n"
+        "        print('exiting' if is_exiting(e) else 'error', e)\n"
+        "threading.Thread(target=late, daemon=False).start()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.stdout.startswith("exiting"), (out.stdout, out.stderr)
