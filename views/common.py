@@ -231,7 +231,7 @@ def show_code(*functions, title: str = "The code behind this figure") -> None:
             path = Path(inspect.getsourcefile(fn)).resolve()
             where = path.relative_to(root) if path.is_relative_to(root) else path.name
             st.caption(f"`{fn.__qualname__}` — `{where}`, line {inspect.getsourcelines(fn)[1]}")
-            st.code(inspect.getsource(fn), language="python")
+            st.code(inspect.getsource(fn), language="python", wrap_lines=True)  # a phone shows every line
 
 
 # ------------------------------------------------------------------------------------ evidence classes
@@ -430,7 +430,7 @@ def practice_problem(problem, seed: int, key: str, number: str = "") -> None:
     if show_solution:
         for step in inst.steps:
             st.markdown(_escaped(step))
-        st.code(inst.code, language="python")
+        st.code(inst.code, language="python", wrap_lines=True)
         metric(st, "computed answer", inst.answer_text, inst.evidence,
                help=f"the check accepts {100 * inst.tolerance:g}% either side" if not inst.is_choice else None)
 

@@ -155,7 +155,7 @@ def stage_panel() -> None:
                 st.session_state.fp_generated = (st.session_state.fp_prompt,
                                                  continuation(st.session_state.fp_prompt, n, temperature, int(seed)))
         if st.session_state.get("fp_generated", ("", ""))[0] == st.session_state.fp_prompt:
-            st.code(st.session_state.fp_prompt + st.session_state.fp_generated[1], language=None)
+            st.code(st.session_state.fp_prompt + st.session_state.fp_generated[1], language=None, wrap_lines=True)
             st.caption("Generated with the decode caches: each new byte runs one token through every layer "
                        "(KDA state + conv tail, MLA latent cache), not the whole prompt again.")
 
