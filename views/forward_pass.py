@@ -59,7 +59,7 @@ def continuation(prompt: str, n: int, temperature: float, seed: int) -> str:
 
 model, warning = lite_model()
 url_state("fp_prompt", "def greet(name):\n    return 'Hello, ' + name")
-controls, picture = st.columns([1, 3])
+picture, controls = st.columns([3, 1])  # the map first: on a phone columns stack, the prompt below it
 with controls:
     st.text_area(f"prompt (≤ {MAX_CHARS} characters, ≤ {MAX_BYTES} UTF-8 bytes; any unicode)", key="fp_prompt",
                  max_chars=MAX_CHARS, height=110)
@@ -92,7 +92,10 @@ def map_figure(prompt: str, start: int):
 
 
 with picture:  # a click on an element opens its stage (a callback from a module, never this script: views.common)
-    b1, b2, b3 = st.columns([1, 1, 8])  # the one stage picker: the map and the detail below both follow it
+    st.plotly_chart(map_figure(st.session_state.fp_prompt, st.session_state.fp_stage),
+                    key="fp_map", selection_mode="points", width="stretch",
+                    on_select=partial(pick_from_map, "fp_map", "fp_stage", partial(node_stage, STAGES)))
+    b1, b2, b3 = st.columns([1, 1, 8])  # the one stage picker, between the map and the detail: both follow it
     at = st.session_state.fp_stage
     b1.button("◀ Prev", on_click=set_state, args=("fp_stage", max(at - 1, 0)), disabled=at == 0, key="fp_prev")
     b2.button("Next ▶", on_click=set_state, args=("fp_stage", min(at + 1, last)), disabled=at == last, key="fp_next")
@@ -100,9 +103,6 @@ with picture:  # a click on an element opens its stage (a callback from a module
     b3.select_slider("stage (the map and the detail below)", options=list(range(len(STAGES))), key="fp_stage",
                      format_func=partial(one_of, len(STAGES)))
     push_url("fp_stage")
-    st.plotly_chart(map_figure(st.session_state.fp_prompt, st.session_state.fp_stage),
-                    key="fp_map", selection_mode="points", width="stretch",
-                    on_select=partial(pick_from_map, "fp_map", "fp_stage", partial(node_stage, STAGES)))
 st.markdown(panels.prompt_sentence(trace, top, len(STAGES)))
 show_code(stepper_map, at_stage, architecture_map)
 with st.expander("What the map shows"):
