@@ -95,7 +95,7 @@ with picture:  # a click on an element opens its stage (a callback from a module
     st.plotly_chart(map_figure(st.session_state.fp_prompt, st.session_state.fp_stage),
                     key="fp_map", selection_mode="points", width="stretch",
                     on_select=partial(pick_from_map, "fp_map", "fp_stage", partial(node_stage, STAGES)))
-    b1, b2, b3 = st.columns([1, 1, 8])  # the one stage picker, between the map and the detail: both follow it
+    b1, b2, b3 = st.columns([2, 2, 7])  # the one stage picker, between the map and the detail: both follow it
     at = st.session_state.fp_stage
     b1.button("◀ Prev", on_click=set_state, args=("fp_stage", max(at - 1, 0)), disabled=at == 0, key="fp_prev")
     b2.button("Next ▶", on_click=set_state, args=("fp_stage", min(at + 1, last)), disabled=at == last, key="fp_next")
