@@ -15,7 +15,7 @@ def test_ruff_finds_nothing():
 
 # ------------------------------------------------------------------------------------------- dependencies
 # import name -> distribution name, where they differ
-DIST = {"PIL": "pillow", "yaml": "pyyaml"}
+DIST = {"PIL": "pillow", "yaml": "pyyaml", "axe_playwright_python": "axe-playwright-python"}
 
 
 def _pins(lines) -> dict[str, str]:

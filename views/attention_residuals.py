@@ -63,7 +63,7 @@ url_state("ar_prompt", "def add(a, b):\n    return a + b")
 url_state("ar_mode", "block", choices=["standard", "full", "block"])
 url_state("ar_block", 4, lo=1, hi=16)
 url_state("ar_reader", N_SUB, lo=0, hi=N_SUB)
-controls, picture = st.columns([1, 3])
+picture, controls = st.columns([3, 1])  # the diagram first: on a phone columns stack, controls below it
 with controls:
     st.radio("residual", ["standard", "full", "block"], key="ar_mode", horizontal=True)
     st.slider("block size S (sublayers per block)", 1, 16, key="ar_block", disabled=st.session_state.ar_mode != "block")

@@ -236,7 +236,7 @@ def show_code(*functions, title: str = "The code behind this figure") -> None:
             path = Path(inspect.getsourcefile(fn)).resolve()
             where = path.relative_to(root) if path.is_relative_to(root) else path.name
             st.caption(f"`{fn.__qualname__}` — `{where}`, line {inspect.getsourcelines(fn)[1]}")
-            st.code(inspect.getsource(fn), language="python")
+            st.code(inspect.getsource(fn), language="python", wrap_lines=True)  # a phone shows every line
 
 
 # ------------------------------------------------------------------------------------ evidence classes

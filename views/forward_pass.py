@@ -59,7 +59,7 @@ def continuation(prompt: str, n: int, temperature: float, seed: int) -> str:
 
 model, warning = lite_model()
 url_state("fp_prompt", "def greet(name):\n    return 'Hello, ' + name")
-controls, picture = st.columns([1, 3])
+picture, controls = st.columns([3, 1])  # the map first: on a phone columns stack, the prompt below it
 with controls:
     st.text_area(f"prompt (≤ {MAX_CHARS} characters, ≤ {MAX_BYTES} UTF-8 bytes; any unicode)", key="fp_prompt",
                  max_chars=MAX_CHARS, height=110)
@@ -86,14 +86,23 @@ def flipbook(prompt: str):
 
 
 def map_figure(prompt: str, start: int):
-    """The prompt's flip-book opened on stage `start` (a copy, a few ms: every stage move redraws it)."""
-    return at_stage(flipbook(prompt), start)
+    """The prompt's map showing stage `start` (a copy, a few ms: every stage move redraws it). One stage picker on
+    the page, the one below: the map's own in-browser slider is left off (the two drifted apart, map 19/42, detail 6)."""
+    return at_stage(flipbook(prompt), start, slider=False)
 
 
 with picture:  # a click on an element opens its stage (a callback from a module, never this script: views.common)
     st.plotly_chart(map_figure(st.session_state.fp_prompt, st.session_state.fp_stage),
                     key="fp_map", selection_mode="points", width="stretch",
                     on_select=partial(pick_from_map, "fp_map", "fp_stage", partial(node_stage, STAGES)))
+    b1, b2, b3 = st.columns([2, 2, 7])  # the one stage picker, between the map and the detail: both follow it
+    at = st.session_state.fp_stage
+    b1.button("◀ Prev", on_click=set_state, args=("fp_stage", max(at - 1, 0)), disabled=at == 0, key="fp_prev")
+    b2.button("Next ▶", on_click=set_state, args=("fp_stage", min(at + 1, last)), disabled=at == last, key="fp_next")
+    # shows "n/N" like the heading below (a 0-based number read 41 beside "42/42"), with a visible label
+    b3.select_slider("stage (the map and the detail below)", options=list(range(len(STAGES))), key="fp_stage",
+                     format_func=partial(one_of, len(STAGES)))
+    push_url("fp_stage")
 st.markdown(panels.prompt_sentence(trace, top, len(STAGES)))
 show_code(stepper_map, at_stage, architecture_map)
 with st.expander("What the map shows"):
@@ -102,18 +111,8 @@ with st.expander("What the map shows"):
 
 @st.fragment
 def stage_panel() -> None:
-    """One stage in detail. Prev / Next / the stage slider, the KDA head slider and Generate rerun only this panel:
-    the map above keeps the stage it opened on (it opens on this panel's stage at every page run: a click on it, a new
-    prompt, a link). Redrawing the map and its 42 frames too made a step ~0.31 s in the browser, this panel alone ~0.16
-    (median of 16 presses each, idle machine)."""
-    b1, b2, b3 = st.columns([1, 1, 8])
-    at = st.session_state.fp_stage
-    b1.button("◀ Prev", on_click=set_state, args=("fp_stage", max(at - 1, 0)), disabled=at == 0, key="fp_prev")
-    b2.button("Next ▶", on_click=set_state, args=("fp_stage", min(at + 1, last)), disabled=at == last, key="fp_next")
-    # shows "n/N" like the heading below (a 0-based number read 41 beside "42/42"), with a visible label
-    b3.select_slider("stage in detail", options=list(range(len(STAGES))), key="fp_stage",
-                     format_func=partial(one_of, len(STAGES)))
-    push_url("fp_stage")
+    """One stage in detail, the stage the picker above the map chose (a stage move reruns the page, so the map's
+    band and this panel always show one stage). The KDA head slider and Generate rerun only this panel."""
     stage = STAGES[st.session_state.fp_stage]
 
     st.subheader(f"{st.session_state.fp_stage + 1}/{len(STAGES)} · {stage.title}")
@@ -155,7 +154,7 @@ def stage_panel() -> None:
                 st.session_state.fp_generated = (st.session_state.fp_prompt,
                                                  continuation(st.session_state.fp_prompt, n, temperature, int(seed)))
         if st.session_state.get("fp_generated", ("", ""))[0] == st.session_state.fp_prompt:
-            st.code(st.session_state.fp_prompt + st.session_state.fp_generated[1], language=None)
+            st.code(st.session_state.fp_prompt + st.session_state.fp_generated[1], language=None, wrap_lines=True)
             st.caption("Generated with the decode caches: each new byte runs one token through every layer "
                        "(KDA state + conv tail, MLA latent cache), not the whole prompt again.")
 

@@ -32,7 +32,7 @@ names = list(PRESETS)
 url_state("home_preset", "kimi-k3", choices=names)
 KNOB_RANGE = panels.KNOB_RANGE
 
-controls, picture = st.columns([1, 3])
+picture, controls = st.columns([3, 1])  # the map first: on a phone columns stack, controls below it
 with controls:
     preset = st.selectbox("Configuration", names, key="home_preset",
                           help="Published configs (K3's is its released config.json), and the tiny `lite` model this "

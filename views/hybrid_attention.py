@@ -44,7 +44,7 @@ url_state("hy_eff", 1.0, lo=0.05, hi=1.0)
 
 @st.fragment
 def main_panel() -> None:
-    ctl, fig_col = st.columns([1, 3])
+    fig_col, ctl = st.columns([3, 1])  # the chart first: on a phone columns stack, controls below it
     ctl.slider("KDA : MLA ratio (KDA layers per MLA layer)", 0, 7, key="hy_ratio", format="%d:1")
     ctl.slider("batch (sequences decoded together)", 1, 256, key="hy_batch")
     ctl.selectbox("GPU", GPU_CHOICES, key="hy_hw", format_func=gpu_label,

@@ -84,7 +84,7 @@ def main_panel() -> None:
     """Controls, the drawn topology, the computed sentences and the panels that read the same settings."""
     ss = st.session_state
     ep_options, ss.ic_ep, e_options, ss.ic_experts, snapped = P.expert_options(ss.ic_topology, ss.ic_ep, ss.ic_experts)
-    ctl, fig_col = st.columns([1, 3])
+    fig_col, ctl = st.columns([3, 1])  # the drawing first: on a phone columns stack, controls below it
     with ctl:
         st.selectbox("topology", list(TOPOLOGIES), key="ic_topology", format_func=P.TOPOLOGY_NAMES.get,
                      help=P.TOPOLOGY_HELP)

@@ -70,7 +70,7 @@ url_state("kda_head", DEFAULT_HEAD, lo=0, hi=H - 1)
 @st.fragment
 def state_panel() -> None:
     """The animation of the state and everything read from the same run."""
-    ctl, fig_col = st.columns([1, 3])
+    fig_col, ctl = st.columns([3, 1])  # the animation first: on a phone columns stack, controls below it
     ctl.radio("input", ["prompt", "random"], key="kda_source",
               help="random = Gaussian vectors fed straight to the layer instead of the prompt")
     if st.session_state.kda_source == "prompt":

@@ -42,7 +42,7 @@ url_state("moe_balancing", "quantile", choices=list(BALANCING_METHODS))
 url_state("moe_prompt", "The cat sat on the mat, and 42 dogs barked at 3.14 birds.")
 url_state("moe_layer", 4, choices=MOE_LAYERS)
 
-controls, picture = st.columns([1, 3])
+picture, controls = st.columns([3, 1])  # the diagram first: on a phone columns stack, controls below it
 with controls:
     st.slider("routed experts E", 8, 896, key="moe_experts", help="K3: 896")
     st.slider("top-k (experts per token)", 1, 32, key="moe_top_k", help="K3: 16")

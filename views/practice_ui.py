@@ -65,7 +65,7 @@ def practice_problem(problem, seed: int, key: str, number: str = "", *, homework
     if show_solution:
         for step in inst.steps:
             st.markdown(escaped(step))
-        st.code(inst.code, language="python")
+        st.code(inst.code, language="python", wrap_lines=True)
         metric(st, "computed answer", inst.answer_text, inst.evidence,
                help=f"the check accepts {100 * inst.tolerance:g}% either side" if not inst.is_choice else None)
     return inst, guess
@@ -99,7 +99,7 @@ def share_block(set_name: str, seed: int, difficulty: int | None, problems: list
     problems = list(st.session_state.pr_only)
     link = absolute(class_link(set_name, seed, difficulty=difficulty, problems=problems))
     st.markdown("**Practice link** (solutions shown; each student changes the seed to their own):")
-    st.code(link, language=None)
+    st.code(link, language=None, wrap_lines=True)
     st.markdown("**Homework**: no solutions, hints without their answers, answers collected under each "
                 "student's name, a score; the key and the results open only with the teacher's link.")
     c1, c2 = st.columns([3, 1])
@@ -111,6 +111,6 @@ def share_block(set_name: str, seed: int, difficulty: int | None, problems: list
     if class_id:
         common = {"difficulty": difficulty, "problems": problems, "homework": 1, "class": class_id, "tries": tries}
         st.markdown("Students open (it carries no token):")
-        st.code(absolute(class_link(set_name, seed, **common)), language=None)
+        st.code(absolute(class_link(set_name, seed, **common)), language=None, wrap_lines=True)
         st.markdown("Your link, for the key and the results (keep it to yourself: it carries the token):")
-        st.code(absolute(class_link(set_name, seed, **common, teacher=teacher_token(class_id))), language=None)
+        st.code(absolute(class_link(set_name, seed, **common, teacher=teacher_token(class_id))), language=None, wrap_lines=True)

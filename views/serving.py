@@ -47,7 +47,7 @@ url_state("sv_t_in", 8192, lo=1, hi=10_000_000)
 url_state("sv_t_out", 1024, lo=0, hi=1_000_000)
 url_state("sv_t_users", 1000, lo=1, hi=100_000_000)
 pair = compared(base=st.session_state.sv_preset)
-ctl, fig_col = st.columns([1, 3])
+fig_col, ctl = st.columns([3, 1])  # the chart first: on a phone columns stack, controls below it
 ctl.selectbox("model", PRESETS, key="sv_preset", on_change=partial(fill_from, "sv_preset", SPEC_DEFAULTS))
 ctl.select_slider("context per sequence (tokens)", S.CONTEXTS, key="sv_context")
 ctl.number_input("interactive speed (tokens/s per user)", 1.0, 1000.0, step=5.0, key="sv_speed",

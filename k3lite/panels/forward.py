@@ -37,8 +37,8 @@ def flipbook_figure(cfg: K3Config, trace):
 def prompt_sentence(trace, top, n_stages: int) -> str:
     """Under the map: the prompt's length and the model's best guess for the next byte."""
     return (f"Your prompt is **{len(trace.tokens)} bytes**; the model's best guess for the next one is "
-            f"**“{token_label(top[0][0])}”** ({100 * top[1][0]:.1f}%). Drag the slider on the map to flip through the "
-            f"{n_stages} stages in your browser; click an element to open its stage in detail below.")
+            f"**“{token_label(top[0][0])}”** ({100 * top[1][0]:.1f}%). Step through its {n_stages} stages with the "
+            "stage slider or ◀ Prev / Next ▶ (the map marks the stage, the detail below draws it), or click an element.")
 
 
 def map_caption(cfg: K3Config) -> str:

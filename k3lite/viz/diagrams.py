@@ -75,24 +75,51 @@ def latent_path(moe: MoEConfig, d_model: int, deployment: Deployment = REFERENCE
 
 
 LABEL_ABOVE = 0.33  # a hop's byte label above its arrow, clear of the boxes' text (they overlapped at 390 px)
+BOX_FONT, GLYPH_PX, LINE_PX, PAD_PX = 11, 6.4, 14, 3  # a box's text; its mean glyph width and line height (px)
 
 
-def _box(fig: go.Figure, x: float, y: float, text: str, fill: str, w: float = 0.9, h: float = 0.42,
-         hover: str = "") -> None:
-    fig.add_shape(type="rect", x0=x - w / 2, x1=x + w / 2, y0=y - h / 2, y1=y + h / 2, line=dict(color=fill, width=2),
-                  fillcolor=translucent(fill, 0.25), layer="below")
-    fig.add_annotation(x=x, y=y, text=text, showarrow=False, font=dict(size=11))
+class Box(NamedTuple):
+    """A labelled box, sized in pixels around its text (an annotation's border), so the text fits it at any figure
+    width: boxes in data units held their text at 1400 px and spilled it at 390 (the figure is as wide as the screen,
+    the text is not). Arrows stop at its edge by `standoff`, in pixels too."""
+    x: float
+    y: float
+    half_w: float  # px
+    half_h: float  # px
+
+
+def _box(fig: go.Figure, x: float, y: float, text: str, fill: str, hover: str = "") -> Box:
+    lines = text.split("<br>")
+    fig.add_annotation(x=x, y=y, text=text, showarrow=False, font=dict(size=BOX_FONT), bgcolor=translucent(fill, 0.25),
+                       bordercolor=fill, borderwidth=2, borderpad=PAD_PX)
     if hover:  # an invisible marker carries the hover text (shapes have none)
         fig.add_scatter(x=[x], y=[y], mode="markers", marker=dict(size=28, color=CLEAR),
                         hovertemplate=hover + "<extra></extra>", showlegend=False)
+    return Box(x, y, max(len(line) for line in lines) * GLYPH_PX / 2 + PAD_PX + 2,
+               len(lines) * LINE_PX / 2 + PAD_PX + 2)
 
 
-def _arrow(fig: go.Figure, x0: float, y0: float, x1: float, y1: float, colour: str, label: str = "",
-           dy: float = 0.12, width: float = 2) -> None:
+def _reach(end: Box | tuple[float, float], dx: float, dy: float, point: float) -> float:
+    """Pixels from a box's centre to its edge along an arrow: its half width for a sideways arrow, its half height for
+    an upright one, else the larger half (a slanted arrow's angle changes with the figure's width; its head must stay
+    off the text at every width). `point` for an end that is a point, not a box."""
+    if not isinstance(end, Box):
+        return point
+    return 2 + (end.half_w if abs(dy) < 1e-9 else end.half_h if abs(dx) < 1e-9 else max(end.half_w, end.half_h))
+
+
+def _arrow(fig: go.Figure, a: Box | tuple[float, float], b: Box | tuple[float, float], colour: str, label: str = "",
+           dy: float = 0.12, width: float = 2, head: bool = True, side: str = "center") -> None:
+    """An arrow from `a` to `b` (a box: from its centre, starting and stopping at its edge; a point: at it). With
+    `head=False` a plain segment, the first leg of a path that turns a corner (at a point, where the legs meet).
+    `side`: the label's anchor at the arrow's middle ("right": left of it), so two slanted arrows' labels part."""
+    (x0, y0), (x1, y1) = a[:2], b[:2]
     fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="", showarrow=True,
-                       arrowhead=2, arrowsize=1, arrowwidth=width, arrowcolor=colour, standoff=2, startstandoff=2)
+                       arrowhead=2 if head else 0, arrowsize=1, arrowwidth=width, arrowcolor=colour,
+                       standoff=_reach(b, x1 - x0, y1 - y0, 2 if head else 0),
+                       startstandoff=_reach(a, x1 - x0, y1 - y0, 0))
     if label:
-        fig.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2 + dy, text=label, showarrow=False,
+        fig.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2 + dy, text=label, showarrow=False, xanchor=side,
                            font=dict(size=11, color=colour), bgcolor=LABEL_BG)
 
 
@@ -114,56 +141,57 @@ def latent_path_figure(path: LatentPath, title: str = "") -> go.Figure:
     token, down, up = path.hop("token"), (path.hop("down") if latent else None), (path.hop("up") if latent else None)
     dispatch, combine = path.hop("dispatch"), path.hop("combine")
     # top lane, left: token -> down-projection (-> RMSNorm at dispatch)
-    _box(fig, 0.3, top, f"token<br>d = {path.d_model}", color("embedding"), hover=token.label)
-    x = 0.3
+    first = last = _box(fig, 0.35, top, f"token<br>d = {path.d_model}", color("embedding"), hover=token.label)
     if latent:
-        _box(fig, 2.2, top, f"W↓<br>{path.d_model}→<br>{path.latent}", color("latent"), hover=down.label)
-        _arrow(fig, x + 0.45, top, 2.2 - 0.45, top, NEUTRAL, fmt_bytes(token.bytes), dy=LABEL_ABOVE)
-        x = 2.2
+        last = _box(fig, 2.6, top, f"W↓<br>{path.d_model}→<br>{path.latent}", color("latent"), hover=down.label)
+        _arrow(fig, first, last, NEUTRAL, fmt_bytes(token.bytes), dy=LABEL_ABOVE)
         if path.norm_at == "dispatch":
-            _box(fig, 3.7, top, "RMS<br>Norm", color("latent"), w=0.7)
-            _arrow(fig, x + 0.45, top, 3.7 - 0.4, top, NEUTRAL, fmt_bytes(down.bytes), dy=LABEL_ABOVE)
-            x = 3.7
-    send_from = (x + 0.45, top - 0.21)
+            norm = _box(fig, 4.4, top, "RMS<br>Norm", color("latent"))
+            _arrow(fig, last, norm, NEUTRAL, fmt_bytes(down.bytes), dy=LABEL_ABOVE)
+            last = norm
     # bottom lane: the k experts
     drawn = min(path.top_k, MAX_DRAWN_EXPERTS)
-    xs = np.linspace(4.3, 6.3, drawn) if drawn > 1 else np.array([5.3])
+    xs = np.linspace(4.0, 6.0, drawn) if drawn > 1 else np.array([5.0])
     for i, ex in enumerate(xs):
         fig.add_shape(type="rect", x0=ex - 0.11, x1=ex + 0.11, y0=bottom - 0.15, y1=bottom + 0.15,
                       line=dict(color=color("routed"), width=1.5), fillcolor=translucent(color("routed"), 0.4))
     more = f" (of them {drawn} drawn)" if path.top_k > drawn else ""
-    fig.add_annotation(x=5.3, y=bottom - 0.27, text=f"top-{path.top_k} routed experts, each in l = {path.latent}{more}",
+    fig.add_annotation(x=5.0, y=bottom - 0.27, text=f"top-{path.top_k} routed experts, each in l = {path.latent}{more}",
                        showarrow=False, font=dict(size=11))
     fig.add_scatter(x=list(xs), y=[bottom] * drawn, mode="markers", marker=dict(size=14, color=CLEAR),
                     hovertemplate=f"routed expert (one of {path.top_k}), works in {path.latent} dims"
                                   "<extra></extra>", showlegend=False)
-    _arrow(fig, send_from[0], send_from[1], 4.2, bottom + 0.17, wire_colour,
-           f"dispatch {fmt_bytes(dispatch.bytes)}", dy=0.0, width=3)
+    _arrow(fig, last, (xs[0] - 0.1, bottom + 0.17), wire_colour, f"dispatch {fmt_bytes(dispatch.bytes)}", dy=0.0,
+           width=3, side="right" if xs[0] > last.x else "left")
     # back up: combine -> (RMSNorm at combine) -> W_up -> out
-    sum_x = 7.0
-    _box(fig, sum_x, top, "Σ gate ·<br>out", color("routed"), w=0.9, hover="weighted sum of the k outputs, "
-                                                                                  f"{path.latent} dims")
-    _arrow(fig, 6.4, bottom + 0.17, sum_x - 0.3, top - 0.21, back_colour, f"combine {fmt_bytes(combine.bytes)}",
-           dy=0.0, width=3)
-    x = sum_x + 0.5
+    last = _box(fig, 6.25, top, "Σ gate<br>· out", color("routed"), hover=f"weighted sum of the k outputs, "
+                                                                          f"{path.latent} dims")
+    _arrow(fig, (xs[-1] + 0.1, bottom + 0.17), last, back_colour, f"combine {fmt_bytes(combine.bytes)}", dy=0.0,
+           width=3, side="left")
     if latent:
         if path.norm_at == "combine":
-            _box(fig, 8.3, top, "RMS<br>Norm", color("latent"), w=0.7)
-            _arrow(fig, x, top, 7.95, top, NEUTRAL)
-            x = 8.65
-        _box(fig, 9.6, top, f"W↑<br>{path.latent}→<br>{path.d_model}", color("latent"), w=0.85, hover=up.label)
-        _arrow(fig, x, top, 9.6 - 0.43, top, NEUTRAL)
-        fig.add_annotation(x=9.6, y=top - 0.4, text=f"out {fmt_bytes(up.bytes)}", showarrow=False,
+            norm = _box(fig, 8.15, top, "RMS<br>Norm", color("latent"))
+            _arrow(fig, last, norm, NEUTRAL)
+            last = norm
+        w_up = _box(fig, 9.95, top, f"W↑<br>{path.latent}→<br>{path.d_model}", color("latent"), hover=up.label)
+        _arrow(fig, last, w_up, NEUTRAL)
+        fig.add_annotation(x=9.95, y=top - 0.42, text=f"out {fmt_bytes(up.bytes)}", showarrow=False,
                            font=dict(size=11, color=NEUTRAL))
+        last = w_up
     else:
-        fig.add_annotation(x=9.3, y=top, text=f"out: d = {path.d_model}<br>(classic MoE: no projections)",
-                           showarrow=False, font=dict(size=11))
+        fig.add_annotation(x=10.6, y=top, text=f"out: d = {path.d_model}<br>(classic MoE:<br>no projections)",
+                           showarrow=False, xanchor="right", font=dict(size=11))
     if path.n_shared:
         shared = path.hop("shared")
-        _box(fig, 5.3, 1.45, f"{path.n_shared} shared expert{'s' if path.n_shared > 1 else ''}, d = {path.d_model}",
-             color("shared"), w=2.6, h=0.3, hover=shared.label + " (never crosses the wire)")
-        _arrow(fig, 0.75, top + 0.15, 4.0, 1.45, color("shared"))
-        _arrow(fig, 6.6, 1.45, 9.1, top + 0.22, color("shared"))
+        box = _box(fig, 5.0, 1.45, f"{path.n_shared} shared expert{'s' if path.n_shared > 1 else ''}<br>"
+                                   f"d = {path.d_model}", color("shared"),
+                   hover=shared.label + " (never crosses the wire)")
+        # over the top lane, clear of its byte labels: up from the token, across, down into the last box
+        corner_in, corner_out = (first.x, box.y), (last.x, box.y)
+        _arrow(fig, first, corner_in, color("shared"), head=False)
+        _arrow(fig, corner_in, box, color("shared"))
+        _arrow(fig, box, corner_out, color("shared"), head=False)
+        _arrow(fig, corner_out, last, color("shared"))
     total = dispatch.bytes + combine.bytes
     fig.update_layout(
         height=330, margin=dict(l=5, r=5, t=50, b=5), plot_bgcolor="white", hovermode="closest",

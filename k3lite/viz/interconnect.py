@@ -7,7 +7,7 @@ from plotly.subplots import make_subplots
 from k3lite.interconnect import SCHEME_LABELS, TokenTraffic
 from k3lite.interconnect.measured import KINDS
 from k3lite.interconnect.run import MeasureResult
-from k3lite.viz.style import CONCEPT, HIGHLIGHT_LINE, LINK, bytes_axis, fmt_bytes, fmt_seconds, wrap
+from k3lite.viz.style import CONCEPT, HIGHLIGHT_LINE, LINK, WHITE, bytes_axis, fmt_bytes, fmt_seconds, wrap
 
 SEGMENTS = (  # (LayerBytes field, legend label, colour): the colour is the link; combine is hatched
     ("dispatch_intra", "dispatch, intra-domain (NVLink)", LINK["nvlink"]),
@@ -94,7 +94,9 @@ def node_limit_figure(sweep: dict[str, list[tuple[int, float]]], current: int = 
                         marker=dict(symbol=SCHEME_SYMBOL[scheme], size=9),
                         hovertemplate=f"{scheme}, M = %{{x}}: %{{y:.2f}}<extra></extra>")
     if current:
-        fig.add_vline(x=current, line=HIGHLIGHT_LINE, annotation_text=f"your M = {current}")
+        # at the foot of the line, on a white ground and beside it: at its top it sat on a scheme's dotted line
+        fig.add_vline(x=current, line=HIGHLIGHT_LINE, annotation_text=f"your M = {current}",
+                      annotation_position="bottom right", annotation=dict(bgcolor=WHITE, xshift=2))
     limits = sorted({m for pts in sweep.values() for m, _ in pts})  # infeasible limits are left out of the sweep
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25),
                       xaxis=dict(title=wrap("node limit M (domains a token may use; the last point = no limit)", 40),

@@ -81,8 +81,11 @@ def _labels(trace: Trace) -> list[str]:
     return [token_label(t) for t in trace.tokens]
 
 
+MAX_TOKEN_TICKS = 12  # token labels on a per-token axis: ~25 px each at 390 px (44 smeared; every token is in the hover)
+
+
 def _token_axis(fig: go.Figure, labels: list[str], axis: str = "x", **kw) -> None:
-    step = max(1, len(labels) // 40)
+    step = max(1, -(-len(labels) // MAX_TOKEN_TICKS))
     ticks = dict(tickmode="array", tickvals=list(range(0, len(labels), step)), ticktext=labels[::step])
     fig.update_layout(**{f"{axis}axis": {**ticks, **kw}})
 
@@ -135,16 +138,20 @@ def depth_figure(trace: Trace, layer: int) -> go.Figure:
     w = lt.depth_weights_mixer[0].float().numpy()  # (T, N)
     names = ["embedding"] + [f"block {j}" if trace.attn_res == "block" else f"output {j}"
                              for j in lt.depth_sources_mixer[1:]]
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.3, 0.7], subplot_titles=("mean over tokens", "per token"))
-    fig.add_bar(x=names, y=w.mean(0), row=1, col=1, marker_color=CONCEPT["attnres"], showlegend=False)
-    fig.add_heatmap(z=w.T, y=names, colorscale=SEQUENTIAL_SCALE, zmin=0, zmax=1, row=1, col=2,
-                    colorbar=dict(title="weight"), hovertemplate="token %{x}, %{y}: %{z:.3f}<extra></extra>")
-    fig.update_yaxes(title="depth weight", range=[0, 1], row=1, col=1)
+    # stacked, each with the sources as its y labels: side by side, the heatmap's labels ran over the bars at 390 px
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.3, 0.7], vertical_spacing=0.16,
+                        subplot_titles=("depth weight, mean over tokens", "per token"))
+    fig.add_bar(y=names, x=w.mean(0), orientation="h", row=1, col=1, marker_color=CONCEPT["attnres"],
+                showlegend=False, hovertemplate="%{y}: %{x:.3f}<extra></extra>")
+    fig.add_heatmap(z=w.T, y=names, colorscale=SEQUENTIAL_SCALE, zmin=0, zmax=1, row=2, col=1,
+                    colorbar=dict(title="weight", len=0.6, y=0, yanchor="bottom"),
+                    hovertemplate="token %{x}, %{y}: %{z:.3f}<extra></extra>")
+    fig.update_xaxes(range=[0, 1], row=1, col=1)  # its title is the subplot's (an axis title met "per token")
     labels = _labels(trace)
-    step = max(1, len(labels) // 30)
-    fig.update_xaxes(tickmode="array", tickvals=list(range(0, len(labels), step)), ticktext=labels[::step], row=1, col=2)
+    step = max(1, -(-len(labels) // MAX_TOKEN_TICKS))  # 44 tick labels smeared into one another at 390 px
+    fig.update_xaxes(tickmode="array", tickvals=list(range(0, len(labels), step)), ticktext=labels[::step], row=2, col=1)
     return _layout(fig, f"Layer {layer}: which earlier outputs the mixer reads ({trace.attn_res}"
-                        f"{f', S = {trace.attn_res_block_size}' if trace.attn_res == 'block' else ''})")
+                        f"{f', S = {trace.attn_res_block_size}' if trace.attn_res == 'block' else ''})", 460)
 
 
 def kda_figure(trace: Trace, layer: int, head: int = 0) -> go.Figure:
@@ -168,7 +175,7 @@ def kda_figure(trace: Trace, layer: int, head: int = 0) -> go.Figure:
         fig.add_scatter(x=list(range(T)), y=norms[:, h] / scale, mode="lines",
                         line=dict(dash="dot", color=series_color(h)), legendgroup=f"h{h}",
                         name=f"‖S‖ head {h} (÷ {scale:.2f})", row=2, col=1)
-    step = max(1, T // 40)
+    step = max(1, -(-T // MAX_TOKEN_TICKS))
     fig.update_xaxes(tickmode="array", tickvals=list(range(0, T, step)), ticktext=labels[::step], row=2, col=1)
     fig.update_yaxes(title="channel", row=1, col=1)
     fig.update_yaxes(title="value", range=[0, 1.05], row=2, col=1)
@@ -231,7 +238,7 @@ def combine_figure(trace: Trace, layer: int, wire_per_layer: float) -> go.Figure
     fig.add_bar(x=[f"L{i}" for i in range(len(cum))], y=cum, marker_color=colors, row=1, col=2, showlegend=False,
                 name=CUMULATIVE_BYTES)
     fig.update_yaxes(title="bytes per token (dispatch + combine)", row=1, col=2)
-    step = max(1, len(labels) // 30)
+    step = max(1, -(-len(labels) // MAX_TOKEN_TICKS))
     fig.update_xaxes(tickmode="array", tickvals=list(range(0, len(labels), step)), ticktext=labels[::step], row=1, col=1)
     return _layout(fig, f"Layer {layer}: combine — {cum[layer]:,.0f} bytes per token so far")
 

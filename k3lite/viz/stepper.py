@@ -88,9 +88,15 @@ def stepper_map(base: go.Figure, cfg: K3Config, stage_list, start: int = 0) -> g
     return go.Figure(_opened(fig.to_dict(), frames[start], start) | {"frames": frames}, _validate=False)
 
 
-def at_stage(fig: go.Figure, start: int) -> go.Figure:
+SHOWN_TOP = 40  # px above the map opened without its slider: the stage's name
+
+
+def at_stage(fig: go.Figure, start: int, slider: bool = True) -> go.Figure:
     """A flip-book from `stepper_map` opened on stage `start`: the same figure `stepper_map(..., start)` builds (its
     band, ring and slider position are frame `start`'s), copied from `fig` without rebuilding the frames.
+
+    `slider=False`: the map only shows stage `start`, named in its title, with no slider and no frames, for a page
+    whose own control picks the stage (two pickers, one in the browser and one on the server, drifted apart).
 
     Opening on a stage changes no frame, so the copy shares `fig`'s validated frames: plotly validates every frame
     again in `go.Figure(...)`, even with `_validate=False` (~40 ms for the lite model's 42 frames on every stage
@@ -100,8 +106,17 @@ def at_stage(fig: go.Figure, start: int) -> go.Figure:
     if not 0 <= start < n:
         raise ValueError(f"start must be a stage in 0..{n - 1}, got {start}")
     # every part was validated when `fig` was built; the deep copies are what fig.to_dict() makes of data and layout
-    opened = go.Figure(_opened({"data": copy.deepcopy(fig._data), "layout": copy.deepcopy(fig._layout)},
-                               fig.frames[start].to_plotly_json(), start), _validate=False)
+    d = _opened({"data": copy.deepcopy(fig._data), "layout": copy.deepcopy(fig._layout)},
+                fig.frames[start].to_plotly_json(), start)
+    if not slider:  # the slider's top margin becomes the stage's title
+        label = d["layout"].pop("sliders")[0]["steps"][start]["label"]
+        spare = d["layout"]["margin"]["t"] - SHOWN_TOP
+        d["layout"]["margin"]["t"] = SHOWN_TOP
+        if d["layout"].get("height"):
+            d["layout"]["height"] -= spare
+        d["layout"]["title"] = dict(text=label, x=0, xanchor="left", font=dict(size=13, color=HIGHLIGHT_LINE["color"]))
+        return go.Figure(d, _validate=False)
+    opened = go.Figure(d, _validate=False)
     opened._frame_objs = fig._frame_objs  # plotly 7.1's store of a figure's frames (what to_dict reads)
     return opened
 

@@ -70,11 +70,42 @@ def _grid(n: int) -> tuple[int, int]:
     return cols, math.ceil(n / cols)
 
 
+NAME_STRIP = 0.8  # the strip at the bottom of each domain box that holds its name (above it, arrow heads covered it)
+HEAD_SHAFT = 0.9  # a curved hop's head is drawn from this far back along the curve's end (data units, ~1 GPU)
+ROW_GAP = 1.6  # between rows of domain boxes: where the hops to the next row run
+
+
+def _box_size(cols: int, rows: int) -> tuple[float, float]:
+    return cols + 1.0, rows + 1.0 + NAME_STRIP
+
+
+def _hop(fig: go.Figure, a: np.ndarray, b: np.ndarray, box_top: float, row_gap_y: float, colour: str,
+         width: float) -> tuple[float, float]:
+    """The line of one copy from GPU `a` to GPU `b`, curved so it crosses no other GPU: to the same grid row, an arc
+    over the row (higher the further it goes, so hops to several domains are told apart, not read as a chain through
+    the nearest); to a lower row, out to the left of the source's box, along the gap between the rows and down into
+    the receiver. Anything else (inside a domain, to a GPU diagonal of it) is straight. Returns the point the arrow
+    head comes from (the curve's last tangent), so the head is drawn along the curve."""
+    (x0, y0), (x1, y1) = a, b
+    if abs(y1 - y0) < 1e-9 and abs(x1 - x0) > 1.5:  # same grid row, not adjacent: an arc over it
+        lift = box_top - y0 + 0.35 * abs(x1 - x0) ** 0.5 if abs(x1 - x0) > 4 else 0.5 + 0.1 * abs(x1 - x0)
+        c1, c2 = (x0, y0 + lift), (x1, y1 + lift)
+    elif y1 < row_gap_y < y0:  # down to the next row of domains: left out of the box, along the gap, down into it
+        c1, c2 = (x0 - 2.5, row_gap_y + 0.5), (x1, row_gap_y - 0.3)
+    else:
+        return x0, y0
+    fig.add_shape(type="path", path=f"M {x0},{y0} C {c1[0]},{c1[1]} {c2[0]},{c2[1]} {x1},{y1}", layer="below",
+                  line=dict(color=colour, width=width))
+    tx, ty = c2[0] - x1, c2[1] - y1  # the curve ends heading from c2 to b: the head's short shaft lies on it
+    norm = max(math.hypot(tx, ty), 1e-9)
+    return x1 + HEAD_SHAFT * tx / norm, y1 + HEAD_SHAFT * ty / norm
+
+
 def gpu_positions(dep: Deployment) -> np.ndarray:
     """(G, 2) x, y of each EP GPU: domains in rows of DOMAINS_PER_ROW boxes, GPUs in a grid inside each box."""
     g = dep.gpus_per_domain
     cols, rows = _grid(g)
-    box_w, box_h = cols + 1.0, rows + 1.0
+    box_w, box_h = _box_size(cols, rows)
     pos = np.zeros((dep.ep_size, 2))
     for gpu in range(dep.ep_size):
         d, local = divmod(gpu, g)
@@ -89,15 +120,15 @@ def topology_figure(cfg: K3Config, dep: Deployment, seed: int = 0, height: int |
     g, D, G = dep.gpus_per_domain, dep.n_domains, dep.ep_size
     pos = gpu_positions(dep)
     cols, rows = _grid(g)
-    box_w, box_h = cols + 1.0, rows + 1.0
+    box_w, box_h = _box_size(cols, rows)
     fig = go.Figure()
-    for dom in range(D):  # the NVLink domains
-        bx, by = (dom % DOMAINS_PER_ROW) * (box_w + 1.2), -(dom // DOMAINS_PER_ROW) * (box_h + 1.6)
+    names = []
+    for dom in range(D):  # the NVLink domains; each name in its box's bottom strip, drawn over any hop line
+        bx, by = (dom % DOMAINS_PER_ROW) * (box_w + 1.2), -(dom // DOMAINS_PER_ROW) * (box_h + ROW_GAP)
         fig.add_shape(type="rect", x0=bx + 0.3, x1=bx + box_w - 0.3, y0=by - box_h + 0.3, y1=by - 0.3,
                       line=dict(color=LINK["nvlink"], width=2), fillcolor=translucent(LINK["nvlink"], 0.08), layer="below")
-        name = "NVLink domain" if D == 1 else f"node {dom}"
-        fig.add_annotation(x=bx + 0.35, y=by - 0.1, text=name, showarrow=False, xanchor="left", yanchor="bottom",
-                           font=dict(size=11, color=NEUTRAL))
+        names.append(dict(x=bx + box_w - 0.4, y=by - box_h + 0.35, text="NVLink domain" if D == 1 else f"node {dom}",
+                          showarrow=False, xanchor="right", yanchor="bottom", font=dict(size=11, color=NEUTRAL)))
     expert_gpu = expert_to_gpu(cfg.moe.n_routed_experts, G)
     hit = np.zeros(G, dtype=int)
     np.add.at(hit, expert_gpu[d.experts], 1)
@@ -114,16 +145,21 @@ def topology_figure(cfg: K3Config, dep: Deployment, seed: int = 0, height: int |
     for link, phase in (("nvlink", "dispatch_intra"), ("nic", "dispatch_inter")):
         send, recv = np.nonzero(d.hops[phase])
         for s, r in zip(send, recv):
-            n = int(d.hops[phase][s, r])
-            fig.add_annotation(x=pos[r, 0], y=pos[r, 1], ax=pos[s, 0], ay=pos[s, 1], xref="x", yref="y",
+            n, width = int(d.hops[phase][s, r]), 2.5 if link == "nic" else 1.5
+            top = -(s // g // DOMAINS_PER_ROW) * (box_h + ROW_GAP) - 0.3  # the sender's box top
+            ax, ay = _hop(fig, pos[s], pos[r], top, top - box_h + 0.6 - ROW_GAP / 2, LINK[link], width)
+            curved = (ax, ay) != tuple(pos[s])
+            fig.add_annotation(x=pos[r, 0], y=pos[r, 1], ax=ax, ay=ay, xref="x", yref="y",
                                axref="x", ayref="y", showarrow=True, arrowhead=2, arrowsize=1, standoff=6,
-                               startstandoff=6, arrowwidth=2.5 if link == "nic" else 1.5, arrowcolor=LINK[link],
+                               startstandoff=0 if curved else 6, arrowwidth=width, arrowcolor=LINK[link],
                                text="", name=link,
                                hovertext=f"{'NVLink' if link == 'nvlink' else 'NIC'}: GPU {s} → GPU {r}, {n} "
                                          f"cop{'y' if n == 1 else 'ies'} of {d.wire.dispatch_record} B; combine "
                                          f"returns {n} × {d.wire.combine_record} B")
         # legend entries for the two link kinds, labelled with the expected bytes (library numbers)
         fig.add_scatter(x=[None], y=[None], mode="lines", line=dict(color=LINK[link], width=3), name=d.labels[link])
+    for name in names:
+        fig.add_annotation(**name)
     fig.update_xaxes(visible=False, scaleanchor="y", scaleratio=1)
     fig.update_yaxes(visible=False)
     n_rows = math.ceil(D / DOMAINS_PER_ROW)

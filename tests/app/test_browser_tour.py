@@ -133,14 +133,19 @@ def test_clicking_a_map_element_moves_the_forward_pass_to_its_stage(browser, ser
             assert_clean(page, server, f"forward_pass after clicking {kind} {layer}")
             assert page.evaluate(OUTLINED_JS) == [[kind, -1 if layer is None else layer]] * len(page.evaluate(OUTLINED_JS))
             assert re.search(rf"fp_stage={target}\b", page.url), page.url
-        # Prev / Next still work after a click. They rerun only the detail panel (a fragment): the map is not redrawn
-        # and keeps the stage the click opened it on
+        # Prev / Next still work after a click, and the map follows them: one stage picker drives the map and the
+        # detail (the map's own slider and the detail's drifted apart), so the map's title names the new stage
         page.get_by_role("button", name="Next ▶").click()
         nxt = st_list[target + 1]
         page.wait_for_function("(w) => [...document.querySelectorAll('h3')].some(h => h.innerText.includes(w))",
                                arg=f"{target + 2}/{len(st_list)} · {nxt.title}", timeout=60_000)
         wait_idle(page)
-        assert {tuple(x) for x in page.evaluate(OUTLINED_JS)} == {(kind, -1 if layer is None else layer)}
+        map_title = page.evaluate("""() => { const gd = [...document.querySelectorAll('.js-plotly-plot')].find(
+            g => (g.data || []).some(t => t.name === 'current stage')); return gd && gd.layout.title.text; }""")
+        assert map_title and f"stage {target + 2}/{len(st_list)} · {nxt.title}" in map_title, map_title
+        assert {tuple(x) for x in page.evaluate(OUTLINED_JS)} != {(kind, -1 if layer is None else layer)}
+        assert not page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].some("
+                                 "g => (g.layout.sliders || []).length)"), "a second stage picker on the map"
         assert re.search(rf"fp_stage={target + 1}\b", page.url), page.url
         map_screenshot(page, "map_forward_pass_after_click_and_next_1400.png")
     finally:

@@ -52,6 +52,19 @@ def test_at_stage_is_the_flipbook_built_on_that_stage():
         at_stage(book, len(STAGES))
 
 
+def test_at_stage_without_the_slider_shows_one_stage_named_in_its_title():
+    """The forward-pass page picks the stage with its own control: the map it draws has no slider of its own (two
+    pickers drifted apart), no frames to step, the stage named in the title and the band and ring of that stage."""
+    base = architecture_map(LITE)
+    book = stepper_map(base, LITE, STAGES)
+    shown, full = at_stage(book, 7, slider=False), at_stage(book, 7)
+    assert not shown.layout.sliders and not shown.frames
+    assert shown.layout.title.text == full.layout.sliders[0].steps[7].label
+    assert shown.layout.shapes == full.layout.shapes and shown.data == full.data
+    assert shown.layout.height < full.layout.height and shown.layout.margin.t < full.layout.margin.t
+    assert book.layout.sliders[0].active == 0 and len(book.frames) == len(STAGES), "the cached flip-book unchanged"
+
+
 def test_experts_stage_says_only_copies_to_other_gpus_cross_the_interconnect():
     """It said every copy crosses the interconnect under expert parallelism; a copy to an expert on the token's own
     GPU does not (the interconnect page counts only what leaves it), and DeepEP's normal kernels send one NIC copy
