@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from k3lite.base.evidence import Evidence
 from k3lite.base.sources import K3_PRICE
 
 
@@ -49,6 +50,12 @@ class ModelPrice:
     output_per_m: float
     cache_discount: float = 0.75  # fraction off the input price for prompt-cache hits
     source: str = ""
+    kind: str = "listed"  # its evidence class (k3lite.base.evidence): a price list's row, or "assumed" for ours
+
+    @property
+    def evidence(self) -> Evidence:
+        """The class this price carries on every page: listed (a price list) or assumed (ours), with its source."""
+        return Evidence(self.kind, f"{self.name}: {self.source or 'no source given'}")
 
     def __post_init__(self) -> None:
         for field in ("input_per_m", "output_per_m", "cache_discount"):
@@ -74,7 +81,7 @@ PRICES: dict[str, ModelPrice] = {
                               "miss), $0.07 (cache hit), $1.10 output per M tokens"),
     "small-worker": ModelPrice("small worker (assumed)", 0.10, 0.40, 0.75,
                                "a hypothetical small worker model at $0.10 / $0.40 per M tokens: OUR assumption, "
-                               "not a listed price"),
+                               "not a listed price", kind="assumed"),
 }
 
 

@@ -179,7 +179,7 @@ GLOSSARY: tuple[Term, ...] = (
          "output tokens are priced separately.", "cost_per_task"),
     Term("cost per task", "", "Dollars spent until a task succeeds, retries included: price per token × tokens "
          "per attempt ÷ success rate.", "cost_per_task"),
-    Term("evidence classes", "", EVIDENCE_CLASSES, None, ("evidence", "ʳ", "ᵐ", "ᵉ", "ᵈ", "ᵃ")),
+    Term("evidence classes", "", EVIDENCE_CLASSES, None, ("evidence", *MARKERS.values())),
     # --- the lab ------------------------------------------------------------------------------------------
     Term("MQAR", "multi-query associative recall", "A synthetic task: key-value pairs appear in the sequence, "
          "then several keys are queried; a mixer must recall each key's value. It measures memory.", "lab"),
