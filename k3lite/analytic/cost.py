@@ -50,7 +50,8 @@ class ModelPrice:
     output_per_m: float
     cache_discount: float = 0.75  # fraction off the input price for prompt-cache hits
     source: str = ""
-    kind: str = "listed"  # its evidence class (k3lite.base.evidence): a price list's row, or "assumed" for ours
+    kind: str = "assumed"  # its evidence class (k3lite.base.evidence): "listed" for a price list's row, "derived"
+    # for one computed by serving physics, "assumed" for ours or the reader's
 
     @property
     def evidence(self) -> Evidence:
@@ -72,13 +73,13 @@ class ModelPrice:
 
 PRICES: dict[str, ModelPrice] = {
     "kimi-k3": ModelPrice("Kimi K3", 3.00, 15.00, 1 - 0.30 / 3.00,
-                          f"{K3_PRICE}; flat, no context-length tiers"),
+                          f"{K3_PRICE}; flat, no context-length tiers", kind="listed"),
     "kimi-k2": ModelPrice("Kimi K2", 0.60, 2.50, 0.75,
                           "Moonshot AI platform price list at the K2 launch (July 2025): $0.60 input (cache miss), "
-                          "$0.15 (cache hit), $2.50 output per M tokens"),
+                          "$0.15 (cache hit), $2.50 output per M tokens", kind="listed"),
     "deepseek-v3": ModelPrice("DeepSeek-V3", 0.27, 1.10, 0.74,
                               "DeepSeek API pricing page, deepseek-chat standard rate (2025): $0.27 input (cache "
-                              "miss), $0.07 (cache hit), $1.10 output per M tokens"),
+                              "miss), $0.07 (cache hit), $1.10 output per M tokens", kind="listed"),
     "small-worker": ModelPrice("small worker (assumed)", 0.10, 0.40, 0.75,
                                "a hypothetical small worker model at $0.10 / $0.40 per M tokens: OUR assumption, "
                                "not a listed price", kind="assumed"),

@@ -17,11 +17,11 @@ from functools import lru_cache
 from k3lite.analytic import memory
 from k3lite.analytic.hardware import get_gpu, gpu_label
 from k3lite.analytic.hybrid import (
-    BF16, REPORTED, batch_limited, batch_limited_speedup, bytes_ceiling, cache_passes_weights, decode_cost,
+    BF16, REPORTED, REPORTED_KIND, batch_limited, batch_limited_speedup, bytes_ceiling, cache_passes_weights, decode_cost,
     gpus_for_one_sequence, hybrid_config, kv_reduction,
 )
 from k3lite.analytic.sensitivity import Assumption
-from k3lite.base.evidence import derived, measured_elsewhere, released
+from k3lite.base.evidence import Evidence, derived
 from k3lite.base.units import GIB, ONE_M_CONTEXT as ONE_M, fmt_bytes, fmt_capacity
 from k3lite.base.wording import compare, times
 from k3lite.model.config import K3Config
@@ -34,9 +34,7 @@ from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import bytes_log_axis, log_axis
 
 CONTEXTS = [4096, 16384, 65536, 131072, 262144, 524288, ONE_M]  # ONE_M: "1M" of context is 2^20, on every page
-REPORTED_EV = {"kv_reduction": released(REPORTED["kv_reduction"][1]),  # the report's statement, not a run we can see
-               "tpot_speedup_1m_batch1": measured_elsewhere(REPORTED["tpot_speedup_1m_batch1"][1]),  # its Fig. 7b run
-               "tpot_speedup_1m": released(REPORTED["tpot_speedup_1m"][1])}  # "theoretical", in its own words
+REPORTED_EV = {k: Evidence(REPORTED_KIND[k], quote) for k, (_, quote) in REPORTED.items()}  # the class the data carries
 
 
 @lru_cache(maxsize=64)  # the meta-device parameter counts behind decode_cost: once per setting per server

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from k3lite.analytic import memory
-from k3lite.base.evidence import Evidence, assumed, measured_elsewhere
+from k3lite.base.evidence import Evidence, assumed, listed
 from k3lite.model.config import K3Config
 from k3lite.model.presets import PRESETS, get_preset
 from k3lite.analytic.hardware import custom_price, gpu_name, is_custom
@@ -67,9 +67,9 @@ def price_kind(source: str) -> str:
 
 
 def price_evidence(source: str) -> Evidence:
-    """The evidence class of a price with this source: a quoted rate is measured elsewhere (cited), ours and the
-    reader's are assumed (the reader's says so)."""
-    return measured_elsewhere(source) if price_kind(source) == "cited" else assumed(source)
+    """The evidence class of a price with this source: a quoted rental rate is listed (a price list: cited), ours
+    and the reader's are assumed (the reader's says so)."""
+    return listed(source) if price_kind(source) == "cited" else assumed(source)
 
 
 # 4-bit shorthands of the CLI; "fp4" = NVFP4 (Blackwell's native 4-bit, smallest scale overhead of the FP4 pair)
