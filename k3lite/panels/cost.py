@@ -23,7 +23,7 @@ from k3lite.analytic.serving.step import best_batch, placement, decode_step, pre
 from k3lite.base import sources
 from k3lite.base.units import fmt_bytes
 from k3lite.base.evidence import assumed, derived, kind_of
-from k3lite.base.wording import compare, direction, times
+from k3lite.base.wording import agreeing, compare, direction, times
 from k3lite.model.variants import display_name
 from k3lite.panels.core import Pair, Panel, Said
 from k3lite.viz.compare import paired_bars
@@ -148,9 +148,14 @@ class PhysicsCost(NamedTuple):
     cache: float  # HBM bytes of one sequence's cache on one GPU (part of bytes_per_token)
 
 
+def _digits(a: float, b: float) -> int:
+    """One decimal for a ratio, two where one would print "1.0x" for a real difference."""
+    return 1 if max(a, b) >= 1.1 * min(a, b) else 2
+
+
 def _times(a: float, b: float, more: str, less: str, same: str) -> str:
-    """wording.times with one decimal, two where one would print "1.0x" for a real difference."""
-    return times(a, b, more, less, same, digits=1 if max(a, b) >= 1.1 * min(a, b) else 2)
+    """wording.times with _digits decimals."""
+    return times(a, b, more, less, same, digits=_digits(a, b))
 
 
 def physics_serving(cfg, prices: tuple = ()) -> Serving:
@@ -203,9 +208,10 @@ def pair_panel(pair: Pair, profile: TaskProfile, prices: tuple = ()) -> Panel:
     k3n, on = pair.k3_label, pair.label
     s = physics_serving(pair.k3, prices)
     word = _times(ra.per_completed_task, rb.per_completed_task, "dearer", "cheaper", "about as dear")
+    task = agreeing(ra.per_completed_task, rb.per_completed_task, _digits(ra.per_completed_task, rb.per_completed_task))
     head = (f"Priced by the same serving physics ({s.n_gpus} x {s.gpu}, K3's released weight formats, "
             f"{s.context:,}-token context, {MIN_TOKENS_PER_USER:.0f}+ tokens/s per user), a completed task costs "
-            f"${ra.per_completed_task:.3f} on {k3n} and ${rb.per_completed_task:.3f} on {on}: {k3n} is {word}"
+            f"${task[0]} on {k3n} and ${task[1]} on {on}: {k3n} is {word}"
             + (" per task." if word != "about as dear" else f" as {on} per task.")
             + " The task is assumed the same for both (K3's turns, tokens per turn, cache hits and success): "
             "a model that needs more turns or fails more often would move it. One fixed deployment at this slow "
