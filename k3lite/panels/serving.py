@@ -23,7 +23,7 @@ from k3lite.analytic.serving import (
     FORMAT_ALIASES, K3_PRESET, PREFILL_CHUNK_TOKENS, Serving, Speculation, check_fits, decode_step, has_mtp,
 )
 from k3lite.analytic.serving.deployment import (
-    CACHE_FORMATS, MTP_LAYERS, default_speculation, price_evidence, price_kind, price_table, speculation_source,
+    CACHE_FORMATS, MTP_LAYERS, against_deepseek, default_speculation, price_evidence, price_kind, price_table, speculation_source,
 )
 from k3lite.analytic.serving.fit import FITTED, MEANING, checked, checked_sentence, fit
 from k3lite.analytic.serving.frontier import (
@@ -280,7 +280,7 @@ def page_assumptions(view: FrontierView, preset: str, context: int, prices: dict
     ] + ([Assumption("acceptance", "tokens kept per speculation step", float(spec.acceptance),
                      speculation_source(preset), "the 'acceptance' input")] if spec is not None else [])
     faster = headline(preset, key, spec, top.gpu, search, speed=1.2 * speed)
-    also = [("interactive speed", f"{speed:.0f} tokens/s per user, our assumption (2.5x DeepSeek's 20-22): "
+    also = [("interactive speed", f"{speed:.0f} tokens/s per user, our assumption ({against_deepseek(speed)}): "
              + (f"at {1.2 * speed:.0f} no setup reaches it with the fitted efficiencies, so it is a threshold, "
                 "not a dial for the tornado" if math.isinf(faster) else
                 f"at {1.2 * speed:.0f} the cheapest setup costs ${faster:.3f} per M output tokens")),

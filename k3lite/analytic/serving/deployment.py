@@ -83,7 +83,19 @@ CACHE_FORMATS = {
 }
 CACHE_SOURCE = ("fp8 latent cache: FlashMLA's FP8 KV layout (deepseek-ai/FlashMLA; 656 bytes a token for DeepSeek's "
                 "512 + 64: E4M3 latent, four fp32 scales, bf16 rope); bf16: 2 bytes a number")
-MIN_TOKENS_PER_USER = 20.0  # DeepSeek's reported average output speed was 20-22 tokens/s (day-6 overview)
+DEEPSEEK_TOKENS_PER_USER = (20.0, 22.0)  # DeepSeek's reported average output speed, tokens/s (day-6 overview)
+MIN_TOKENS_PER_USER = DEEPSEEK_TOKENS_PER_USER[0]  # the slowest speed the pages price at: DeepSeek's reported floor
+
+
+def against_deepseek(speed: float) -> str:
+    """`speed` (tokens/s per user) against DeepSeek's reported 20-22, computed: '2.3-2.5x DeepSeek's 20-22'."""
+    lo, hi = DEEPSEEK_TOKENS_PER_USER
+    if speed <= 0:
+        raise ValueError(f"speed must be > 0 tokens/s per user, got {speed}")
+    if lo <= speed <= hi:
+        return f"within DeepSeek's reported {lo:.0f}-{hi:.0f}"
+    a, b = f"{speed / hi:.1f}", f"{speed / lo:.1f}"
+    return f"{a if a == b else a + '-' + b}x DeepSeek's reported {lo:.0f}-{hi:.0f}"
 K3_PRESET = "kimi-k3"  # the one name of the K3 preset in this module (pages and CLIs default to it)
 
 
