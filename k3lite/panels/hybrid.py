@@ -190,6 +190,15 @@ def _context_words(context: int) -> str:
     return "1M tokens" if context == ONE_M else f"{context:,} tokens"
 
 
+def _past_its_window(names, cfgs, context: int) -> str:
+    """A clause for each model whose released context window (its preset's max_seq_len) is shorter than `context`:
+    its cache there is an extrapolation, not a setting it ships with."""
+    short = [(n, c.max_seq_len) for n, c in zip(names, cfgs) if c.max_seq_len < context]
+    return "".join(f" {n} as released is a {w // 1024:,}K-context model ({w:,} tokens, the window it "
+                   f"was released with): at {_context_words(context)} its cache is an extrapolation."
+                   for n, w in short)
+
+
 @lru_cache(maxsize=64)
 def compare_panel(pair: Pair, hw: str, context: int = ONE_M) -> Panel:
     """K3 (pair.k3) and the compared model: cache per sequence vs context on one log-log axis, the ratio at
@@ -222,6 +231,7 @@ def compare_panel(pair: Pair, hw: str, context: int = ONE_M) -> Panel:
         first = (f"At {at} one {names[0]} sequence keeps {fmt_bytes(a)} of cache, {times(a, b, 'more', 'less')} "
                  f"than {names[1]} ({fmt_bytes(b)}). {_drives(names[0], k3)}; {_drives(names[1], other)}; {per}, "
                  f"so the count of MLA layers ({mla_a} against {mla_b}) sets the difference.{hybrid_too}")
+    first += _past_its_window(names, (k3, other), context)
     gpu = get_gpu(hw)
     fit_a, fit_b = (math.floor(gpu.hbm_bytes / c) if c else 0 for c in (a, b))
     second = (f"One {gpu_label(gpu.name)}'s {fmt_capacity(gpu.hbm_bytes)} of HBM, given wholly to cache (the weights on "
