@@ -167,17 +167,21 @@ class Scenario(NamedTuple):
     note: str  # where the numbers come from
 
 
+_ARTICLE_SUCCESS = {"kimi-k2": 0.60, "deepseek-v3": 0.50}  # OUR illustration of the article's argument
+_ARTICLE_TURNS = {"kimi-k2": 1.5, "deepseek-v3": 2.0}  # turns per attempt as a multiple of K3's
 SCENARIOS: dict[str, Scenario] = {
     "equal": Scenario(
         "equal everything", {}, {},
         "every model gets K3's success per attempt and turns (the sliders), so the comparison is of token prices "
         "alone"),
     "article": Scenario(
-        "the article's scenario", {"kimi-k2": 0.60, "deepseek-v3": 0.50}, {"kimi-k2": 1.5, "deepseek-v3": 2.0},
+        "the article's scenario", _ARTICLE_SUCCESS, _ARTICLE_TURNS,
         "the seed article (a third-party blog post) prices K3 at $3 / $15 per M input / output tokens and argues "
         "per finished task: a stronger model needs fewer turns and fails less often. It gives no success rates or "
-        "turn counts per model; the values here (Kimi K2: 60% success in 1.5x K3's turns; DeepSeek-V3: 50% in 2x) "
-        "are OUR illustration of that argument, not its numbers"),
+        "turn counts per model; the values here ("
+        + "; ".join(f"{PRICES[k].name}: {100 * _ARTICLE_SUCCESS[k]:.0f}% success in {_ARTICLE_TURNS[k]:g}x K3's turns"
+                    for k in _ARTICLE_SUCCESS)
+        + ") are OUR illustration of that argument, not its numbers"),
 }
 
 
