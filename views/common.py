@@ -251,9 +251,9 @@ def metric(container, label: str, value, evidence, *, help: str | None = None, *
 
 
 def evidence_columns(data, evidence: dict, default=None):
-    """(a DataFrame whose numeric columns' names end with their evidence marker, a column_config with each source in
-    the column's tooltip) for st.dataframe / st.data_editor. `evidence` maps a column name to its Evidence;
-    `default` covers the numeric columns it does not name. A numeric column with neither is a ValueError."""
+    """(a DataFrame whose numeric columns' names end with their evidence marker(s), a column_config with each source
+    in the tooltip) for st.dataframe / st.data_editor. `evidence`: column -> Evidence, or a tuple when rows differ;
+    `default` covers the numeric columns it omits; a numeric column with neither is a ValueError."""
     import pandas as pd  # here: only pages with a table pay pandas' import (~0.3 s) on a cold server
 
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
@@ -269,8 +269,9 @@ def evidence_columns(data, evidence: dict, default=None):
             if typed:
                 raise ValueError(f"column {col!r} holds numbers but names no evidence class")
             continue
-        names[col] = f"{col} {ev.marker}"
-        config[names[col]] = st.column_config.Column(help=ev.note)
+        evs = ev if isinstance(ev, tuple) else (ev,)  # rows that differ: each row's class
+        names[col] = f"{col} " + " ".join(dict.fromkeys(e.marker for e in evs))
+        config[names[col]] = st.column_config.Column(help="\n\n".join(dict.fromkeys(e.note for e in evs)))
     return frame.rename(columns=names), config
 
 

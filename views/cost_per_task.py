@@ -15,9 +15,9 @@ from k3lite.analytic.serving.deployment import PRICE_URL_KEYS
 from k3lite.analytic.serving.compare import frontier_prices, physics_price, task_vs_token_ranking
 from k3lite.analytic.serving.providers import PROVIDERS, as_model_price, get_provider
 from k3lite.panels.cost import (
-    DISTRIBUTION_NOTE, MODEL_COLUMNS, PER_MODEL, PLANNER_AT, PLANNER_SUCCESS, PLANNER_TITLE, SPLIT_ASSUMED,
+    DISTRIBUTION_NOTE, PER_MODEL, PLANNER_AT, PLANNER_SUCCESS, PLANNER_TITLE, SPLIT_ASSUMED,
     WHY_PER_TASK, own_prices, physics_caption,
-    cheapest_sentence, dollars, distribution_rows, model_rows, pair_panel, planner_note, planner_numbers,
+    cheapest_sentence, dollars, distribution_rows, model_columns, model_rows, pair_panel, planner_note, planner_numbers,
     split_assumptions, strategies_from,
 )
 from k3lite.viz.cost import cost_bars_figure, distribution_figure, savings_figure
@@ -103,14 +103,14 @@ if ss.cost_physics:
 with fig_col, lazy_expander(f"Per-model assumptions ({scenario.label}): edit success and turns",
                             key="cost_per_task_x_per_model") as is_open:
     frame, columns = evidence_columns(model_rows(listed, scenario, ss.cost_turns, ss.cost_success / 100),
-                                      MODEL_COLUMNS)
+                                      model_columns(listed))
     table_rows = kept_editor(
         frame.to_dict("records"),
         # one table per row set and scenario, not per slider value: the reader's edits survive a slider move (a
         # key that embedded the slider values silently dropped every edit on each move) and the expander closing;
         # the serving-physics toggle (a new row) and the scenario start a new table
         f"cost_models_{ss.cost_physics}_{ss.cost_scenario}", draw=is_open,
-        hide_index=True, num_rows="fixed", disabled=["model"], column_config=columns)
+        hide_index=True, num_rows="fixed", disabled=["model", "price is"], column_config=columns)
 with user_errors():
     strategies = strategies_from(table_rows, profile)
     rows = [analyze(s_) for s_ in strategies]

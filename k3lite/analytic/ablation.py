@@ -105,3 +105,27 @@ def sentences(rows: list[Row]) -> list[str]:
         out.append(f"**{r.idea}** (vs {COMPARISONS[r.key].instead}): K3 has " + "; ".join(effects) + verdict + "."
                    + where)
     return out
+
+
+def deployment_sentence() -> str:
+    """The one deployment the $ axis prices on (SERVE), named, and why its $ sits apart from the Serving page's
+    frontier answer at the same speed, from its own numbers: the $ axis is the fitted predictor (target.solve:
+    achieved shares of peak, a fixed time per layer, prefill stalls), the frontier by default the roofline bound
+    (step.decode_step at the best batch that keeps the speed): the bound on this very node says how much of the gap
+    is the model and not the deployment."""
+    from k3lite.analytic.serving.frontier import RELEASED  # here: only the home page's panel asks
+    from k3lite.analytic.serving.step import best_batch, decode_step
+
+    s = Serving(preset=get_preset(K3), **SERVE)
+    t = solve(s, SPEED, 1, INPUT_LEN, OUTPUT_LEN)
+    bound_s = s.with_(context=INPUT_LEN + OUTPUT_LEN)
+    bound = decode_step(bound_s, best_batch(bound_s, SPEED)).usd_per_m_output_tokens
+    cap = "the speed caps it" if t.binding == "speed" else f"{t.binding} caps it"
+    return (f"The $ axis prices one deployment: one node of {s.n_gpus} x {s.gpu} (EP {s.ep}, attention TP {s.tp}, "
+            f"{RELEASED}), {INPUT_LEN:,} input and {OUTPUT_LEN:,} output tokens per request, {SPEED:.0f} tokens/s "
+            f"per user, by the fitted predictor (achieved shares of peak, a fixed time per layer, prefill stalls): "
+            f"{t.concurrency:,} requests keep the speed there ({cap}), ${t.usd_per_m_output:.2f} per M output "
+            f"tokens for K3. The Serving page's frontier draws the roofline bound by default, searched over GPUs and "
+            f"replicas; the bound on this same node at this speed is ${bound:.2f}: the predictor prices the node "
+            f"{times(t.usd_per_m_output, bound, 'dearer', 'cheaper')} than the bound does. Every variant here is "
+            "priced the same way on the same node.")

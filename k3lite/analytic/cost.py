@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from k3lite.base.evidence import Evidence
 from k3lite.base.sources import K3_PRICE
 
 
@@ -49,6 +50,13 @@ class ModelPrice:
     output_per_m: float
     cache_discount: float = 0.75  # fraction off the input price for prompt-cache hits
     source: str = ""
+    kind: str = "assumed"  # its evidence class (k3lite.base.evidence): "listed" for a price list's row, "derived"
+    # for one computed by serving physics, "assumed" for ours or the reader's
+
+    @property
+    def evidence(self) -> Evidence:
+        """The class this price carries on every page: listed (a price list) or assumed (ours), with its source."""
+        return Evidence(self.kind, f"{self.name}: {self.source or 'no source given'}")
 
     def __post_init__(self) -> None:
         for field in ("input_per_m", "output_per_m", "cache_discount"):
@@ -65,16 +73,16 @@ class ModelPrice:
 
 PRICES: dict[str, ModelPrice] = {
     "kimi-k3": ModelPrice("Kimi K3", 3.00, 15.00, 1 - 0.30 / 3.00,
-                          f"{K3_PRICE}; flat, no context-length tiers"),
+                          f"{K3_PRICE}; flat, no context-length tiers", kind="listed"),
     "kimi-k2": ModelPrice("Kimi K2", 0.60, 2.50, 0.75,
                           "Moonshot AI platform price list at the K2 launch (July 2025): $0.60 input (cache miss), "
-                          "$0.15 (cache hit), $2.50 output per M tokens"),
+                          "$0.15 (cache hit), $2.50 output per M tokens", kind="listed"),
     "deepseek-v3": ModelPrice("DeepSeek-V3", 0.27, 1.10, 0.74,
                               "DeepSeek API pricing page, deepseek-chat standard rate (2025): $0.27 input (cache "
-                              "miss), $0.07 (cache hit), $1.10 output per M tokens"),
+                              "miss), $0.07 (cache hit), $1.10 output per M tokens", kind="listed"),
     "small-worker": ModelPrice("small worker (assumed)", 0.10, 0.40, 0.75,
                                "a hypothetical small worker model at $0.10 / $0.40 per M tokens: OUR assumption, "
-                               "not a listed price"),
+                               "not a listed price", kind="assumed"),
 }
 
 
@@ -159,17 +167,21 @@ class Scenario(NamedTuple):
     note: str  # where the numbers come from
 
 
+_ARTICLE_SUCCESS = {"kimi-k2": 0.60, "deepseek-v3": 0.50}  # OUR illustration of the article's argument
+_ARTICLE_TURNS = {"kimi-k2": 1.5, "deepseek-v3": 2.0}  # turns per attempt as a multiple of K3's
 SCENARIOS: dict[str, Scenario] = {
     "equal": Scenario(
         "equal everything", {}, {},
         "every model gets K3's success per attempt and turns (the sliders), so the comparison is of token prices "
         "alone"),
     "article": Scenario(
-        "the article's scenario", {"kimi-k2": 0.60, "deepseek-v3": 0.50}, {"kimi-k2": 1.5, "deepseek-v3": 2.0},
+        "the article's scenario", _ARTICLE_SUCCESS, _ARTICLE_TURNS,
         "the seed article (a third-party blog post) prices K3 at $3 / $15 per M input / output tokens and argues "
         "per finished task: a stronger model needs fewer turns and fails less often. It gives no success rates or "
-        "turn counts per model; the values here (Kimi K2: 60% success in 1.5x K3's turns; DeepSeek-V3: 50% in 2x) "
-        "are OUR illustration of that argument, not its numbers"),
+        "turn counts per model; the values here ("
+        + "; ".join(f"{PRICES[k].name}: {100 * _ARTICLE_SUCCESS[k]:.0f}% success in {_ARTICLE_TURNS[k]:g}x K3's turns"
+                    for k in _ARTICLE_SUCCESS)
+        + ") are OUR illustration of that argument, not its numbers"),
 }
 
 

@@ -25,6 +25,7 @@ from k3lite.base.units import GIB
 
 GiB = GIB  # HBM capacity is binary: a datasheet's "80 GB" and AMD's "VRAM (GiB)" are both GiB
 MiB = 2 ** 20  # nvidia-smi's memory.total unit
+H100_SMI_MIB, H200_SMI_MIB = 81_559, 143_771  # nvidia-smi memory.total of an "80 GB" H100 SXM, a "141 GB" H200
 
 
 class GPU(NamedTuple):
@@ -39,6 +40,17 @@ class GPU(NamedTuple):
     nvlink_domain: int
     source: str
     unverified: str = ""
+    smi_mib: int = 0  # nvidia-smi's memory.total where a source cites it (0: none cited); usable HBM, a bit under
+
+    @property
+    def capacity_words(self) -> str:
+        """What the table stores and, where cited, what nvidia-smi shows: '80 GiB (the datasheet's "80 GB"; nvidia-smi
+        shows 81,559 MiB = 79.6 GiB)'. Every sentence that names a GPU's HBM says it through this."""
+        stored = f"{self.hbm_bytes / GiB:.3g} GiB"
+        if not self.smi_mib or self.smi_mib * MiB == self.hbm_bytes:
+            return stored
+        return f"{stored} (the datasheet's \"{self.hbm_bytes / GiB:.0f} GB\"; nvidia-smi shows {self.smi_mib:,} MiB = " \
+               f"{self.smi_mib / 1024:.1f} GiB)"
 
     def peak_flops(self, weight_format: str) -> float:
         """Dense peak for the matmuls of weights stored in `weight_format` (see k3lite.analytic.memory.PRECISIONS):
@@ -54,10 +66,11 @@ class GPU(NamedTuple):
 _HOPPER = ("NVIDIA H100 SXM datasheet as tabulated at glennklockwood.com/garden/processors/h100 (80 GB HBM3, "
            "3.35 TB/s, dense matrix BF16 989.4 / FP8 1978.9 TFLOPS, NVLink 900 GB/s) and "
            "archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html (the datasheet table, sparse figures with an asterisk); "
-           "ConnectX-7 400 Gb/s per GPU as in DGX H100; 80 GB read as 80 GiB (nvidia-smi: 81,559 MiB)")
+           f"ConnectX-7 400 Gb/s per GPU as in DGX H100; 80 GB modelled as 80 GiB (nvidia-smi: {H100_SMI_MIB:,} MiB = "
+           f"{H100_SMI_MIB / 1024:.1f} GiB usable)")
 
 GPUS: dict[str, GPU] = {
-    "H100 SXM": GPU("H100 SXM", 80 * GiB, 3.35e12, 989e12, 1979e12, 0.0, 450e9, 50e9, 8, _HOPPER),
+    "H100 SXM": GPU("H100 SXM", 80 * GiB, 3.35e12, 989e12, 1979e12, 0.0, 450e9, 50e9, 8, _HOPPER, smi_mib=H100_SMI_MIB),
     "H800": GPU("H800", 80 * GiB, 3.35e12, 989e12, 1979e12, 0.0, 200e9, 50e9, 8,
                 "H100 silicon with a cut NVLink (aiwiki.ai/wiki/nvidia_h800; tumgag/philisun pages: 400 GB/s "
                 "bidirectional); DeepSeek-V3 report (arXiv 2412.19437 §3.2.2): NVLink 160 GB/s achieved, "
@@ -67,7 +80,8 @@ GPUS: dict[str, GPU] = {
     "H200": GPU("H200", 141 * GiB, 4.8e12, 989e12, 1979e12, 0.0, 450e9, 50e9, 8,
                 "NVIDIA H200 SXM: 141 GB HBM3e, 4.8 TB/s, FP8 3,958 TFLOPS with sparsity, NVLink 900 GB/s "
                 "(tabulated at lzwjava.github.io/nvidia-h200-gpu-specs-en and aiwiki.ai/wiki/nvidia_h200); "
-                "compute as H100 SXM; 141 GB read as 141 GiB (nvidia-smi: 143,771 MiB)"),
+                f"compute as H100 SXM; 141 GB modelled as 141 GiB (nvidia-smi: {H200_SMI_MIB:,} MiB = "
+                f"{H200_SMI_MIB / 1024:.1f} GiB usable)", smi_mib=H200_SMI_MIB),
     "B200": GPU("B200", 183_359 * MiB, 8.0e12, 2250e12, 4500e12, 9000e12, 900e9, 50e9, 8,
                 "HGX B200 (1,000 W variant) at glennklockwood.com/garden/processors/B200: dense BF16 2.25 / FP8 4.5 / "
                 "FP4 9 PFLOPS, 8 TB/s, NVLink 5 2 x 900 GB/s; HBM: 192 GB on spec pages, '179 GB' visible on an HGX "

@@ -45,7 +45,7 @@ from k3lite.model.attnres import attnres_cost
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.interconnect import Deployment, get_topology, wire_bytes_per_token
-from k3lite.model.variants import classic_variant
+from k3lite.model.variants import classic_variant, display_name
 from k3lite.analytic.serving.deployment import Serving
 from k3lite.analytic.serving.step import TokenFlops, check_fits, decode_step, token_flops
 
@@ -338,23 +338,31 @@ def wire_or_hbm(preset: str = "kimi-k3", gpu: str = SERVING_DEFAULT[0], ep: int 
     s = Serving(preset, gpu, ep, ep, context=context)
     batch = check_fits(s).max_batch_per_gpu
     step = decode_step(s, batch)
-    points = _frontier_points(preset, context)
+    searched, envelope = _frontier_points(preset, context)
+    ms = lambda x: f"{x * 1e3:.3g} ms"  # noqa: E731
+    return (f"Does that traffic set the speed? By the serving page's model, {display_name(s.name)} on {s.gpu} with EP "
+            f"{ep} at {context:,} tokens of context and the largest batch that fits ({batch} sequences per GPU) spends "
+            f"{ms(step.hbm_s)} of each decode step reading HBM, {ms(step.compute_s)} computing and {ms(step.wire_s)} "
+            f"on the wire ({100 * step.wire_s / step.hbm_s:.0f}% of the HBM time): the step is {step.bound}-bound. "
+            f"Of the {len(searched):,} setups and batches its speed–price search tries at this context, "
+            + _bound_by(searched) + f"; of the {len(envelope):,} on its frontier (the cheapest at each speed), "
+            + _bound_by(envelope) + ".")
+
+
+def _bound_by(points) -> str:
+    """'the wire bounds 2 (B200 at EP 72, B200 at EP 128), HBM 18 and compute 0' for (bound, GPU, EP) points."""
     bounds = Counter(bound for bound, _gpu, _ep in points)
     wire_setups = sorted({(g, e) for bound, g, e in points if bound == "wire"})
     where = ("none of them" if not wire_setups else
-             f"{bounds['wire']}, on " + ", ".join(f"{g} at EP {e}" for g, e in wire_setups))
-    ms = lambda x: f"{x * 1e3:.3g} ms"  # noqa: E731
-    return (f"Does that traffic set the speed? By the serving page's model, {s.name} on {s.gpu} with EP {ep} at "
-            f"{context:,} tokens of context and the largest batch that fits ({batch} sequences per GPU) spends "
-            f"{ms(step.hbm_s)} of each decode step reading HBM, {ms(step.compute_s)} computing and {ms(step.wire_s)} "
-            f"on the wire ({100 * step.wire_s / step.hbm_s:.0f}% of the HBM time): the step is {step.bound}-bound. "
-            f"Of the {len(points)} setups and batches on its speed–price frontier at this context, the wire bounds "
-            f"{where}; HBM bounds {bounds['HBM']} and compute {bounds['compute']}.")
+             f"{bounds['wire']:,} (" + ", ".join(f"{g} at EP {e}" for g, e in wire_setups) + ")")
+    return f"the wire bounds {where}, HBM {bounds['HBM']:,} and compute {bounds['compute']:,}"
 
 
 @lru_cache(maxsize=8)
-def _frontier_points(preset: str, context: int) -> tuple[tuple[str, str, int], ...]:
-    """(bound, GPU, EP) of every point of the serving page's frontier (its roofline model), cached per setting."""
+def _frontier_points(preset: str, context: int) -> tuple[tuple, tuple]:
+    """(bound, GPU, EP) of every point the serving page's frontier search tries (its roofline model), and of the
+    points on the frontier itself (its lower envelope), cached per setting."""
     from k3lite.analytic.serving.frontier import frontier  # here: pulls the serving fit (see wire_or_hbm)
 
-    return tuple((p.bound, p.gpu, p.ep) for p in frontier(preset, context).points)
+    fr = frontier(preset, context)
+    return tuple((p.bound, p.gpu, p.ep) for p in fr.points), tuple((p.bound, p.gpu, p.ep) for p in fr.envelope)

@@ -2,9 +2,13 @@
 
 - released: K3's config.json, modeling code, checkpoint index or technical report (or another model's release);
 - measured here: ran on this server or in a shipped run, with its command;
-- measured elsewhere: a cited source's measurement;
+- measured elsewhere: a cited source's measurement (a report's figure, a benchmark row);
+- listed: a list price (a provider's price list, a quoted GPU-hour rental rate): neither a measurement nor a release;
 - derived: computed here from other numbers by a named function;
 - assumed: ours (prices, efficiencies, workloads).
+
+The class follows from what produced a number, not from a per-call choice: a price table's row, a provider row,
+a report quote and a hardware row each carry their class as data (`of_source`), and a function's output is derived.
 
 A page shows the class as a quiet superscript letter (a footnote mark, in every common font) after a metric's label, a table column's name or in a figure's
 hover, with the source in the tooltip (views.common.metric / table, k3lite.viz.style.with_evidence). The sidebar
@@ -16,12 +20,13 @@ import inspect
 import re
 from dataclasses import dataclass
 
-KINDS = ("released", "measured here", "measured elsewhere", "derived", "assumed")
-MARKERS = {"released": "ʳ", "measured here": "ᵐ", "measured elsewhere": "ᵉ", "derived": "ᵈ", "assumed": "ᵃ"}
+KINDS = ("released", "measured here", "measured elsewhere", "listed", "derived", "assumed")
+MARKERS = {"released": "ʳ", "measured here": "ᵐ", "measured elsewhere": "ᵉ", "listed": "ˡ", "derived": "ᵈ", "assumed": "ᵃ"}
 MEANING = {
     "released": "from K3's (or another model's) released config, code, checkpoint index or report",
     "measured here": "ran on this server or in a shipped run of this app, with its command",
-    "measured elsewhere": "a cited source's measurement",
+    "measured elsewhere": "a cited source's measurement (a report's figure, a benchmark row)",
+    "listed": "a list price: a provider's price list or a quoted GPU-hour rate",
     "derived": "computed here from other numbers by a named function",
     "assumed": "our own choice: a price, an efficiency, a workload",
 }
@@ -68,6 +73,11 @@ def measured_here(command: str) -> Evidence:
 
 def measured_elsewhere(citation: str) -> Evidence:
     return Evidence("measured elsewhere", citation)
+
+
+def listed(source: str) -> Evidence:
+    """A list price (a provider's price list, a quoted GPU-hour rental rate), with where it was read."""
+    return Evidence("listed", source)
 
 
 def derived(*functions) -> Evidence:

@@ -4,7 +4,8 @@ The rule (the glossary says it too):
 - Bytes that move or are counted (wire bytes, bytes read per token, weights, caches) and rates (GB/s, TB/s) are
   decimal (SI): 1 kB = 1000 B, 1 MB = 10^6 B, 1 GB = 10^9 B, as network and HBM-bandwidth datasheets and
   DeepEP's README write them: `fmt_bytes`.
-- HBM capacity is binary, as the hardware is: an "80 GB" H100 holds 80 GiB (nvidia-smi: 81,559 MiB), so a
+- HBM capacity is binary, as the hardware is: an "80 GB" H100 is counted as 80 GiB (nvidia-smi: 81,559 MiB, 79.6
+  GiB usable; k3lite.analytic.hardware.GPU.capacity_words), so a
   capacity is stored in bytes as the datasheet's number times 2^30 and printed in GiB: `fmt_capacity`.
 - "1M tokens" of context is 2^20 = 1,048,576 tokens (`ONE_M_CONTEXT`, as context windows are sized); a price
   "per M tokens" is per 10^6 tokens (`PER_M_TOKENS`, as price lists mean it).

@@ -99,3 +99,19 @@ def unexplained(text: str, made: list[Comparison], allowed: tuple[str, ...] = ()
         if n > budget.get(w, 0):
             problems.append(f"{w!r} appears {n}x, {budget.get(w, 0)}x from a comparison")
     return problems
+
+
+def agreeing(a: float, b: float, ratio_digits: int = 1, decimals: int = 3, most: int = 12) -> tuple[str, str]:
+    """a and b printed with the same number of decimals, `decimals` or as many more as it takes for the printed
+    values to imply the printed ratio (max / min at `ratio_digits` decimals): agreeing(0.03505, 0.002384) ->
+    ('0.03505', '0.00238'), not ('0.035', '0.002'), which imply 17.5x where the sentence says 14.7x. Both
+    non-negative; a zero prints at `decimals`."""
+    if a < 0 or b < 0:
+        raise ValueError(f"agreeing prints non-negative amounts, got {a} and {b}")
+    want = f"{max(a, b) / min(a, b):.{ratio_digits}f}" if min(a, b) > 0 else None
+    for d in range(decimals, most + 1):
+        sa, sb = f"{a:.{d}f}", f"{b:.{d}f}"
+        lo = min(float(sa), float(sb))
+        if want is None or (lo > 0 and f"{max(float(sa), float(sb)) / lo:.{ratio_digits}f}" == want):
+            return sa, sb
+    return sa, sb

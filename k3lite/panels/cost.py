@@ -22,15 +22,14 @@ from k3lite.analytic.serving.deployment import MIN_TOKENS_PER_USER, USD_PER_GPU_
 from k3lite.analytic.serving.step import best_batch, placement, decode_step, prefill_step, token_flops
 from k3lite.base import sources
 from k3lite.base.units import fmt_bytes
-from k3lite.base.evidence import assumed, derived, released
-from k3lite.base.wording import compare, direction, times
+from k3lite.base.evidence import assumed, derived, kind_of
+from k3lite.base.wording import agreeing, compare, direction, times
+from k3lite.model.variants import display_name
 from k3lite.panels.core import Pair, Panel, Said
 from k3lite.viz.compare import paired_bars
 from k3lite.viz.memo import shared_figure
 
-PRICE_LISTS = released("each model's own price list, quoted under 'Where the numbers come from' "
-                       "(k3lite.analytic.cost.PRICES); the serving-physics row, when added, is derived by "
-                       "k3lite.analytic.serving.compare.physics_price")
+PRICE_LISTS = PRICES["kimi-k3"].evidence  # K3's list price: the class every listed price carries
 PER_MODEL = assumed("ours: the scenario's success and turns per model (the seed article gives none); edit them here")
 SAME_TASK = assumed("ours: the task (turns, tokens per turn, cache hits, success) is K3's for both models")
 SPLIT_ASSUMED = assumed("the worker's price and success, the planner's 98%")
@@ -75,15 +74,36 @@ def physics_caption(physics: ModelPrice) -> str:
 # ------------------------------------------------------------------------------------------ side by side
 MODEL_COLUMNS = {"$ / M input": PRICE_LISTS, "$ / M output": PRICE_LISTS, "cache discount (%)": PRICE_LISTS,
                  "success per attempt (%)": PER_MODEL, "turns per attempt": PER_MODEL}
+PRICE_COLUMNS = ("$ / M input", "$ / M output")
+
+
+def model_columns(listed: dict[str, ModelPrice]) -> dict:
+    """MODEL_COLUMNS for these rows: each price column carries the classes of its rows' prices (a list price is
+    listed, a serving-physics price derived: `ModelPrice.evidence`); the cache discount is always a list's (the
+    physics row borrows K3's)."""
+    classes = tuple(dict.fromkeys(p.evidence.kind for p in listed.values()))
+    evs = tuple(next(p.evidence for p in listed.values() if p.evidence.kind == k) for k in classes)
+    return {**MODEL_COLUMNS, **{c: evs if len(evs) > 1 else evs[0] for c in PRICE_COLUMNS}}
 
 
 def model_rows(listed: dict[str, ModelPrice], scenario: Scenario, turns: float, success: float) -> list[dict]:
-    """The per-model table: each listed model's prices, and its success and turns under `scenario` (K3's
-    `success` (0-1) and `turns` for a model the scenario does not name)."""
-    return [{"model": p.name, "$ / M input": p.input_per_m, "$ / M output": p.output_per_m,
+    """The per-model table: each listed model's prices (and, when the rows' classes differ, which each row's is),
+    and its success and turns under `scenario` (K3's `success` (0-1) and `turns` for a model the scenario does not
+    name)."""
+    mixed = len({p.evidence.kind for p in listed.values()}) > 1
+    return [{"model": p.name, **({"price is": f"{p.evidence.kind} {p.evidence.marker}"} if mixed else {}),
+             "$ / M input": p.input_per_m, "$ / M output": p.output_per_m,
              "cache discount (%)": 100 * p.cache_discount,
              "success per attempt (%)": 100 * scenario.success.get(key, success),
              "turns per attempt": float(turns) * scenario.turns_factor.get(key, 1.0)} for key, p in listed.items()]
+
+
+def _plain(column: str) -> str:
+    """A column's name without its evidence marker(s): '$ / M input ˡ ᵈ' -> '$ / M input'."""
+    words = column.split(" ")
+    while len(words) > 1 and kind_of(words[-1]) and len(words[-1]) == 1:
+        words.pop()
+    return " ".join(words)
 
 
 def strategies_from(rows: list[dict], profile: TaskProfile) -> list[Strategy]:
@@ -91,7 +111,7 @@ def strategies_from(rows: list[dict], profile: TaskProfile) -> list[Strategy]:
     evidence marker after a space: 'turns per attempt ᵃ')."""
     out = []
     for r in rows:
-        col = {(k.rsplit(" ", 1)[0] if k not in MODEL_COLUMNS else k): k for k in r}  # plain name -> marked
+        col = {(_plain(k) if k not in MODEL_COLUMNS else k): k for k in r}  # plain name -> marked
         for k in MODEL_COLUMNS:
             col.setdefault(k, k)
         price = ModelPrice(r["model"], float(r[col["$ / M input"]]), float(r[col["$ / M output"]]),
@@ -128,9 +148,14 @@ class PhysicsCost(NamedTuple):
     cache: float  # HBM bytes of one sequence's cache on one GPU (part of bytes_per_token)
 
 
+def _digits(a: float, b: float) -> int:
+    """One decimal for a ratio, two where one would print "1.0x" for a real difference."""
+    return 1 if max(a, b) >= 1.1 * min(a, b) else 2
+
+
 def _times(a: float, b: float, more: str, less: str, same: str) -> str:
-    """wording.times with one decimal, two where one would print "1.0x" for a real difference."""
-    return times(a, b, more, less, same, digits=1 if max(a, b) >= 1.1 * min(a, b) else 2)
+    """wording.times with _digits decimals."""
+    return times(a, b, more, less, same, digits=_digits(a, b))
 
 
 def physics_serving(cfg, prices: tuple = ()) -> Serving:
@@ -147,8 +172,9 @@ def physics_cost(cfg, prices: tuple = ()) -> PhysicsCost:
     s = physics_serving(cfg, prices)
     b = best_batch(s, MIN_TOKENS_PER_USER)
     st, pre = decode_step(s, b), prefill_step(s)
-    price = ModelPrice(f"{s.name} (serving physics)", pre.usd_per_m_input_tokens, st.usd_per_m_output_tokens,
-                       PRICES["kimi-k3"].cache_discount, f"k3lite.analytic.serving on {s.n_gpus} x {s.gpu}")
+    price = ModelPrice(f"{display_name(s.name)} (serving physics)", pre.usd_per_m_input_tokens,
+                       st.usd_per_m_output_tokens, PRICES["kimi-k3"].cache_discount,
+                       f"k3lite.analytic.serving on {s.n_gpus} x {s.gpu}", kind="derived")
     return PhysicsCost(price, b, st.hbm_bytes / (b * st.tokens_per_step),
                        token_flops(s.cfg, max(1, s.context // 2), prefill=True).total, pre.bound,
                        placement(s).cache_bytes_per_sequence)
@@ -182,9 +208,10 @@ def pair_panel(pair: Pair, profile: TaskProfile, prices: tuple = ()) -> Panel:
     k3n, on = pair.k3_label, pair.label
     s = physics_serving(pair.k3, prices)
     word = _times(ra.per_completed_task, rb.per_completed_task, "dearer", "cheaper", "about as dear")
+    task = agreeing(ra.per_completed_task, rb.per_completed_task, _digits(ra.per_completed_task, rb.per_completed_task))
     head = (f"Priced by the same serving physics ({s.n_gpus} x {s.gpu}, K3's released weight formats, "
             f"{s.context:,}-token context, {MIN_TOKENS_PER_USER:.0f}+ tokens/s per user), a completed task costs "
-            f"${ra.per_completed_task:.3f} on {k3n} and ${rb.per_completed_task:.3f} on {on}: {k3n} is {word}"
+            f"${task[0]} on {k3n} and ${task[1]} on {on}: {k3n} is {word}"
             + (" per task." if word != "about as dear" else f" as {on} per task.")
             + " The task is assumed the same for both (K3's turns, tokens per turn, cache hits and success): "
             "a model that needs more turns or fails more often would move it. One fixed deployment at this slow "
@@ -320,7 +347,7 @@ def split_assumptions(n: PlannerNumbers, worker: ModelPrice, worker_success: flo
         Assumption("turn_retry_rate", "failed calls re-sent", profile.turn_retry_rate,
                    "ours; they cancel in the saving too", "the 'failed calls re-sent' slider"),
     ], [
-        ("K3's price", f"{n.planner.name}: " + ("Moonshot AI's list price (released)" if n.listed
+        ("K3's price", f"{n.planner.name}: " + ("Moonshot AI's list price (listed)" if n.listed
                                                 else "a point of the serving page's frontier (derived)")),
         ("retries", "an attempt succeeds only if planner and worker both do, and is retried whole"),
         ("other models' success and turns", f"the scenario's ({scenario.label}): {scenario.note}"),

@@ -14,6 +14,7 @@ from functools import lru_cache
 from k3lite.analytic import ledger as byte_ledger
 from k3lite.analytic.ablation import ablation as ablation_rows
 from k3lite.analytic.ablation import sentences as ablation_sentences
+from k3lite.analytic.ablation import deployment_sentence
 from k3lite.analytic.ledger import ledger_of
 from k3lite.analytic.params import count_params, fmt
 from k3lite.analytic.sensitivity import Assumption
@@ -159,7 +160,9 @@ def ablation_panel(context: int) -> Panel:
     rows = ablation_cached(int(context))
     fig = shared_figure(ablation_figure, rows, evidence=derived(ablation_rows, ledger_of, solve))
     ev = derived(ablation_sentences)
-    return Panel(fig, tuple(Said(t, (ev,)) for t in ablation_sentences(rows)), derived(ablation_rows, ledger_of, solve))
+    where = Said(deployment_sentence(), (derived(deployment_sentence, solve),))
+    return Panel(fig, (where, *(Said(t, (ev,)) for t in ablation_sentences(rows))),
+                 derived(ablation_rows, ledger_of, solve))
 
 
 def ablation_table(context: int) -> list[dict]:

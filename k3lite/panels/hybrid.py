@@ -17,11 +17,11 @@ from functools import lru_cache
 from k3lite.analytic import memory
 from k3lite.analytic.hardware import get_gpu, gpu_label
 from k3lite.analytic.hybrid import (
-    BF16, REPORTED, batch_limited, batch_limited_speedup, bytes_ceiling, cache_passes_weights, decode_cost,
+    BF16, REPORTED, REPORTED_KIND, batch_limited, batch_limited_speedup, bytes_ceiling, cache_passes_weights, decode_cost,
     gpus_for_one_sequence, hybrid_config, kv_reduction,
 )
 from k3lite.analytic.sensitivity import Assumption
-from k3lite.base.evidence import derived, measured_elsewhere, released
+from k3lite.base.evidence import Evidence, derived
 from k3lite.base.units import GIB, ONE_M_CONTEXT as ONE_M, fmt_bytes, fmt_capacity
 from k3lite.base.wording import compare, times
 from k3lite.model.config import K3Config
@@ -34,9 +34,7 @@ from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import bytes_log_axis, log_axis
 
 CONTEXTS = [4096, 16384, 65536, 131072, 262144, 524288, ONE_M]  # ONE_M: "1M" of context is 2^20, on every page
-REPORTED_EV = {"kv_reduction": released(REPORTED["kv_reduction"][1]),  # the report's statement, not a run we can see
-               "tpot_speedup_1m_batch1": measured_elsewhere(REPORTED["tpot_speedup_1m_batch1"][1]),  # its Fig. 7b run
-               "tpot_speedup_1m": released(REPORTED["tpot_speedup_1m"][1])}  # "theoretical", in its own words
+REPORTED_EV = {k: Evidence(REPORTED_KIND[k], quote) for k, (_, quote) in REPORTED.items()}  # the class the data carries
 
 
 @lru_cache(maxsize=64)  # the meta-device parameter counts behind decode_cost: once per setting per server
@@ -192,6 +190,15 @@ def _context_words(context: int) -> str:
     return "1M tokens" if context == ONE_M else f"{context:,} tokens"
 
 
+def _past_its_window(names, cfgs, context: int) -> str:
+    """A clause for each model whose released context window (its preset's max_seq_len) is shorter than `context`:
+    its cache there is an extrapolation, not a setting it ships with."""
+    short = [(n, c.max_seq_len) for n, c in zip(names, cfgs) if c.max_seq_len < context]
+    return "".join(f" {n} as released is a {w // 1024:,}K-context model ({w:,} tokens, the window it "
+                   f"was released with): at {_context_words(context)} its cache is an extrapolation."
+                   for n, w in short)
+
+
 @lru_cache(maxsize=64)
 def compare_panel(pair: Pair, hw: str, context: int = ONE_M) -> Panel:
     """K3 (pair.k3) and the compared model: cache per sequence vs context on one log-log axis, the ratio at
@@ -224,6 +231,7 @@ def compare_panel(pair: Pair, hw: str, context: int = ONE_M) -> Panel:
         first = (f"At {at} one {names[0]} sequence keeps {fmt_bytes(a)} of cache, {times(a, b, 'more', 'less')} "
                  f"than {names[1]} ({fmt_bytes(b)}). {_drives(names[0], k3)}; {_drives(names[1], other)}; {per}, "
                  f"so the count of MLA layers ({mla_a} against {mla_b}) sets the difference.{hybrid_too}")
+    first += _past_its_window(names, (k3, other), context)
     gpu = get_gpu(hw)
     fit_a, fit_b = (math.floor(gpu.hbm_bytes / c) if c else 0 for c in (a, b))
     second = (f"One {gpu_label(gpu.name)}'s {fmt_capacity(gpu.hbm_bytes)} of HBM, given wholly to cache (the weights on "

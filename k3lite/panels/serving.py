@@ -16,13 +16,14 @@ import math
 from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
+from k3lite.analytic.cost import PRICES
 from k3lite.analytic.hardware import GPUS, gpu_label, gpu_name
 from k3lite.analytic.sensitivity import Assumption
 from k3lite.analytic.serving import (
     FORMAT_ALIASES, K3_PRESET, PREFILL_CHUNK_TOKENS, Serving, Speculation, check_fits, decode_step, has_mtp,
 )
 from k3lite.analytic.serving.deployment import (
-    CACHE_FORMATS, MTP_LAYERS, default_speculation, price_evidence, price_kind, price_table, speculation_source,
+    CACHE_FORMATS, MTP_LAYERS, against_deepseek, default_speculation, price_evidence, price_kind, price_table, speculation_source,
 )
 from k3lite.analytic.serving.fit import FITTED, MEANING, checked, checked_sentence, fit
 from k3lite.analytic.serving.frontier import (
@@ -43,9 +44,9 @@ from k3lite.viz.serving import frontier_figure, prediction_figure
 # the evidence each number on this page carries (k3lite.base.evidence)
 RUNS = measured_elsewhere(f"published K3 runs: {SGLANG_SOURCE}; {VLLM_K3_SOURCE}; MI350X: {SGLANG_MI350X_SOURCE}")
 FITTED_EV = derived(fit)  # the efficiencies: least squares over RUNS (`python -m k3lite.analytic.serving predict`)
-PRICE_EV = assumed("$ per GPU-hour: assumed, or a quoted rental rate where the price list cites one")
+PRICE_EV = assumed("$ per GPU-hour: assumed, or a quoted rental rate (listed) where the price list cites one")
 CONFIG_EV = released("the model's config.json (k3lite.model.presets) and the GPU table's datasheets")
-LIST_EV = released("the providers' list prices (k3lite.analytic.cost.PRICES, each with its source)")
+LIST_EV = PRICES["kimi-k3"].evidence  # K3's list price: listed, the same entry and class as on the cost page
 HOW = (
     "The price of a token is set by serving physics: the weights are sharded over many GPUs, the KV cache "
     "fights the weights for HBM, and every token hops the interconnect twice per MoE layer. Pick a model, a GPU "
@@ -226,9 +227,12 @@ def per_gpu(fr, search: tuple, speed: float, spec: Speculation | None, name: str
              "tok/s / user": round(p.tokens_per_s_per_user, 1), "tok/s / GPU": round(p.tokens_per_s_per_gpu),
              "bound by": p.bound} if p is not None else {"GPU": gpu_label(g), "setup": f"none: {why}", **none}
             for g, p, why in per_gpu_rows(fr, search[3], speed)]
+    evs = {}  # each row's price class, from its source (deployment.price_evidence): listed, or assumed
     for r, g in zip(rows, search[3]):
-        r.update({"$ / GPU-hour": fr.prices[g][0], "price is": price_kind(fr.prices[g][1])})
-    return items + [Table(rows, {"$ / GPU-hour": PRICE_EV}, derived(per_gpu_at, frontier))]
+        ev = evs.setdefault(price_evidence(fr.prices[g][1]).kind, price_evidence(fr.prices[g][1]))
+        r.update({"$ / GPU-hour": fr.prices[g][0], "price is": f"{price_kind(fr.prices[g][1])} {ev.marker}"})
+    col = tuple(evs.values())
+    return items + [Table(rows, {"$ / GPU-hour": col if len(col) > 1 else col[0]}, derived(per_gpu_at, frontier))]
 
 
 # ------------------------------------------------------------------------------------------ assumptions
@@ -276,7 +280,7 @@ def page_assumptions(view: FrontierView, preset: str, context: int, prices: dict
     ] + ([Assumption("acceptance", "tokens kept per speculation step", float(spec.acceptance),
                      speculation_source(preset), "the 'acceptance' input")] if spec is not None else [])
     faster = headline(preset, key, spec, top.gpu, search, speed=1.2 * speed)
-    also = [("interactive speed", f"{speed:.0f} tokens/s per user, our assumption (2.5x DeepSeek's 20-22): "
+    also = [("interactive speed", f"{speed:.0f} tokens/s per user, our assumption ({against_deepseek(speed)}): "
              + (f"at {1.2 * speed:.0f} no setup reaches it with the fitted efficiencies, so it is a threshold, "
                 "not a dial for the tornado" if math.isinf(faster) else
                 f"at {1.2 * speed:.0f} the cheapest setup costs ${faster:.3f} per M output tokens")),

@@ -295,7 +295,7 @@ def providers(fr, winner, speed: float, yours: tuple = (), bad: str = "") -> lis
     rows = [{"provider": p.name, "$ / M input": p.input_per_m, "$ / M cached input": p.cached_per_m,
              "$ / M output": p.output_per_m, "speed (tok/s)": "not published" if p.tokens_per_s is None
              else f"{p.tokens_per_s:.0f}", "as of": p.dated} for p in PROVIDERS]
-    ev = {c: measured_elsewhere("each row's source: k3lite/analytic/serving/providers.py")
+    ev = {c: tuple(dict.fromkeys(p.evidence for p in PROVIDERS)) or PROVIDERS[0].evidence  # each row's class
           for c in ("$ / M input", "$ / M cached input", "$ / M output", "as of")}
     fig = shared_figure(providers_figure, tuple(fr.envelope), PROVIDERS + tuple(yours), speed,
                         evidence=derived(frontier))

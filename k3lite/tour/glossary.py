@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from k3lite.analytic.hardware import GPUS, H100_SMI_MIB
 from k3lite.base.evidence import KINDS, MARKERS, MEANING
 from k3lite.base.units import GIB, ONE_M_CONTEXT, PER_M_TOKENS
 
@@ -23,8 +24,8 @@ class Term(NamedTuple):
 UNITS_RULE = (
     "Bytes that move or are counted (wire bytes, bytes read per token, weights, caches) and rates (GB/s, TB/s) are "
     "decimal, as network and HBM-bandwidth datasheets write them: 1 kB = 1,000 B, 1 MB = 10⁶ B, 1 GB = 10⁹ B, "
-    "1 TB = 10¹² B. HBM capacity is binary, as the hardware is: an \"80 GB\" H100 holds 80 GiB "
-    f"(1 GiB = 2³⁰ = {GIB:,} B), and capacities print in GiB. \"1M tokens\" of context is 2²⁰ = "
+    "1 TB = 10¹² B. HBM capacity is binary, as the hardware is: an \"80 GB\" H100 is counted as 80 GiB "
+    f"(1 GiB = 2³⁰ = {GIB:,} B; nvidia-smi shows {H100_SMI_MIB:,} MiB = {H100_SMI_MIB / 1024:.1f} GiB usable), and capacities print in GiB. \"1M tokens\" of context is 2²⁰ = "
     f"{ONE_M_CONTEXT:,} tokens, as context windows are sized; a price \"per M tokens\" is per 10⁶ = "
     f"{PER_M_TOKENS:,} tokens, as price lists mean it.")
 
@@ -144,7 +145,8 @@ GLOSSARY: tuple[Term, ...] = (
     Term("DGX", "", "NVIDIA's 8-GPU server (DGX B300: eight B300 GPUs joined by NVLink).", "interconnect"),
     Term("B300", "", "An NVIDIA Blackwell Ultra GPU (288 GiB of HBM: the datasheet's \"288 GB\"); GB300 pairs it with a Grace CPU.", "serving",
          ("GB300",)),
-    Term("H100", "", "An NVIDIA Hopper GPU (80 GiB of HBM in the SXM form: the datasheet's \"80 GB\"); H200 has 141 GiB.", "hybrid_attention",
+    Term("H100", "", f"An NVIDIA Hopper GPU ({GPUS['H100 SXM'].capacity_words} of HBM in the SXM form); H200 has "
+         f"{GPUS['H200'].capacity_words}.", "hybrid_attention",
          ("H200", "SXM")),
     # --- numbers and formats ------------------------------------------------------------------------------
     Term("BF16", "bfloat16", "A 16-bit floating-point format with float32's range: 2 bytes per number.", None,
@@ -179,7 +181,7 @@ GLOSSARY: tuple[Term, ...] = (
          "output tokens are priced separately.", "cost_per_task"),
     Term("cost per task", "", "Dollars spent until a task succeeds, retries included: price per token × tokens "
          "per attempt ÷ success rate.", "cost_per_task"),
-    Term("evidence classes", "", EVIDENCE_CLASSES, None, ("evidence", "ʳ", "ᵐ", "ᵉ", "ᵈ", "ᵃ")),
+    Term("evidence classes", "", EVIDENCE_CLASSES, None, ("evidence", *MARKERS.values())),
     # --- the lab ------------------------------------------------------------------------------------------
     Term("MQAR", "multi-query associative recall", "A synthetic task: key-value pairs appear in the sequence, "
          "then several keys are queried; a mixer must recall each key's value. It measures memory.", "lab"),

@@ -63,3 +63,19 @@ def test_nvidia_capacities_are_binary_as_nvidia_smi_shows_them():
         assert GPUS[name].hbm_bytes == pytest.approx(smi * mib, rel=0.005)
     for name in ("B300", "GB300 NVL72"):
         assert "288 GiB" in GPUS[name].source + GPUS[name].unverified, "the reading taken is said in the source"
+
+
+def test_capacity_words_follow_the_table_and_the_cited_nvidia_smi_figure():
+    """The glossary said an H100 "holds 80 GiB" and an H200 "has 141 GiB" where the app's own cited nvidia-smi
+    figures are 81,559 MiB = 79.6 GiB and 143,771 MiB = 140.4 GiB: the words now come from the table's row."""
+    from k3lite.tour.glossary import UNITS_RULE, lookup
+
+    for name, gib in (("H100 SXM", "79.6"), ("H200", "140.4")):
+        g = GPUS[name]
+        assert g.smi_mib and f"{g.smi_mib:,} MiB = {gib} GiB" in g.capacity_words
+        assert f"{g.hbm_bytes / GiB:.0f} GiB" in g.capacity_words
+        assert f"{g.smi_mib:,} MiB = {gib} GiB usable" in g.source
+    assert GPUS["B200"].capacity_words == "179 GiB"  # stored as nvidia-smi shows it: nothing to add
+    assert GPUS["H100 SXM"].capacity_words in lookup()["H100"].meaning
+    assert GPUS["H200"].capacity_words in lookup()["H100"].meaning
+    assert "holds 80 GiB" not in UNITS_RULE and "79.6 GiB usable" in UNITS_RULE

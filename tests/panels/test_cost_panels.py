@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from k3lite.base.wording import agreeing
+
 from k3lite.analytic.cost import PRICES, SCENARIOS, TaskProfile, analyze, single_model
 from k3lite.analytic.serving.compare import physics_price
 from k3lite.analytic.serving.deployment import USD_PER_GPU_HOUR
@@ -34,9 +36,14 @@ def test_pair_panel_draws_both_on_one_axis(key):
         total = data[name].y[-1]
         assert total == pytest.approx(panel.values[f"{who}_task"])
         assert sum(data[name].y[:-1]) == pytest.approx(total)  # the parts add up to the task
-    # the first sentence prints each config's $ per task: the figure's last bar, rounded as printed
+    # the first sentence prints each config's $ per task: the figure's last bar, to the decimals that make the printed
+    # values imply the printed ratio (wording.agreeing, 3 at least)
     printed = _money(panel.sentences[0].text)[:2]
-    assert printed == [round(panel.values["k3_task"], 3), round(panel.values["other_task"], 3)]
+    shown = [float(v) for v in agreeing(panel.values["k3_task"], panel.values["other_task"], 1 if max(
+        panel.values["k3_task"], panel.values["other_task"]) >= 1.1 * min(panel.values["k3_task"],
+                                                                         panel.values["other_task"]) else 2)]
+    assert printed == shown
+    assert all(abs(p - v) <= 0.0005 for p, v in zip(printed, (panel.values["k3_task"], panel.values["other_task"])))
     assert "assumed the same for both" in panel.sentences[0].text
 
 

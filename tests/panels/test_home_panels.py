@@ -111,5 +111,25 @@ def test_ledger_panel_draws_the_picked_models_and_the_why_sentence():
 
 def test_ablation_panel_has_a_sentence_per_idea():
     panel = ledgers.ablation_panel(131_072)
-    assert len(panel.sentences) == len(ledgers.ablation_cached(131_072)) - 1
+    assert len(panel.sentences) == len(ledgers.ablation_cached(131_072))  # the deployment, then one per idea
     assert [r["variant"] for r in ledgers.ablation_table(131_072)][0] == "Kimi K3"
+
+
+def test_the_ablation_names_the_deployment_its_dollars_are_priced_on():
+    """The $ axis was priced on one 8 x B300 node, TP 8 (ablation.SERVE) that the page never named, at $10.02 where
+    the Serving page says $1.21: the panel's first sentence names the node from SERVE and prices the same node by
+    the roofline bound the frontier draws, so the two numbers' difference is computed, not left unexplained."""
+    from k3lite.analytic.ablation import INPUT_LEN, OUTPUT_LEN, SERVE, SPEED, solve
+    from k3lite.analytic.serving.deployment import Serving
+    from k3lite.analytic.serving.step import best_batch, decode_step
+    from k3lite.model.presets import get_preset
+
+    text = ledgers.ablation_panel(131_072).sentences[0].text
+    s = Serving(preset=get_preset("kimi-k3"), **SERVE)
+    usd = solve(s, SPEED, 1, INPUT_LEN, OUTPUT_LEN).usd_per_m_output
+    b = s.with_(context=INPUT_LEN + OUTPUT_LEN)
+    bound = decode_step(b, best_batch(b, SPEED)).usd_per_m_output_tokens
+    assert f"{SERVE['n_gpus']} x {SERVE['gpu']} (EP {SERVE['ep']}, attention TP {SERVE['tp']}" in text
+    assert f"${usd:.2f} per M output" in text and f"${bound:.2f}" in text
+    assert f"{max(usd, bound) / min(usd, bound):.2f}x" in text and f"{SPEED:.0f} tokens/s" in text
+    assert ledgers.ablation_rows(131_072)[0].usd_per_m_output == usd  # the bars' K3 $ is the sentence's

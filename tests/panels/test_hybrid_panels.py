@@ -93,3 +93,16 @@ def test_main_panels_draw_the_pages_curves():
     tpot = panels.tpot_panel(3, 1, GPU, 1.0).figure
     assert tpot.data[1].y[-1] == pytest.approx(decode_cost(3, ONE_M, hardware=GPU).tpot_s * 1e3)
     assert "20 KDA + 7 MLA" in str(panels.pattern_panel(3).figure.layout.title.text)
+
+
+@pytest.mark.parametrize("key", ["deepseek-v3", "kimi-k2", "all-mla"])
+def test_a_model_shown_past_its_released_window_is_said_to_be_extrapolated(key):
+    """DeepSeek-V3 and K2 ship 128K windows: at 1M the sentence says so, from the preset's max_seq_len; at 64K, or
+    for a K3 variant (K3's 1M window), it says nothing."""
+    pair = pair_of(key)
+    window = pair.other.max_seq_len
+    at_1m = panels.compare_panel(pair, "H200", ONE_M).sentences[0].text
+    inside = panels.compare_panel(pair, "H200", 65536).sentences[0].text
+    said = f"is a {window // 1024}K-context model ({window:,} tokens"
+    assert (said in at_1m) == (window < ONE_M) and "extrapolation" not in inside
+    assert (key != "all-mla") == (window < ONE_M)

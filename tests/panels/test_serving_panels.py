@@ -202,7 +202,7 @@ def test_your_gpu_is_searched_beside_the_table_and_named_in_words():
     view = P.frontier_view(K3_PRESET, 32768, {}, None, False, search, 50.0)
     assert mine in view.frontier.by_gpu
     rows = next(i for i in P.per_gpu(view.frontier, search, 50.0, None, K3_PRESET) if isinstance(i, P.Table)).rows
-    assert rows[-1]["GPU"] == "custom GPU (179 GiB, 16 TB/s)" and rows[-1]["price is"] == "yours"
+    assert rows[-1]["GPU"] == "custom GPU (179 GiB, 16 TB/s)" and rows[-1]["price is"].startswith("yours")
     d = P.deployment(K3_PRESET, mine, 64, 64, 1, "mxfp4", "bf16", 32768, True, {}, None)
     assert d.error == "" and "custom GPU (179 GiB, 16 TB/s)" in P.deployment_panel(d).text
 

@@ -22,7 +22,7 @@ from k3lite.model.presets import get_preset
 from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker
 from k3lite.analytic.hardware import get_gpu
 from k3lite.base.wording import compare, times
-from k3lite.model.variants import classic_variant
+from k3lite.model.variants import classic_variant, display_name
 from k3lite.analytic.serving.deployment import (
     DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Serving, Speculation, price_table,
 )
@@ -259,10 +259,10 @@ def physics_price(s: Serving | None = None, prices: dict | None = None) -> Model
         s = Serving(**SUPER_NODE)
         s = s.with_(usd_per_gpu_hour=price_table(prices)[s.gpu][0])
     st = decode_step(s, best_batch(s, MIN_TOKENS_PER_USER))
-    return ModelPrice(f"{s.name} (serving physics)", prefill_usd_per_m_input(s), st.usd_per_m_output_tokens,
+    return ModelPrice(f"{display_name(s.name)} (serving physics)", prefill_usd_per_m_input(s), st.usd_per_m_output_tokens,
                       PRICES["kimi-k3"].cache_discount,
                       f"k3lite.analytic.serving on {s.n_gpus} x {s.gpu} at ${s.price:.2f}/GPU-hour, context {s.context:,}: "
-                      "a roofline bound (cost floor), not a list price")
+                      "a roofline bound (cost floor), not a list price", kind="derived")
 
 
 # ------------------------------------------------------------------------------------------ frontier -> cost page
@@ -284,12 +284,12 @@ def frontier_prices(preset: str = K3_PRESET, context: int = 32768,
             raise ValueError(f"no setup serves {preset} at >= {speed:.0f} tokens/s per user at {context:,} tokens")
         pool = Serving(preset, w.gpu, PREFILL_POOL_GPUS, PREFILL_POOL_GPUS, 1, FRONTIER_FORMATS[w.formats], context,
                        usd_per_gpu_hour=w.usd_per_gpu_hour)
-        out[speed] = ModelPrice(f"{fr.preset} at {speed:.0f}+ tok/s (serving cost)", prefill_usd_per_m_input(pool),
+        out[speed] = ModelPrice(f"{display_name(fr.preset)} at {speed:.0f}+ tok/s (serving cost)", prefill_usd_per_m_input(pool),
                                 w.usd_per_m_output_tokens, PRICES["kimi-k3"].cache_discount,
                                 f"the frontier's cheapest setup at >= {speed:.0f} tokens/s per user: {w.label}, "
                                 f"{w.tokens_per_s_per_user:.0f} tok/s per user; prefill on {PREFILL_POOL_GPUS} "
                                 f"{w.gpu}; context {context:,}; a cost floor, no margin; cache discount: K3's listed "
-                                f"{100 * PRICES['kimi-k3'].cache_discount:.0f}%")
+                                f"{100 * PRICES['kimi-k3'].cache_discount:.0f}%", kind="derived")
     return out
 
 

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from k3lite.analytic import memory
-from k3lite.base.evidence import Evidence, assumed, measured_elsewhere
+from k3lite.base.evidence import Evidence, assumed, listed
 from k3lite.model.config import K3Config
 from k3lite.model.presets import PRESETS, get_preset
 from k3lite.analytic.hardware import custom_price, gpu_name, is_custom
@@ -67,9 +67,9 @@ def price_kind(source: str) -> str:
 
 
 def price_evidence(source: str) -> Evidence:
-    """The evidence class of a price with this source: a quoted rate is measured elsewhere (cited), ours and the
-    reader's are assumed (the reader's says so)."""
-    return measured_elsewhere(source) if price_kind(source) == "cited" else assumed(source)
+    """The evidence class of a price with this source: a quoted rental rate is listed (a price list: cited), ours
+    and the reader's are assumed (the reader's says so)."""
+    return listed(source) if price_kind(source) == "cited" else assumed(source)
 
 
 # 4-bit shorthands of the CLI; "fp4" = NVFP4 (Blackwell's native 4-bit, smallest scale overhead of the FP4 pair)
@@ -83,7 +83,19 @@ CACHE_FORMATS = {
 }
 CACHE_SOURCE = ("fp8 latent cache: FlashMLA's FP8 KV layout (deepseek-ai/FlashMLA; 656 bytes a token for DeepSeek's "
                 "512 + 64: E4M3 latent, four fp32 scales, bf16 rope); bf16: 2 bytes a number")
-MIN_TOKENS_PER_USER = 20.0  # DeepSeek's reported average output speed was 20-22 tokens/s (day-6 overview)
+DEEPSEEK_TOKENS_PER_USER = (20.0, 22.0)  # DeepSeek's reported average output speed, tokens/s (day-6 overview)
+MIN_TOKENS_PER_USER = DEEPSEEK_TOKENS_PER_USER[0]  # the slowest speed the pages price at: DeepSeek's reported floor
+
+
+def against_deepseek(speed: float) -> str:
+    """`speed` (tokens/s per user) against DeepSeek's reported 20-22, computed: '2.3-2.5x DeepSeek's 20-22'."""
+    lo, hi = DEEPSEEK_TOKENS_PER_USER
+    if speed <= 0:
+        raise ValueError(f"speed must be > 0 tokens/s per user, got {speed}")
+    if lo <= speed <= hi:
+        return f"within DeepSeek's reported {lo:.0f}-{hi:.0f}"
+    a, b = f"{speed / hi:.1f}", f"{speed / lo:.1f}"
+    return f"{a if a == b else a + '-' + b}x DeepSeek's reported {lo:.0f}-{hi:.0f}"
 K3_PRESET = "kimi-k3"  # the one name of the K3 preset in this module (pages and CLIs default to it)
 
 

@@ -34,10 +34,10 @@ _REST = ("attention", "shared", "embeddings")
 # the storage formats the frontier tries: each is what some released checkpoint or vendor quantisation ships
 FRONTIER_FORMATS: dict[str, dict[str, str]] = {
     "fp8": {"routed_experts": "fp8", **{c: "fp8" for c in _REST}},  # DeepSeek-V3's and Kimi K2's release
-    "MXFP4 experts, bf16 rest (K3 as released)": {"routed_experts": "mxfp4", **{c: "bf16" for c in _REST}},  # Kimi K3's
+    "MXFP4 experts, bf16 rest (K3's released formats)": {"routed_experts": "mxfp4", **{c: "bf16" for c in _REST}},  # Kimi K3's
     "NVFP4 experts, fp8 rest": {"routed_experts": "nvfp4", **{c: "fp8" for c in _REST}},  # a Blackwell-native quantisation
 }
-RELEASED = "MXFP4 experts, bf16 rest (K3 as released)"  # the format K3 ships in: the page's default search
+RELEASED = "MXFP4 experts, bf16 rest (K3's released formats)"  # the format K3 ships in: the page's default search
 FRONTIER_EP = (8, 16, 32, 64, 72, 128, 144)  # GPUs per replica = EP size. An EP wider than one NVLink domain must
 #                                              fill whole domains (72 on NVL72)
 FRONTIER_TP = (1, 2, 4, 8)  # attention's TP inside the replica: 1 = data-parallel attention (DeepSeek's, SGLang's

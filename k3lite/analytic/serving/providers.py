@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from k3lite.analytic.cost import ModelPrice
-from k3lite.base.evidence import Evidence, assumed, measured_elsewhere
+from k3lite.base.evidence import Evidence, assumed, listed
 from k3lite.base.sources import K3_PRICE_SOURCE
 from k3lite.base.wording import compare, times
 
@@ -34,10 +34,11 @@ class Provider(NamedTuple):
 
     @property
     def evidence(self) -> Evidence:
-        """A cited row is measured elsewhere; a row the reader typed (source YOURS) is assumed."""
+        """A cited row is listed (a price list, not a measurement); a row the reader typed (source YOURS) is
+        assumed."""
         if self.source == YOURS:
             return assumed(YOURS)
-        return measured_elsewhere(f"{self.source} ({self.dated})")
+        return listed(f"{self.source} ({self.dated})")
 
 
 PROVIDERS: tuple[Provider, ...] = (
@@ -72,7 +73,7 @@ def as_model_price(p: Provider) -> ModelPrice:
     """The row as the cost page's price basis: cache hits pay `cached_per_m`."""
     discount = 1 - p.cached_per_m / p.input_per_m if p.input_per_m else 0.0
     return ModelPrice(f"Kimi K3 at {p.name}", p.input_per_m, p.output_per_m, discount,
-                      f"{p.name}'s listed price ({p.dated}): {p.source}")
+                      f"{p.name}'s listed price ({p.dated}): {p.source}", kind=p.evidence.kind)
 
 
 def typed_sentence(p: Provider, self_hosted_usd_per_m_output: float | None) -> str:
