@@ -114,7 +114,7 @@ def deployment_sentence() -> str:
     (step.decode_step at the best batch that keeps the speed): the bound on this very node says how much of the gap
     is the model and not the deployment."""
     from k3lite.analytic.serving.frontier import RELEASED  # here: only the home page's panel asks
-    from k3lite.analytic.serving.step import best_batch, decode_step
+    from k3lite.analytic.serving.step import best_batch, decode_step  # (the reason above)
 
     s = Serving(preset=get_preset(K3), **SERVE)
     t = solve(s, SPEED, 1, INPUT_LEN, OUTPUT_LEN)

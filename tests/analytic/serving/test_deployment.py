@@ -87,7 +87,7 @@ def test_the_price_table_labels_cited_assumed_and_yours():
 
     table = price_table({"B200": 6.0, "H200": 2.3})  # B200 typed; H200 at its cited default
     assert table["B200"] == (6.0, YOURS) and price_kind(table["B200"][1]) == "yours"
-    assert price_kind(table["H200"][1]) == "cited" and price_evidence(table["H200"][1]).kind == "measured elsewhere"
+    assert price_kind(table["H200"][1]) == "cited" and price_evidence(table["H200"][1]).kind == "listed"
     assert price_kind(table["B300"][1]) == "assumed"
     assert price_evidence(YOURS).kind == "assumed" and "yours" in price_evidence(YOURS).source
     with pytest.raises(ValueError, match="GPU-hour"):
