@@ -160,12 +160,17 @@ with tab_d as is_open:
 
 with tab_e as is_open:
     if is_open:
-        st.subheader("(e) Activation ratio: routed experts a token visits")
+        st.subheader("(e) Activation ratio: routed experts a token visits, and a decode step reads")
+        url_state("moe_batch", 16, choices=list(panels.STEP_BATCHES))
+        st.select_slider("tokens in one decode step (batch B)", panels.STEP_BATCHES, key="moe_batch")
+        push_url("moe_batch")
+        with user_errors():
+            show_panel(panels.touched_panel(E, K, st.session_state.moe_batch), "moe_touched")
         with lazy_expander("The table: K3 and other models' activation ratios (with their sources)", key="moe_x_table_k3_other_models") as is_open:
             if is_open:
                 table(st, activation_rows(K, E), {"activation": derived(activation_rows)}, hide_index=True,
                       width="stretch")
-        show_code(activation_rows)
+        show_code(activation_rows, panels.touched_panel)
 
 with tab_f as is_open:
     if is_open:

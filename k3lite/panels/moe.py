@@ -5,6 +5,7 @@
     layer_costs(cfg)                    a config's MoE layer per token: copies, bytes per copy, wire bytes, FLOPs
     compare_panel(pair, balance)        K3 and the compared model's layer on one axis, and what drives the gap
     tradeoff_panel(E, k, shared, ratio) (d): wire bytes and FLOPs per token against the latent ratio
+    touched_panel(E, k, B)              (e): distinct experts one decode step of B tokens reads, against B
     situ_panel(cfg)                     (f): SiTU-GLU against SwiGLU, and the sentence under it
     assumptions(moe)                    the page's assumptions block: its inputs and the non-numeric ones
 The live routing panels (a)-(c) are in k3lite.panels.moe_routing.
@@ -15,6 +16,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from k3lite.analytic.latent import latent_cost_per_token, record_overhead
+from k3lite.analytic.memory import expected_experts_touched
 from k3lite.analytic.placement import chance_violation
 from k3lite.analytic.sensitivity import Assumption
 from k3lite.base import sources
@@ -30,7 +32,7 @@ from k3lite.panels.core import Pair, Panel, Said
 from k3lite.viz.compare import paired_bars
 from k3lite.viz.diagrams import latent_path, latent_path_figure
 from k3lite.viz.memo import shared_figure
-from k3lite.viz.moe import METHOD_LABELS, latent_tradeoff, situ_vs_swiglu_figure
+from k3lite.viz.moe import METHOD_LABELS, experts_touched_figure, latent_tradeoff, situ_vs_swiglu_figure
 from k3lite.viz.style import fmt_bytes
 
 K3 = get_preset("kimi-k3")  # the released config.json
@@ -260,3 +262,23 @@ def how_it_works() -> str:
     fewer than k, others more; (b) counts it on this page's tokens. The bias method (DeepSeek-V3) instead nudges
     a per-expert offset by ±γ each step; the aux loss (Switch Transformer) adds a penalty to the training loss.
     """
+
+
+STEP_BATCHES = tuple(2 ** i for i in range(11))  # (e)'s batch choices: 1 to 1,024 tokens in one decode step
+
+
+def touched_panel(n_experts: int, top_k: int, batch: int) -> Panel:
+    """(e): how many distinct experts a decode step of `batch` tokens touches under uniform routing, E (1 - (1 -
+    k/E)^B) (`expected_experts_touched`, the count the hybrid and serving pages' weight reads use), over every
+    batch in STEP_BATCHES with `batch` marked, and the sentence at `batch`."""
+    if batch not in STEP_BATCHES:
+        raise ValueError(f"batch must be one of {list(STEP_BATCHES)}, got {batch}")
+    touched = [expected_experts_touched(n_experts, top_k, b) for b in STEP_BATCHES]
+    n = touched[STEP_BATCHES.index(batch)]
+    ev = derived(expected_experts_touched)
+    fig = shared_figure(experts_touched_figure, STEP_BATCHES, touched, n_experts, top_k, batch, evidence=ev)
+    text = (f"A decode step of {batch:,} tokens, each picking {top_k} of {n_experts} experts at random, touches "
+            f"E (1 − (1 − k/E)^B) = {n:.1f} distinct experts on average ({100 * n / n_experts:.0f}% of them), so it "
+            f"reads {n:.1f} experts' weights from HBM where one token reads {top_k}: batching shares each read "
+            f"among {batch * top_k / n:.1f} tokens.")
+    return Panel(fig, (Said(text, (ev,)),), ev, values={"touched": n})

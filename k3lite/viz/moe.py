@@ -11,8 +11,8 @@ from plotly.subplots import make_subplots
 from k3lite.model.config import routed_fraction
 from k3lite.model.presets import get_preset
 from k3lite.analytic.latent import LatentCost
-from k3lite.viz.style import (BALANCING, CONCEPT, HIGHLIGHT_LINE, LINK, NEUTRAL, SEQUENTIAL_SCALE, byte_unit,
-                              fit_titles, log_axis, log_vline, wrap)
+from k3lite.viz.style import (BALANCING, CONCEPT, HIGHLIGHT_LINE, HIGHLIGHT_MARKER, LINK, NEUTRAL, SEQUENTIAL_SCALE,
+                              byte_unit, fit_titles, log_axis, log_vline, wrap)
 
 METHOD_LABELS = {"none": "none (raw top-k)", "aux_loss": "aux loss (Switch)", "bias": "bias (DeepSeek-V3)",
                  "quantile": "quantile (QB)"}
@@ -184,6 +184,24 @@ def gpu_heatmap(labels: Sequence[str], counts: np.ndarray, touched: np.ndarray, 
     fig.update_xaxes(title_text=f"GPU (of {g})", row=1, col=1)
     fig.update_xaxes(title_text="GPUs", rangemode="tozero", row=1, col=2)
     return fit_titles(fig, title)
+
+
+def experts_touched_figure(batches: Sequence[int], touched: Sequence[float], n_experts: int, top_k: int,
+                           batch: int) -> go.Figure:
+    """Distinct experts one decode step touches (and so reads from HBM) against the tokens in the step, log x: k at
+    one token, rising to all E; the chosen batch marked."""
+    fig = go.Figure(go.Scatter(x=list(batches), y=list(touched), mode="lines+markers", line_color=LINK["nvlink"],
+                               name="experts touched", hovertemplate="B = %{x}: %{y:.1f} experts<extra></extra>"))
+    at = dict(zip(batches, touched))[batch]
+    fig.add_trace(go.Scatter(x=[batch], y=[at], mode="markers+text", marker=HIGHLIGHT_MARKER,
+                             text=[f"B = {batch}: {at:.1f}"], textposition="bottom right", showlegend=False,
+                             hoverinfo="skip"))
+    fig.add_hline(y=n_experts, line_dash="dot", line_color=NEUTRAL, annotation_text=f"all {n_experts} experts",
+                  annotation_position="top left")
+    fig.update_layout(height=320, margin=dict(l=10, r=10, t=50, b=10), showlegend=False,
+                      xaxis=dict(title="tokens in one decode step (batch B)", type="log", tickvals=list(batches)),
+                      yaxis=dict(title="distinct experts touched", rangemode="tozero"))
+    return fit_titles(fig, f"{n_experts} experts, top-{top_k}, routing uniform")
 
 
 def load_histogram(loads: dict[str, Sequence[int]], ideal: float) -> go.Figure:

@@ -47,8 +47,9 @@ def touched(rng) -> Instance:
     return Instance(
         f"One decode step runs **{batch} tokens** through a MoE layer of **{experts} experts**, **top-{top_k}**, "
         "routing uniform. How many distinct experts does the step touch (and so read from HBM), on average?",
-        n, "experts", 0.02, "Routing page at these experts and top-k; the hybrid and serving pages read this many",
-        "moe", {"moe_experts": experts, "moe_top_k": top_k},
+        n, "experts", 0.02, "Routing page, section (e), at these experts, top-k and batch: the experts one decode "
+        "step reads (the hybrid and serving pages read this many)",
+        "moe", {"moe_experts": experts, "moe_top_k": top_k, "moe_section": "(e) Activation ratio", "moe_batch": batch},
         (f"A given expert is missed by one token with probability 1 - k/E = {num(1 - top_k / experts)}, by all "
          f"{batch} with (1 - k/E)^B.",
          f"Touched: E (1 - (1 - k/E)^B) = {experts} x {num(share)} = {num(n)}.", final(n, "experts")),
