@@ -176,7 +176,8 @@ def test_hybrid_page_compares_each_speedup_with_its_own_reported_figure():
     assert metrics["reported: decode speedup at 1M, batch 1"] == ("2.3x", "measured elsewhere")
     assert metrics["throughput gain at 1M, each at the batch its HBM allows, ours (3:1)"] == \
         (f"{batch_limited_speedup(3, ONE_M, hw):.2f}x", "derived")
-    assert metrics["reported: theoretical speedup at 1M, larger batches"] == ("6.3x", "released")
+    # both from the report's measured TPOT figures (Fig. 7b, Fig. 1b): one class (the fifth reading, finding 15)
+    assert metrics["reported: theoretical speedup at 1M, larger batches"] == ("6.3x", "measured elsewhere")
     text = _page_text(at)
     assert "theoretical" in text and "measured end-to-end" not in text
     n = gpus_for_one_sequence(3, ONE_M, hw)

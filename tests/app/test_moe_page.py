@@ -30,10 +30,12 @@ def test_page_renders_at_default(root):
     assert "grading on a curve" in md
     # quantile balancing is token choice on s - beta; exact-by-construction evenness belongs to expert choice
     assert "token choice" in md and "s − β" in md and "comes out even by construction" not in md
-    # panels (a)-(d): 6 charts; (f) adds the SiTU-GLU vs SwiGLU curves; the drawn path of one token opens the page
+    # panels (a)-(d): 6 charts; (e) the experts one decode step reads; (f) the SiTU-GLU vs SwiGLU curves; the drawn
+    # path of one token opens the page
     # and the assumptions block its tornado (its table: the third dataframe); the Try it block's read-the-picture
     # problem draws one more
-    assert len(at.get("plotly_chart")) == 10 and len(at.dataframe) == 3
+    assert len(at.get("plotly_chart")) == 11 and len(at.dataframe) == 3
+    assert "moe_touched" in [c.key for c in at.get("plotly_chart")]
     captions = " ".join(c.value for c in at.caption)
     assert "trained lite model" in captions
     assert "Every method got 32 updates" in captions  # one budget for all methods (it was 6 for quantile, 30 else)
@@ -48,7 +50,7 @@ def test_page_renders_at_extremes(root, state):
     at = _page(root, **state)
     assert not at.exception, [e.message for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) == 10  # the default's 10: (a)-(d) 6, (f) 1, the path, the tornado, Try it
+    assert len(at.get("plotly_chart")) == 11  # the default's 11: (a)-(d) 6, (e) 1, (f) 1, the path, tornado, Try it
     # what max-violation means at this scale is said in words built from the run (a bare 3.51 at 896 experts,
     # top-16, told a reader nothing)
     reading = [m.value for m in at.markdown if "means the busiest of the" in m.value]
