@@ -38,6 +38,7 @@ from k3lite.model.variants import comparison_config
 from k3lite.model.presets import get_preset
 from k3lite.panels.core import Code, Metric, Note, Pair, Panel, Said, Table  # noqa: F401 (the sections' items)
 from k3lite.panels.serving_compare import compared_spec, difference, frontier_pair_figure
+from k3lite.panels.serving_envelope import groups_items
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.serving import frontier_figure, prediction_figure
 
@@ -145,7 +146,8 @@ def prediction_check_panel() -> Panel:
 
 
 def prediction_terms() -> list:
-    """The fitted terms and every run, predicted against measured (the 'what the prediction fits' expander)."""
+    """The fitted terms, every run predicted against measured, and each group of runs held out (the 'what the
+    prediction fits' expander)."""
     terms_rows = [{"term": k, "value": f"{v * 1e6:.0f} µs" if k == "layer_s" else f"{v:.2f}", "what it means": MEANING[k]}
                   for k, v in FITTED.values().items()]
     runs = [{"run": r["row"], "fitted": r["fitted"], "TPOT measured (ms)": round(r["measured TPOT (ms)"], 2),
@@ -158,7 +160,7 @@ def prediction_terms() -> list:
                  "every other input is released (K3's config), a datasheet's (the GPU table) or cited (the runs' "
                  "settings). The GPU-hour prices are assumed unless the price list says cited."),
             Table(runs, {"TPOT measured (ms)": RUNS, "TTFT measured (s)": RUNS, "bound TPOT (ms)": derived(decode_step)},
-                  derived(checked))]
+                  derived(checked)), *groups_items()]
 
 
 # ------------------------------------------------------------------------------------------ the frontier

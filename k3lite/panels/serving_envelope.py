@@ -13,7 +13,7 @@ from k3lite.analytic.serving.envelope import (
 from k3lite.analytic.serving.fit import fit
 from k3lite.analytic.serving.measured import SGLANG_MI350X_SOURCE, SGLANG_SOURCE, VLLM_K3_SOURCE
 from k3lite.base.evidence import derived, measured_elsewhere
-from k3lite.panels.core import Note, Said, Table
+from k3lite.panels.core import Panel, Said, Table
 
 RUNS = measured_elsewhere(f"published K3 runs: {SGLANG_SOURCE}; {VLLM_K3_SOURCE}; MI350X: {SGLANG_MI350X_SOURCE}")
 GROUP_EV = derived(leave_group_out, fit)
@@ -62,7 +62,7 @@ def groups_items() -> list:
              "HBM efficiency of the fit": f"{g.fitted.efficiency.hbm_fraction:.2f}",
              "time per layer (µs)": f"{1e6 * g.fitted.efficiency.layer_s:.0f}",
              "the other runs fit": _why_not(g)} for g in leave_group_out()]
-    return [Note("**Leave a group out.** " + groups_sentence(), markdown=True),
+    return [Panel(None, (Said("**Leave a group out.** " + groups_sentence(), (GROUP_EV, RUNS)),)),
             Table(rows, {"runs": RUNS}, GROUP_EV)]
 
 

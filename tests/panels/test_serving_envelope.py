@@ -4,7 +4,7 @@ import re
 
 from k3lite.analytic.serving import envelope as ev
 from k3lite.analytic.serving.deployment import Serving
-from k3lite.panels.core import Note, Table
+from k3lite.panels.core import Panel, Table
 from k3lite.panels.serving_envelope import distance_said, groups_items, groups_sentence
 
 
@@ -21,8 +21,8 @@ def test_the_groups_sentence_quotes_the_identified_range_leave_one_out_and_the_b
 
 
 def test_the_table_has_a_row_per_group_and_names_what_the_rest_cannot_fit():
-    note, table = groups_items()
-    assert isinstance(note, Note) and isinstance(table, Table)
+    said, table = groups_items()
+    assert isinstance(said, Panel) and isinstance(table, Table) and groups_sentence() in said.text
     assert len(table.rows) == len(ev.leave_group_out())
     by = {r["held out"]: r for r in table.rows}
     assert by["the runs without speculation"]["HBM efficiency of the fit"] == "1.00"
