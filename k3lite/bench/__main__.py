@@ -8,12 +8,17 @@ from k3lite.bench import APP_BENCHES, BENCHES
 ROOT = Path(__file__).resolve().parents[2]  # the repository root: tools/ and views/ import from here
 
 
+def module_of(name: str) -> str:
+    """The module that runs bench NAME: a dash in the command is an underscore in the file name."""
+    return f"k3lite.bench.{name.replace('-', '_')}"
+
+
 def usage() -> str:
     """The bench list with each module's first docstring line (`python -m k3lite.bench NAME --help` for its flags)."""
     lines = [f"usage: python -m k3lite.bench {{{','.join((*BENCHES, *APP_BENCHES))}}} [options]", "",
              "Benchmarks that print ratios measured in one run. NAME --help lists a bench's options.", ""]
     for name in BENCHES:
-        doc = (importlib.import_module(f"k3lite.bench.{name}").__doc__ or "").strip().splitlines()
+        doc = (importlib.import_module(module_of(name)).__doc__ or "").strip().splitlines()
         lines.append(f"  {name:<8} {doc[0] if doc else ''}")
     for name, module in APP_BENCHES.items():
         lines.append(f"  {name:<8} the app itself ({module.replace('.', '/')}.py, run in a child process)")
@@ -32,7 +37,7 @@ def main(argv: list[str]) -> int:
         return 2
     if argv[0] in APP_BENCHES:  # a child process: k3lite itself never imports Streamlit
         return subprocess.call([sys.executable, "-m", APP_BENCHES[argv[0]], *argv[1:]], cwd=ROOT)
-    module = importlib.import_module(f"k3lite.bench.{argv[0]}")
+    module = importlib.import_module(module_of(argv[0]))
     return module.main(argv[1:])
 
 
