@@ -58,3 +58,13 @@ def test_aiconfigurator_predicts_one_run():
     assert 0 < p.prefill_s <= p.ttft_s and 1 / 3 < p.tpot_s / m.tpot_s < 3 and 1 / 3 < p.prefill_s / m.ttft_s < 3
     nvfp4 = ROWS["sglang-b300-low-latency-nvfp4-nospec-c1"]
     assert "no nvfp4 MoE timing table" in peer.aic_predict(nvfp4, peer.aic_setting(nvfp4), None)
+
+
+def test_one_fitted_constant_removes_a_uniform_offset_and_only_that():
+    def row(measured, aic):
+        return {"ttft_scored": True, "measured": {"ttft_s": measured, "tpot_s": measured, "throughput": measured},
+                "aic": {"ttft_s": aic, "tpot_s": aic, "throughput": aic}}
+    uniform = peer.calibrated_mape([row(1.0, 2.0), row(3.0, 6.0), row(0.5, 1.0)])
+    assert uniform["tpot"] == pytest.approx(0.0, abs=1e-12)
+    two_ways = peer.calibrated_mape([row(1.0, 2.0), row(1.0, 0.5)])  # +100% and -50%: no constant fixes both
+    assert two_ways["ttft"] == pytest.approx((3.0 + 0.75) / 2)  # each scaled by the other's ratio: x4 and x1/4
