@@ -45,7 +45,8 @@ from k3lite.model.attnres import attnres_cost
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.interconnect import Deployment, get_topology, wire_bytes_per_token
-from k3lite.model.variants import classic_variant, display_name
+from k3lite.model.cards import display_name
+from k3lite.model.variants import classic_variant
 from k3lite.analytic.serving.deployment import Serving
 from k3lite.analytic.serving.step import TokenFlops, check_fits, decode_step, token_flops
 

@@ -15,7 +15,6 @@ from functools import lru_cache
 from plotly.subplots import make_subplots
 
 from k3lite.analytic import ledger as byte_ledger, memory
-from k3lite.analytic.ablation import ELSEWHERE
 from k3lite.analytic.anatomy import PART_LABEL, PARTS, RELEASED_K3_PART_FORMATS, anatomy
 from k3lite.analytic.params import active_with_embedding, count_params, fmt
 from k3lite.base import sources
@@ -25,8 +24,8 @@ from k3lite.base.wording import compare, times
 from k3lite.model.config import K3Config
 from k3lite.model.presets import KIMI_K3_STATED_TOTAL, get_preset, kimi_k3_vision_params
 from k3lite.model.config import routed_fraction
-from k3lite.model.variants import display_name
-from k3lite.panels.core import Pair, Panel, Said
+from k3lite.model.cards import display_name
+from k3lite.panels.core import Pair, Panel, Said, sentence, where_else
 from k3lite.viz.archmap import architecture_map
 from k3lite.viz.compare import pair_colors
 from k3lite.viz.memo import shared_figure
@@ -252,10 +251,10 @@ def compare_panel(pair: Pair, context: int = MAP_CONTEXT, deploy: byte_ledger.De
     same = (compare(pa, pb, "more", "fewer", "same", exact) == "same", compare(ba, bb, "more", "less", "same", exact)
             == "same")
     if all(same):
-        where = ELSEWHERE.get(pair.key, "")
+        where = sentence(where_else(pair, "home"))
         first = (f"{names[0]} and {names[1]} have the same {fmt(pa)} parameters and a decoded token moves the same "
                  f"{fmt_bytes(ba)} ({setting}): {pair.comparison.instead} changes neither count."
-                 + (f" Where it differs: {where}." if where else ""))
+                 + (f" {where}" if where else ""))
         return Panel(fig, (Said(first, (ev,)),), ev, values={"k3_params": pa, "other_params": pb, "k3_bytes": ba,
                                                              "other_bytes": bb})
     first = (f"{names[0]} has {_than(pa, pb, 'more', 'fewer', 'parameters', 'as many parameters as')} {names[1]} "

@@ -23,7 +23,7 @@ from k3lite.base.evidence import derived
 from k3lite.base.units import fmt_bytes
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import COMPARISONS
-from k3lite.panels.core import Panel, Said
+from k3lite.panels.core import Panel, Said, where_else
 from k3lite.viz.ablation import ablation_figure
 from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.memo import shared_figure
@@ -155,13 +155,17 @@ def ablation_cached(context: int) -> list:
     return ablation_rows(context)
 
 
+def _elsewhere(key: str) -> str:
+    return where_else(key, "home")
+
+
 def ablation_panel(context: int) -> Panel:
     """K3 against K3 without each idea on bytes per decoded token, cache per sequence and $ per M output tokens."""
     rows = ablation_cached(int(context))
     fig = shared_figure(ablation_figure, rows, evidence=derived(ablation_rows, ledger_of, solve))
     ev = derived(ablation_sentences)
     where = Said(deployment_sentence(), (derived(deployment_sentence, solve),))
-    return Panel(fig, (where, *(Said(t, (ev,)) for t in ablation_sentences(rows))),
+    return Panel(fig, (where, *(Said(t, (ev,)) for t in ablation_sentences(rows, _elsewhere))),
                  derived(ablation_rows, ledger_of, solve))
 
 

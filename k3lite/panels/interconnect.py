@@ -33,8 +33,8 @@ from k3lite.interconnect.sentences import comparison_sentence, node_limit_senten
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import K3, comparison_config
-from k3lite.model.variants import display_name as model_name  # "kimi-k3" -> "Kimi K3" (display_name here adds "your settings")
-from k3lite.panels.core import Pair, Panel, Said
+from k3lite.model.cards import display_name as model_name  # "kimi-k3" -> "Kimi K3" (display_name here adds "your settings")
+from k3lite.panels.core import Pair, Panel, Said, sentence, where_else
 from k3lite.viz.compare import paired_bars
 from k3lite.viz.interconnect import (MEASURED_TRACE, compare_figure, measured_figure, node_limit_figure,
                                     traffic_figure)
@@ -45,17 +45,6 @@ from k3lite.viz.topology import draw_topology
 BIG = ("deepseek-v3", "kimi-k2", "kimi-k3")
 LINKS = (("dispatch_intra", "dispatch<br>NVLink"), ("dispatch_inter", "dispatch<br>NIC"),
          ("combine_intra", "combine<br>NVLink"), ("combine_inter", "combine<br>NIC"))
-# where a variant that moves the same bytes shows its difference instead (its idea is not on the wire)
-SHOWS_ON = {
-    "all-mla": "in attention: the KV cache and its read time (the hybrid attention page)",
-    "standard-residual": "at the pipeline's stage boundaries in training (switch 'what moves' to training) and on "
-                         "the Attention Residuals page",
-    "aux-loss": "in how evenly the experts are loaded (the routing page): uniform routing here is the average, "
-                "not the busiest GPU",
-    "bias": "in how evenly the experts are loaded (the routing page): uniform routing here is the average, "
-            "not the busiest GPU",
-    "swiglu": "in what each expert computes (the MoE page), not in what travels",
-}
 INTRO = (
     "With expert parallelism (EP) every MoE layer sends each token to the GPUs that hold its top-k experts "
     "(**dispatch**) and gets the weighted expert outputs back (**combine**). How many copies travel depends on the "
@@ -98,6 +87,14 @@ def display_name(cfg: K3Config) -> str:
     same = (moe.n_routed_experts, moe.top_k, moe.latent_dim) == (cfg.moe.n_routed_experts, cfg.moe.top_k,
                                                                  cfg.moe.latent_dim)
     return model_name(name) + ("" if same else " (your settings)")
+
+
+def shows_where(pair: Pair) -> str:
+    """Where a comparison that moves the same bytes here shows its difference (k3lite.panels.core.where_else), and,
+    when it is this page in training, how to get there."""
+    training = "interconnect" in pair.comparison.shows_on
+    here = " Here it shows in training: switch 'what moves' to training." if training else ""
+    return (sentence(where_else(pair, "interconnect")) + here).strip()
 
 
 def changes_nothing(pair: Pair) -> bool:
@@ -169,8 +166,7 @@ def wire_pair(cfg: K3Config, pair: Pair, dep: Deployment) -> Panel:
                      f"{cfg.moe.n_routed_experts} experts, top-{cfg.moe.top_k} and {_width(cfg)} on the wire; {fmts}; "
                      f"{routing_clause([(names[0], cfg.moe)], dep).replace('each config says', 'its config says')}).",
                      ev)
-        where = f"Its difference shows {SHOWS_ON[pair.key]}." if pair.key in SHOWS_ON and not changes_nothing(
-            pair) else ""
+        where = "" if changes_nothing(pair) else shows_where(pair)
         rest = (f"Over a forward pass, {a.n_moe_layers} MoE layers on both: {fmt_bytes(a.per_forward)}. "
                 if a.n_moe_layers == b.n_moe_layers else
                 f"Over a forward pass ({a.n_moe_layers} against {b.n_moe_layers} MoE layers): "
