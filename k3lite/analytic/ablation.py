@@ -19,6 +19,7 @@ from k3lite.analytic.serving.deployment import Serving
 from k3lite.analytic.serving.target import solve
 from k3lite.base.units import fmt_bytes
 from k3lite.base.wording import compare, times
+from k3lite.model.cards import display_name
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import COMPARISONS, K3, K3_MINUS, comparison_config
 
@@ -54,7 +55,7 @@ def _row(key: str, label: str, idea: str | None, cfg, context: int, deploy: Depl
 def ablation(context: int = 131_072, deploy: Deploy = Deploy()) -> list[Row]:
     """K3, then K3 without each idea (K3_MINUS order)."""
     k3 = get_preset(K3)
-    rows = [_row("k3", "Kimi K3", None, k3, context, deploy)]
+    rows = [_row("k3", display_name(K3), None, k3, context, deploy)]
     for key in K3_MINUS:
         c = COMPARISONS[key]
         rows.append(_row(key, c.label, c.idea, comparison_config(key, k3), context, deploy))

@@ -50,7 +50,7 @@ from k3lite.model.variants import classic_variant
 from k3lite.analytic.serving.deployment import Serving
 from k3lite.analytic.serving.step import TokenFlops, check_fits, decode_step, token_flops
 
-MODELS: dict[str, str] = {"deepseek-v3": "DeepSeek-V3", "kimi-k2": "Kimi K2", "kimi-k3": "Kimi K3"}
+MODELS: dict[str, str] = {k: display_name(k) for k in ("deepseek-v3", "kimi-k2", "kimi-k3")}  # names: their cards
 SEGMENTS: tuple[tuple[str, str], ...] = (  # (field = style.LINK key, label)
     ("nvlink", "NVLink: expert dispatch + combine"),
     ("nic", "NIC: expert dispatch + combine"),

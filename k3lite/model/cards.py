@@ -26,6 +26,9 @@ class Stated(NamedTuple):
     total: float
     active: float
     source: str
+    # where a source says how it counted "active", compare like for like: (stated active, includes the input
+    # embedding?, source); None: the convention is not stated, and pages compare our own (embedding left out)
+    convention: tuple[float, bool, str] | None = None
 
 
 class ModelCard(NamedTuple):
@@ -41,7 +44,9 @@ class ModelCard(NamedTuple):
 # in the comparison control's order (the released models first)
 CARDS: dict[str, ModelCard] = {c.key: c for c in (
     ModelCard("deepseek-v3", "DeepSeek-V3", "deepseek-v3",
-              Stated(671e9, 37e9, "DeepSeek-V3 technical report, arXiv 2412.19437 (MTP module excluded)"),
+              Stated(671e9, 37e9, "DeepSeek-V3 technical report, arXiv 2412.19437 (MTP module excluded)",
+                     (36.7e9, True, "DeepSeek-V3 README_WEIGHTS.md: 36.7B activated, including 0.9B embedding and "
+                                    "0.9B output head")),
               (1, "DeepSeek-V3 report (arXiv 2412.19437 §2.2): one MTP module (the 14B of the 685B checkpoint not "
                   "counted in 671B); §5.4.3: the second token is accepted 85-90% of the time, 1.8x TPS"),
               price="deepseek-v3", label="DeepSeek-V3"),

@@ -24,12 +24,11 @@ from k3lite.base.wording import compare, times
 from k3lite.model.config import K3Config
 from k3lite.model.presets import KIMI_K3_STATED_TOTAL, get_preset, kimi_k3_vision_params
 from k3lite.model.config import routed_fraction
-from k3lite.model.cards import display_name
+from k3lite.model.cards import CARDS, display_name
 from k3lite.panels.core import Pair, Panel, Said, sentence, where_else
 from k3lite.viz.archmap import architecture_map
 from k3lite.viz.compare import pair_colors
 from k3lite.viz.memo import shared_figure
-from k3lite.viz.params import ACTIVE_CONVENTION, PUBLISHED
 from k3lite.viz.style import COUNTERFACTUAL_PATTERN, fit_titles, log_axis
 
 MAP_CONTEXT = 131072  # tokens of context the cache bytes on the map assume (128K)
@@ -137,9 +136,9 @@ def _published(name: str):
 def published_rows() -> list[dict]:
     """Our count of each published config against its stated total and active parameters."""
     rows = []
-    for name, (total, active, source) in PUBLISHED.items():
+    for name, (total, active, source, convention) in ((k, c.stated) for k, c in CARDS.items() if c.stated):
         ours = _published(name)
-        stated_active, with_embedding, active_source = ACTIVE_CONVENTION.get(name, (active, False, None))
+        stated_active, with_embedding, active_source = convention or (active, False, None)
         ours_active = active_with_embedding(ours) if with_embedding else ours.active
         rows.append({
             "config": name, "stated total": fmt(total), "our total": fmt(ours.total),
@@ -157,7 +156,7 @@ def published_rows() -> list[dict]:
 def counts_caption() -> str:
     """Why K2's, DeepSeek-V3's and K3's counts differ from what is quoted."""
     k2, ds, k3 = (_published(n) for n in ("kimi-k2", "deepseek-v3", "kimi-k3"))
-    k2_stated, vision = PUBLISHED["kimi-k2"][0], kimi_k3_vision_params()
+    k2_stated, vision = CARDS["kimi-k2"].stated.total, kimi_k3_vision_params()
     return (
         f"Kimi K2: its config.json counts to {fmt(k2.total)} ({k2.total / 1e12:.3f}T); the {fmt(k2_stated)} we quote is "
         f"{100 * (k2_stated / k2.total - 1):.1f}% more, and we do not know why: it is *not* a multi-token-prediction "
@@ -165,7 +164,7 @@ def counts_caption() -> str:
         "parameters. DeepSeek-V3's active count is compared with its weights README, which says what it counts "
         f"(the report's 37B does not): our count with the embedding in is {fmt(active_with_embedding(ds))}. "
         f"Kimi K3: the preset is the released config.json (`k3lite/model/presets.py`, `kimi_k3`); the stated "
-        f"{fmt(PUBLISHED['kimi-k3'][0])} includes the vision tower ({fmt(vision)}, counted from its "
+        f"{fmt(CARDS['kimi-k3'].stated.total)} includes the vision tower ({fmt(vision)}, counted from its "
         f"vision_config), which k3lite does not build: text {fmt(k3.total)} + vision "
         f"{fmt(vision)} = {(k3.total + vision) / 1e12:.4f}T.")
 
