@@ -101,13 +101,13 @@ def ideas_markdown(live: str, arithmetic: str, format_words: str) -> tuple[str, 
     """(the "Five ideas in K3" text, the caption on reading the map): `live` and `arithmetic` name the pages that
     run PyTorch and those that are arithmetic (views.registry)."""
     k3 = get_preset("kimi-k3")
-    ideas, classic = _idea_bytes(MAP_CONTEXT), byte_ledger.variant(k3, byte_ledger.ONE_OFF["latent"]).moe
+    ideas, classic = _idea_bytes(MAP_CONTEXT), byte_ledger.variant(k3, byte_ledger.ONE_OFF["no-latent"]).moe
     text = f"""{k3.moe.n_routed_experts} routed experts of which each token visits {k3.moe.top_k}, plus
 {k3.moe.n_shared_experts} always-on shared experts ({sources.EXPERT_COUNTS}). The *bytes* in each line: {ideas["setting"]}.
 
 1. **Stable LatentMoE** — experts work in a smaller *latent* ({k3.d_model} → {k3.moe.latent_dim}), which buys
    {k3.moe.n_routed_experts} experts, top-{k3.moe.top_k}, for the expert parameters and FLOPs of a classic
-   MoE's {classic.n_routed_experts}, top-{classic.top_k}. *Bytes*: {ideas["latent"]}.
+   MoE's {classic.n_routed_experts}, top-{classic.top_k}. *Bytes*: {ideas["no-latent"]}.
 2. **Quantile balancing** — each token still picks its top experts, but after subtracting a per-expert cut
    read off the rank of earlier batches' scores ("grading on a curve"), so no expert is swamped and there is
    no step size to tune. *Bytes*: {ideas["balancing"]}.
@@ -115,9 +115,9 @@ def ideas_markdown(live: str, arithmetic: str, format_words: str) -> tuple[str, 
    per channel and corrects itself (the delta rule), so long contexts cost no growing cache.
 4. **A 3:1 hybrid** — three KDA layers for every global attention layer (MLA, Multi-head Latent Attention, DeepSeek's
    attention with a compressed KV cache) keeps full recall where it counts. *Bytes* (3 and 4 against all-MLA):
-   {ideas["hybrid"]}.
+   {ideas["all-mla"]}.
 5. **Attention Residuals** — each layer looks back over earlier layers' outputs with a softmax over depth,
-   grouped into blocks to stay cheap. *Bytes*: {ideas["block_attnres"]}.
+   grouped into blocks to stay cheap. *Bytes*: {ideas["standard-residual"]}.
 
 {live} run small PyTorch implementations on this server's CPU (the wire page when you measure); {arithmetic} are
 arithmetic over the published configs. What is shipped rather than computed is listed under "What is live and what

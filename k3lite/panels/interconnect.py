@@ -209,7 +209,7 @@ def three_models(dispatch: str, combine: str, limit: int, scheme: str) -> tuple[
                                     scheme) for name in ("multi-node-8x8", "nvl72")}
     # the counterfactual beside the comparison: K3 moves the most bytes, but without its latent it would move
     # more (same deployment; the ledger's definition of "K3 without latent", k3lite/analytic/ledger.py)
-    k3_plain = variant(get_preset(K3), ONE_OFF["latent"]).with_(name="K3 without latent")
+    k3_plain = variant(get_preset(K3), ONE_OFF["no-latent"]).with_(name="K3 without latent")
     for name, rows in tables.items():
         rows.append(analytic_traffic(k3_plain, Deployment(TOPOLOGIES[name], 64, dispatch, combine,
                                                           limit if name == "multi-node-8x8" else 0, scheme)))
