@@ -1,6 +1,7 @@
 """K3 beside a second model, or beside K3 without one of its ideas: every comparison is a real config.
 
-`COMPARISONS` names each: three published models (their presets) and K3 with one idea swapped for what it replaces:
+`COMPARISONS` names each: the published models whose card (k3lite.model.cards) has a label, and K3 with one idea
+swapped for what it replaces (each Comparison is that variant's card: its label, the pages it shows on and why):
     no-latent        the same-sized classic MoE: experts in d_model, E/c experts and top-k/c (c = d / latent), so the
                      expert FLOPs per token match (the serving waterfall's classic design)
     all-mla          MLA (global attention) in every layer instead of the 3:1 KDA hybrid
