@@ -9,6 +9,7 @@
                                       k3lite.model.variants.COMPARISONS; `pair_of(base, key)` builds it
     where_else(pair, here)            "its difference shows on the ... page (why)": the comparison's own pages
                                       (its card's shows_on, by title) other than page `here`
+    rebase(pair, cfg), changes_nothing(pair), other_name(pair, base)   a pair on a page's own config (its sliders)
 A panel function takes `(cfg, other: Pair | None, ...knobs)` or a Pair; with no comparison it shows one model.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, NamedTuple
 from k3lite.base.evidence import Evidence
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
-from k3lite.model.cards import display_name
+from k3lite.model.cards import card_of, display_name
 from k3lite.model.variants import COMPARISONS, K3, Comparison, comparison_config
 from k3lite.panels.pages import title
 
@@ -138,3 +139,26 @@ def where_else(pair: Pair | str, here: str) -> str:
 def sentence(clause: str) -> str:
     """A clause as a sentence of its own: first letter up, a full stop ('' stays '')."""
     return f"{clause[0].upper()}{clause[1:]}." if clause else ""
+
+
+def rebase(pair: Pair, cfg: K3Config) -> Pair:
+    """The pair with the page's config on K3's side: a K3 variant is rebuilt from it (the sliders apply to both);
+    another released model stays as released."""
+    return Pair(cfg, comparison_config(pair.key, cfg) if pair.ablation else pair.other, pair.key)
+
+
+def changes_nothing(pair: Pair) -> bool:
+    """True when the compared config is the page's own (a K3 idea removed from a model that never had it)."""
+    return pair.other.with_(name=pair.k3.name) == pair.k3
+
+
+def other_name(pair: Pair, base: str) -> str:
+    """The compared config's name in a sentence: its label, or, for a K3 variant built from another preset `base`
+    (the page's preset is DeepSeek-V3, say), that preset with the change ('DeepSeek-V3 with SwiGLU in every
+    feed-forward')."""
+    card = card_of(pair.k3.name)
+    if pair.ablation and (card is None or card.key != K3):
+        if changes_nothing(pair):
+            return f"{display_name(base)} without {pair.comparison.idea} (it has none: nothing changes)"
+        return f"{display_name(base)} with {pair.comparison.instead}"
+    return pair.label

@@ -32,9 +32,9 @@ from k3lite.interconnect.routing import reach_caps
 from k3lite.interconnect.sentences import comparison_sentence, node_limit_sentence, routing_clause, routing_rule_words
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
-from k3lite.model.variants import K3, comparison_config
+from k3lite.model.variants import K3
 from k3lite.model.cards import display_name as model_name  # "kimi-k3" -> "Kimi K3" (display_name here adds "your settings")
-from k3lite.panels.core import Pair, Panel, Said, sentence, where_else
+from k3lite.panels.core import Pair, Panel, Said, changes_nothing, other_name, rebase, sentence, where_else
 from k3lite.viz.compare import paired_bars
 from k3lite.viz.interconnect import (MEASURED_TRACE, compare_figure, measured_figure, node_limit_figure,
                                     traffic_figure)
@@ -95,27 +95,6 @@ def shows_where(pair: Pair) -> str:
     training = "interconnect" in pair.comparison.shows_on
     here = " Here it shows in training: switch 'what moves' to training." if training else ""
     return (sentence(where_else(pair, "interconnect")) + here).strip()
-
-
-def changes_nothing(pair: Pair) -> bool:
-    """True when the compared config is the page's own (a K3 idea removed from a model that never had it)."""
-    return pair.other.with_(name=pair.k3.name) == pair.k3
-
-
-def other_name(pair: Pair, base: str) -> str:
-    """The compared config's name in a sentence: its label, or, for a K3 variant built from another preset (the
-    page's preset is DeepSeek-V3, say), that preset with the change ('DeepSeek-V3 with SwiGLU in every feed-forward')."""
-    if pair.ablation and _preset_name(pair.k3) != K3:
-        if changes_nothing(pair):
-            return f"{model_name(base)} without {pair.comparison.idea} (it has none: nothing changes)"
-        return f"{model_name(base)} with {pair.comparison.instead}"
-    return pair.label
-
-
-def rebase(pair: Pair, cfg: K3Config) -> Pair:
-    """The pair with the page's config on K3's side: a K3 variant is rebuilt from it (the sliders apply to both);
-    another released model stays as released."""
-    return Pair(cfg, comparison_config(pair.key, cfg) if pair.ablation else pair.other, pair.key)
 
 
 def _width(cfg: K3Config) -> str:

@@ -26,8 +26,7 @@ from k3lite.base.wording import times
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import comparison_config
 from k3lite.model.cards import display_name as model_name
-from k3lite.panels.core import Pair, Panel, Said, sentence, where_else
-from k3lite.panels.interconnect import changes_nothing, other_name, rebase
+from k3lite.panels.core import Pair, Panel, Said, changes_nothing, other_name, rebase, sentence, where_else
 from k3lite.viz.compare import paired_bars
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import bytes_axis
