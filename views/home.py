@@ -139,14 +139,14 @@ def ledger_panel() -> None:
         st.caption("The hatched bar: K3 with only the ideas ticked here (untick one to see what it saves):")
         on = {idea: st.checkbox(label, key=key) for idea, (label, key, _d) in ledgers.TOGGLES.items()}
         overload = st.number_input("busiest GPU's overload without balancing (max-violation)", 0.0, 20.0, step=0.25,
-                                   key="ledger_overload", disabled=on["balancing"],
+                                   key="ledger_overload", disabled=on[byte_ledger.BALANCING],
                                    help="our assumption, counted only with balancing unticked; the MoE page measures "
                                         "max-violation per method")
     push_url("ledger_models", "ledger_context", "ledger_batch", "ledger_per",
              *(key for _l, key, _d in ledgers.TOGGLES.values()), "ledger_overload")
     with user_errors():
         deploy = byte_ledger.Deploy(batch=st.session_state.ledger_batch, gpu_overload=float(overload))
-        context, chosen = st.session_state.ledger_context, byte_ledger.Toggles(**on)
+        context, chosen = st.session_state.ledger_context, ledgers.toggles_of(on)
         panel = ledgers.ledger_panel(tuple(picked), context, deploy, per, chosen)
     picture.plotly_chart(panel.figure, width="stretch")
     for said in panel.sentences:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from k3lite.panels.pages import TITLES
+
 
 class PageSpec(NamedTuple):
     file: str  # path from the repository root, as st.Page and AppTest take it
-    title: str  # navigation title
+    title: str  # navigation title (k3lite.panels.pages.TITLES, where a panel can read it)
     short: str  # link text on the home page
     icon: str
     url_path: str
@@ -23,29 +25,29 @@ class PageSpec(NamedTuple):
 
 
 PAGES: tuple[PageSpec, ...] = (
-    PageSpec("views/home.py", "Home: the K3 design", "Home", ":material/home:", "home", "Overview", default=True),
-    PageSpec("views/tour.py", "The K3 argument, step by step", "Guided tour", ":material/quiz:", "tour", "Overview"),
-    PageSpec("views/practice.py", "Practice problems", "Practice", ":material/edit_note:", "practice", "Overview"),
-    PageSpec("views/article.py", "The article beside the app", "The article, claim by claim", ":material/article:",
+    PageSpec("views/home.py", TITLES["home"], "Home", ":material/home:", "home", "Overview", default=True),
+    PageSpec("views/tour.py", TITLES["tour"], "Guided tour", ":material/quiz:", "tour", "Overview"),
+    PageSpec("views/practice.py", TITLES["practice"], "Practice", ":material/edit_note:", "practice", "Overview"),
+    PageSpec("views/article.py", TITLES["article"], "The article, claim by claim", ":material/article:",
              "article", "Overview"),
-    PageSpec("views/moe.py", "Stable LatentMoE & routing", "Routing & balancing", ":material/alt_route:", "moe",
+    PageSpec("views/moe.py", TITLES["moe"], "Routing & balancing", ":material/alt_route:", "moe",
              "Mechanisms"),
-    PageSpec("views/kda.py", "Kimi Delta Attention", "Kimi Delta Attention", ":material/trending_down:", "kda",
+    PageSpec("views/kda.py", TITLES["kda"], "Kimi Delta Attention", ":material/trending_down:", "kda",
              "Mechanisms"),
-    PageSpec("views/hybrid_attention.py", "3:1 hybrid attention", "3:1 hybrid", ":material/extension:",
+    PageSpec("views/hybrid_attention.py", TITLES["hybrid_attention"], "3:1 hybrid", ":material/extension:",
              "hybrid_attention", "Mechanisms"),
-    PageSpec("views/attention_residuals.py", "Attention Residuals", "Attention Residuals", ":material/stairs:",
+    PageSpec("views/attention_residuals.py", TITLES["attention_residuals"], "Attention Residuals", ":material/stairs:",
              "attention_residuals", "Mechanisms"),
-    PageSpec("views/forward_pass.py", "Step through a forward pass", "Forward pass", ":material/play_arrow:",
+    PageSpec("views/forward_pass.py", TITLES["forward_pass"], "Forward pass", ":material/play_arrow:",
              "forward_pass", "The whole model"),
-    PageSpec("views/interconnect.py", "Interconnect bytes per token", "Bytes on the wire", ":material/cable:",
+    PageSpec("views/interconnect.py", TITLES["interconnect"], "Bytes on the wire", ":material/cable:",
              "interconnect", "The whole model"),
-    PageSpec("views/serving.py", "Serving: $ per million tokens", "Serving", ":material/dns:", "serving",
+    PageSpec("views/serving.py", TITLES["serving"], "Serving", ":material/dns:", "serving",
              "The whole model"),
-    PageSpec("views/cost_per_task.py", "Cost per task", "Cost per task", ":material/payments:", "cost_per_task",
+    PageSpec("views/cost_per_task.py", TITLES["cost_per_task"], "Cost per task", ":material/payments:", "cost_per_task",
              "The whole model"),
-    PageSpec("views/lab.py", "The lab: recall tasks", "The lab", ":material/science:", "lab", "The whole model"),
-    PageSpec("views/glossary.py", "Glossary", "Glossary", ":material/menu_book:", "glossary", "Reference"),
+    PageSpec("views/lab.py", TITLES["lab"], "The lab", ":material/science:", "lab", "The whole model"),
+    PageSpec("views/glossary.py", TITLES["glossary"], "Glossary", ":material/menu_book:", "glossary", "Reference"),
 )
 
 # Pages that run no PyTorch model: arithmetic over the published configs (the interconnect page measures only on

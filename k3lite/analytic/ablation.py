@@ -11,7 +11,7 @@ evenly (how evenly each does is measured on the MoE page), so their effect here 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from k3lite.analytic import memory
 from k3lite.analytic.ledger import Deploy, ledger_of
@@ -19,6 +19,7 @@ from k3lite.analytic.serving.deployment import Serving
 from k3lite.analytic.serving.target import solve
 from k3lite.base.units import fmt_bytes
 from k3lite.base.wording import compare, times
+from k3lite.model.cards import display_name
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import COMPARISONS, K3, K3_MINUS, comparison_config
 
@@ -27,15 +28,6 @@ AXES = ("bytes per decoded token", "cache per sequence", "$ per M output tokens"
 # formats; 30 tokens/s per user, 8K in / 1K out
 SERVE = dict(gpu="B300", n_gpus=8, ep=8, tp=8)
 SPEED, INPUT_LEN, OUTPUT_LEN = 30.0, 8192, 1024
-
-
-# where an idea that moves none of these numbers shows what it buys
-ELSEWHERE = {
-    "standard-residual": "the Attention Residuals page trains both and compares their loss",
-    "aux-loss": "the MoE page measures how evenly each balancing method loads the experts",
-    "bias": "the MoE page measures how evenly each balancing method loads the experts",
-    "swiglu": "the MoE page's SiTU-GLU section draws its bounded outputs (a training-stability choice)",
-}
 
 
 class Row(NamedTuple):
@@ -63,7 +55,7 @@ def _row(key: str, label: str, idea: str | None, cfg, context: int, deploy: Depl
 def ablation(context: int = 131_072, deploy: Deploy = Deploy()) -> list[Row]:
     """K3, then K3 without each idea (K3_MINUS order)."""
     k3 = get_preset(K3)
-    rows = [_row("k3", "Kimi K3", None, k3, context, deploy)]
+    rows = [_row("k3", display_name(K3), None, k3, context, deploy)]
     for key in K3_MINUS:
         c = COMPARISONS[key]
         rows.append(_row(key, c.label, c.idea, comparison_config(key, k3), context, deploy))
@@ -83,8 +75,10 @@ def _effect(k3: float, other: float, fmt, rel_tol: float = 1e-9) -> str:
     return f"{fmt(abs(k3 - other))} {word} ({fmt(k3)} vs {fmt(other)}{ratio})"
 
 
-def sentences(rows: list[Row]) -> list[str]:
-    """Per idea: what K3 has on each axis against K3 without it, signs as computed (an idea that costs says so)."""
+def sentences(rows: list[Row], elsewhere: Callable[[str], str] = lambda key: "") -> list[str]:
+    """Per idea: what K3 has on each axis against K3 without it, signs as computed (an idea that costs says so).
+    `elsewhere(key)`: the clause naming where a variant's difference shows besides these axes ("" for none; the
+    panel's k3lite.panels.core.where_else)."""
     k3 = rows[0]
     out = []
     usd = lambda v: f"${v:.2f}"  # noqa: E731 - a formatter, one line
@@ -93,15 +87,15 @@ def sentences(rows: list[Row]) -> list[str]:
                    f"cache per sequence {_effect(k3.cache_per_sequence, r.cache_per_sequence, fmt_bytes)}",
                    f"$ per M output {_effect(k3.usd_per_m_output, r.usd_per_m_output, usd, 1e-3)}"]
         if all(e.split(" (")[0].endswith("the same") for e in effects):
-            out.append(f"**{r.idea}** (vs {COMPARISONS[r.key].instead}): the same on all three axes; what it buys "
-                       f"shows elsewhere: {ELSEWHERE.get(r.key, 'not in these numbers')}.")
+            out.append(f"**{r.idea}** (vs {COMPARISONS[r.key].instead}): the same on all three axes; "
+                       f"{elsewhere(r.key) or 'what it buys is not in these numbers'}.")
             continue
         verdict = ""
         if not math.isnan(k3.usd_per_m_output) and not math.isnan(r.usd_per_m_output):
             word = compare(k3.usd_per_m_output, r.usd_per_m_output, "dearer", "cheaper", "no cheaper or dearer",
                            rel_tol=1e-3)
             verdict = f": at {SPEED:.0f} tokens/s per user it makes K3 {word} to serve"
-        where = f" What else it buys shows elsewhere: {ELSEWHERE[r.key]}." if r.key in ELSEWHERE else ""
+        where = f" {elsewhere(r.key)[0].upper()}{elsewhere(r.key)[1:]}." if elsewhere(r.key) else ""
         out.append(f"**{r.idea}** (vs {COMPARISONS[r.key].instead}): K3 has " + "; ".join(effects) + verdict + "."
                    + where)
     return out

@@ -29,6 +29,7 @@ import numpy as np
 
 from k3lite.base.evidence import Evidence
 from k3lite.base.sources import K3_PRICE
+from k3lite.model.cards import display_name
 
 
 def _check(cond: bool, msg: str) -> None:
@@ -72,12 +73,12 @@ class ModelPrice:
 
 
 PRICES: dict[str, ModelPrice] = {
-    "kimi-k3": ModelPrice("Kimi K3", 3.00, 15.00, 1 - 0.30 / 3.00,
+    "kimi-k3": ModelPrice(display_name("kimi-k3"), 3.00, 15.00, 1 - 0.30 / 3.00,
                           f"{K3_PRICE}; flat, no context-length tiers", kind="listed"),
-    "kimi-k2": ModelPrice("Kimi K2", 0.60, 2.50, 0.75,
+    "kimi-k2": ModelPrice(display_name("kimi-k2"), 0.60, 2.50, 0.75,
                           "Moonshot AI platform price list at the K2 launch (July 2025): $0.60 input (cache miss), "
                           "$0.15 (cache hit), $2.50 output per M tokens", kind="listed"),
-    "deepseek-v3": ModelPrice("DeepSeek-V3", 0.27, 1.10, 0.74,
+    "deepseek-v3": ModelPrice(display_name("deepseek-v3"), 0.27, 1.10, 0.74,
                               "DeepSeek API pricing page, deepseek-chat standard rate (2025): $0.27 input (cache "
                               "miss), $0.07 (cache hit), $1.10 output per M tokens", kind="listed"),
     "small-worker": ModelPrice("small worker (assumed)", 0.10, 0.40, 0.75,

@@ -32,6 +32,7 @@ from functools import lru_cache
 from k3lite.analytic import decode, memory
 from k3lite.base.units import GIB, ONE_M_CONTEXT, fmt_bytes, fmt_capacity
 from k3lite.base.wording import compare, times
+from k3lite.model.cards import display_name
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.analytic.hardware import GPU, GPUS, get_gpu, gpu_label
@@ -288,12 +289,9 @@ def first_gpu_that_fits(context: int, batch: int = 1, ratios: tuple[int, ...] = 
 
 
 # ------------------------------------------------------------------------- the page's computed sentences
-MODEL_NAMES = {"kimi-linear-48b-a3b": "Kimi Linear 48B-A3B", "kimi-k3": "Kimi K3"}
-
-
 def model_name(base: str = "kimi-linear-48b-a3b") -> str:
-    """The readable name of the model the page's numbers are for."""
-    return MODEL_NAMES.get(base, base)
+    """The readable name of the model the page's numbers are for (its card's)."""
+    return display_name(base)
 
 
 def _context_words(context: int) -> str:

@@ -17,15 +17,18 @@ One decode step serves a batch of B sequences at context T; the ledger is what O
     AttnRes reads  the source vectors the depth mixes read for one token (`k3lite.model.attnres.attnres_cost`, the
                    Attention Residuals page's function; standard residual: one running sum per sublayer).
 
-Toggles turn one K3 idea off at a time (a counterfactual K3, not a published model):
-    latent off     the same-sized classic MoE the serving waterfall starts from (`k3lite.model.variants.classic_variant`):
+Toggles turn K3 ideas off (a counterfactual K3, not a published model), in the comparison control's words: an
+idea off is its `k3lite.model.variants.K3_MINUS` variant, the config every other page compares K3 with:
+    no-latent      the same-sized classic MoE the serving waterfall starts from (`k3lite.model.variants.classic_variant`):
                    experts work on d_model and d_model travels, with E/c experts and top-k/c at the same expert
                    FFN (c = d_model / latent), so the same expert parameters and FLOPs per token. (Only dropping
                    the latent, same E and k, would double every expert: a 5.5T-parameter, 142B-active model whose
                    "saving" is mostly reading bigger weights, not wire.)
-    all-MLA        every layer global (no KDA), so every layer keeps a KV cache that grows with T
-    full AttnRes   every sublayer reads every earlier output instead of block sums
-    no balancing   the step waits for the busiest GPU, whose links carry (1 + overload) x the mean: the NVLink
+    all-mla        every layer global (no KDA), so every layer keeps a KV cache that grows with T
+    standard-residual  one running sum per sublayer instead of block Attention Residuals (what the released models
+                   before K3 use; `idea_bytes` also sets the blocks against full AttnRes, which reads every output)
+    balancing off  not a variant (K3_MINUS swaps quantile balancing for another method, whose bytes on average are
+                   the same): the step waits for the busiest GPU, whose links carry (1 + overload) x the mean: the NVLink
                    and NIC bars become the busiest GPU's share. `gpu_overload` is the caller's stated
                    assumption (the MoE page measures max-violation per balancing method); bytes on average
                    are unchanged, which is why this is the only toggle that needs one.
@@ -45,11 +48,12 @@ from k3lite.model.attnres import attnres_cost
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.interconnect import Deployment, get_topology, wire_bytes_per_token
-from k3lite.model.variants import classic_variant, display_name
+from k3lite.model.cards import display_name
+from k3lite.model.variants import COMPARISONS, K3_MINUS
 from k3lite.analytic.serving.deployment import Serving
 from k3lite.analytic.serving.step import TokenFlops, check_fits, decode_step, token_flops
 
-MODELS: dict[str, str] = {"deepseek-v3": "DeepSeek-V3", "kimi-k2": "Kimi K2", "kimi-k3": "Kimi K3"}
+MODELS: dict[str, str] = {k: display_name(k) for k in ("deepseek-v3", "kimi-k2", "kimi-k3")}  # names: their cards
 SEGMENTS: tuple[tuple[str, str], ...] = (  # (field = style.LINK key, label)
     ("nvlink", "NVLink: expert dispatch + combine"),
     ("nic", "NIC: expert dispatch + combine"),
@@ -80,25 +84,31 @@ class Deploy:
             raise ValueError(f"gpu_overload must be in [0, 100] (max-violation, 0 = even), got {self.gpu_overload}")
 
 
+TOGGLED = ("no-latent", "all-mla", "standard-residual")  # the K3_MINUS variants the ledger's toggles switch to
+BALANCING = "balancing"  # the one toggle that is not a variant: the busiest GPU's links (module docstring)
+
+
 @dataclass(frozen=True)
 class Toggles:
-    """Which K3 ideas are on (all on = K3 as designed); each off gives the counterfactual named by `label`."""
+    """Which K3 ideas are off (none = K3 as designed): `off`, K3_MINUS keys (each idea off is that variant's
+    config), and `balanced` False for the busiest GPU without balancing; `label` names the counterfactual."""
 
-    latent: bool = True
-    hybrid: bool = True
-    block_attnres: bool = True
-    balancing: bool = True
+    off: frozenset[str] = frozenset()
+    balanced: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "off", frozenset(self.off))
+        if not self.off <= set(K3_MINUS):
+            raise ValueError(f"toggles switch K3_MINUS variants {list(K3_MINUS)}, got {sorted(self.off)}")
 
     def label(self) -> str:
-        off = [name for name, on in (("latent", self.latent), ("KDA (all-MLA)", self.hybrid),
-                                     ("block AttnRes (full)", self.block_attnres),
-                                     ("balancing", self.balancing)) if not on]
-        return "as designed" if not off else "without " + ", ".join(off)
+        off = [COMPARISONS[k].label.removeprefix("K3 ") for k in K3_MINUS if k in self.off]
+        off += [] if self.balanced else ["without balancing"]
+        return ", ".join(off) or "as designed"
 
 
 ALL_ON = Toggles()
-ONE_OFF: dict[str, Toggles] = {"latent": Toggles(latent=False), "hybrid": Toggles(hybrid=False),
-                               "block_attnres": Toggles(block_attnres=False), "balancing": Toggles(balancing=False)}
+ONE_OFF: dict[str, Toggles] = {**{k: Toggles(frozenset({k})) for k in TOGGLED}, BALANCING: Toggles(balanced=False)}
 
 
 class Ledger(NamedTuple):
@@ -119,13 +129,11 @@ class Ledger(NamedTuple):
 
 
 def variant(cfg: K3Config, toggles: Toggles) -> K3Config:
-    """`cfg` with the switched-off ideas removed (a toggle that does not apply to `cfg` changes nothing)."""
-    if not toggles.latent and cfg.moe.latent_dim:
-        cfg = classic_variant(cfg).with_(name=cfg.name)
-    if not toggles.hybrid and cfg.kda is not None and "kda" in cfg.layer_types():
-        cfg = cfg.with_(kda_ratio=(0, 1))
-    if not toggles.block_attnres and cfg.attn_res == "block":
-        cfg = cfg.with_(attn_res="full")
+    """`cfg` with the switched-off ideas swapped for their variants (k3lite.model.variants.COMPARISONS, in
+    K3_MINUS order; a variant of an idea `cfg` lacks changes nothing), under `cfg`'s own name."""
+    for key in K3_MINUS:
+        if key in toggles.off:
+            cfg = COMPARISONS[key].build(cfg).with_(name=cfg.name)
     return cfg
 
 
@@ -138,7 +146,7 @@ def ledger(preset: str, context: int, toggles: Toggles = ALL_ON, deploy: Deploy 
         raise ValueError(f"context must be 1..10,000,000 tokens, got {context}")
     cfg = variant(get_preset(preset), toggles)
     label = name or (MODELS[preset] if toggles == ALL_ON else f"{MODELS[preset].split(' (')[0]} {toggles.label()}")
-    return ledger_of(cfg, context, deploy, 1.0 if toggles.balancing else 1.0 + deploy.gpu_overload, label)
+    return ledger_of(cfg, context, deploy, 1.0 if toggles.balanced else 1.0 + deploy.gpu_overload, label)
 
 
 def ledger_of(cfg: K3Config, context: int, deploy: Deploy = Deploy(), busiest: float = 1.0,
@@ -211,16 +219,16 @@ def idea_bytes(context: int, fmt, batches: tuple[int, ...] = (1, 64), deploy: De
 
     k3 = get_preset("kimi-k3")
     read = lambda mode: attnres_cost(k3.n_layers, k3.d_model, mode, k3.attn_res_block_size).read_bytes  # noqa: E731
-    balanced = savings(context, deploy)["balancing"]
+    balanced = savings(context, deploy)[BALANCING]
     return {
         "setting": (f"bytes per decoded token of K3 with the idea against K3 without it, from the ledger below: "
                     f"{context:,}-token context, {WEIGHT_PRECISION.upper()} weights, uniform routing, "
                     f"{deploy.topology} with experts over {deploy.ep_size} GPUs"),
-        "latent": by_batch("latent"),
-        "hybrid": by_batch("hybrid"),
-        "balancing": (f"saves {fmt(balanced)} on the busiest GPU's links at any batch, assuming that without it that GPU "
+        "no-latent": by_batch("no-latent"),
+        "all-mla": by_batch("all-mla"),
+        BALANCING: (f"saves {fmt(balanced)} on the busiest GPU's links at any batch, assuming that without it that GPU "
                       f"carries {1 + deploy.gpu_overload:.1f}x the mean (bytes on average do not change)"),
-        "block_attnres": (f"blocks read {fmt(read('block'))}: {fmt(abs(read('full') - read('block')))} "
+        "standard-residual": (f"blocks read {fmt(read('block'))}: {fmt(abs(read('full') - read('block')))} "
                           f"{compare(read('block'), read('full'), 'more', 'less', 'as much as')}"
                           f"{'' if read('block') == read('full') else ' than'} full AttnRes, "
                           f"{fmt(abs(read('block') - read('standard')))} "
@@ -294,8 +302,8 @@ def why_more_bytes(k3: Ledger, other: Ledger, k3_work: TokenFlops, other_work: T
 
 
 # ------------------------------------------------------------------------------------------ where an idea costs
-IDEAS = (("latent", "latent experts"), ("hybrid", "KDA hybrid"), ("block_attnres", "block AttnRes"),
-         ("balancing", "balancing"))
+IDEAS = (("no-latent", "latent experts"), ("all-mla", "KDA hybrid"), ("standard-residual", "block AttnRes"),
+         (BALANCING, "balancing"))  # (ONE_OFF key, the idea it switches off)
 
 
 def cost_words(context: int, deploy: Deploy, fmt) -> str:
@@ -306,15 +314,15 @@ def cost_words(context: int, deploy: Deploy, fmt) -> str:
     if not costs:
         return ""
     reasons = []
-    lat = parts["latent"]
+    lat = parts["no-latent"]
     if sum(lat.values()) < 0 and lat["hbm_weights"] < 0:
         extra, saved = -lat["hbm_weights"], lat["nvlink"] + lat["nic"]
         reasons.append(f"the latent's projections (d_model → latent → d_model in every MoE layer) are weights every "
                        f"step reads, {fmt(extra)}, {compare(extra, saved, 'more than', 'less than', 'about as much as')}"
                        f" the {fmt(abs(saved))} of wire it {'saves' if saved >= 0 else 'adds'}; the serving page's "
                        "waterfall prices the same step in $/M")
-    if sum(parts["hybrid"].values()) < 0:
-        k3, mla = ledger("kimi-k3", context, deploy=deploy), ledger("kimi-k3", context, ONE_OFF["hybrid"], deploy)
+    if sum(parts["all-mla"].values()) < 0:
+        k3, mla = ledger("kimi-k3", context, deploy=deploy), ledger("kimi-k3", context, ONE_OFF["all-mla"], deploy)
         if k3.hbm_weights > mla.hbm_weights:
             reasons.append(f"KDA layers carry {compare(k3.hbm_weights, mla.hbm_weights, 'more', 'fewer', 'as many')} "
                            "weights than the MLA layers they replace")

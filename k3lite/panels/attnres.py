@@ -22,7 +22,7 @@ from k3lite.model.attnres import attnres_cost, block_size_words
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import comparison_config
-from k3lite.panels.core import Pair, Panel, Said
+from k3lite.panels.core import Pair, Panel, Said, sentence, where_else
 from k3lite.viz.archmap import sources_at
 from k3lite.viz.attnres import (block_cost_details, block_saving_sentence, cost_curves_figure, depth_heatmap_figure,
                                 residual_experiment_claim, residual_experiment_figure)
@@ -122,7 +122,8 @@ def compare_panel(pair: Pair) -> Panel:
         return Panel(fig, (Said(
             f"{other} keeps {k3}'s {name}: {what}. The same {va} vectors of d = {pair.k3.d_model:,}, "
             f"{fmt_bytes(ba)} per token after layer {la}, and {fmt_bytes(ra)} of depth reads per forward pass (the "
-            f"lines match). " + WHERE.get(pair.comparison.idea or "", ""), (ev, PAIR_CONFIGS)),), ev, values=values)
+            f"lines match). " + sentence(where_else(pair, "attention_residuals")), (ev, PAIR_CONFIGS)),), ev,
+            values=values)
     name, what = residual_words(pair.other)
     if pair.ablation:
         none = f"{other} keeps {what} instead. "
@@ -141,11 +142,6 @@ def compare_panel(pair: Pair) -> Panel:
     return Panel(fig, tuple(said), ev, values=values)
 
 
-# where a K3 variant that keeps the residual does differ (by the idea it removes)
-WHERE = {"Stable LatentMoE": "The experts are where it differs: the Stable LatentMoE page compares them.",
-         "the 3:1 KDA hybrid": "Attention is where it differs: the Hybrid attention page compares it.",
-         "quantile balancing": "Balancing is where it differs: the MoE page's balancing panels compare the methods.",
-         "SiTU-GLU": "The experts' activation is where it differs: the MoE page's SiTU-GLU section draws both."}
 
 
 # ------------------------------------------------------------------------------------------ the sections

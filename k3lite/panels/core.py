@@ -7,6 +7,9 @@
                                       (views.common.draw_items)
     Pair(k3, other, key)              K3 (or the page's config) and the config it is compared with, by key of
                                       k3lite.model.variants.COMPARISONS; `pair_of(base, key)` builds it
+    where_else(pair, here)            "its difference shows on the ... page (why)": the comparison's own pages
+                                      (its card's shows_on, by title) other than page `here`
+    rebase(pair, cfg), changes_nothing(pair), other_name(pair, base)   a pair on a page's own config (its sliders)
 A panel function takes `(cfg, other: Pair | None, ...knobs)` or a Pair; with no comparison it shows one model.
 """
 from __future__ import annotations
@@ -17,7 +20,9 @@ from typing import Any, NamedTuple
 from k3lite.base.evidence import Evidence
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
+from k3lite.model.cards import card_of, display_name
 from k3lite.model.variants import COMPARISONS, K3, Comparison, comparison_config
+from k3lite.panels.pages import title
 
 NONE = "none"  # the comparison control's "compare with nothing"
 CHOICES = (NONE, *COMPARISONS)  # what the control offers, in order
@@ -100,7 +105,7 @@ class Pair:
 
     @property
     def k3_label(self) -> str:
-        return "Kimi K3" if self.k3.name == K3 else self.k3.name
+        return display_name(K3) if self.k3.name == K3 else self.k3.name
 
     @property
     def ablation(self) -> bool:
@@ -115,3 +120,45 @@ def pair_of(key: str | None, base: K3Config | str = K3) -> Pair | None:
         return None
     k3 = get_preset(base) if isinstance(base, str) else base
     return Pair(k3, comparison_config(key, k3), key)
+
+
+def where_else(pair: Pair | str, here: str) -> str:
+    """Where the comparison's difference shows, for a page (`here`, a page id) whose numbers it leaves equal:
+    'its difference shows on the Attention Residuals page (what each layer reads ...)', the pages by their
+    navigation titles (k3lite.panels.pages), from the comparison's card (shows_on, why); "" when it names no page
+    but `here`. A clause: the caller starts a sentence with it or puts it after a semicolon. `pair` may be a
+    comparison key."""
+    c = pair.comparison if isinstance(pair, Pair) else COMPARISONS[pair]
+    pages = [title(p) for p in c.shows_on if p != here]
+    if not pages:
+        return ""
+    names = pages[0] if len(pages) == 1 else ", ".join(pages[:-1]) + " and " + pages[-1]
+    return f"its difference shows on the {names} page{'s' if len(pages) > 1 else ''}" + (f" ({c.why})" if c.why else "")
+
+
+def sentence(clause: str) -> str:
+    """A clause as a sentence of its own: first letter up, a full stop ('' stays '')."""
+    return f"{clause[0].upper()}{clause[1:]}." if clause else ""
+
+
+def rebase(pair: Pair, cfg: K3Config) -> Pair:
+    """The pair with the page's config on K3's side: a K3 variant is rebuilt from it (the sliders apply to both);
+    another released model stays as released."""
+    return Pair(cfg, comparison_config(pair.key, cfg) if pair.ablation else pair.other, pair.key)
+
+
+def changes_nothing(pair: Pair) -> bool:
+    """True when the compared config is the page's own (a K3 idea removed from a model that never had it)."""
+    return pair.other.with_(name=pair.k3.name) == pair.k3
+
+
+def other_name(pair: Pair, base: str) -> str:
+    """The compared config's name in a sentence: its label, or, for a K3 variant built from another preset `base`
+    (the page's preset is DeepSeek-V3, say), that preset with the change ('DeepSeek-V3 with SwiGLU in every
+    feed-forward')."""
+    card = card_of(pair.k3.name)
+    if pair.ablation and (card is None or card.key != K3):
+        if changes_nothing(pair):
+            return f"{display_name(base)} without {pair.comparison.idea} (it has none: nothing changes)"
+        return f"{display_name(base)} with {pair.comparison.instead}"
+    return pair.label

@@ -24,8 +24,8 @@ from k3lite.base import sources
 from k3lite.base.units import fmt_bytes
 from k3lite.base.evidence import assumed, derived, kind_of
 from k3lite.base.wording import agreeing, compare, direction, times
-from k3lite.model.variants import display_name
-from k3lite.panels.core import Pair, Panel, Said
+from k3lite.model.cards import display_name
+from k3lite.panels.core import Pair, Panel, Said, where_else
 from k3lite.viz.compare import paired_bars
 from k3lite.viz.memo import shared_figure
 
@@ -181,11 +181,6 @@ def physics_cost(cfg, prices: tuple = ()) -> PhysicsCost:
 
 
 PARTS = ("input", "cached input", "output", "whole task")
-# where an idea that leaves the bill unchanged does show
-WHERE = {"quantile balancing": "the Routing & balancing page (how evenly the experts load: the serving physics "
-                               "here routes uniformly, the average, while a step waits for its busiest GPU)",
-         "SiTU-GLU": "the Routing & balancing page's SiTU-GLU section (the experts' activation)",
-         "block Attention Residuals": "the Attention Residuals page (what each layer reads, and the training loss)"}
 
 
 def _parts(row) -> list[float]:
@@ -231,8 +226,9 @@ def pair_panel(pair: Pair, profile: TaskProfile, prices: tuple = ()) -> Panel:
                                       f"{f1} GFLOPs per input token") + ".")
         if pair.ablation:
             idea = pair.comparison.idea
+            where = where_else(pair, "cost_per_task") or "its difference shows on its own page"
             why += (f" {idea[0].upper() + idea[1:]} against {pair.comparison.instead} would show in quality (success per "
-                    f"attempt and turns, taken as K3's here), and on {WHERE.get(idea, 'its own page')}.")
+                    f"attempt and turns, taken as K3's here); {where}.")
     else:
         ins = (ra.input_cost + ra.cached_input_cost, rb.input_cost + rb.cached_input_cost)
         outs = (ra.output_cost, rb.output_cost)

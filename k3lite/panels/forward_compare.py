@@ -22,8 +22,7 @@ from k3lite.interconnect import REFERENCE
 from k3lite.interconnect.sentences import routing_clause
 from k3lite.model.attnres import attnres_cost
 from k3lite.model.config import K3Config
-from k3lite.panels.core import Panel, Pair, Said
-from k3lite.panels.kda_compare import ELSEWHERE
+from k3lite.panels.core import Panel, Pair, Said, where_else
 from k3lite.viz.compare import pair_colors
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import COUNTERFACTUAL_PATTERN, bytes_log_axis, fit_titles
@@ -133,7 +132,7 @@ def bytes_by_part_panel(pair: Pair, context: int = CONTEXT) -> Panel:
     if all(k[s] == o[s] for s in STAGES):
         said = Said(f"{other} reads exactly what {K3} reads in every stage ({fmt_bytes(hbm_k)} of HBM and "
                     f"{fmt_bytes(k[WIRE])} between GPUs per decoded token): {pair.comparison.idea or 'what differs'} "
-                    f"changes no bytes here; {ELSEWHERE.get(pair.key, 'its difference shows on the other pages')}.",
+                    f"changes no bytes here; {where_else(pair, 'forward_pass') or 'its difference shows on the other pages'}.",
                     (ev,))
         return Panel(fig, (said,), ev, title="", values=values)
     big = max(shown, key=lambda s: abs(k[s] - o[s]))

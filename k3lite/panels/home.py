@@ -15,7 +15,6 @@ from functools import lru_cache
 from plotly.subplots import make_subplots
 
 from k3lite.analytic import ledger as byte_ledger, memory
-from k3lite.analytic.ablation import ELSEWHERE
 from k3lite.analytic.anatomy import PART_LABEL, PARTS, RELEASED_K3_PART_FORMATS, anatomy
 from k3lite.analytic.params import active_with_embedding, count_params, fmt
 from k3lite.base import sources
@@ -25,12 +24,11 @@ from k3lite.base.wording import compare, times
 from k3lite.model.config import K3Config
 from k3lite.model.presets import KIMI_K3_STATED_TOTAL, get_preset, kimi_k3_vision_params
 from k3lite.model.config import routed_fraction
-from k3lite.model.variants import display_name
-from k3lite.panels.core import Pair, Panel, Said
+from k3lite.model.cards import CARDS, display_name
+from k3lite.panels.core import Pair, Panel, Said, sentence, where_else
 from k3lite.viz.archmap import architecture_map
 from k3lite.viz.compare import pair_colors
 from k3lite.viz.memo import shared_figure
-from k3lite.viz.params import ACTIVE_CONVENTION, PUBLISHED
 from k3lite.viz.style import COUNTERFACTUAL_PATTERN, fit_titles, log_axis
 
 MAP_CONTEXT = 131072  # tokens of context the cache bytes on the map assume (128K)
@@ -103,13 +101,13 @@ def ideas_markdown(live: str, arithmetic: str, format_words: str) -> tuple[str, 
     """(the "Five ideas in K3" text, the caption on reading the map): `live` and `arithmetic` name the pages that
     run PyTorch and those that are arithmetic (views.registry)."""
     k3 = get_preset("kimi-k3")
-    ideas, classic = _idea_bytes(MAP_CONTEXT), byte_ledger.variant(k3, byte_ledger.ONE_OFF["latent"]).moe
+    ideas, classic = _idea_bytes(MAP_CONTEXT), byte_ledger.variant(k3, byte_ledger.ONE_OFF["no-latent"]).moe
     text = f"""{k3.moe.n_routed_experts} routed experts of which each token visits {k3.moe.top_k}, plus
 {k3.moe.n_shared_experts} always-on shared experts ({sources.EXPERT_COUNTS}). The *bytes* in each line: {ideas["setting"]}.
 
 1. **Stable LatentMoE** — experts work in a smaller *latent* ({k3.d_model} → {k3.moe.latent_dim}), which buys
    {k3.moe.n_routed_experts} experts, top-{k3.moe.top_k}, for the expert parameters and FLOPs of a classic
-   MoE's {classic.n_routed_experts}, top-{classic.top_k}. *Bytes*: {ideas["latent"]}.
+   MoE's {classic.n_routed_experts}, top-{classic.top_k}. *Bytes*: {ideas["no-latent"]}.
 2. **Quantile balancing** — each token still picks its top experts, but after subtracting a per-expert cut
    read off the rank of earlier batches' scores ("grading on a curve"), so no expert is swamped and there is
    no step size to tune. *Bytes*: {ideas["balancing"]}.
@@ -117,9 +115,9 @@ def ideas_markdown(live: str, arithmetic: str, format_words: str) -> tuple[str, 
    per channel and corrects itself (the delta rule), so long contexts cost no growing cache.
 4. **A 3:1 hybrid** — three KDA layers for every global attention layer (MLA, Multi-head Latent Attention, DeepSeek's
    attention with a compressed KV cache) keeps full recall where it counts. *Bytes* (3 and 4 against all-MLA):
-   {ideas["hybrid"]}.
+   {ideas["all-mla"]}.
 5. **Attention Residuals** — each layer looks back over earlier layers' outputs with a softmax over depth,
-   grouped into blocks to stay cheap. *Bytes*: {ideas["block_attnres"]}.
+   grouped into blocks to stay cheap. *Bytes*: {ideas["standard-residual"]}.
 
 {live} run small PyTorch implementations on this server's CPU (the wire page when you measure); {arithmetic} are
 arithmetic over the published configs. What is shipped rather than computed is listed under "What is live and what
@@ -138,9 +136,9 @@ def _published(name: str):
 def published_rows() -> list[dict]:
     """Our count of each published config against its stated total and active parameters."""
     rows = []
-    for name, (total, active, source) in PUBLISHED.items():
+    for name, (total, active, source, convention) in ((k, c.stated) for k, c in CARDS.items() if c.stated):
         ours = _published(name)
-        stated_active, with_embedding, active_source = ACTIVE_CONVENTION.get(name, (active, False, None))
+        stated_active, with_embedding, active_source = convention or (active, False, None)
         ours_active = active_with_embedding(ours) if with_embedding else ours.active
         rows.append({
             "config": name, "stated total": fmt(total), "our total": fmt(ours.total),
@@ -158,7 +156,7 @@ def published_rows() -> list[dict]:
 def counts_caption() -> str:
     """Why K2's, DeepSeek-V3's and K3's counts differ from what is quoted."""
     k2, ds, k3 = (_published(n) for n in ("kimi-k2", "deepseek-v3", "kimi-k3"))
-    k2_stated, vision = PUBLISHED["kimi-k2"][0], kimi_k3_vision_params()
+    k2_stated, vision = CARDS["kimi-k2"].stated.total, kimi_k3_vision_params()
     return (
         f"Kimi K2: its config.json counts to {fmt(k2.total)} ({k2.total / 1e12:.3f}T); the {fmt(k2_stated)} we quote is "
         f"{100 * (k2_stated / k2.total - 1):.1f}% more, and we do not know why: it is *not* a multi-token-prediction "
@@ -166,7 +164,7 @@ def counts_caption() -> str:
         "parameters. DeepSeek-V3's active count is compared with its weights README, which says what it counts "
         f"(the report's 37B does not): our count with the embedding in is {fmt(active_with_embedding(ds))}. "
         f"Kimi K3: the preset is the released config.json (`k3lite/model/presets.py`, `kimi_k3`); the stated "
-        f"{fmt(PUBLISHED['kimi-k3'][0])} includes the vision tower ({fmt(vision)}, counted from its "
+        f"{fmt(CARDS['kimi-k3'].stated.total)} includes the vision tower ({fmt(vision)}, counted from its "
         f"vision_config), which k3lite does not build: text {fmt(k3.total)} + vision "
         f"{fmt(vision)} = {(k3.total + vision) / 1e12:.4f}T.")
 
@@ -252,10 +250,10 @@ def compare_panel(pair: Pair, context: int = MAP_CONTEXT, deploy: byte_ledger.De
     same = (compare(pa, pb, "more", "fewer", "same", exact) == "same", compare(ba, bb, "more", "less", "same", exact)
             == "same")
     if all(same):
-        where = ELSEWHERE.get(pair.key, "")
+        where = sentence(where_else(pair, "home"))
         first = (f"{names[0]} and {names[1]} have the same {fmt(pa)} parameters and a decoded token moves the same "
                  f"{fmt_bytes(ba)} ({setting}): {pair.comparison.instead} changes neither count."
-                 + (f" Where it differs: {where}." if where else ""))
+                 + (f" {where}" if where else ""))
         return Panel(fig, (Said(first, (ev,)),), ev, values={"k3_params": pa, "other_params": pb, "k3_bytes": ba,
                                                              "other_bytes": bb})
     first = (f"{names[0]} has {_than(pa, pb, 'more', 'fewer', 'parameters', 'as many parameters as')} {names[1]} "

@@ -23,7 +23,7 @@ from k3lite.base.evidence import derived
 from k3lite.base.units import fmt_bytes
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import COMPARISONS
-from k3lite.panels.core import Panel, Said
+from k3lite.panels.core import Panel, Said, where_else
 from k3lite.viz.ablation import ablation_figure
 from k3lite.viz.ledger import ledger_figure
 from k3lite.viz.memo import shared_figure
@@ -34,14 +34,22 @@ PER = {"per decoded token": "decoded token", "per GFLOP of the token's work": "G
 # The hatched bar is K3 with only the ticked ideas on. Latent starts unticked, so at the defaults the comparison has
 # "K3 without latent" beside it; K3 with every idea on is the K3 bar itself, so then no hatched bar is drawn.
 # (Before: K3 without latent was always drawn and unticking latent changed nothing.)
-TOGGLES = {"latent": ("latent experts", "ledger_latent", False), "hybrid": ("3:1 KDA hybrid", "ledger_hybrid", True),
-           "block_attnres": ("block AttnRes", "ledger_block", True), "balancing": ("balancing", "ledger_balancing", True)}
+# By byte_ledger.ONE_OFF key (a K3_MINUS variant, or balancing): (checkbox label, URL key, ticked at first).
+TOGGLES = {"no-latent": ("latent experts", "ledger_latent", False), "all-mla": ("3:1 KDA hybrid", "ledger_hybrid", True),
+           "standard-residual": ("block AttnRes", "ledger_block", True),
+           byte_ledger.BALANCING: ("balancing", "ledger_balancing", True)}
 WHAT_THE_BARS_ARE = (
     "One decoded token, split by where its bytes move: **NVLink** and **NIC** (experts on other GPUs: "
     "dispatch and combine), **HBM weights** (read once per step, shared by the batch), **HBM KV cache / KDA "
     "state** (this token's own sequence) and **Attention Residual reads**. Every segment comes from the "
     "function the mechanism page uses (interconnect, hybrid, Attention Residuals, parameter count); hatched "
     "bars are K3 with an idea switched off. Formulas: `k3lite/analytic/ledger.py`.")
+
+
+def toggles_of(on: dict[str, bool]) -> byte_ledger.Toggles:
+    """The ledger's Toggles from the checkboxes (`on`: TOGGLES key -> ticked): each unticked idea's variant off."""
+    return byte_ledger.Toggles(frozenset(k for k, ticked in on.items() if not ticked and k != byte_ledger.BALANCING),
+                               on.get(byte_ledger.BALANCING, True))
 
 
 @lru_cache(maxsize=32)
@@ -52,7 +60,7 @@ def work_of(preset: str, context: int, toggles: byte_ledger.Toggles):
 @lru_cache(maxsize=4)  # meta-device counts of K3 and its classic counterpart
 def classic_counts():
     k3 = get_preset("kimi-k3")
-    classic = byte_ledger.variant(k3, byte_ledger.ONE_OFF["latent"])
+    classic = byte_ledger.variant(k3, byte_ledger.ONE_OFF["no-latent"])
     return k3, classic, count_params(k3), count_params(classic)
 
 
@@ -76,7 +84,8 @@ def ledger_panel(picked: tuple[str, ...], context: int, deploy: byte_ledger.Depl
     shown = ([byte_ledger.per_work(r, work_of(p, context, t).total) for r, (p, t) in zip(rows, keyed)] if normalised
              else rows)
     ev = derived(byte_ledger.ledger, *((byte_ledger.per_work, byte_ledger.token_work) if normalised else ()))
-    fig = shared_figure(ledger_figure, shown, None, PER[per], evidence=ev)
+    hatched = frozenset(r.name for r, (_p, t) in zip(rows, keyed) if t != byte_ledger.ALL_ON)  # K3 with ideas off
+    fig = shared_figure(ledger_figure, shown, hatched, PER[per], evidence=ev)
     said = ()
     if {"kimi-k3", "deepseek-v3"} <= set(picked):
         k3_row, ds_row = rows[picked.index("kimi-k3")], rows[picked.index("deepseek-v3")]
@@ -155,13 +164,17 @@ def ablation_cached(context: int) -> list:
     return ablation_rows(context)
 
 
+def _elsewhere(key: str) -> str:
+    return where_else(key, "home")
+
+
 def ablation_panel(context: int) -> Panel:
     """K3 against K3 without each idea on bytes per decoded token, cache per sequence and $ per M output tokens."""
     rows = ablation_cached(int(context))
     fig = shared_figure(ablation_figure, rows, evidence=derived(ablation_rows, ledger_of, solve))
     ev = derived(ablation_sentences)
     where = Said(deployment_sentence(), (derived(deployment_sentence, solve),))
-    return Panel(fig, (where, *(Said(t, (ev,)) for t in ablation_sentences(rows))),
+    return Panel(fig, (where, *(Said(t, (ev,)) for t in ablation_sentences(rows, _elsewhere))),
                  derived(ablation_rows, ledger_of, solve))
 
 

@@ -25,7 +25,7 @@ from k3lite.base.evidence import Evidence, derived
 from k3lite.base.units import GIB, ONE_M_CONTEXT as ONE_M, fmt_bytes, fmt_capacity
 from k3lite.base.wording import compare, times
 from k3lite.model.config import K3Config
-from k3lite.panels.core import Pair, Panel, Said
+from k3lite.panels.core import Pair, Panel, Said, sentence, where_else
 from k3lite.viz.compare import paired_lines
 from k3lite.viz.hybrid import (
     cache_vs_context_figure, layer_pattern_figure, speedup_by_ratio_figure, tpot_vs_context_figure,
@@ -159,10 +159,6 @@ ALSO = [("routing", "uniform: a batch touches E(1 − (1 − k/E)^B) distinct ex
 
 
 # ------------------------------------------------------------------------------------- K3 beside another model
-# where a variant that leaves every attention layer as it is shows its difference instead (the page's short name)
-ELSEWHERE = {"Stable LatentMoE": "Routing & balancing and Bytes on the wire",
-             "block Attention Residuals": "Attention Residuals", "quantile balancing": "Routing & balancing",
-             "SiTU-GLU": "Routing & balancing (its SiTU-GLU section)"}
 
 
 def _cache(cfg: K3Config, context: int) -> float:
@@ -215,11 +211,10 @@ def compare_panel(pair: Pair, hw: str, context: int = ONE_M) -> Panel:
     per_a, per_b = memory.mla_cache_bytes_per_token(k3.mla), memory.mla_cache_bytes_per_token(other.mla)
     at = _context_words(context)
     if compare(a, b, "more", "less", "same") == "same":
-        where = ELSEWHERE.get(pair.comparison.idea or "", "")
-        pages = "pages" if " and " in where else "page"
+        where = sentence(where_else(pair, "hybrid_attention"))
         first = (f"At {at} one {names[0]} sequence keeps the same {fmt_bytes(a)} of cache as {names[1]} "
                  f"({fmt_bytes(b)}): {pair.comparison.instead} leaves every attention layer as it is ({mla_a} MLA + "
-                 f"{kda_a} KDA in both)." + (f" Its difference shows on the {where} {pages}." if where else ""))
+                 f"{kda_a} KDA in both)." + (f" {where}" if where else ""))
     else:
         per = (f"each MLA layer stores {fmt_bytes(per_a)} per token in both" if per_a == per_b else
                f"each MLA layer stores {fmt_bytes(per_a)} per token against {fmt_bytes(per_b)}")

@@ -32,9 +32,9 @@ from k3lite.interconnect.routing import reach_caps
 from k3lite.interconnect.sentences import comparison_sentence, node_limit_sentence, routing_clause, routing_rule_words
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
-from k3lite.model.variants import K3, comparison_config
-from k3lite.model.variants import display_name as model_name  # "kimi-k3" -> "Kimi K3" (display_name here adds "your settings")
-from k3lite.panels.core import Pair, Panel, Said
+from k3lite.model.variants import K3
+from k3lite.model.cards import display_name as model_name  # "kimi-k3" -> "Kimi K3" (display_name here adds "your settings")
+from k3lite.panels.core import Pair, Panel, Said, changes_nothing, other_name, rebase, sentence, where_else
 from k3lite.viz.compare import paired_bars
 from k3lite.viz.interconnect import (MEASURED_TRACE, compare_figure, measured_figure, node_limit_figure,
                                     traffic_figure)
@@ -45,17 +45,6 @@ from k3lite.viz.topology import draw_topology
 BIG = ("deepseek-v3", "kimi-k2", "kimi-k3")
 LINKS = (("dispatch_intra", "dispatch<br>NVLink"), ("dispatch_inter", "dispatch<br>NIC"),
          ("combine_intra", "combine<br>NVLink"), ("combine_inter", "combine<br>NIC"))
-# where a variant that moves the same bytes shows its difference instead (its idea is not on the wire)
-SHOWS_ON = {
-    "all-mla": "in attention: the KV cache and its read time (the hybrid attention page)",
-    "standard-residual": "at the pipeline's stage boundaries in training (switch 'what moves' to training) and on "
-                         "the Attention Residuals page",
-    "aux-loss": "in how evenly the experts are loaded (the routing page): uniform routing here is the average, "
-                "not the busiest GPU",
-    "bias": "in how evenly the experts are loaded (the routing page): uniform routing here is the average, "
-            "not the busiest GPU",
-    "swiglu": "in what each expert computes (the MoE page), not in what travels",
-}
 INTRO = (
     "With expert parallelism (EP) every MoE layer sends each token to the GPUs that hold its top-k experts "
     "(**dispatch**) and gets the weighted expert outputs back (**combine**). How many copies travel depends on the "
@@ -100,25 +89,12 @@ def display_name(cfg: K3Config) -> str:
     return model_name(name) + ("" if same else " (your settings)")
 
 
-def changes_nothing(pair: Pair) -> bool:
-    """True when the compared config is the page's own (a K3 idea removed from a model that never had it)."""
-    return pair.other.with_(name=pair.k3.name) == pair.k3
-
-
-def other_name(pair: Pair, base: str) -> str:
-    """The compared config's name in a sentence: its label, or, for a K3 variant built from another preset (the
-    page's preset is DeepSeek-V3, say), that preset with the change ('DeepSeek-V3 with SwiGLU in every feed-forward')."""
-    if pair.ablation and _preset_name(pair.k3) != K3:
-        if changes_nothing(pair):
-            return f"{model_name(base)} without {pair.comparison.idea} (it has none: nothing changes)"
-        return f"{model_name(base)} with {pair.comparison.instead}"
-    return pair.label
-
-
-def rebase(pair: Pair, cfg: K3Config) -> Pair:
-    """The pair with the page's config on K3's side: a K3 variant is rebuilt from it (the sliders apply to both);
-    another released model stays as released."""
-    return Pair(cfg, comparison_config(pair.key, cfg) if pair.ablation else pair.other, pair.key)
+def shows_where(pair: Pair) -> str:
+    """Where a comparison that moves the same bytes here shows its difference (k3lite.panels.core.where_else), and,
+    when it is this page in training, how to get there."""
+    training = "interconnect" in pair.comparison.shows_on
+    here = " Here it shows in training: switch 'what moves' to training." if training else ""
+    return (sentence(where_else(pair, "interconnect")) + here).strip()
 
 
 def _width(cfg: K3Config) -> str:
@@ -169,8 +145,7 @@ def wire_pair(cfg: K3Config, pair: Pair, dep: Deployment) -> Panel:
                      f"{cfg.moe.n_routed_experts} experts, top-{cfg.moe.top_k} and {_width(cfg)} on the wire; {fmts}; "
                      f"{routing_clause([(names[0], cfg.moe)], dep).replace('each config says', 'its config says')}).",
                      ev)
-        where = f"Its difference shows {SHOWS_ON[pair.key]}." if pair.key in SHOWS_ON and not changes_nothing(
-            pair) else ""
+        where = "" if changes_nothing(pair) else shows_where(pair)
         rest = (f"Over a forward pass, {a.n_moe_layers} MoE layers on both: {fmt_bytes(a.per_forward)}. "
                 if a.n_moe_layers == b.n_moe_layers else
                 f"Over a forward pass ({a.n_moe_layers} against {b.n_moe_layers} MoE layers): "
@@ -213,7 +188,7 @@ def three_models(dispatch: str, combine: str, limit: int, scheme: str) -> tuple[
                                     scheme) for name in ("multi-node-8x8", "nvl72")}
     # the counterfactual beside the comparison: K3 moves the most bytes, but without its latent it would move
     # more (same deployment; the ledger's definition of "K3 without latent", k3lite/analytic/ledger.py)
-    k3_plain = variant(get_preset(K3), ONE_OFF["latent"]).with_(name="K3 without latent")
+    k3_plain = variant(get_preset(K3), ONE_OFF["no-latent"]).with_(name="K3 without latent")
     for name, rows in tables.items():
         rows.append(analytic_traffic(k3_plain, Deployment(TOPOLOGIES[name], 64, dispatch, combine,
                                                           limit if name == "multi-node-8x8" else 0, scheme)))

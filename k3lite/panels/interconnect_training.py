@@ -25,9 +25,8 @@ from k3lite.base.units import fmt_bytes, fmt_seconds
 from k3lite.base.wording import times
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import comparison_config
-from k3lite.model.variants import display_name as model_name
-from k3lite.panels.core import Pair, Panel, Said
-from k3lite.panels.interconnect import SHOWS_ON, changes_nothing, other_name, rebase
+from k3lite.model.cards import display_name as model_name
+from k3lite.panels.core import Pair, Panel, Said, changes_nothing, other_name, rebase, sentence, where_else
 from k3lite.viz.compare import paired_bars
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import bytes_axis
@@ -94,8 +93,8 @@ def training_pair(lay: TrainingLayout, pair: Pair) -> Panel:
                      f"{fmt_bytes(ta)} on {where} (EP forward {fmt_bytes(a['EP forward'].total)}, EP backward "
                      f"{fmt_bytes(a['EP backward'].total)}, PP {fmt_bytes(a['PP'].total)}, DP "
                      f"{fmt_bytes(a['DP'].total)}, each equal).", ev)]
-        if pair.key in SHOWS_ON and pair.key != "standard-residual" and not changes_nothing(pair):
-            said.append(Said(f"Its difference shows {SHOWS_ON[pair.key]}.", ev))
+        if (where := where_else(pair, "interconnect")) and not changes_nothing(pair):
+            said.append(Said(sentence(where), ev))
         return Panel(fig, tuple(said), derived(step_traffic), values=values)
     gap = max(KINDS, key=lambda k: abs(a[k].total - b[k].total))
     same = [k for k in KINDS if a[k].total == b[k].total]

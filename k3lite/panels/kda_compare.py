@@ -15,12 +15,11 @@ import numpy as np
 import plotly.graph_objects as go
 
 from k3lite.analytic import memory
-from k3lite.analytic.ablation import ELSEWHERE as ABLATION_ELSEWHERE
 from k3lite.base.evidence import derived
 from k3lite.base.units import fmt_bytes
 from k3lite.base.wording import compare, times
 from k3lite.model.config import K3Config
-from k3lite.panels.core import Panel, Pair, Said
+from k3lite.panels.core import Panel, Pair, Said, where_else
 from k3lite.viz.compare import pair_colors
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.style import HIGHLIGHT_LINE, bytes_log_axis, fit_titles, log_axis, log_vline
@@ -28,9 +27,6 @@ from k3lite.viz.style import HIGHLIGHT_LINE, bytes_log_axis, fit_titles, log_axi
 CONTEXT = 131_072  # the page's context with a comparison on (128K); the control moves it
 CONTEXT_CHOICES = tuple(2 ** p for p in range(10, 21))  # 1K .. 1M (2^20, as the hybrid page)
 GRID = np.unique(np.round(np.logspace(0, 20, 61, base=2)).astype(int)).tolist()  # 1 .. 1M tokens
-# where a variant that moves no decode memory shows what it changes
-ELSEWHERE = {"no-latent": "the MoE and Interconnect pages draw what the latent changes (expert weights and wire "
-                          "bytes per token)", **ABLATION_ELSEWHERE}
 
 
 class Holdings(NamedTuple):
@@ -122,7 +118,7 @@ def decode_memory_panel(pair: Pair, context: int = CONTEXT) -> Panel:
         said = (f"At {at} {other} holds exactly what {K3} holds (the same {_kinds(k)} layers: "
                 f"{fmt_bytes(kt.kda)} of fixed state, {fmt_bytes(kt.mla)} of cache growing with the context): "
                 f"{pair.comparison.idea or 'what differs'} is not in the attention, so nothing changes here; "
-                f"{ELSEWHERE.get(pair.key, 'its difference shows on the other pages')}.")
+                f"{where_else(pair, 'kda') or 'its difference shows on the other pages'}.")
         return Panel(fig, (Said(said, (ev,)),), ev, values=values)
     if not o.n_kda:
         o_holds = f"{other} has no KDA: its {o.n_mla} MLA layers hold {fmt_bytes(ot.mla)}, growing with it"

@@ -28,7 +28,7 @@ from k3lite.model.config import K3Config, MoEConfig
 from k3lite.model.nn import glu_curves
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import comparison_config
-from k3lite.panels.core import Pair, Panel, Said
+from k3lite.panels.core import Pair, Panel, Said, sentence, where_else
 from k3lite.viz.compare import paired_bars
 from k3lite.viz.diagrams import latent_path, latent_path_figure
 from k3lite.viz.memo import shared_figure
@@ -97,13 +97,17 @@ def layer_costs(cfg: K3Config, deployment: Deployment = REFERENCE) -> LayerCosts
 
 
 CATEGORIES = ("copies<br>per token", "bytes<br>per copy", "wire bytes<br>per token", "expert FLOPs<br>per token")
-# where a K3 variant that leaves this page's bytes and FLOPs alone does differ (by the idea it removes)
-WHERE = {"quantile balancing": "How evenly the experts are loaded is where it differs: (a)–(c) below run the "
-                               "balancing methods side by side on the same tokens.",
-         "SiTU-GLU": "The experts' activation is where it differs: (f) SiTU-GLU below draws both.",
-         "the 3:1 KDA hybrid": "Attention is where it differs: the Hybrid attention page compares it.",
-         "block Attention Residuals": "The residual stream is where it differs: the Attention Residuals page compares "
-                                     "it."}
+
+
+def _where(pair: Pair) -> str:
+    """Where a comparison that leaves this page's bytes and FLOPs alone does differ: this page's own section for
+    what its configs differ in (the balancing method, the activation), else the pages its card names."""
+    if pair.other.moe.balancing != pair.k3.moe.balancing:
+        return ("How evenly the experts are loaded is where it differs: (a)–(c) below run the balancing methods side "
+                "by side on the same tokens.")
+    if pair.other.hidden_act != pair.k3.hidden_act:
+        return "The experts' activation is where it differs: (f) SiTU-GLU below draws both."
+    return sentence(where_else(pair, "moe"))
 
 
 def _bars(*args, **kwargs):
@@ -144,7 +148,7 @@ def compare_panel(pair: Pair, balance: dict | None = None, deployment: Deploymen
                      f"many copies a token sends nor how wide they are: the same {a.copies:.2f} copies of "
                      f"{fmt_bytes(a.per_copy)}, {fmt_bytes(a.wire)} on the wire and {a.flops / 1e9:.2f} GFLOP of "
                      f"expert work per token per MoE layer as {k3} (the bars match). "
-                     + WHERE.get(pair.comparison.idea or "", ""), (ev, PAIR_CONFIGS))]
+                     + _where(pair), (ev, PAIR_CONFIGS))]
         method = pair.other.moe.balancing
         if balance and method != pair.k3.moe.balancing:
             v = balance["violation"]

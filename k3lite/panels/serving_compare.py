@@ -13,21 +13,10 @@ from k3lite.analytic.serving.deployment import Speculation, default_speculation,
 from k3lite.analytic.serving.frontier import Frontier, FrontierPoint, cheapest_at
 from k3lite.analytic.serving.step import cache_bytes_per_sequence, forward_bytes
 from k3lite.base.wording import compare, times
-from k3lite.panels.core import Pair, Said
+from k3lite.panels.core import Pair, Said, where_else
 from k3lite.viz.compare import pair_colors
 from k3lite.viz.serving import frontier_figure, log_axis_125
 from k3lite.viz.style import HIGHLIGHT_LINE, fmt_bytes
-
-# where a comparison that changes nothing on this page does show (the page that draws that idea)
-SHOWS_ON = {  # by the page's title in the sidebar
-    "aux-loss": "the Stable LatentMoE & routing page (expert loads, balancing): this model routes every token "
-                "uniformly, the average, while a decode step waits for its busiest GPU",
-    "bias": "the Stable LatentMoE & routing page (expert loads, balancing): this model routes every token "
-            "uniformly, the average, while a decode step waits for its busiest GPU",
-    "swiglu": "the Stable LatentMoE & routing page (SiTU-GLU's bounded gate beside SwiGLU's)",
-    "standard-residual": "the Attention Residuals page (what each layer reads from the ones before it)",
-}
-
 
 def compared_spec(pair: Pair, spec: Speculation | None) -> Speculation | None:
     """The compared model speculates when the page does: a K3 variant with the page's drafter where it can run it
@@ -110,11 +99,11 @@ def difference(k3: Frontier, other: Frontier, speed: float, pair: Pair) -> tuple
                                                       else ": pick another model above or another comparison."))
         return (Said(first, ()), Said(second, ())), values
     if ratio == "the same price" and same_bytes == same_cache == "same":
-        where = SHOWS_ON.get(pair.key, "the page that draws it")
+        where = where_else(pair, "serving") or "its difference shows on the page that draws it"
         second = (f"It changes nothing here: with {pair.comparison.instead} a GPU reads the same "
                   f"{fmt_bytes(values['k3_bytes'])} per token it decodes and a sequence caches the same "
                   f"{fmt_bytes(values['k3_cache'])} per {k3.context:,} tokens as with {pair.comparison.idea}; "
-                  f"it shows on {where}.")
+                  f"{where}.")
         return (Said(first, ()), Said(second, ())), values  # evidence: added by the caller, in one place
     bytes_word = times(values["other_bytes"], values["k3_bytes"], "more", "less", same="the same")
     cache_word = times(values["other_cache"], values["k3_cache"], "more", "less", same="the same")

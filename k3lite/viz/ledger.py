@@ -17,19 +17,19 @@ WIRE = ("nvlink", "nic")
 
 
 def _row_label(name: str) -> str:
-    """Two short lines so the labels fit beside the bars at phone width."""
-    if " without " in name:
-        head, tail = name.split(" without ", 1)
-        return f"{head} without<br>{tail}"
-    return name
+    """Two short lines so the labels fit beside the bars at phone width: 'Kimi K3 without<br>the latent'."""
+    at = [(name.find(word), word) for word in (" without ", " with ") if word in name]
+    if not at:
+        return name
+    i, word = min(at)  # the first change named after the model
+    return f"{name[:i]}{word.rstrip()}<br>{name[i + len(word):]}"
 
 
-def ledger_figure(rows: list[Ledger], counterfactual: set[str] | None = None, per: str = "decoded token") -> go.Figure:
+def ledger_figure(rows: list[Ledger], counterfactual: frozenset[str] = frozenset(), per: str = "decoded token"
+                  ) -> go.Figure:
     """Horizontal stacked bars, one row per ledger; top panel HBM, bottom panel interconnect.
-    `counterfactual`: names drawn hatched (default: every name containing " without "). `per`: what one bar's
-    bytes are per (the ledger's rows, or `ledger.per_work` rows: "GFLOP of a token's work")."""
-    if counterfactual is None:
-        counterfactual = {r.name for r in rows if " without " in r.name}
+    `counterfactual`: the names drawn hatched (K3 with ideas off). `per`: what one bar's bytes are per (the
+    ledger's rows, or `ledger.per_work` rows: "GFLOP of a token's work")."""
     labels = {key: label for key, label in SEGMENTS}
     names = [_row_label(r.name) for r in rows]
     hbm_unit, hbm_div = byte_unit(max((sum(getattr(r, k) for k in HBM) for r in rows), default=1))

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
+from k3lite.model.cards import display_name
 from k3lite.model.presets import get_preset
 from k3lite.base.tokenizer import token_label
 from k3lite.model.trace import Trace
@@ -17,7 +18,7 @@ from k3lite.viz.style import (CONCEPT, DIVERGING_SCALE, LINK, NEUTRAL, SEQUENTIA
 LITE_CFG = get_preset("lite")  # the model the forward-pass page runs
 LITE_DENSE = LITE_CFG.first_k_dense
 GLU_NAME = {"swiglu": "SwiGLU", "situ": "SiTU-GLU"}[LITE_CFG.hidden_act]
-DENSE_PRESETS = (("DeepSeek-V3", "deepseek-v3"), ("Kimi K2", "kimi-k2"), ("Kimi Linear", "kimi-linear-48b-a3b"))
+DENSE_PRESETS = ("deepseek-v3", "kimi-k2", "kimi-linear-48b-a3b")  # named by their cards
 
 WHAT = {
     "tokenize": "The prompt becomes bytes: k3lite's tokenizer is byte-level (vocab 256), so any unicode works and "
@@ -45,7 +46,7 @@ WHAT = {
                "accumulate layer by layer.",
     "dense": (f"The first layer{'s use' if LITE_DENSE > 1 else ' uses'} a dense {GLU_NAME} FFN instead of MoE "
               f"(first_k_dense = {LITE_DENSE} in this model; " + ", ".join(
-                  f"{name}: {get_preset(p).first_k_dense}" for name, p in DENSE_PRESETS) + " in their published configs): "
+                  f"{display_name(p)}: {get_preset(p).first_k_dense}" for p in DENSE_PRESETS) + " in their published configs): "
               "a dense layer moves no bytes between GPUs."),
     "logits": "A final Attention Residual mixes all block sums, RMSNorm, then the (tied) embedding matrix turns "
               "the last hidden state into 256 logits, one per byte.",

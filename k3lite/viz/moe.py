@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from k3lite.model.config import routed_fraction
+from k3lite.model.cards import display_name
 from k3lite.model.presets import get_preset
 from k3lite.analytic.latent import LatentCost
 from k3lite.viz.style import (BALANCING, CONCEPT, HIGHLIGHT_LINE, HIGHLIGHT_MARKER, LINK, NEUTRAL, SEQUENTIAL_SCALE,
@@ -23,9 +24,9 @@ METHOD_COLORS = BALANCING  # one colour per balancing method, the same on every 
 ACTIVATION_COUNTS = (  # (model, top-k, routed experts, where the counts come from)
     ("Nemotron 3 Ultra", 22, 512, "NVIDIA LatentMoE, arXiv 2601.18089"),
 )
-ACTIVATION_PRESETS = (  # (model, preset in k3lite/model/presets.py, where its counts come from)
-    ("Kimi K2", "kimi-k2", "its config.json"),
-    ("Kimi K3", "kimi-k3", "its config.json"),
+ACTIVATION_PRESETS = (  # (preset in k3lite/model/presets.py, named by its card; where its counts come from)
+    ("kimi-k2", "its config.json"),
+    ("kimi-k3", "its config.json"),
 )
 ACTIVATION_QUOTED = (  # (model, ratio as quoted, note): counts not checked against a primary source
     ("MiniMax M3", 0.031, "as quoted in the seed article (a third-party blog post)"),
@@ -128,8 +129,9 @@ def activation_rows(top_k: int, n_experts: int) -> list[dict]:
     known (`routed_fraction`, the function the home page uses), quoted from the seed article otherwise."""
     rows = [dict(model="this page's layer", activation=f"{100 * routed_fraction(top_k, n_experts):.2f}%",
                  how=f"computed: {top_k} of {n_experts} routed experts")]
-    counted = [*ACTIVATION_COUNTS, *((name, get_preset(preset).moe.top_k, get_preset(preset).moe.n_routed_experts,
-                                      f"preset {preset} ({source})") for name, preset, source in ACTIVATION_PRESETS)]
+    counted = [*ACTIVATION_COUNTS, *((display_name(preset), get_preset(preset).moe.top_k,
+                                      get_preset(preset).moe.n_routed_experts, f"preset {preset} ({source})")
+                                     for preset, source in ACTIVATION_PRESETS)]
     rows += [dict(model=name, activation=f"{100 * routed_fraction(k, e):.2f}%",
                   how=f"computed: {k} of {e} routed experts; {source}") for name, k, e, source in counted]
     rows += [dict(model=name, activation=f"~{100 * ratio:.1f}%", how=note) for name, ratio, note in ACTIVATION_QUOTED]

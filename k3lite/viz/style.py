@@ -16,6 +16,7 @@ import math
 # the one byte and duration formatter lives below every layer (experiments and analytic code print bytes the
 # way the figures do); the figures use it from here
 from k3lite.base.units import _BYTE_UNITS, byte_unit, fmt_bytes, fmt_capacity, fmt_seconds  # noqa: F401
+from k3lite.model.cards import colour_key
 
 # ------------------------------------------------------------------------------------------- colours
 # Okabe & Ito (2008), "Color Universal Design": black, orange, sky blue, bluish green, yellow, blue,
@@ -96,21 +97,11 @@ def series_color(i: int) -> str:
     return SERIES[i % len(SERIES)]
 
 
-def model_key(name: str) -> str | None:
-    """'DeepSeek-V3', 'deepseek-v3', 'Kimi K2', 'Kimi K3', 'kimi-k3' -> a MODEL key (None if not one)."""
-    n = name.lower().replace("-", " ").replace("_", " ")
-    if "deepseek" in n:
-        return "deepseek-v3"
-    if "k2" in n.split() or "kimi k2" in n:
-        return "kimi-k2"
-    if "k3" in n.split() or "kimi k3" in n:
-        return "k3"
-    return None
-
-
 def model_color(name: str, fallback: int = 0) -> str:
-    """The colour of a reference model by any of its spellings; other names get series_color(fallback)."""
-    key = model_key(name)
+    """The colour on the card of the model `name` names (k3lite.model.cards.colour_key: its preset name, display
+    name or label, with or without a tail); a name with no card, or a card with no colour (a user's own config,
+    Kimi Linear, lite), gets series_color(fallback)."""
+    key = colour_key(name)
     return MODEL[key] if key else series_color(fallback)
 
 

@@ -20,7 +20,7 @@ from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, split_what_ifs
 from k3lite.model.kda import probe_claims, recall_probe
 from k3lite.analytic.params import active_with_embedding, count_params, fmt
 from k3lite.viz.model import WHAT
-from k3lite.viz.params import ACTIVE_CONVENTION
+from k3lite.model.cards import CARDS
 from views.registry import PAGES, SHIPPED_INPUTS
 
 
@@ -128,7 +128,7 @@ def test_home_compares_deepseek_active_like_for_like_and_drops_the_mtp_guess():
     home = render("home.py")
     table = frame(home, has="config").set_index("config")  # published vs ours
     ds = count_params(get_preset("deepseek-v3"))
-    stated, with_embedding, _ = ACTIVE_CONVENTION["deepseek-v3"]
+    stated, with_embedding, _ = CARDS["deepseek-v3"].stated.convention
     assert with_embedding and table.loc["deepseek-v3", "stated active"] == fmt(stated)
     assert table.loc["deepseek-v3", "our active, same convention"] == fmt(active_with_embedding(ds))
     assert table.loc["deepseek-v3", "active diff"] == f"{100 * (active_with_embedding(ds) / stated - 1):+.1f} %"

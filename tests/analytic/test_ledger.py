@@ -7,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from k3lite.analytic import ledger as L
+from k3lite.model.variants import K3_MINUS, comparison_config
 from k3lite.model.attnres import attnres_cost
 from k3lite.model.presets import get_preset
 from k3lite.analytic.memory import decode_weight_bytes, sequence_cache_bytes, weight_bytes
@@ -52,26 +53,26 @@ def test_latent_off_is_the_same_sized_classic_moe():
     from k3lite.analytic.params import count_params
     from k3lite.model.variants import classic_variant
     cfg = get_preset("kimi-k3")
-    plain = L.variant(cfg, L.ONE_OFF["latent"])
+    plain = L.variant(cfg, L.ONE_OFF["no-latent"])
     assert plain.moe == classic_variant(cfg).moe and not plain.moe.latent_dim
     ours, theirs = count_params(cfg), count_params(plain)
     assert theirs.total == pytest.approx(ours.total, rel=0.01)  # like for like: same size ...
     assert theirs.active == pytest.approx(ours.active, rel=0.06)  # ... and active compute (K3 adds the projections)
-    k3, no_latent = L.ledger("kimi-k3", CTX), L.ledger("kimi-k3", CTX, L.ONE_OFF["latent"])
+    k3, no_latent = L.ledger("kimi-k3", CTX), L.ledger("kimi-k3", CTX, L.ONE_OFF["no-latent"])
     assert no_latent.nvlink + no_latent.nic == pytest.approx(_wire(plain).per_forward)  # the interconnect function
     assert no_latent.nvlink + no_latent.nic > k3.nvlink + k3.nic  # the latent does save wire ...
-    parts = L.saving_parts(CTX)["latent"]
+    parts = L.saving_parts(CTX)["no-latent"]
     assert parts["hbm_weights"] < 0 and abs(parts["hbm_weights"]) < 1e9  # ... and the weight term is no longer GBs
     assert no_latent.hbm_cache == k3.hbm_cache
 
 
 def test_saving_words_say_costs_when_k3_moves_more():
     """At batch 1 / 4K the hybrid card showed "saves -8.82 GB" with no word why."""
-    parts = L.saving_parts(4096, L.Deploy(batch=1))["hybrid"]
+    parts = L.saving_parts(4096, L.Deploy(batch=1))["all-mla"]
     verb, amount, why = L.saving_words("KDA hybrid", parts, lambda b: f"{b / 1e9:.2f} GB")
     assert verb == "costs" and amount == f"{-sum(parts.values()) / 1e9:.2f} GB" and not amount.startswith("-")
     assert why.startswith("K3 with KDA hybrid vs without") and "HBM: weights (shared by the batch) +" in why
-    verb, _, _ = L.saving_words("KDA hybrid", L.saving_parts(CTX)["hybrid"], str)
+    verb, _, _ = L.saving_words("KDA hybrid", L.saving_parts(CTX)["all-mla"], str)
     assert verb == "saves"
 
 
@@ -85,37 +86,53 @@ def test_home_ledger_caption_computes_the_hbm_to_wire_factor_and_names_the_bars(
     text = " ".join(c.value for c in at.caption)
     assert "factor of a thousand" not in text
     rows = [L.ledger(p, 4096, deploy=L.Deploy(batch=1)) for p in L.MODELS] + \
-        [L.ledger("kimi-k3", 4096, L.ONE_OFF["latent"], L.Deploy(batch=1))]
+        [L.ledger("kimi-k3", 4096, L.ONE_OFF["no-latent"], L.Deploy(batch=1))]
     f = [(r.hbm_weights + r.hbm_cache + r.attnres) / (r.nvlink + r.nic) for r in rows]
     assert f"{min(f):,.0f}–{max(f):,.0f}x the wire bytes" in text
-    plain = L.variant(get_preset("kimi-k3"), L.ONE_OFF["latent"])
+    plain = L.variant(get_preset("kimi-k3"), L.ONE_OFF["no-latent"])
     assert f"{plain.moe.n_routed_experts} experts, top-{plain.moe.top_k}, working in d_model {plain.d_model}" in text
     labels = {m.label.split(" :gray[")[0]: m.value for m in at.metric}  # without the evidence marker
-    hybrid = L.saving_parts(4096, L.Deploy(batch=1))["hybrid"]
+    hybrid = L.saving_parts(4096, L.Deploy(batch=1))["all-mla"]
     assert labels["KDA hybrid costs, per token"] == fmt_bytes(-sum(hybrid.values()))
     assert "KDA layers carry more weights than the MLA layers they replace" in text
 
 
 def test_all_mla_grows_the_cache_and_only_the_cache_term():
-    k3, all_mla = L.ledger("kimi-k3", CTX), L.ledger("kimi-k3", CTX, L.ONE_OFF["hybrid"])
+    k3, all_mla = L.ledger("kimi-k3", CTX), L.ledger("kimi-k3", CTX, L.ONE_OFF["all-mla"])
     assert all_mla.hbm_cache == sequence_cache_bytes(get_preset("kimi-k3").with_(kda_ratio=(0, 1)), CTX).total
     assert all_mla.hbm_cache > k3.hbm_cache and all_mla.nvlink == k3.nvlink
-    short = L.ledger("kimi-k3", 4096, L.ONE_OFF["hybrid"]).hbm_cache
+    short = L.ledger("kimi-k3", 4096, L.ONE_OFF["all-mla"]).hbm_cache
     assert all_mla.hbm_cache / short == pytest.approx(CTX / 4096)  # all-MLA: linear in context
 
 
-def test_full_attnres_reads_more_and_balancing_scales_only_the_links():
+def test_block_attnres_off_is_the_standard_residual_and_balancing_scales_only_the_links():
+    """The ledger's "block AttnRes" toggle had meant full AttnRes, while every comparison page (and the ablation view
+    on the same home page) meant a standard residual: one vocabulary now, the K3_MINUS variant."""
     k3 = L.ledger("kimi-k3", CTX)
-    full = L.ledger("kimi-k3", CTX, L.ONE_OFF["block_attnres"])
-    assert full.attnres > k3.attnres and full.nvlink == k3.nvlink
+    off = L.ONE_OFF["standard-residual"]
+    assert L.variant(get_preset("kimi-k3"), off) == comparison_config("standard-residual").with_(name="kimi-k3")
+    standard = L.ledger("kimi-k3", CTX, off)
+    assert standard.attnres < k3.attnres and standard.nvlink == k3.nvlink  # blocks read more than one running sum
+    assert L.savings(CTX)["standard-residual"] < 0  # so the card says block AttnRes costs bytes
     dep = L.Deploy(gpu_overload=0.5)
     hot = L.ledger("kimi-k3", CTX, L.ONE_OFF["balancing"], dep)
     assert hot.nvlink == pytest.approx(1.5 * k3.nvlink) and hot.hbm_weights == k3.hbm_weights
     assert L.savings(CTX, dep)["balancing"] == pytest.approx(0.5 * (k3.nvlink + k3.nic))
 
 
+def test_toggles_are_k3_minus_keys_and_name_their_variants():
+    for key in L.TOGGLED:
+        assert key in K3_MINUS and L.variant(get_preset("kimi-k3"), L.ONE_OFF[key]) == \
+            comparison_config(key).with_(name="kimi-k3")
+    with pytest.raises(ValueError, match="K3_MINUS"):
+        L.Toggles(frozenset({"latent"}))
+    assert L.ledger("kimi-k3", CTX, L.ONE_OFF["no-latent"]).name == "Kimi K3 without the latent"
+    both = L.Toggles(frozenset({"all-mla", "no-latent"}), balanced=False)
+    assert both.label() == "without the latent, with MLA everywhere, without balancing"
+
+
 def test_toggles_that_do_not_apply_change_nothing():
-    assert L.ledger("deepseek-v3", CTX, L.Toggles(latent=False, hybrid=False, block_attnres=False)).total == \
+    assert L.ledger("deepseek-v3", CTX, L.Toggles(frozenset(L.TOGGLED))).total == \
         pytest.approx(L.ledger("deepseek-v3", CTX).total)
 
 
@@ -130,8 +147,8 @@ def test_bad_input_names_the_constraint(bad, match):
 
 
 def test_figure_hatches_the_counterfactuals_only():
-    rows = [L.ledger("kimi-k2", CTX), L.ledger("kimi-k3", CTX), L.ledger("kimi-k3", CTX, L.ONE_OFF["latent"])]
-    fig = json.loads(ledger_figure(rows).to_json())
+    rows = [L.ledger("kimi-k2", CTX), L.ledger("kimi-k3", CTX), L.ledger("kimi-k3", CTX, L.ONE_OFF["no-latent"])]
+    fig = json.loads(ledger_figure(rows, frozenset({rows[2].name})).to_json())
     bars = [t for t in fig["data"] if t["type"] == "bar"]
     assert {t["name"] for t in bars} == {label for _, label in L.SEGMENTS}
     for t in bars:
@@ -148,9 +165,10 @@ def test_home_draws_the_ledger_for_three_models_with_each_toggle():
         return next(t for t in ledger["data"] if t["type"] == "bar")["y"]
 
     drawn = rows_drawn()
-    for name in ("DeepSeek-V3", "Kimi K2", "Kimi K3", "Kimi K3 without<br>latent"):
+    for name in ("DeepSeek-V3", "Kimi K2", "Kimi K3", "Kimi K3 without<br>the latent"):
         assert name in drawn, drawn
-    for key, words in (("ledger_hybrid", "KDA"), ("ledger_block", "block AttnRes"), ("ledger_balancing", "balancing")):
+    for key, words in (("ledger_hybrid", "MLA everywhere"), ("ledger_block", "standard residual"),
+                       ("ledger_balancing", "balancing")):
         at.checkbox(key=key).uncheck().run()
         assert not at.exception, [e.message for e in at.exception]
         assert any(words in r for r in rows_drawn()), (key, rows_drawn())
@@ -169,7 +187,7 @@ def test_home_ledger_latent_toggle_changes_the_figure_and_the_url():
         return next(t for t in ledger["data"] if t["type"] == "bar")["y"]
 
     before = ledger_bars()
-    assert "Kimi K3 without<br>latent" in before  # the released preset's label
+    assert "Kimi K3 without<br>the latent" in before  # the released preset's label
     at.checkbox(key="ledger_latent").check().run()  # every idea on: that is the K3 bar itself
     assert not at.exception, [e.message for e in at.exception]
     after = ledger_bars()
@@ -204,7 +222,7 @@ def test_token_work_is_the_serving_models_flop_count_of_the_toggled_config():
 
     for preset in L.MODELS:
         assert L.token_work(preset, CTX) == token_flops(get_preset(preset), CTX)
-    off = L.Toggles(latent=False)  # a counterfactual bar is normalised by its own work
+    off = L.Toggles(frozenset({"no-latent"}))  # a counterfactual bar is normalised by its own work
     assert L.token_work("kimi-k3", CTX, off) == token_flops(L.variant(get_preset("kimi-k3"), off), CTX)
 
 
@@ -285,21 +303,21 @@ def test_idea_bytes_say_costs_where_the_ledger_says_k3_moves_more():
     """Home's five-ideas list said the ideas make K3 cheap; at batch 1 the latent and the hybrid cost bytes (their
     weights), so each idea's clause is the ledger's saving at each batch, with its sign as a verb."""
     words = L.idea_bytes(CTX, fmt_bytes, batches=(1, 64))
-    assert set(words) == {"setting", "latent", "balancing", "hybrid", "block_attnres"}
-    for key in ("latent", "hybrid"):
+    assert set(words) == {"setting", "no-latent", "balancing", "all-mla", "standard-residual"}
+    for key in ("no-latent", "all-mla"):
         for batch in (1, 64):
             net = L.savings(CTX, L.Deploy(batch=batch))[key]
             verb = "saves" if net >= 0 else "costs"
             assert f"{verb} {fmt_bytes(abs(net))} at batch {batch}" in words[key]
-    assert L.savings(CTX, L.Deploy(batch=1))["latent"] < 0 and "costs" in words["latent"]
-    assert L.savings(CTX, L.Deploy(batch=1))["hybrid"] < 0 and "costs" in words["hybrid"].split("at batch 1")[0]
+    assert L.savings(CTX, L.Deploy(batch=1))["no-latent"] < 0 and "costs" in words["no-latent"]
+    assert L.savings(CTX, L.Deploy(batch=1))["all-mla"] < 0 and "costs" in words["all-mla"].split("at batch 1")[0]
 
 
 def test_block_attnres_clause_names_its_cost_against_a_standard_residual():
     """Blocks are cheap only against full AttnRes: against one running sum per sublayer they read more."""
     cfg = get_preset("kimi-k3")
     cost = lambda mode: attnres_cost(cfg.n_layers, cfg.d_model, mode, cfg.attn_res_block_size).read_bytes  # noqa: E731
-    text = L.idea_bytes(CTX, fmt_bytes)["block_attnres"]
+    text = L.idea_bytes(CTX, fmt_bytes)["standard-residual"]
     assert cost("block") > cost("standard")
     assert fmt_bytes(cost("full") - cost("block")) in text and fmt_bytes(cost("block") - cost("standard")) in text
     assert "more than a standard residual" in text
@@ -320,7 +338,7 @@ def test_home_five_ideas_say_what_each_costs_in_bytes():
     assert not any("make K3 cheap" in e.label for e in at.expander)
     text = " ".join(m.value for m in at.markdown)
     words = L.idea_bytes(CTX, fmt_bytes)
-    for key in ("latent", "hybrid", "balancing", "block_attnres", "setting"):
+    for key in ("no-latent", "all-mla", "balancing", "standard-residual", "setting"):
         assert words[key] in " ".join(text.split()), key
     assert "each expert does less work" not in text
 

@@ -2,7 +2,8 @@ import pytest
 
 from k3lite.analytic.params import count_params
 from k3lite.model.presets import get_preset
-from k3lite.model.variants import COMPARISONS, K3_MINUS, classic_variant, comparison_config, display_name
+from k3lite.model.cards import display_name
+from k3lite.model.variants import COMPARISONS, K3_MINUS, classic_variant, comparison_config
 
 K3 = get_preset("kimi-k3")
 

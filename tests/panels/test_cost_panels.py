@@ -12,7 +12,7 @@ from k3lite.analytic.cost import PRICES, SCENARIOS, TaskProfile, analyze, single
 from k3lite.analytic.serving.compare import physics_price
 from k3lite.analytic.serving.deployment import USD_PER_GPU_HOUR
 from k3lite.model.variants import COMPARISONS
-from k3lite.panels.core import pair_of
+from k3lite.panels.core import pair_of, where_else
 from k3lite.panels.cost import (
     MODEL_COLUMNS, PARTS, cheapest_sentence, model_rows, own_prices, pair_panel, physics_cost, strategies_from,
 )
@@ -69,7 +69,8 @@ def test_a_variant_that_changes_nothing_says_so(key):
     panel = pair_panel(pair, TaskProfile())
     assert panel.values["k3_task"] == panel.values["other_task"]
     assert "changes nothing here" in panel.text and "either way" in panel.text
-    assert pair.comparison.instead in panel.text and "Routing & balancing" in panel.text
+    assert pair.comparison.instead in panel.text and where_else(pair, "cost_per_task") in panel.text
+    assert "Stable LatentMoE & routing page" in panel.text
 
 
 def test_the_standard_residual_moves_the_bill_by_a_computed_sliver():
@@ -77,7 +78,7 @@ def test_the_standard_residual_moves_the_bill_by_a_computed_sliver():
     v = panel.values
     pct = float(re.search(r"by (\d+\.\d+)%", panel.text)[1])
     assert pct == round(100 * abs(v["k3_task"] - v["other_task"]) / v["k3_task"], 3)
-    assert "Attention Residuals page" in panel.text
+    assert "the Attention Residuals and Interconnect bytes per token pages" in panel.text
 
 
 def test_pair_panel_words_come_from_the_numbers():

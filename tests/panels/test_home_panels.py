@@ -72,7 +72,7 @@ def test_a_variant_that_moves_nothing_here_says_so_and_where_it_differs(key):
     panel = panels.compare_panel(pair_of(key, K3))
     v = panel.values
     assert v["k3_params"] == v["other_params"] and v["k3_bytes"] == v["other_bytes"]
-    assert "the same" in panel.text and "Where it differs:" in panel.text
+    assert "the same" in panel.text and "Its difference shows on the Stable LatentMoE & routing page (" in panel.text
 
 
 def test_no_latent_is_not_called_the_same_for_a_small_difference():
@@ -101,7 +101,7 @@ def test_map_panel_sentence_is_the_anatomy_shares():
 
 
 def test_ledger_panel_draws_the_picked_models_and_the_why_sentence():
-    chosen = byte_ledger.Toggles(latent=False)
+    chosen = byte_ledger.Toggles(frozenset({"no-latent"}))
     panel = ledgers.ledger_panel(tuple(byte_ledger.MODELS), 131_072, byte_ledger.Deploy(), list(ledgers.PER)[0], chosen)
     assert panel.figure is not None and len(panel.sentences) == 1 and "DeepSeek-V3's" in panel.text
     alone = ledgers.ledger_panel(("kimi-k3",), 131_072, byte_ledger.Deploy(), list(ledgers.PER)[1],
@@ -133,3 +133,17 @@ def test_the_ablation_names_the_deployment_its_dollars_are_priced_on():
     assert f"${usd:.2f} per M output" in text and f"${bound:.2f}" in text
     assert f"{max(usd, bound) / min(usd, bound):.2f}x" in text and f"{SPEED:.0f} tokens/s" in text
     assert ledgers.ablation_rows(131_072)[0].usd_per_m_output == usd  # the bars' K3 $ is the sentence's
+
+
+def test_the_ledger_checkboxes_switch_k3_minus_variants_and_only_that_bar_is_hatched():
+    """The toggles are the comparison control's variants (K3_MINUS keys), and the hatched bar is the toggled K3,
+    not any row whose name happens to contain "without"."""
+    assert set(ledgers.TOGGLES) - {byte_ledger.BALANCING} == set(byte_ledger.TOGGLED)
+    on = {key: True for key in ledgers.TOGGLES} | {"standard-residual": False, byte_ledger.BALANCING: False}
+    chosen = ledgers.toggles_of(on)
+    assert chosen == byte_ledger.Toggles(frozenset({"standard-residual"}), balanced=False)
+    panel = ledgers.ledger_panel(("deepseek-v3", "kimi-k3"), 131_072, byte_ledger.Deploy(), list(ledgers.PER)[0],
+                                 chosen)
+    bars = next(t for t in panel.figure.data if t.type == "bar")
+    assert list(bars.y)[-1] == "Kimi K3 with<br>a standard residual, without balancing"
+    assert [s != "" for s in bars.marker.pattern.shape] == [False, False, True]

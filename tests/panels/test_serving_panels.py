@@ -12,7 +12,7 @@ from k3lite.model.presets import get_preset
 from k3lite.model.variants import COMPARISONS, comparison_config
 from k3lite.panels import serving as P
 from k3lite.panels import serving_sections as S
-from k3lite.panels.core import pair_of
+from k3lite.panels.core import pair_of, where_else
 from k3lite.viz.style import fmt_bytes
 from wording_check import wording_problems
 
@@ -180,14 +180,10 @@ def test_a_comparison_with_the_page_model_itself_says_it_is_one_config(preset, v
 
 
 def test_where_a_comparison_shows_names_pages_that_exist():
-    """SwiGLU had been sent to the Forward pass page; SiTU-GLU beside SwiGLU is drawn on the routing page."""
-    from k3lite.panels.serving_compare import SHOWS_ON  # here: only this check reads the table
-    from views.registry import PAGES  # (the reason above)
-
-    titles = {p.title for p in PAGES}
-    for key, where in SHOWS_ON.items():
-        assert where.removeprefix("the ").split(" page (")[0] in titles, (key, where)
-    assert "Stable LatentMoE & routing" in SHOWS_ON["swiglu"]
+    """SwiGLU had been sent to the Forward pass page; SiTU-GLU beside SwiGLU is drawn on the routing page. (Every
+    comparison's pages against the registry: tests/model/test_cards.py.)"""
+    assert COMPARISONS["swiglu"].shows_on == ("moe",)
+    assert where_else(pair_of("swiglu"), "serving").startswith("its difference shows on the Stable LatentMoE & routing page")
 
 
 # ------------------------------------------------------------------------------------------ your own GPU, formats

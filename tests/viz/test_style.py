@@ -166,6 +166,9 @@ def test_model_colours_by_any_spelling():
     assert style.model_color("Kimi K2") == style.MODEL["kimi-k2"]
     assert style.model_color("Kimi K3") == style.model_color("kimi-k3") == style.MODEL["k3"]
     assert style.model_color("something else", 1) == style.SERIES[1]
+    # a name is a card's or none: a model's word inside another name no longer picks its colour
+    assert style.model_color("K3 alone", 1) == style.model_color("a deepseek distill", 1) == style.SERIES[1]
+    assert style.model_color("Kimi K3 plans + small worker (assumed) works") == style.MODEL["k3"]
 
 
 def test_controls_take_the_neutral_theme_colour():

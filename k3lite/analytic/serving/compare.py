@@ -22,7 +22,8 @@ from k3lite.model.presets import get_preset
 from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker
 from k3lite.analytic.hardware import get_gpu
 from k3lite.base.wording import compare, times
-from k3lite.model.variants import classic_variant, display_name
+from k3lite.model.cards import display_name
+from k3lite.model.variants import classic_variant
 from k3lite.analytic.serving.deployment import (
     DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Serving, Speculation, price_table,
 )

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from k3lite.analytic import memory
 from k3lite.base.evidence import Evidence, assumed, listed
+from k3lite.model.cards import CARDS
 from k3lite.model.config import K3Config
 from k3lite.model.presets import PRESETS, get_preset
 from k3lite.analytic.hardware import custom_price, gpu_name, is_custom
@@ -101,16 +102,7 @@ K3_PRESET = "kimi-k3"  # the one name of the K3 preset in this module (pages and
 
 # ------------------------------------------------------------------------------------------ speculation
 # Does the released checkpoint ship a multi-token-prediction (MTP) layer the server can draft with?
-MTP_LAYERS: dict[str, tuple[int, str]] = {
-    "deepseek-v3": (1, ("DeepSeek-V3 report (arXiv 2412.19437 §2.2): one MTP module (the 14B of the 685B checkpoint "
-                        "not counted in 671B); §5.4.3: the second token is accepted 85-90% of the time, 1.8x TPS")),
-    "kimi-k2": (0, ("no MTP weights released with Kimi K2 (its config.json's num_nextn_predict_layers is 0 as we "
-                    "read it; not verified against a stored copy here); servers draft with a separate model")),
-    K3_PRESET: (0, ("Kimi K3's released config.json (HF revision f831ab66): num_nextn_predict_layers 0, no MTP "
-                    "layer; vLLM serves it with a separate DSpark draft model (vLLM blog, 2026-09-13)")),
-    "kimi-linear-48b-a3b": (0, "none released with the Kimi Linear checkpoint (not verified)"),
-    "lite": (0, "k3lite's toy model: no MTP layer"),
-}
+MTP_LAYERS: dict[str, tuple[int, str]] = {k: card.mtp for k, card in CARDS.items()}  # (layers, source), from each card
 # vLLM's K3 post serves with a DSpark draft of 8 tokens (vLLM blog 2026-09-13, `num_speculative_tokens: 8`); it
 # does not report the acceptance. The one K3 DSpark acceptance we found: Inferact/Kimi-K3-DSpark-Block5 model
 # card, 8 x B300 TP8, temperature 1.0: 3.305 tokens per verification step aggregated over 1,604 requests.

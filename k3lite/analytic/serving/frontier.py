@@ -21,7 +21,7 @@ from typing import NamedTuple
 from k3lite.base.units import fmt_capacity
 from k3lite.model.config import K3Config
 from k3lite.model.presets import PRESETS, get_preset
-from k3lite.model.variants import display_name
+from k3lite.model.cards import display_name
 from k3lite.analytic.hardware import get_gpu, gpu_label
 from k3lite.analytic.serving.deployment import CACHE_FORMATS, K3_PRESET, Serving, Speculation, price_kind, price_table
 from k3lite.analytic.serving.admission import ENGINE_RESERVE, admission

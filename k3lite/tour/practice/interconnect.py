@@ -9,7 +9,7 @@ from k3lite.interconnect.analytic import analytic_traffic, node_limit_sweep, wir
 from k3lite.interconnect.deployment import RECORD_LAYOUTS, ROW_WORDS, SCHEME_LABELS, TOPOLOGIES, Deployment
 from k3lite.interconnect.sentences import routing_rule_words
 from k3lite.model.presets import get_preset
-from k3lite.model.variants import display_name
+from k3lite.model.cards import display_name
 from k3lite.tour.practice.core import Instance, Problem, final, num
 from k3lite.viz.interconnect import node_limit_figure
 
