@@ -107,6 +107,8 @@ def comparison_table() -> list[dict]:
 # NIC bytes need at the NIC's 50 GB/s peak (deepep rows: 133 and 142 µs at peak vs 77 and 118 reported), so the
 # same-node copies cannot all cross the NIC there.)
 LL_DOMAIN = GPUS_PER_NODE  # H800 node: the NVLink domain the fit splits the copies by
+LOW_LATENCY_EVIDENCE = measured_elsewhere(SOURCE + ", low-latency kernels table (dispatch/combine µs and GB/s per EP)")
+NORMAL_EVIDENCE = measured_elsewhere(SOURCE + ", normal kernels table (bottleneck GB/s per EP)")
 
 
 class CallFit(NamedTuple):
@@ -117,7 +119,8 @@ class CallFit(NamedTuple):
     nic_bw: float  # bytes/s our NIC bytes achieve
     nic_share: float  # nic_bw / the NIC's peak (RDMA_PEAK)
     rows: tuple  # (EP, reported µs, this fit's µs) for each published row
-    evidence: Evidence
+    evidence: Evidence  # derived: this fit
+    measured: Evidence = LOW_LATENCY_EVIDENCE  # the rows it is fitted to
 
 
 def ll_bytes(ep: int, direction: str) -> tuple[float, float]:
@@ -151,10 +154,6 @@ def fit_call(direction: str) -> CallFit:
     rows = tuple((ep, r[col], round(1e6 * call_time(a, bw, *s), 1)) for ep, r, s in zip(eps, LOW_LATENCY, split))
     return CallFit(direction, a, bw, bw / RDMA_PEAK, rows,
                    derived(f"{__name__}.fit_call", f"{__name__}.LOW_LATENCY"))
-
-
-LOW_LATENCY_EVIDENCE = measured_elsewhere(SOURCE + ", low-latency kernels table (dispatch/combine µs and GB/s per EP)")
-NORMAL_EVIDENCE = measured_elsewhere(SOURCE + ", normal kernels table (bottleneck GB/s per EP)")
 
 
 def nic_share_normal(ep: int) -> float:

@@ -23,6 +23,7 @@ def test_the_fit_reproduces_every_low_latency_row(direction, col):
     assert 10e-6 < f.latency_s < 60e-6
     assert 0.5 < f.nic_share < 1.0 and f.nic_bw == pytest.approx(f.nic_share * RDMA_PEAK)
     assert f.evidence.kind == "derived" and "fit_call" in f.evidence.source
+    assert f.measured.kind == "measured elsewhere" and "dd758ca" in f.measured.source
 
 
 def test_the_fit_is_the_least_squares_optimum():
