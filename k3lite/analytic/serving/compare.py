@@ -177,6 +177,23 @@ def validate(overlap: bool = True) -> list[dict]:
     return rows
 
 
+def multinode_sentence(rows: list[dict], prefill: list[dict]) -> str:
+    """What the predictor says of the multi-node deployments, from `validate` and `validate_prefill`'s rows."""
+    errs = [r["predicted error"] for r in rows]
+    pre = [r["predicted error"] for r in prefill]
+    lat = max(r["expert-call latency per step (ms)"] for r in rows)
+    comp = sum(r["predicted compute (ms)"] / r["predicted step (ms)"] for r in rows) / len(rows)
+    word = "under" if max(errs) < 0 else "over" if min(errs) > 0 else "on both sides of"
+    above = min(r["model / measured"] for r in rows) >= 1 and min(r["bound / measured"] for r in prefill) >= 1
+    return (f"Predicted, not fitted: with the efficiencies fitted to one-node K3 runs, the predictor lands "
+            f"{word} every multi-node decode figure ({100 * min(errs):+.0f}% to {100 * max(errs):+.0f}% in tokens/s "
+            f"per GPU) and every prefill figure ({100 * min(pre):+.0f}% to {100 * max(pre):+.0f}%), while the bound "
+            + ("stays above them" if above else "falls BELOW one of them") + f". Its steps are {100 * comp:.0f}% compute on average: the fit charges FLOPs at the bf16 "
+            "peak times the share the K3 engines reach, where these FP8 engines multiply at the FP8 peak, and it adds "
+            "the expert dispatch to the step where these systems overlap two micro-batches. DeepEP's per-call "
+            f"latency adds {lat:.1f} ms per step.")
+
+
 class PublishedPrefill(NamedTuple):
     label: str
     serving: Serving  # the prefill pool; context = the prompt length

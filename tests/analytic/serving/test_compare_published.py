@@ -57,3 +57,13 @@ def test_every_prefill_pool_is_predicted_against_the_tokens_it_computed():
     deepseek = rows[0]
     # 73.7k per node incl. 56.3% cache hits: the computed tokens are LMSYS's 'DeepSeek Blog (excl. cache hit)' 32,206
     assert deepseek["measured computed tokens/s / GPU"] * 8 == pytest.approx(32_206, rel=1e-3)
+
+
+def test_the_sentence_is_built_from_the_rows():
+    from k3lite.analytic.serving.compare import multinode_sentence
+    rows, pre = validate(), validate_prefill()
+    text = multinode_sentence(rows, pre)
+    lo, hi = min(r["predicted error"] for r in rows), max(r["predicted error"] for r in rows)
+    assert f"{100 * lo:+.0f}% to {100 * hi:+.0f}%" in text and "Predicted, not fitted" in text
+    fake = [{**r, "predicted error": 0.1} for r in rows]
+    assert "lands over every" in multinode_sentence(fake, pre)  # the word follows the numbers
