@@ -6,7 +6,8 @@
                  `wire_bytes_per_token(cfg, topology, ep, scheme, node_limit) -> WireBytes` every page uses
     routing.py   the routing rule a token follows there (the model's own group limit, a deployment's node limit)
                  and how many GPUs / domains it reaches under it
-    deepep.py    DeepEP's published benchmark settings next to our bytes for them
+    deepep.py    DeepEP's published benchmark settings next to our bytes for them, and what they give the serving
+                 step across NVLink domains: a per-call latency and the NIC's achieved share (fit_call, nic_terms)
     measured.py  a real expert-parallel layer on torch.distributed processes (gloo here, nccl on GPUs), two
                  levels of process groups, byte counts compared with the analytic count for the same routing
     run.py       the workers: one rank (also under torchrun), results, the local gloo launcher

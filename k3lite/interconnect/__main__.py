@@ -6,7 +6,8 @@
     worker    one rank of that run; under torchrun it reads RANK / WORLD_SIZE / MASTER_ADDR from the environment:
                 torchrun --nproc-per-node 4 -m k3lite.interconnect worker --ranks-per-node 2 --scheme normal
               (--backend nccl on GPUs; on several machines add torchrun's --nnodes / --rdzv-endpoint as usual)
-    deepep    DeepEP's published benchmark settings: their bandwidth and time next to ours
+    deepep    DeepEP's published benchmark settings: their bandwidth and time next to ours, and the per-call
+              latency and achieved NIC share fitted to the low-latency table (what serving/step.py uses)
     pipeline  pipeline stages with Attention Residuals: bytes per token across each stage boundary, forward and
               backward, for a standard residual, full and block AttnRes; measured on gloo stage processes for a small
               model, and the analytic count for a preset (--preset kimi-k3 --pp 16)
@@ -150,10 +151,14 @@ def main(argv: list[str] | None = None) -> int:
                       f"per token per layer; {r['bytes_per_forward'] / 1e6:.3f} MB per forward")
             return 0
         if args.cmd == "deepep":
-            from k3lite.interconnect.deepep import comparison_table  # only this command needs the DeepEP table
+            from k3lite.interconnect.deepep import comparison_table, fit_call  # only this command needs DeepEP's
 
             for row in comparison_table():
                 print("  " + ", ".join(f"{k}: {v}" for k, v in row.items()))
+            for f in (fit_call("dispatch"), fit_call("combine")):  # what serving/step.py charges across domains
+                rows = "; ".join(f"EP {ep} {rep} vs {mod} µs" for ep, rep, mod in f.rows)
+                print(f"  {f.direction} call fit: latency {1e6 * f.latency_s:.1f} µs + max(NVLink, NIC at "
+                      f"{f.nic_bw / 1e9:.1f} GB/s = {100 * f.nic_share:.1f}% of peak); published vs fit: {rows}")
             return 0
         if args.cmd in ("pipeline", "pipeline-worker"):
             return _pipeline(args)

@@ -21,6 +21,12 @@ same bandwidth: the gap is the local traffic they count and we do not, minus our
 """
 from __future__ import annotations
 
+from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
+
+from k3lite.base.evidence import Evidence, derived, measured_elsewhere
 from k3lite.interconnect.analytic import expected_copies, layer_bytes
 from k3lite.interconnect.deployment import wire_format
 
@@ -89,3 +95,94 @@ def _row(kernel, ep, direction, link, bw_gbs, theirs, mine, reported_us, limit, 
 
 def comparison_table() -> list[dict]:
     return normal_rows() + low_latency_rows()
+
+
+# ------------------------------------------------------------------------------------------ what the step model uses
+# DeepEP's low-latency rows give one time per call; our bytes split it into the copies that stay in the node (NVLink)
+# and those that leave it (the NIC). DeepEP's kernel issues both at once, so a call takes
+#     latency + max(bytes inside the node / NVLink, bytes leaving the node / achieved NIC bandwidth)
+# We fit latency and the NIC bandwidth per direction over all six EP sizes (8 .. 256), least squares on relative
+# error. Which copies use which link: 8-GPU NVLink domains, as step.py counts them. (DeepEP's own bandwidth column
+# counts every selection as RDMA traffic, "pure RDMA"; but at EP 8 and 16 the reported times are shorter than our
+# NIC bytes need at the NIC's 50 GB/s peak (deepep rows: 133 and 142 µs at peak vs 77 and 118 reported), so the
+# same-node copies cannot all cross the NIC there.)
+LL_DOMAIN = GPUS_PER_NODE  # H800 node: the NVLink domain the fit splits the copies by
+LOW_LATENCY_EVIDENCE = measured_elsewhere(SOURCE + ", low-latency kernels table (dispatch/combine µs and GB/s per EP)")
+NORMAL_EVIDENCE = measured_elsewhere(SOURCE + ", normal kernels table (bottleneck GB/s per EP)")
+
+
+class CallFit(NamedTuple):
+    """A dispatch or combine call of DeepEP's low-latency kernels: time = latency_s + max(intra / NVLink, inter / nic_bw)."""
+
+    direction: str
+    latency_s: float  # fixed seconds per call (per MoE layer, per forward pass)
+    nic_bw: float  # bytes/s our NIC bytes achieve
+    nic_share: float  # nic_bw / the NIC's peak (RDMA_PEAK)
+    rows: tuple  # (EP, reported µs, this fit's µs) for each published row
+    evidence: Evidence  # derived: this fit
+    measured: Evidence = LOW_LATENCY_EVIDENCE  # the rows it is fitted to
+
+
+def ll_bytes(ep: int, direction: str) -> tuple[float, float]:
+    """(NVLink, NIC) bytes one rank moves in one low-latency call of DeepEP's setting (LL_TOKENS tokens)."""
+    c = expected_copies(max(N_EXPERTS, ep), TOP_K, ep, LL_DOMAIN, 0, "low-latency")
+    b = layer_bytes(c, "low-latency", HIDDEN, TOP_K, "fp8", "bf16")
+    return LL_TOKENS * getattr(b, f"{direction}_intra"), LL_TOKENS * getattr(b, f"{direction}_inter")
+
+
+def call_time(latency_s: float, nic_bw: float, intra: float, inter: float, nvlink_bw: float = NVLINK_PEAK) -> float:
+    """One call's seconds: its fixed latency + the slower of its two links (DeepEP sends on both at once)."""
+    return latency_s + max(intra / nvlink_bw, inter / nic_bw)
+
+
+@lru_cache(maxsize=2)
+def fit_call(direction: str) -> CallFit:
+    """Latency and achieved NIC bandwidth of one direction from DeepEP's low-latency table (every EP size): for
+    each bandwidth on a 0.01 GB/s grid the best latency is closed-form (relative least squares), then the best pair."""
+    col = {"dispatch": 1, "combine": 3}[direction]
+    eps = [r[0] for r in LOW_LATENCY]
+    t = np.array([r[col] * 1e-6 for r in LOW_LATENCY])
+    split = [ll_bytes(ep, direction) for ep in eps]
+    best = None
+    for bw in np.arange(10e9, RDMA_PEAK + 1e6, 1e7):
+        m = np.array([max(i / NVLINK_PEAK, o / bw) for i, o in split])  # the link term
+        a = max(0.0, float(np.sum((1 - m / t) / t) / np.sum(1 / t ** 2)))
+        err = float(np.sum(((a + m) / t - 1) ** 2))
+        if best is None or err < best[0]:
+            best = (err, a, float(bw))
+    _, a, bw = best
+    rows = tuple((ep, r[col], round(1e6 * call_time(a, bw, *s), 1)) for ep, r, s in zip(eps, LOW_LATENCY, split))
+    return CallFit(direction, a, bw, bw / RDMA_PEAK, rows,
+                   derived(f"{__name__}.fit_call", f"{__name__}.LOW_LATENCY"))
+
+
+def nic_share_normal(ep: int) -> float:
+    """The share of the NIC's peak our bytes achieve in DeepEP's normal (prefill) kernels at the published EP nearest
+    `ep` (internode rows, 16 / 32 / 64; mean of dispatch and combine): our bytes / their time / RDMA_PEAK."""
+    inter = [r for r in normal_rows() if r["bottleneck link"] == "RDMA"]
+    near = min({r["EP"] for r in inter}, key=lambda e: abs(np.log2(e) - np.log2(max(ep, 1))))
+    picked = [r["implied wire bandwidth (GB/s)"] for r in inter if r["EP"] == near]
+    return sum(picked) / len(picked) * 1e9 / RDMA_PEAK
+
+
+def nvlink_share_normal() -> float:
+    """Our bytes / their time over NVLink in DeepEP's intranode normal rows (EP 8), over its ~160 GB/s: data for the
+    NVLink side; step.py keeps NVLink at the GPU's peak (the one-node runs fit it)."""
+    intra = [r["implied wire bandwidth (GB/s)"] for r in normal_rows() if r["bottleneck link"] == "NVLink"]
+    return sum(intra) / len(intra) * 1e9 / NVLINK_PEAK
+
+
+class NicTerms(NamedTuple):
+    """What step.py charges a call that crosses NVLink domains, from DeepEP (H800, CX7 400 Gb/s InfiniBand)."""
+
+    dispatch_latency_s: float
+    combine_latency_s: float
+    dispatch_nic_share: float  # of the NIC's peak, decode (low-latency kernels)
+    combine_nic_share: float
+    evidence: Evidence
+
+
+@lru_cache(maxsize=1)
+def nic_terms() -> NicTerms:
+    d, c = fit_call("dispatch"), fit_call("combine")
+    return NicTerms(d.latency_s, c.latency_s, d.nic_share, c.nic_share, d.evidence)

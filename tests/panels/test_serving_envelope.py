@@ -36,7 +36,8 @@ def test_an_answer_inside_and_outside_says_its_band_and_price_range():
     assert "inside the published runs" in inside and f"${3 * (1 - b):.2f}-{3 * (1 + b):.2f}" in inside
     out = distance_said(ev.distance_of(Serving(), 8), 2.72).text
     assert "leaves the published runs on 4 axes" in out and "at least ±" in out and "or wider" in out
-    assert "no published run checks the expert dispatch, NIC, TP and context parts" in out
+    assert "no published run checks the TP and context parts" in out  # expert dispatch and NIC: the multi-node runs
+    assert "multi-node decode deployments" in out
     d = ev.distance_of(Serving(gpu="H200", n_gpus=8, ep=8, tp=8, context=8704), 2)
     gpu = distance_said(d).text
     assert "one axis" in gpu and f"±{round(100 * d.band)}%" in gpu and "$" not in gpu

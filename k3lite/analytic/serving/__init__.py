@@ -18,9 +18,12 @@ One decode step (every sequence emits one token):
                 its E/ep experts per MoE layer is hit with probability 1 - (1 - k/E)^(B x ep) (the B x ep tokens
                 that reach one copy of the experts) + the cache above
     compute     B x (2 x active params + attention FLOPs(N)) at the dense peak of each part's format
-    wire        B x MoE layers x (intra bytes / NVLink + inter bytes / NIC), bytes per token from
-                k3lite.interconnect.wire_bytes_per_token through one adapter here; default scheme DeepEP
-                low-latency (what DeepSeek and SGLang decode with: one message per (token, selected expert))
+    wire        inside one NVLink domain: B x MoE layers x intra bytes / NVLink; across domains, per MoE layer
+                and direction: B x max(intra / NVLink, inter / (share x NIC)) + a fixed latency per call, the
+                share and latency fitted to DeepEP's published kernels (interconnect.deepep.nic_terms; prefill:
+                its normal-kernel share). Bytes per token from k3lite.interconnect.wire_bytes_per_token through
+                one adapter here; default scheme DeepEP low-latency (what DeepSeek and SGLang decode with: one
+                message per (token, selected expert))
     step time   max(HBM, compute) + wire (no overlap) or max(HBM, compute, wire) (full overlap: DeepSeek and
                 SGLang overlap two micro-batches)
     tokens/s per GPU = B / step; per user = 1 / step; $ per M output tokens = $/GPU-hour / 3600 / (tokens/s) x 1e6
@@ -32,7 +35,7 @@ Prefill (`prefill_step`), a pool of its own as DeepSeek and SGLang deploy it: pe
 + attention over the N/2 average earlier tokens at peak, wire = DeepEP normal-kernel bytes, HBM = this GPU's weights
 once per chunk; the max of them (overlap): $ per M input tokens from the same $/GPU-hour.
 Not modelled here (each makes real systems slower than this bound): kernel efficiency, expert load imbalance,
-launch and collective latency, activation memory. predict.py adds the first, third and fourth as three efficiencies
+launch and collective latency (except the expert calls' across domains, above), activation memory. predict.py adds the first, third and fourth as three efficiencies
 fitted to published K3 runs (fit.py), and turns the bound into a prediction of TTFT, TPOT and throughput.
 
 Default weights: as K3 ships them (memory.RELEASED_K3_FORMATS: MXFP4 routed experts, bf16 everything else).

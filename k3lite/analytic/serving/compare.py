@@ -25,9 +25,14 @@ from k3lite.base.wording import compare, times
 from k3lite.model.cards import display_name
 from k3lite.model.variants import classic_variant
 from k3lite.analytic.serving.deployment import (
-    DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Serving, Speculation, price_table,
+    DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, MTP_SPEC_SOURCE, Serving, Speculation, default_speculation,
+    price_table,
 )
-from k3lite.analytic.serving.step import Prefill, Step, best_batch, decode_step, prefill_usd_per_m_input
+from k3lite.analytic.serving.fit import FITTED
+from k3lite.analytic.serving.predict import as_step, prefill_forward_s, terms
+from k3lite.analytic.serving.step import (
+    Prefill, Step, best_batch, decode_step, prefill_step, prefill_usd_per_m_input,
+)
 from k3lite.analytic.serving.frontier import FRONTIER_FORMATS, RELEASED, cheapest_at, frontier
 from k3lite.analytic.serving.measured import VLLM_K3, VLLM_K3_INPUT, VLLM_K3_OUTPUT, VLLM_K3_SOURCE
 
@@ -108,6 +113,9 @@ class Published(NamedTuple):
     batch_per_gpu: int
     measured_tokens_per_s_per_gpu: float
     source: str
+    spec: Speculation | None = None  # the speculation the prediction runs with (the bound runs without)
+    spec_source: str = "no speculation stated by the source: predicted without"
+    measured_tokens_per_s_per_user: float | None = None  # where the source gives one
 
 
 PUBLISHED: tuple[Published, ...] = (
@@ -115,11 +123,16 @@ PUBLISHED: tuple[Published, ...] = (
               Serving("deepseek-v3", "H800", 144, 144, 1, FP8, 4989), 128, 14_800 / 8,
               "DeepSeek, open-infra-index day 6 'DeepSeek-V3/R1 Inference System Overview' (2025-02-28): "
               "~14.8k output tokens/s per H800 node during decoding, average KV length 4,989, FP8 matmuls and "
-              "dispatch, BF16 MLA and combine; batch 128 per GPU from the LMSYS comparison table (2025-05-05)"),
+              "dispatch, BF16 MLA and combine; batch 128 per GPU from the LMSYS comparison table (2025-05-05)",
+              default_speculation("deepseek-v3"),
+              "assumed: the overview does not say; LMSYS compares its simulated-MTP run with these figures "
+              "(lm-sys/lm-sys.github.io blog/2025-05-05-large-scale-ep.md @ 2db4e404); " + MTP_SPEC_SOURCE,
+              21.0),  # "average output speed was 20-22 tokens per second" (the overview), the middle
     Published("DeepSeek-V3 on SGLang, 9 x 8 H100 decode (EP72)", "SGLang DeepSeek-V3, 9x8 H100",
               Serving("deepseek-v3", "H100 SXM", 72, 72, 1, FP8, 2000), 256, 22_282 / 8,
               "LMSYS / SGLang team, 'Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism "
-              "on 96 H100 GPUs' (2025-05-05): 22,282 output tokens/s per node, batch 256, 2,000-token inputs"),
+              "on 96 H100 GPUs' (2025-05-05): 22,282 output tokens/s per node, batch 256, 2,000-token inputs",
+              None, "none: the blog lists MTP with DP attention among its limitations; predicted without"),
     Published("Kimi K2 on SGLang, 12 x 8 H200 decode (1P1D, 128 GPUs)", "SGLang Kimi K2, 12x8 H200",
               Serving("kimi-k2", "H200", 96, 96, 1, FP8, 2100), 480, 24_000 / 8,
               "LMSYS / Mooncake team, 'Deploying Kimi K2 with PD Disaggregation and Large-Scale Expert Parallelism "
@@ -130,16 +143,97 @@ PUBLISHED: tuple[Published, ...] = (
 )
 
 
+def predicted_decode(p: Published) -> Step:
+    """A published decode deployment through the predictor (predict.as_step with the shipped fit.FITTED, not refitted),
+    at its own preset, layout, context, batch and speculation: a prediction with an error, beside the bound."""
+    return as_step(terms(p.serving.with_(spec=p.spec)), FITTED.efficiency, p.batch_per_gpu)
+
+
 def validate(overlap: bool = True) -> list[dict]:
-    """Model vs measurement at each publication's stated setting. A bound must land at or above each."""
+    """Model vs measurement at each publication's stated setting. A bound must land at or above each; the prediction
+    (`predicted_decode`) says how far the fitted model is from each, in both directions."""
     rows = []
     for p in PUBLISHED:
         st = decode_step(p.serving.with_(overlap=overlap), p.batch_per_gpu)
+        pr, k = predicted_decode(p), terms(p.serving.with_(spec=p.spec))
+        plain = predicted_decode(p._replace(spec=None))
         rows.append({"deployment": p.label, "short": p.short,
                      "model / measured": st.tokens_per_s_per_gpu / p.measured_tokens_per_s_per_gpu,
                      "measured tokens/s / GPU": p.measured_tokens_per_s_per_gpu,
                      "model tokens/s / GPU": st.tokens_per_s_per_gpu, "batch / GPU": p.batch_per_gpu,
-                     "context": p.serving.context, "model bound by": st.bound, "source": p.source})
+                     "context": p.serving.context, "model bound by": st.bound, "source": p.source,
+                     "predicted tokens/s / GPU": pr.tokens_per_s_per_gpu,
+                     "predicted error": pr.tokens_per_s_per_gpu / p.measured_tokens_per_s_per_gpu - 1,
+                     "predicted tokens/s / GPU without speculation": plain.tokens_per_s_per_gpu,
+                     "predicted tokens/s / user": pr.tokens_per_s_per_user,
+                     "measured tokens/s / user": p.measured_tokens_per_s_per_user,
+                     "predicted step (ms)": 1e3 * pr.step_s, "predicted bound by": pr.bound,
+                     "predicted HBM (ms)": 1e3 * pr.hbm_s, "predicted compute (ms)": 1e3 * pr.compute_s,
+                     "predicted wire (ms)": 1e3 * pr.wire_s, "predicted draft (ms)": 1e3 * pr.draft_s,
+                     "expert-call latency per step (ms)": 1e3 * k.ep_latency_s,
+                     "EP across the NIC": k.step.wire_latency_s > 0,
+                     "speculation": p.spec_source if p.spec is None else
+                     f"{p.spec.drafter}, {p.spec.draft_tokens} drafted, {p.spec.acceptance:g} kept: {p.spec_source}",
+                     "efficiencies": f"fit.FITTED (15 one-node B300 K3 runs), not refitted: {FITTED.efficiency}"})
+    return rows
+
+
+def multinode_sentence(rows: list[dict], prefill: list[dict]) -> str:
+    """What the predictor says of the multi-node deployments, from `validate` and `validate_prefill`'s rows."""
+    errs = [r["predicted error"] for r in rows]
+    pre = [r["predicted error"] for r in prefill]
+    lat = max(r["expert-call latency per step (ms)"] for r in rows)
+    comp = sum(r["predicted compute (ms)"] / r["predicted step (ms)"] for r in rows) / len(rows)
+    word = "under" if max(errs) < 0 else "over" if min(errs) > 0 else "on both sides of"
+    above = min(r["model / measured"] for r in rows) >= 1 and min(r["bound / measured"] for r in prefill) >= 1
+    return (f"Predicted, not fitted: with the efficiencies fitted to one-node K3 runs, the predictor lands "
+            f"{word} every multi-node decode figure ({100 * min(errs):+.0f}% to {100 * max(errs):+.0f}% in tokens/s "
+            f"per GPU) and every prefill figure ({100 * min(pre):+.0f}% to {100 * max(pre):+.0f}%), while the bound "
+            + ("stays above them" if above else "falls BELOW one of them") + f". Its steps are {100 * comp:.0f}% compute on average: the fit charges FLOPs at the bf16 "
+            "peak times the share the K3 engines reach, where these FP8 engines multiply at the FP8 peak, and it adds "
+            "the expert dispatch to the step where these systems overlap two micro-batches. DeepEP's per-call "
+            f"latency adds {lat:.1f} ms per step.")
+
+
+class PublishedPrefill(NamedTuple):
+    label: str
+    serving: Serving  # the prefill pool; context = the prompt length
+    measured_input_tokens_per_s_per_gpu: float  # every input token the source counts
+    computed_share: float  # of those, the share the pool computed (1 - prompt-cache hits)
+    source: str
+
+
+PUBLISHED_PREFILL: tuple[PublishedPrefill, ...] = (
+    PublishedPrefill("DeepSeek-V3/R1 online service, H800 prefill (EP32, 4 nodes)",
+                     Serving("deepseek-v3", "H800", 32, 32, 1, FP8, 4096), 73_700 / 8, 1 - 0.563,
+                     "DeepSeek, open-infra-index day 6 (deepseek-ai/open-infra-index @ 56d86855): '~73.7k tokens/s "
+                     "input (including cache hits) during prefilling' per H800 node, '342B tokens (56.3%) hit the "
+                     "on-disk KV cache'; prefill EP32 over 4 nodes. Prompt length not given: 4,096 assumed (DeepSeek's "
+                     "profile, as LMSYS's table gives it, whose 'DeepSeek Blog (excl. cache hit)' column is 32,206)"),
+    PublishedPrefill("DeepSeek-V3 on SGLang, 4 x 8 H100 prefill (EP32), 2K prompts",
+                     Serving("deepseek-v3", "H100 SXM", 32, 32, 1, FP8, 2048), 54_543 / 8, 1.0,
+                     "LMSYS / SGLang team (lm-sys/lm-sys.github.io blog/2025-05-05-large-scale-ep.md @ 2db4e404): "
+                     "'On 4 nodes (4x8xH100, EP32), the system achieved per-node throughputs of 57,674, 54,543, and "
+                     "50,302 tokens per second for prompt lengths of 1K, 2K, and 4K'; 16,384 tokens per device"),
+)
+
+
+def validate_prefill() -> list[dict]:
+    """Each published prefill pool: the bound (step.prefill_step) and the prediction (one forward of a chunk through
+    predict.prefill_forward_s with fit.FITTED), against the tokens it computed (cache hits cost no forward)."""
+    rows = []
+    for p in PUBLISHED_PREFILL:
+        s, e = p.serving, FITTED.efficiency
+        bound, k = prefill_step(s), terms(s)
+        chunk = bound.chunk_tokens * s.tp  # one TP group's forward over a chunk per GPU
+        predicted = chunk / prefill_forward_s(k, e, chunk) / s.tp
+        computed = p.measured_input_tokens_per_s_per_gpu * p.computed_share
+        rows.append({"deployment": p.label, "measured input tokens/s / GPU": p.measured_input_tokens_per_s_per_gpu,
+                     "computed share": p.computed_share, "measured computed tokens/s / GPU": computed,
+                     "bound tokens/s / GPU": bound.tokens_per_s_per_gpu, "bound by": bound.bound,
+                     "bound / measured": bound.tokens_per_s_per_gpu / computed,
+                     "predicted tokens/s / GPU": predicted, "predicted error": predicted / computed - 1,
+                     "prompt tokens": s.context, "EP across the NIC": k.step.wire_latency_s > 0, "source": p.source})
     return rows
 
 

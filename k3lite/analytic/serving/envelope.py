@@ -14,7 +14,9 @@ well it interpolates inside that set (fit.py). This module says two more things:
                         dispatch beyond the TP group, the NIC, another TP, context, batch per GPU, formats), and an
                         error band: leave-one-out's inside the envelope, widened to the leave-a-group-out error of
                         each axis it leaves that some runs vary, and marked "at least" where it leaves an axis no
-                        run varies (no published run checks that part of the model at all).
+                        run varies (no published run checks that part of the model at all). Expert dispatch and
+                        the NIC take the shipped fit's error on the published multi-node decode deployments
+                        (`multinode_error`): other models on other GPUs, the only runs that cross a NIC.
 
 Numbers only: the serving panels word them (k3lite/panels/serving_envelope.py).
 """
@@ -24,6 +26,7 @@ from functools import lru_cache
 from typing import Callable, NamedTuple
 
 from k3lite.analytic.hardware import get_gpu
+from k3lite.analytic.serving.compare import PUBLISHED, predicted_decode
 from k3lite.analytic.serving.deployment import Serving, precision_map
 from k3lite.analytic.serving.fit import FITTED, Fitted, fit, leave_one_out, row_error, row_serving, summary
 from k3lite.analytic.serving.measured import CHECKPOINTS, FITTED_ROWS, MEASURED, Measured
@@ -100,6 +103,19 @@ def other_gpu_error() -> dict[str, float]:
     return {g: sum(v) / len(v) for g, v in by.items()}
 
 
+@lru_cache(maxsize=1)
+def multinode_error() -> float:
+    """The shipped fit's mean TPOT error on the published multi-node decode deployments (compare.PUBLISHED: expert
+    dispatch over the NIC, EP 72-144; other models and Hopper GPUs too, so the error is not the NIC's alone). At the
+    publication's batch, TPOT error = measured tokens/s / predicted tokens/s - 1."""
+    errs = [abs(p.measured_tokens_per_s_per_gpu / predicted_decode(p).tokens_per_s_per_gpu - 1) for p in PUBLISHED]
+    return sum(errs) / len(errs)
+
+
+MULTINODE_SOURCE = (f"on the {len(PUBLISHED)} published multi-node decode deployments (DeepSeek-V3 and Kimi K2 on "
+                    "H800 / H100 / H200, EP 72-144: other models and GPUs as well)")
+
+
 class Envelope(NamedTuple):
     """The regime the fitted runs cover, read off them."""
 
@@ -151,12 +167,13 @@ def distance(gpu: str, ep: int, tp: int, weights: dict, context: int, batch_per_
         errs = other_gpu_error()
         axes.append(Axis("GPU", g.name, ", ".join(env.gpus), max(errs.values()) if errs else None,
                          "on " + ", ".join(errs) + ", the other GPU with published runs" if errs else ""))
-    if ep > tp:
+    if ep > tp:  # the multi-node deployments dispatch their experts over NVLink and the NIC
         axes.append(Axis("expert dispatch", f"EP {ep} over TP {tp}",
-                         "the experts inside the TP group (EP = TP), so no dispatch over a wire", None, ""))
+                         "the experts inside the TP group (EP = TP), so no dispatch over a wire", multinode_error(),
+                         MULTINODE_SOURCE))
     if ep > g.nvlink_domain:
         axes.append(Axis("NIC", f"EP {ep} over {-(-ep // g.nvlink_domain)} NVLink domains of {g.nvlink_domain}",
-                         "one node, no NIC", None, ""))
+                         "one node, no NIC", multinode_error(), MULTINODE_SOURCE))
     if tp not in env.tps:
         axes.append(Axis("TP", f"TP {tp}", "TP " + ", ".join(map(str, env.tps)), None, ""))
     lo, hi = env.contexts

@@ -13,7 +13,9 @@ The physics (per GPU of one TP group; B = sequences per GPU as step.py counts th
     collectives     TP all-reduce of the hidden state (bf16, ring: 2 (tp - 1) / tp of it per GPU) after attention,
                     and after the MoE when its experts are split over the same TP group (tp == ep, the engines'
                     TP8 default); with ep > tp the MoE's dispatch + combine instead (step.wire_bytes_per_token).
-                    At the fabric's bandwidth; their latency is part of layer_s.
+                    At the fabric's bandwidth; their latency is part of layer_s, except where the EP group spans
+                    NVLink domains: there each MoE layer's dispatch and combine also pay DeepEP's fitted per-call
+                    latency and the NIC runs at DeepEP's achieved share of its peak (step.wire_time).
     decode step     one forward over B x (d + 1) tokens with speculation (d drafted), + the drafter's forward
                     (draft_layers x layer_s + its bf16 weights or its FLOPs), keeping `acceptance` tokens a sequence
     prefill         forwards of `chunk_tokens` tokens (SGLang's chunked_prefill_size), every weight read once per
@@ -39,7 +41,7 @@ from typing import NamedTuple
 from k3lite.analytic.hardware import get_gpu
 from k3lite.analytic.serving.deployment import Serving
 from k3lite.analytic.serving.step import (
-    PREFILL_CHUNK_TOKENS, Step, StepTerms, forward_bytes, prefill_step, step_terms, token_flops,
+    PREFILL_CHUNK_TOKENS, Step, StepTerms, forward_bytes, step_terms, token_flops, wire_time,
 )
 
 ARRIVALS = ("together", "staggered")
@@ -93,6 +95,7 @@ class Terms(NamedTuple):
     n_gpus: int
     dp: int  # TP groups (data-parallel attention) in the replica
     draft_weight_bytes: float  # the drafter's bf16 weights on one GPU (split over the TP group)
+    ep_latency_s: float = 0.0  # dispatch + combine calls' fixed latency per forward (EP across NVLink domains)
 
 
 def allreduce_s_per_token(s: Serving) -> float:
@@ -121,9 +124,10 @@ def terms(s: Serving, w: Workload | None = None) -> Terms:
     expert_parallel = s.ep > s.tp  # dispatch + combine only when the experts leave the TP group
     return Terms(t, token_flops(s.cfg, dec.context).total, pre, allreduce_s_per_token(s),
                  t.wire_s_per_token if expert_parallel else 0.0,
-                 prefill_step(s.with_(context=prompt)).wire_s if expert_parallel else 0.0,
+                 wire_time(s.cfg, s.with_(scheme="normal")).per_token_s if expert_parallel else 0.0,
                  gpu.hbm_bw, gpu.bf16_flops, s.n_gpus, s.n_gpus // s.tp,
-                 2.0 * sp.draft_params / s.tp if drafter else 0.0)
+                 2.0 * sp.draft_params / s.tp if drafter else 0.0,
+                 t.wire_latency_s if expert_parallel else 0.0)
 
 
 # ------------------------------------------------------------------------------------------ one step
@@ -147,7 +151,7 @@ def decode_step(k: Terms, e: Efficiency, batch: float, acceptance: float | None 
     nbytes = forward_bytes(t, batch, tok)
     layers, hbm = t.n_layers * e.layer_s, nbytes / (e.hbm_fraction * k.hbm_bw)
     compute = n * k.decode_flops / (e.flops_fraction * k.bf16_flops)
-    comm = n * (k.allreduce_s + k.ep_wire_s)
+    comm = n * (k.allreduce_s + k.ep_wire_s) + k.ep_latency_s
     verify = layers + max(hbm, compute) + comm
     draft, kept = 0.0, 1.0
     if sp is not None:
@@ -155,7 +159,7 @@ def decode_step(k: Terms, e: Efficiency, batch: float, acceptance: float | None 
         if sp.drafter == "mtp":  # one more layer of the model per drafted token, one after another
             one = forward_bytes(t, batch, 1) / (e.hbm_fraction * k.hbm_bw)
             single = layers + max(one, batch * k.decode_flops / (e.flops_fraction * k.bf16_flops)) + batch * (
-                k.allreduce_s + k.ep_wire_s)
+                k.allreduce_s + k.ep_wire_s) + k.ep_latency_s
             draft = sp.draft_tokens * single / t.n_layers
         else:  # one forward of the draft model per block: its layers' latency, its weights or its FLOPs
             draft = sp.draft_layers * e.layer_s + max(
@@ -180,7 +184,8 @@ def prefill_forward_s(k: Terms, e: Efficiency, tokens: float) -> float:
     tp = k.n_gpus // k.dp
     hbm = t.weight_bytes_per_gpu / (e.hbm_fraction * k.hbm_bw)
     compute = tokens * k.prefill_flops / tp / (e.flops_fraction * k.bf16_flops)
-    return t.n_layers * e.layer_s + max(hbm, compute) + tokens / tp * (k.allreduce_s + k.prefill_wire_s)
+    return (t.n_layers * e.layer_s + max(hbm, compute) + tokens / tp * (k.allreduce_s + k.prefill_wire_s)
+            + k.ep_latency_s)
 
 
 # ------------------------------------------------------------------------------------------ arrivals

@@ -12,6 +12,7 @@ from k3lite.analytic.hardware import get_gpu
 from k3lite.analytic.serving.deployment import CACHE_FORMATS, Serving, Speculation
 from k3lite.interconnect import Topology
 from k3lite.interconnect import wire_bytes_per_token as interconnect_wire_bytes
+from k3lite.interconnect.deepep import nic_share_normal, nic_terms
 
 
 # ------------------------------------------------------------------------------------------ placement
@@ -140,17 +141,49 @@ def capacity(s: Serving, contexts) -> dict[str, list[int]]:
 
 
 # ------------------------------------------------------------------------------------------ the wire
-def wire_bytes_per_token(cfg: K3Config, s: Serving) -> tuple[float, float]:
-    """(intra-domain, inter-domain) bytes one token sends and receives per MoE layer for dispatch + combine.
-
-    The ONE adapter to k3lite.interconnect: everything in this module that needs wire bytes calls this."""
+def _wire(cfg: K3Config, s: Serving):
+    """The interconnect's WireBytes for `s` and whether its EP group spans more than one NVLink domain."""
     gpu = get_gpu(s.gpu)
     g = min(gpu.nvlink_domain, s.ep)
     if s.ep > g and s.ep % g:  # e.g. EP 12 on 8-GPU nodes: the model needs whole domains, so count 4-GPU ones
         g = math.gcd(s.ep, g)  # (fewer NVLink peers than the real layout: slightly more inter-node bytes)
     topo = Topology(s.gpu, s.ep, g, gpu.nvlink_bw, gpu.nic_bw, gpu.source)
-    wb = interconnect_wire_bytes(cfg, topo, s.ep, s.scheme, dispatch=s.dispatch, combine=s.combine)
+    return interconnect_wire_bytes(cfg, topo, s.ep, s.scheme, dispatch=s.dispatch, combine=s.combine), s.ep > g
+
+
+def wire_bytes_per_token(cfg: K3Config, s: Serving) -> tuple[float, float]:
+    """(intra-domain, inter-domain) bytes one token sends and receives per MoE layer for dispatch + combine.
+
+    The ONE adapter to k3lite.interconnect: everything in this module that needs wire bytes calls this."""
+    wb, _ = _wire(cfg, s)
     return wb.intra, wb.inter
+
+
+class WireTime(NamedTuple):
+    per_token_s: float  # dispatch + combine over all MoE layers, per token
+    per_forward_s: float  # the calls' fixed latency over all MoE layers, per forward pass (0 inside one domain)
+
+
+def wire_time(cfg: K3Config, s: Serving) -> WireTime:
+    """Dispatch + combine time of one forward pass, from DeepEP's published figures (interconnect.deepep.nic_terms):
+    inside one NVLink domain, the bytes at the NVLink peak (unchanged: the one-node runs fit it). Across domains each
+    call sends on NVLink and the NIC at once, max(intra / NVLink, inter / (share x NIC peak)), with the share DeepEP's
+    kernels achieve (low-latency for decode, normal for prefill), plus a fixed latency per call: dispatch + combine
+    per MoE layer per forward (H800 + CX7 InfiniBand; other NICs are assumed to behave alike)."""
+    gpu = get_gpu(s.gpu)
+    wb, crosses = _wire(cfg, s)
+    n_moe = cfg.ffn_types().count("moe")
+    if not crosses:
+        return WireTime(n_moe * (wb.intra / gpu.nvlink_bw + wb.inter / gpu.nic_bw), 0.0)
+    nic = nic_terms()
+    if s.scheme == "normal":
+        share = nic_share_normal(s.ep)
+        shares = (share, share)
+    else:
+        shares = (nic.dispatch_nic_share, nic.combine_nic_share)
+    per_layer = sum(max(intra / gpu.nvlink_bw, inter / (share * gpu.nic_bw)) for intra, inter, share in (
+        (wb.dispatch_intra, wb.dispatch_inter, shares[0]), (wb.combine_intra, wb.combine_inter, shares[1])))
+    return WireTime(n_moe * per_layer, n_moe * (nic.dispatch_latency_s + nic.combine_latency_s))
 
 
 # ------------------------------------------------------------------------------------------ one decode step
@@ -190,6 +223,7 @@ class StepTerms(NamedTuple):
     n_layers: int
     tp: int
     spec: Speculation | None
+    wire_latency_s: float = 0.0  # dispatch + combine calls' fixed latency per forward pass (EP across domains)
 
 
 class TokenFlops(NamedTuple):
@@ -217,7 +251,6 @@ def step_terms(s: Serving) -> StepTerms:
     cfg, gpu = s.cfg, get_gpu(s.gpu)
     p = check_fits(s)
     moe = cfg.moe
-    n_moe = cfg.ffn_types().count("moe")
     total = memory.weight_bytes(cfg, s.weights)
     active = memory.weight_bytes(cfg, s.weights, active=True)
     rest = sum(v for c, v in active.items() if c != "routed_experts") / s.tp
@@ -225,11 +258,10 @@ def step_terms(s: Serving) -> StepTerms:
     # expert matmuls at the experts' format peak, other matmuls at attention's, attention core in bf16
     compute = (f.experts / gpu.peak_flops(s.weights.get("routed_experts", "bf16"))
                + f.other / gpu.peak_flops(s.weights.get("attention", "bf16")) + f.attention / gpu.bf16_flops)
-    intra, inter = wire_bytes_per_token(cfg, s)
-    wire = n_moe * (intra / gpu.nvlink_bw + inter / gpu.nic_bw)
+    wire = wire_time(cfg, s)
     return StepTerms(p.max_batch_per_gpu, p.weight_bytes_per_gpu, p.cache_bytes_per_sequence, rest, total["routed_experts"] / s.ep,
-                     moe.n_routed_experts, moe.top_k, s.ep, compute, wire, gpu.hbm_bw, gpu.bf16_flops,
-                     s.overlap, s.price, cfg.n_layers, s.tp, s.spec)
+                     moe.n_routed_experts, moe.top_k, s.ep, compute, wire.per_token_s, gpu.hbm_bw, gpu.bf16_flops,
+                     s.overlap, s.price, cfg.n_layers, s.tp, s.spec, wire.per_forward_s)
 
 
 def forward_bytes(t: StepTerms, batch: float, tokens_per_seq: int) -> float:
@@ -246,7 +278,8 @@ def _verify(t: StepTerms, batch: float, tokens_per_seq: int) -> tuple[float, flo
     (HBM bytes, HBM s, compute s, wire s, step s, bound)."""
     n_tok = batch * tokens_per_seq
     hbm = forward_bytes(t, batch, tokens_per_seq)
-    t_hbm, compute, wire = hbm / t.hbm_bw, n_tok * t.compute_s_per_token, n_tok * t.wire_s_per_token
+    t_hbm, compute = hbm / t.hbm_bw, n_tok * t.compute_s_per_token
+    wire = n_tok * t.wire_s_per_token + t.wire_latency_s
     step, bound = decode.roofline(t_hbm, compute, wire, t.overlap)
     return hbm, t_hbm, compute, wire, step, bound
 
@@ -307,8 +340,8 @@ def prefill_step(s: Serving, chunk_tokens: int = PREFILL_CHUNK_TOKENS) -> Prefil
     f = token_flops(cfg, max(1, s.context // 2), prefill=True)
     compute = (f.experts / gpu.peak_flops(s.weights.get("routed_experts", "bf16"))
                + f.other / gpu.peak_flops(s.weights.get("attention", "bf16")) + f.attention / gpu.bf16_flops)
-    intra, inter = wire_bytes_per_token(cfg, s.with_(scheme="normal"))
-    wire = cfg.ffn_types().count("moe") * (intra / gpu.nvlink_bw + inter / gpu.nic_bw)
+    w = wire_time(cfg, s.with_(scheme="normal"))
+    wire = w.per_token_s + w.per_forward_s / chunk_tokens  # the calls' latency shared by a chunk's tokens
     hbm = p.weight_bytes_per_gpu / chunk_tokens / gpu.hbm_bw
     per_token = max(compute, wire, hbm) if s.overlap else max(compute, hbm) + wire
     terms = {"compute": compute, "wire": wire, "HBM": hbm}

@@ -17,6 +17,9 @@ from k3lite.analytic.serving.step import (
 from k3lite.analytic.serving.compare import (
     FP8,
 )
+from k3lite.interconnect import Topology
+from k3lite.interconnect import wire_bytes_per_token as interconnect_wire_bytes
+from k3lite.interconnect.deepep import nic_share_normal, nic_terms
 
 
 
@@ -53,7 +56,14 @@ def test_decode_step_by_hand():
     assert st.compute_s == pytest.approx(compute)
     intra, inter = wire_bytes_per_token(cfg, s)
     assert intra > 0 and inter > 0  # 16 GPUs = two 8-GPU NVLink domains
-    wire = b * 58 * (intra / gpu.nvlink_bw + inter / gpu.nic_bw)
+    # across domains each call sends on NVLink and the NIC at once, the NIC at DeepEP's achieved share, and pays
+    # DeepEP's fitted latency per dispatch and per combine in each of the 58 MoE layers (step.wire_time)
+    wb = interconnect_wire_bytes(cfg, Topology("H800", 16, 8, gpu.nvlink_bw, gpu.nic_bw, "-"), 16, "low-latency")
+    nic = nic_terms()
+    assert wb.intra == pytest.approx(intra) and wb.inter == pytest.approx(inter)
+    per_token = (max(wb.dispatch_intra / gpu.nvlink_bw, wb.dispatch_inter / (nic.dispatch_nic_share * gpu.nic_bw))
+                 + max(wb.combine_intra / gpu.nvlink_bw, wb.combine_inter / (nic.combine_nic_share * gpu.nic_bw)))
+    wire = b * 58 * per_token + 58 * (nic.dispatch_latency_s + nic.combine_latency_s)
     assert st.wire_s == pytest.approx(wire)
     assert st.step_s == pytest.approx(max(hbm / gpu.hbm_bw, compute) + wire)  # no overlap: the wire adds
     on = decode_step(s.with_(overlap=True), b)
@@ -124,7 +134,9 @@ def test_speculation_by_hand():
     hbm = (sum(v for c, v in w_act.items() if c != "routed_experts") + w_all["routed_experts"] / 16 * hit
            + b * placement(base).cache_bytes_per_sequence)
     assert spec.hbm_bytes == pytest.approx(hbm)
-    assert spec.compute_s == pytest.approx(4 * plain.compute_s) and spec.wire_s == pytest.approx(4 * plain.wire_s)
+    latency = 60 * (nic_terms().dispatch_latency_s + nic_terms().combine_latency_s)  # once per step, not per token
+    assert spec.compute_s == pytest.approx(4 * plain.compute_s)
+    assert spec.wire_s - latency == pytest.approx(4 * (plain.wire_s - latency))
     draft = max(2e9 / gpu.hbm_bw, b * 3 * 2e9 / gpu.bf16_flops)
     assert spec.draft_s == pytest.approx(draft)
     assert spec.step_s == pytest.approx(max(hbm / gpu.hbm_bw, spec.compute_s, spec.wire_s) + draft)
@@ -142,11 +154,16 @@ def test_prefill_pool_by_hand():
     cfg, gpu = s.cfg, get_gpu("B300")
     pre = prefill_step(s, 4096)
     intra, inter = wire_bytes_per_token(cfg, s.with_(scheme="normal"))
-    assert pre.wire_s == pytest.approx(60 * (intra / gpu.nvlink_bw + inter / gpu.nic_bw))  # 60 MoE layers
+    wb = interconnect_wire_bytes(cfg, Topology("B300", 32, 8, gpu.nvlink_bw, gpu.nic_bw, "-"), 32, "normal")
+    share, nic = nic_share_normal(32), nic_terms()  # DeepEP's normal-kernel row at EP 32; the calls' latency per chunk
+    per_token = (max(wb.dispatch_intra / gpu.nvlink_bw, wb.dispatch_inter / (share * gpu.nic_bw))
+                 + max(wb.combine_intra / gpu.nvlink_bw, wb.combine_inter / (share * gpu.nic_bw)))
+    latency = nic.dispatch_latency_s + nic.combine_latency_s
+    assert pre.wire_s == pytest.approx(60 * (per_token + latency / 4096))  # 60 MoE layers
     assert pre.hbm_s == pytest.approx(placement(s).weight_bytes_per_gpu / 4096 / gpu.hbm_bw)
     assert pre.s_per_token == max(pre.compute_s, pre.wire_s, pre.hbm_s)
     assert pre.usd_per_m_input_tokens == pytest.approx(0.001 * pre.s_per_token * 1e6)
-    assert prefill_usd_per_m_input(s) == pre.usd_per_m_input_tokens  # one function behind both names
+    assert prefill_usd_per_m_input(s) == prefill_step(s).usd_per_m_input_tokens  # one function behind both names
     # the low-latency kernels would send one message per (token, expert): normal ones send fewer bytes
     assert wire_bytes_per_token(cfg, s)[1] > inter
     with pytest.raises(ValueError, match="chunk_tokens"):
