@@ -14,7 +14,7 @@ import sys
 
 from k3lite.model.presets import PRESETS
 from k3lite.analytic.hardware import GPUS, gpu_name
-from k3lite.analytic.serving.admission import ENGINE_RESERVE
+from k3lite.analytic.serving.admission import ENGINE_RESERVE, STATE_SLOTS
 from k3lite.analytic.serving.deployment import FORMAT_ALIASES, K3_PRESET, Serving, Speculation, precision_map
 from k3lite.analytic.serving.fit import FITTED, prediction_report
 from k3lite.analytic.serving.predict import ARRIVALS, Workload
@@ -89,7 +89,9 @@ def predict_main(argv: list[str]) -> int:
     ap.add_argument("--chunk", type=int, default=PREFILL_CHUNK_TOKENS, help="prefill tokens per forward")
     ap.add_argument("--reserve", type=float, default=ENGINE_RESERVE,
                     help="share of HBM kept for activations and graphs")
-    ap.add_argument("--state-slots", type=int, default=1, help="KDA state slots reserved per request")
+    ap.add_argument("--state-slots", type=int, default=STATE_SLOTS,
+                    help=f"KDA state slots reserved per request (default {STATE_SLOTS}: SGLang's with its radix cache "
+                         "on; 1: vLLM's)")
     ap.add_argument("--usd-per-gpu-hour", type=float, default=None)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     a = ap.parse_args(argv)

@@ -6,9 +6,11 @@ Per request, on each GPU of its TP group (memory.sequence_cache_bytes is the one
                     (input + output at the end of a request); whole on each GPU of the TP group, or 1/dcp of it
                     under decode context parallelism (step.cache_bytes_per_sequence's sharding)
     KDA state       the fp32 (H, K, V) state of every KDA layer + its conv tail, split over the TP group by heads,
-                    reserved WHOLE when the request is admitted, whatever its length, as the engines do (SGLang's and
-                    vLLM's state pools hold one slot per running request; with the prefix cache on, SGLang's
-                    extra_buffer strategy keeps up to 5 slots a request: `state_slots`)
+                    reserved WHOLE when the request is admitted, whatever its length, as the engines do, `state_slots`
+                    times: SGLang sizes its state pool at `_calculate_mamba_ratio()` slots per running request (1 with
+                    the radix cache off; 3 with it on, the running state + 2 ping-pong copies; 3 + 2 = 5 with the
+                    extra_buffer strategy and the overlap scheduler), and its K3 recipes run the radix cache on:
+                    STATE_SLOTS = 5 by default, as AIConfigurator's K3 model charges too; 1 is vLLM's pool
     draft cache     a draft model's own KV cache over the same tokens: DSpark's drafter config is not published with
                     the numbers we cite, so it is estimated as `draft_layers` layers of 8 KV heads x 128 in bf16 (the
                     GQA illustration of memory.gqa_sequence_cache_bytes), split over the TP group by heads
@@ -29,6 +31,10 @@ from k3lite.analytic.serving.step import mla_cache_share, placement
 # SGLang's K3 recipes run --mem-fraction-static 0.85 (kimi-k3.jsx); vLLM's K3 post --gpu-memory-utilization 0.9
 ENGINE_RESERVE = 0.15
 DRAFT_KV_HEADS, DRAFT_HEAD_DIM = 8, 128  # the draft model's attention, estimated (see the docstring)
+STATE_SLOTS = 5  # KDA state slots a request holds: SGLang's with its radix cache on (the docstring; 1 = vLLM's)
+STATE_SLOTS_SOURCE = ("SGLang model_runner_kv_cache_mixin._calculate_mamba_ratio: 1 without the radix cache, 3 with "
+                      "it (MAMBA_STATE_PER_REQ_PREFIX_CACHE), + 2 for the extra_buffer strategy with overlap; the K3 "
+                      "recipes (kimi-k3.jsx) keep the radix cache on")
 
 
 class Admission(NamedTuple):
@@ -44,7 +50,7 @@ class Admission(NamedTuple):
 
 
 def admission(s: Serving, input_len: int, output_len: int, reserve: float = ENGINE_RESERVE,
-              state_slots: int = 1) -> Admission:
+              state_slots: int = STATE_SLOTS) -> Admission:
     """Requests deployment `s` admits when each holds `input_len + output_len` tokens."""
     if not 0 <= reserve < 1:
         raise ValueError(f"reserve must be a share of HBM in [0, 1), got {reserve}")

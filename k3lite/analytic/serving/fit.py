@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from k3lite.analytic.serving.admission import ENGINE_RESERVE, admission
+from k3lite.analytic.serving.admission import ENGINE_RESERVE, STATE_SLOTS, admission
 from k3lite.analytic.serving.deployment import K3_PRESET, Serving, Speculation
 from k3lite.analytic.serving.measured import (
     ACCEPTANCE_TERMS, CHECKPOINTS, FITTED_ROWS, MEASURED, Measured, sglang_tokens_per_s_per_gpu,
@@ -281,7 +281,7 @@ def checked_sentence(c: Checked) -> str:
 
 # ------------------------------------------------------------------------------------------ one deployment
 def prediction_report(s: Serving, w: Workload, f: Fitted = FITTED, reserve: float = ENGINE_RESERVE,
-                      state_slots: int = 1) -> dict:
+                      state_slots: int = STATE_SLOTS) -> dict:
     """What the CLI prints: admission first (a concurrency that does not fit is refused by name), then the
     prediction with the fitted efficiencies, step.py's bound beside it, and the terms used with their meaning."""
     adm = admission(s, w.input_len, w.output_len, reserve, state_slots)

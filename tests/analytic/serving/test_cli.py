@@ -92,7 +92,7 @@ def test_predict_takes_every_gpu_of_the_table(gpu, capsys):
 
 
 @pytest.mark.parametrize("args, match", [
-    (["--concurrency", "500"], r"concurrency 500 exceeds the \d+ requests that fit \(MLA latent cache binds\)"),
+    (["--concurrency", "500"], r"concurrency 500 exceeds the \d+ requests that fit \(KDA state binds\)"),
     (["--gpus", "8", "--tp", "16"], r"tp \(16\) must be <= the 8 GPUs"),
     (["--gpu", "H100"], "no request of 9,216 tokens fits.*the weights bind"),
     (["--dcp", "3"], r"dcp \(3\) must be a positive divisor of tp"),
