@@ -28,6 +28,7 @@ from k3lite.analytic.serving.deployment import (
 )
 from k3lite.analytic.serving.step import Prefill, Step, best_batch, decode_step, prefill_usd_per_m_input
 from k3lite.analytic.serving.frontier import FRONTIER_FORMATS, RELEASED, cheapest_at, frontier
+from k3lite.analytic.serving.price import DEFAULT_SHAPE, Shape, price_at_speed
 from k3lite.analytic.serving.measured import VLLM_K3, VLLM_K3_INPUT, VLLM_K3_OUTPUT, VLLM_K3_SOURCE
 
 FP8 = {"routed_experts": "fp8", "attention": "fp8", "shared": "fp8", "embeddings": "fp8"}
@@ -251,44 +252,47 @@ def price_split_sentence(decode: Step, prefill: Prefill, pool: str, model: str =
 
 
 # ------------------------------------------------------------------------------------------ cost page
-def physics_price(s: Serving | None = None, prices: dict | None = None) -> ModelPrice:
-    """$ per M tokens derived from serving physics (decode at the best batch, compute-bound prefill), as a
-    ModelPrice the cost page can use next to list prices. No prompt-cache discount is derived: K3's listed one.
-    `prices`: the page's price table's overrides ({GPU: $ per GPU-hour}, deployment.price_table)."""
+def physics_price(s: Serving | None = None, prices: dict | None = None, shape: Shape = DEFAULT_SHAPE,
+                  speed: float = MIN_TOKENS_PER_USER, model: str = "bound") -> ModelPrice:
+    """$ per M input and per M output tokens derived from serving physics, as a ModelPrice the cost page can use next
+    to list prices: one request of `shape` at the largest batch that keeps `speed` tokens/s per user
+    (price.price_at_speed: prefill and decode GPU-seconds, the price every path shows). No prompt-cache discount is
+    derived: K3's listed one. `prices`: the page's price table's overrides ({GPU: $ per GPU-hour})."""
     if s is None:  # the weights as K3 ships them, at the shared price table's $ for its GPU
         s = Serving(**SUPER_NODE)
         s = s.with_(usd_per_gpu_hour=price_table(prices)[s.gpu][0])
-    st = decode_step(s, best_batch(s, MIN_TOKENS_PER_USER))
-    return ModelPrice(f"{display_name(s.name)} (serving physics)", prefill_usd_per_m_input(s), st.usd_per_m_output_tokens,
+    p = price_at_speed(s, shape, speed, model)
+    if p is None:
+        raise ValueError(f"{s.n_gpus} x {s.gpu} serve no request of {shape.label} at >= {speed:.0f} tokens/s per user")
+    floor = "a roofline bound (cost floor)" if model == "bound" else "predicted with the fitted efficiencies"
+    return ModelPrice(f"{display_name(s.name)} (serving physics)", p.usd_per_m_input, p.usd_per_m_output,
                       PRICES["kimi-k3"].cache_discount,
-                      f"k3lite.analytic.serving on {s.n_gpus} x {s.gpu} at ${s.price:.2f}/GPU-hour, context {s.context:,}: "
-                      "a roofline bound (cost floor), not a list price", kind="derived")
+                      f"k3lite.analytic.serving on {s.n_gpus} x {s.gpu} at ${s.price:.2f}/GPU-hour, one request of "
+                      f"{shape.label} at >= {speed:.0f} tok/s per user ({p.concurrency:,} in flight): "
+                      f"{floor}, not a list price", kind="derived")
 
 
 # ------------------------------------------------------------------------------------------ frontier -> cost page
 FAST_TOKENS_PER_USER = 100.0  # "fast-and-pricey": OUR assumption of a fast provider's speed (5x DeepSeek's average)
-PREFILL_POOL_GPUS = 32  # DeepSeek's prefill unit (day-6 overview: EP32 over 4 nodes); the frontier's decode is wider
 
 
-def frontier_prices(preset: str = K3_PRESET, context: int = 32768,
+def frontier_prices(preset: str = K3_PRESET, shape: Shape = DEFAULT_SHAPE,
                     speeds=(MIN_TOKENS_PER_USER, FAST_TOKENS_PER_USER),
                     prices: dict | None = None) -> dict[float, ModelPrice]:
-    """{speed: ModelPrice} for the frontier's cheapest setup at each speed (tokens/s per user): output $ from that
-    decode point (TP 1, every format), input $ from a prefill pool of PREFILL_POOL_GPUS of the same GPU and formats (`prefill_step`)."""
-    fr = frontier(preset, context, tps=(1,), prices=prices)  # data-parallel attention, as DeepSeek and SGLang decode: the cost
+    """{speed: ModelPrice} for the frontier's cheapest setup at each speed (tokens/s per user): its request price at
+    `shape` (price.request_price), $ per M input and per M output as the frontier's point carries them (TP 1)."""
+    fr = frontier(preset, shape, tps=(1,), prices=prices)  # data-parallel attention, as DeepSeek and SGLang decode: the cost
     #                                          page's two points (and its tests' sentences) are priced at TP 1
     out = {}
     for speed in speeds:
         w = cheapest_at(fr.setups, speed)
         if w is None:
-            raise ValueError(f"no setup serves {preset} at >= {speed:.0f} tokens/s per user at {context:,} tokens")
-        pool = Serving(preset, w.gpu, PREFILL_POOL_GPUS, PREFILL_POOL_GPUS, 1, FRONTIER_FORMATS[w.formats], context,
-                       usd_per_gpu_hour=w.usd_per_gpu_hour)
-        out[speed] = ModelPrice(f"{display_name(fr.preset)} at {speed:.0f}+ tok/s (serving cost)", prefill_usd_per_m_input(pool),
-                                w.usd_per_m_output_tokens, PRICES["kimi-k3"].cache_discount,
+            raise ValueError(f"no setup serves {preset} at >= {speed:.0f} tokens/s per user at {shape.label}")
+        out[speed] = ModelPrice(f"{display_name(fr.preset)} at {speed:.0f}+ tok/s (serving cost)", w.usd_per_m_input,
+                                w.usd_per_m_output, PRICES["kimi-k3"].cache_discount,
                                 f"the frontier's cheapest setup at >= {speed:.0f} tokens/s per user: {w.label}, "
-                                f"{w.tokens_per_s_per_user:.0f} tok/s per user; prefill on {PREFILL_POOL_GPUS} "
-                                f"{w.gpu}; context {context:,}; a cost floor, no margin; cache discount: K3's listed "
+                                f"{w.tokens_per_s_per_user:.0f} tok/s per user; one request of {shape.label}, its "
+                                f"prefill on the same GPUs; a cost floor, no margin; cache discount: K3's listed "
                                 f"{100 * PRICES['kimi-k3'].cache_discount:.0f}%", kind="derived")
     return out
 

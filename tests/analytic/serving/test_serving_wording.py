@@ -41,7 +41,7 @@ def _price_split(preset: str, gpu: str, context: int, batch: int, chunk: int) ->
 
 @functools.lru_cache(maxsize=None)
 def _frontier(preset: str, model: str):
-    return frontier(preset, 32768, gpus=GPUS, model=model, points=2)
+    return frontier(preset, gpus=GPUS, model=model, points=2)  # at the page's request shape
 
 
 def _verdict(preset: str, model: str, speed: float) -> str:
