@@ -13,7 +13,7 @@ from k3lite.panels import serving as P
 from k3lite.panels import serving_sections as S
 from views.common import (
     assumptions_block, compared, draw_items, evidence_columns, fill_from, kept_editor, lazy_expander, metric, my_gpu,
-    push_url, reset_button, show_code, show_panel, try_it, url_state, user_errors,
+    push_url, reset_button, section_errors, show_code, show_panel, try_it, url_state, user_errors,
 )
 
 PRESETS, FORMATS, SPEC_DEFAULTS = P.PRESETS, P.FORMATS, P.spec_defaults(P.PRESETS)  # the model's own speculation
@@ -177,8 +177,7 @@ def prefill_panel(d: P.Deployment) -> None:
             pre_ctl.number_input("prefill batch (tokens per GPU per forward)", 256, 1_000_000, step=1024,
                                  key="sv_pre_chunk", help=f"default 16,384: {P.PREFILL_CHUNK_SOURCE}")
             push_url("sv_pre_ep", "sv_pre_chunk")
-            with user_errors():
-                fig, metrics, *rest = S.prefill(d, int(st.session_state.sv_pre_ep), int(st.session_state.sv_pre_chunk))
+            fig, metrics, *rest = S.prefill(d, int(st.session_state.sv_pre_ep), int(st.session_state.sv_pre_chunk))
             draw_items([fig], "sv_prefill_fig", pre_fig)
             for m in metrics:
                 metric(pre_ctl, m.label, m.value, m.evidence, help=m.help)
@@ -191,7 +190,7 @@ for label, key, items in (("4. What each choice buys", "serving_x_4_choice_buys"
                            lambda: S.published(CONTEXT, S.k3_acceptance(NAME, float(ss.sv_accept))))):
     with lazy_expander(label, key=key) as is_open:
         if is_open:
-            with user_errors():
+            with section_errors():  # a section's error stays in it: the sections after it still draw
                 draw_items(items(), key)
 block = P.page_assumptions(view, NAME, SHAPE, prices, spec, SEARCH, SPEED)  # None: no setup reaches the speed
 if block is not None:

@@ -21,7 +21,7 @@ from k3lite.analytic.serving import (
     decode_step, pareto, placement as place_weights, prefill_step,
 )
 from k3lite.analytic.serving.compare import (
-    gpus_for_weights, price_split_sentence, side_by_side, speculation_sentence, validate, validate_vllm_k3,
+    gpus_for_weights, prefill_pool, price_split_sentence, side_by_side, speculation_sentence, validate, validate_vllm_k3,
     vllm_k3_sentence, waterfall,
 )
 from k3lite.analytic.serving.deployment import speculation_source
@@ -127,22 +127,28 @@ def decode(d: Deployment) -> list:
 
 
 def prefill(d: Deployment, pool: int, chunk: int) -> list:
-    """3b: the prefill pool (`pool` GPUs = EP, `chunk` tokens per GPU per forward) against the deployment's decode:
-    [the output/input price-ratio figure, its two metrics, its sentence, its code]."""
+    """3b: the prefill pool (`pool` GPUs = EP of the deployment's GPU, `chunk` tokens per GPU per forward; a layout
+    that fits, compare.prefill_pool, said by name when it is not the one asked for) against the deployment's decode:
+    [the output/input price-ratio figure (or the Note saying why no pool fits), its metrics, its sentences, its code]."""
     s, step = d.serving, d.step
-    pre = prefill_step(s.with_(n_gpus=int(pool), ep=int(pool), tp=1, spec=None), int(chunk))
-    ratio, listed, text = price_split_sentence(step, pre, f"{pool} x {gpu_label(s.gpu)}, EP {pool}", s.name)
+    pp = prefill_pool(s, int(pool), int(chunk))
+    if pp.prefill is None:
+        return [Note(f"⚠️ {pp.note}"), (), Code((prefill_pool,))]
+    pre, lay = pp.prefill, pp.serving
+    ratio, listed, text = price_split_sentence(step, pre, f"{lay.n_gpus} x {gpu_label(s.gpu)}, EP {lay.ep}, TP {lay.tp}",
+                                               s.name)
     fig = shared_figure(price_ratio_figure, ["this deployment, at cost"] + [f"{n} list price" for n in listed],
                         [ratio, *listed.values()], evidence=derived(prefill_step, decode_step),
                         evidence_by_name={"list prices": LIST_EV})
-    return [Panel(fig, values={"ratio": ratio}),
+    return [Panel(fig, values={"ratio": ratio, "pool_ep": lay.ep, "pool_tp": lay.tp}),
             (Metric("$ per M input (prefill)", f"${pre.usd_per_m_input_tokens:.3f}", derived(prefill_step),
                     f"{pre.bound}-bound"),
              Metric("$ per M output (decode)", f"${step.usd_per_m_output_tokens:.3f}", derived(decode_step),
                     f"{step.bound}-bound")),
+            *([Note(pp.note)] if pp.note else []),
             Panel(None, (Said(text, (derived(price_split_sentence, prefill_step, decode_step), LIST_EV,
                                      d.price_evidence)),)),
-            Code((prefill_step, price_split_sentence))]
+            Code((prefill_pool, prefill_step, price_split_sentence))]
 
 
 @lru_cache(maxsize=8)  # the same three searches for every reader at one context

@@ -20,14 +20,14 @@ from typing import NamedTuple
 from k3lite.analytic import memory
 from k3lite.model.presets import get_preset
 from k3lite.analytic.cost import PRICES, ModelPrice, TaskProfile, analyze, planner_worker
-from k3lite.analytic.hardware import get_gpu
+from k3lite.analytic.hardware import get_gpu, gpu_label
 from k3lite.base.wording import compare, times
 from k3lite.model.variants import classic_variant, display_name
 from k3lite.analytic.serving.deployment import (
     DSPARK_DRAFT_TOKENS, K3_PRESET, MIN_TOKENS_PER_USER, Serving, Speculation, price_table,
 )
-from k3lite.analytic.serving.step import Prefill, Step, best_batch, decode_step, prefill_usd_per_m_input
-from k3lite.analytic.serving.frontier import FRONTIER_FORMATS, RELEASED, cheapest_at, frontier
+from k3lite.analytic.serving.step import Prefill, Step, best_batch, decode_step, prefill_step, prefill_usd_per_m_input
+from k3lite.analytic.serving.frontier import FRONTIER_EP, FRONTIER_FORMATS, FRONTIER_TP, RELEASED, cheapest_at, frontier
 from k3lite.analytic.serving.price import DEFAULT_SHAPE, Shape, price_at_speed
 from k3lite.analytic.serving.measured import VLLM_K3, VLLM_K3_INPUT, VLLM_K3_OUTPUT, VLLM_K3_SOURCE
 
@@ -221,6 +221,44 @@ def speculation_sentence(s: Serving, batch: float) -> str:
 
 def _sticker(p: ModelPrice) -> str:
     return f"${p.input_per_m:g} / ${p.output_per_m:g} per M"
+
+
+class PrefillPool(NamedTuple):
+    prefill: Prefill | None  # None: no searched layout of this GPU fits
+    serving: Serving | None
+    note: str  # why the pool shown is not the one asked for, or why none fits ("" when it is the one asked for)
+
+
+def prefill_pool(s: Serving, pool: int, chunk_tokens: int) -> PrefillPool:
+    """A prefill pool of `pool` GPUs (= EP) of the deployment's GPU, formats and model, its attention TP the
+    deployment's where it divides the pool and stays in one NVLink domain (else 1). When that does not fit, the
+    smallest searched layout that does (EP in frontier.FRONTIER_EP from `pool` up, TP in FRONTIER_TP inside one NVLink
+    domain), said by name; when none fits, why, by name. Never raises for a layout (a bad chunk still does)."""
+    gpu = get_gpu(s.gpu)
+    domain = gpu.nvlink_domain
+    tp = s.tp if pool % s.tp == 0 and s.tp <= domain else 1
+    asked = (int(pool), tp)
+    tries = [asked] + [(e, t) for e in sorted({*FRONTIER_EP, int(pool)}) if e >= pool for t in FRONTIER_TP
+                       if (e, t) != asked and e % t == 0 and t <= domain and (e <= domain or e % domain == 0)]
+    why = {}
+    for ep, t in tries:
+        name = f"{ep} x {gpu_label(s.gpu)}, EP {ep}, TP {t}"
+        try:
+            layout = s.with_(n_gpus=ep, ep=ep, tp=t, dcp=1, spec=None)
+            pre = prefill_step(layout, chunk_tokens)
+        except ValueError as e:
+            if "chunk_tokens" in str(e):
+                raise
+            why[name] = str(e)
+            continue
+        first = next(iter(why), None)
+        note = "" if first is None else (f"The pool asked for, {first}, does not fit: {why[first]} The pool shown is "
+                                         f"the smallest searched layout of this GPU that does, {name}.")
+        return PrefillPool(pre, layout, note)
+    first, last = next(iter(why)), list(why)[-1]
+    rest = "" if last == first else f", nor does any searched layout up to {last} ({why[last]})"
+    return PrefillPool(None, None, f"No prefill pool of {gpu_label(s.gpu)} fits {display_name(s.name)}: "
+                                   f"{first} does not ({why[first]}){rest}.")
 
 
 def price_split_sentence(decode: Step, prefill: Prefill, pool: str, model: str = K3_PRESET) -> tuple[float, dict, str]:
