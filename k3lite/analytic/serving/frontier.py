@@ -226,8 +226,8 @@ def frontier(preset: str | K3Config = K3_PRESET, shape: Shape = DEFAULT_SHAPE, g
                 skipped.append(f"{name}: EP wider than one {gpu.nvlink_domain}-GPU NVLink domain must fill whole "
                                "domains")
                 continue
-            if ep % tp or tp > gpu.nvlink_domain:
-                skipped.append(f"{name}: a TP group must divide the replica and stay in one NVLink domain")
+            if ep % tp:  # (a TP group wider than the NVLink domain: Serving refuses it, deployment.check_tp)
+                skipped.append(f"{name}: a TP group must divide the replica")
                 continue
             try:  # with speculation on, each setup is tried with and without it: a provider may choose
                 for sp in (None, spec) if spec is not None else (None,):
