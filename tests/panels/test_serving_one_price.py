@@ -122,3 +122,18 @@ def test_the_page_says_the_same_price():
     d = P.deployment(K3_PRESET, GPU, N, N, TP, "mxfp4", "bf16", 32768, True, {}, None, BATCH, SHAPE)
     text = P.deployment_panel(d).sentences[0].text.replace("$", "\\$")
     assert any(c.value == text for c in at.caption), [c.value[:80] for c in at.caption]
+
+
+def test_the_frontier_and_the_solver_read_one_price_at_any_speed():
+    """The reported case (64 H200 at $3.50 an hour, >= 30 tokens/s per user): the frontier said $2.84-3.50 and the
+    solver $12.4-13.3. Both now walk one concurrency grid (whole requests per TP group, price.concurrency_step) and
+    price the same request: one number, at this speed and at others."""
+    from k3lite.analytic.serving import Serving
+    from k3lite.analytic.serving.target import solve
+
+    fr = frontier(K3_PRESET, SHAPE, [GPU], [RELEASED], (N,), prices={GPU: 3.5}, model="predicted", tps=(TP,))
+    s = Serving(gpu=GPU, n_gpus=N, ep=N, tp=TP, usd_per_gpu_hour=3.5)
+    for speed in (20.0, 30.0, 45.0):
+        w, t = cheapest_at(fr.setups, speed), solve(s, speed, 1000, SHAPE.input_len, SHAPE.output_len,
+                                                    cached=SHAPE.cached)
+        assert round(w.batch_per_gpu * N) == t.concurrency and w.price == t.price, speed

@@ -28,8 +28,8 @@ from k3lite.analytic.serving.admission import ENGINE_RESERVE, admission
 from k3lite.analytic.serving.fit import FITTED
 from k3lite.analytic.serving.predict import Efficiency, as_step
 from k3lite.analytic.serving.price import (
-    DEFAULT_SHAPE, RequestPrice, Shape, bound_price, bound_terms, check_shape, fastest_concurrency, predicted_price,
-    predicted_terms,
+    DEFAULT_SHAPE, RequestPrice, Shape, bound_price, bound_terms, check_shape, concurrency_step, fastest_concurrency,
+    predicted_price, predicted_terms,
 )
 from k3lite.analytic.serving.step import Prefill, Step, StepTerms, curve_batches, placement, step_at
 
@@ -65,7 +65,7 @@ class FrontierPoint(NamedTuple):
     gpu: str
     ep: int  # = GPUs per replica
     formats: str  # a FRONTIER_FORMATS key
-    batch_per_gpu: int
+    batch_per_gpu: float  # sequences per GPU: whole requests per TP group (k / TP), so fractional when TP > 1
     tokens_per_s_per_user: float  # what each user sees (predicted: prefill stalls included, price.py)
     tokens_per_s_per_gpu: float  # output tokens per GPU-second, the prefill's GPU-seconds included
     usd_per_m: float  # $ per M tokens blended at the shape: input and output (price.RequestPrice.usd_per_m)
@@ -96,7 +96,7 @@ class FrontierPoint(NamedTuple):
     @property
     def label(self) -> str:
         return (f"{gpu_label(self.gpu)}, EP {self.ep}, TP {self.tp}, {self.formats}"
-                + (f", {self.cache} cache" if self.cache != "bf16" else "") + f", batch {self.batch_per_gpu}"
+                + (f", {self.cache} cache" if self.cache != "bf16" else "") + f", batch {self.batch_per_gpu:g}"
                 + (", speculative" if self.speculative else ""))
 
     def row(self) -> dict:
@@ -120,10 +120,11 @@ class Setup(NamedTuple):
     cache: str = "bf16"
     shape: Shape = DEFAULT_SHAPE
     prefill: Prefill | None = None  # the bound's prefill over the shape's input (price.bound_terms)
+    max_concurrency: int = 0  # requests the replica admits (predicted: admission.py; bound: what fits), 0 = max batch
 
-    def price(self, batch: int) -> RequestPrice:
+    def price(self, batch: float) -> RequestPrice:
         """The request's price at `batch` sequences per GPU (price.py: the one price of every path)."""
-        c = batch * self.ep  # requests in flight on the replica (EP GPUs)
+        c = round(batch * self.ep)  # requests in flight on the replica (EP GPUs)
         if self.predicted is None:
             return bound_price(self.terms, self.prefill, self.shape, c, self.ep)
         k, e, _ = self.predicted
@@ -149,12 +150,14 @@ class Setup(NamedTuple):
                              t.weight_bytes_per_gpu + batch * t.cache_bytes_per_sequence, self.hbm_bytes,
                              self.max_batch, t.spec is not None, self.tp, self.cache, pr)
 
-    def fastest_batch(self, speed: float) -> int | None:
+    def fastest_batch(self, speed: float) -> float | None:
         """The largest batch that keeps every user at >= speed tokens/s (the cheapest such point: per-user speed
-        falls and tokens/s per GPU rises with batch), or None when even batch 1 is slower."""
-        c = fastest_concurrency(lambda c: self.price(c // self.ep).tokens_per_s_per_user, speed,
-                                self.max_batch * self.ep, self.ep)
-        return c // self.ep or None
+        falls and tokens/s per GPU rises with batch), in whole requests per TP group as the solver searches
+        (price.concurrency_step), or None when even one request per group is slower."""
+        top = self.max_concurrency or self.max_batch * self.ep
+        c = fastest_concurrency(lambda c: self.price(c / self.ep).tokens_per_s_per_user, speed, top,
+                                concurrency_step(self.ep, self.tp, top))
+        return c / self.ep or None
 
 
 class Frontier(NamedTuple):
@@ -239,14 +242,15 @@ def frontier(preset: str | K3Config = K3_PRESET, shape: Shape = DEFAULT_SHAPE, g
                                          f"{pl.hbm_bytes / 1e9:,.0f} GB of HBM")
                     pred = None
                     if eff is not None:
-                        top = admission(s, shape.input_len, shape.output_len).max_concurrency // s.n_gpus
+                        admitted = admission(s, shape.input_len, shape.output_len).max_concurrency
+                        top = admitted // s.n_gpus
                         if top < 1:
                             raise ValueError(f"not one sequence of {context:,} tokens fits next to the "
                                              f"weights and the engines' {100 * ENGINE_RESERVE:.0f}% reserve")
                         pred = (predicted_terms(s, shape), eff, top)
                     dec, pre = bound_terms(s, shape)
                     setups.append(Setup(gpu_key, ep, fmt, dec, ep > gpu.nvlink_domain, gpu.hbm_bytes,
-                                        pred, tp, cache, shape, pre))
+                                        pred, tp, cache, shape, pre, admitted if pred else 0))
             except ValueError as e:
                 skipped.append(f"{name}: {e}")
     if not setups:
@@ -305,7 +309,7 @@ def _drive(w: FrontierPoint, r: FrontierPoint) -> str:
         parts.append(f"its GPU-hour costs {1 / price:.2f}x the {r.gpu}'s (${w.usd_per_gpu_hour:.2f} vs "
                      f"${r.usd_per_gpu_hour:.2f})")
     parts.append(f"each GPU makes {speed:.2f}x the tokens/s ({w.tokens_per_s_per_gpu:,.0f} vs "
-                 f"{r.tokens_per_s_per_gpu:,.0f}) at batch {w.batch_per_gpu} vs {r.batch_per_gpu}")
+                 f"{r.tokens_per_s_per_gpu:,.0f}) at batch {w.batch_per_gpu:g} vs {r.batch_per_gpu:g}")
     main = "throughput per GPU" if abs(speed - 1) >= abs(price - 1) else "the GPU-hour price"  # the wider ratio
     why = {"HBM": "reading weights and cache from HBM", "compute": "at the tensor-core peak",
            "latency": "the layers' fixed time per forward pass"}
@@ -317,8 +321,8 @@ def _drive(w: FrontierPoint, r: FrontierPoint) -> str:
 
     return (f"{'; '.join(parts)}. The main factor is {main}: the winner's step is {w.bound}-bound "
             f"({1e3 * w.step_s:.1f} ms, {where(w)}), the {r.gpu}'s {r.bound}-bound ({1e3 * r.step_s:.1f} ms, "
-            f"{where(r)}); at this speed the winner runs {w.batch_per_gpu} of the {w.max_batch_per_gpu} sequences that fit "
-            f"in its {fmt_capacity(w.hbm_bytes)}, the {r.gpu} {r.batch_per_gpu} of {r.max_batch_per_gpu} in "
+            f"{where(r)}); at this speed the winner runs {w.batch_per_gpu:g} of the {w.max_batch_per_gpu} sequences that fit "
+            f"in its {fmt_capacity(w.hbm_bytes)}, the {r.gpu} {r.batch_per_gpu:g} of {r.max_batch_per_gpu} in "
             f"{fmt_capacity(r.hbm_bytes)}")
 
 

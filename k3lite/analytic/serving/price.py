@@ -169,10 +169,17 @@ def request_price(s: Serving, shape: Shape = DEFAULT_SHAPE, concurrency: int = 1
                            acceptance)
 
 
+def concurrency_step(n_gpus: int, tp: int, top: int) -> int:
+    """The concurrency grid every search walks: whole requests per TP group (n_gpus / tp data-parallel attention
+    groups), the even load a DP-attention engine balances to (the model's decode step takes the average batch, so an
+    uneven split would be priced as if even); one request at a time when the replica admits fewer than one per group."""
+    groups = n_gpus // tp
+    return groups if top >= groups else 1
+
+
 def fastest_concurrency(speed_at, speed: float, top: int, step: int = 1) -> int:
     """The largest concurrency in step, 2 step, ..., top whose `speed_at(c)` (tokens/s per user, falling with c) is
-    >= speed; 0 when even `step` is slower. The frontier (step = GPUs per replica: whole sequences per GPU) and the
-    solver (step 1) search with this."""
+    >= speed; 0 when even `step` is slower. The frontier and the solver search with this, on concurrency_step's grid."""
     hi = top // step
     if hi < 1 or speed_at(step) < speed:
         return 0
@@ -186,24 +193,24 @@ def fastest_concurrency(speed_at, speed: float, top: int, step: int = 1) -> int:
 
 def price_at_speed(s: Serving, shape: Shape = DEFAULT_SHAPE, speed: float = 0.0, model: str = "predicted",
                    efficiency: Efficiency | None = None) -> RequestPrice | None:
-    """The request's price at the largest whole batch per GPU that keeps every user at >= `speed` tokens/s (the
-    frontier's rule for one setup: at most what the engines admit, predicted, or what fits, bound); None when even
-    one sequence per GPU is slower. The cost page's serving-physics row is priced here."""
+    """The request's price at the largest concurrency on the search grid (concurrency_step) that keeps every user at
+    >= `speed` tokens/s (the frontier's and the solver's rule: at most what the engines admit, predicted, or what fits,
+    bound); None when even the first step is slower. The cost page's serving-physics row is priced here."""
     if model not in PRICE_MODELS:
         raise ValueError(f"model must be one of {PRICE_MODELS}, got {model!r}")
     n = s.n_gpus
     if model == "bound":
         t, pre = bound_terms(s, shape)
-        top = t.max_batch_per_gpu
+        top = t.max_batch_per_gpu * n  # what fits
 
         def at(c: int) -> RequestPrice:
             return bound_price(t, pre, shape, c, n)
     else:
         k, e = predicted_terms(s, shape), efficiency or FITTED.efficiency
-        top = admission(s, shape.input_len, shape.output_len).max_concurrency // n
+        top = admission(s, shape.input_len, shape.output_len).max_concurrency  # what the engines admit
         acc = s.spec.acceptance if s.spec is not None else None
 
         def at(c: int) -> RequestPrice:
             return predicted_price(k, shape, c, e, s.price, acc)
-    c = fastest_concurrency(lambda c: at(c).tokens_per_s_per_user, speed, top * n, n)
+    c = fastest_concurrency(lambda c: at(c).tokens_per_s_per_user, speed, top, concurrency_step(n, s.tp, top))
     return at(c) if c else None

@@ -2,7 +2,8 @@
 
 Given a deployment (one replica: its GPUs, EP, TP, formats), the tokens/s every user must see, the request shape
 (price.Shape: input, output, cached share) and the number of users online at once, `solve` returns the largest
-concurrency per replica that keeps each user at or above the speed by the fitted predictor (predict.evaluate with
+concurrency per replica (in whole requests per TP group, price.concurrency_step) that keeps each user at or above
+the speed by the fitted predictor (predict.evaluate with
 fit.FITTED, the same TPOT the serving page's measured-vs-predicted check uses, prefill stalls included), capped by what
 the replica admits in HBM (admission.admission); then the request's price there (price.request_price: prefill and
 decode GPU-seconds, $ per M input, per M output and blended at the shape), the replicas the users need and the $ per
@@ -18,7 +19,8 @@ from k3lite.analytic.serving.deployment import Serving
 from k3lite.analytic.serving.fit import FITTED
 from k3lite.analytic.serving.predict import Efficiency
 from k3lite.analytic.serving.price import (
-    DEFAULT_SHAPE, RequestPrice, Shape, check_shape, fastest_concurrency, predicted_price, predicted_terms,
+    DEFAULT_SHAPE, RequestPrice, Shape, check_shape, concurrency_step, fastest_concurrency, predicted_price,
+    predicted_terms,
 )
 
 HOURS_PER_MONTH = 730.0  # 8,760 / 12
@@ -62,8 +64,9 @@ def solve(s: Serving, speed: float, users: int, input_len: int = DEFAULT_SHAPE.i
         return predicted_price(k, shape, c, efficiency, s.price, acceptance)
 
     top = adm.max_concurrency
-    best = fastest_concurrency(lambda c: price_at(c).tokens_per_s_per_user, speed, top)
-    binding = "too slow" if best == 0 else f"HBM ({adm.binding})" if best == top else "speed"
+    step = concurrency_step(s.n_gpus, s.tp, top)  # whole requests per TP group, as the frontier searches
+    best = fastest_concurrency(lambda c: price_at(c).tokens_per_s_per_user, speed, top, step)
+    binding = "too slow" if best == 0 else f"HBM ({adm.binding})" if best + step > top else "speed"
     if best == 0:
         at1 = price_at(1).tokens_per_s_per_user
         return Target(speed, users, 0, top, binding, at1, None, 0, 0, float("nan"),

@@ -13,7 +13,7 @@ from k3lite.analytic.serving.compare import (
 from k3lite.analytic.serving.frontier import (
     FRONTIER_FORMATS, FRONTIER_GPUS, RELEASED, cheapest_at, frontier, lower_envelope, per_gpu_at, verdict,
 )
-from k3lite.analytic.serving.price import DEFAULT_SHAPE, Shape
+from k3lite.analytic.serving.price import DEFAULT_SHAPE, Shape, concurrency_step
 
 
 
@@ -76,8 +76,10 @@ def test_deepseek_and_k2_points_reproduce_the_published_checks():
 @pytest.mark.parametrize("speed", [20.0, 50.0, 90.0])
 def test_cheapest_at_matches_a_brute_force_search(k3, speed):
     best = None
-    for u in k3.setups:
-        for b in range(1, u.terms.max_batch_per_gpu + 1):
+    for u in k3.setups:  # every concurrency on the grid the frontier and the solver walk (whole requests per TP group)
+        top = u.terms.max_batch_per_gpu * u.ep
+        step = concurrency_step(u.ep, u.tp, top)
+        for b in (c / u.ep for c in range(step, top + 1, step)):
             st = u.price(b)  # the request's price (price.bound_price), prefill and decode
             if st.tokens_per_s_per_user >= speed and (best is None or st.usd_per_m < best[0]):
                 best = (st.usd_per_m, u.gpu, b)
