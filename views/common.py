@@ -25,6 +25,16 @@ def user_errors():
         st.stop()
 
 
+@contextmanager
+def section_errors():
+    """Inside one section: show a ValueError as st.error and go on with the page (the sections after it still draw;
+    user_errors stops the page, for inputs every panel shares)."""
+    try:
+        yield
+    except ValueError as e:
+        st.error(f"⚠️ {e}")
+
+
 def explain(text: str) -> None:
     """A short 'what to notice' box under a figure."""
     st.caption(text)

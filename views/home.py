@@ -181,7 +181,7 @@ with tab_ablation as is_open:
                 st.markdown(ablation_doc)
                 table(st, ledgers.ablation_table(int(context)),
                       {"bytes per decoded token": derived(ledger_of), "cache per sequence": derived(ablation_rows),
-                       "$ per M output": derived(solve)}, hide_index=True, width="stretch")
+                       "$ per M tokens (in + out)": derived(solve)}, hide_index=True, width="stretch")
                 show_code(ablation_rows, comparison_config)
 
 with st.expander("What is live and what is shipped"):

@@ -9,12 +9,11 @@ from k3lite.analytic.serving import K3_PRESET, PREFILL_CHUNK_TOKENS, USD_PER_GPU
 from k3lite.analytic.serving.deployment import CACHE_FORMATS, CACHE_SOURCE, PRICE_URL_KEYS
 from k3lite.analytic.serving.export import scenario_link
 from k3lite.analytic.serving.frontier import FRONTIER_CACHES, FRONTIER_TP, INTERACTIVE_TOKENS_PER_USER
-from k3lite.analytic.serving.step import PREFILL_CHUNK_SOURCE
 from k3lite.panels import serving as P
 from k3lite.panels import serving_sections as S
 from views.common import (
     assumptions_block, compared, draw_items, evidence_columns, fill_from, kept_editor, lazy_expander, metric, my_gpu,
-    push_url, reset_button, show_code, show_panel, try_it, url_state, user_errors,
+    push_url, reset_button, section_errors, show_code, show_panel, try_it, url_state, user_errors,
 )
 
 PRESETS, FORMATS, SPEC_DEFAULTS = P.PRESETS, P.FORMATS, P.spec_defaults(P.PRESETS)  # the model's own speculation
@@ -43,8 +42,8 @@ url_state("sv_draft", SPEC_DEFAULTS[st.session_state.sv_preset]["sv_draft"], lo=
 url_state("sv_accept", SPEC_DEFAULTS[st.session_state.sv_preset]["sv_accept"], lo=1.0, hi=33.0)  # speculation
 url_state("sv_speed", INTERACTIVE_TOKENS_PER_USER, lo=1.0, hi=1000.0)
 url_state("sv_t_speed", INTERACTIVE_TOKENS_PER_USER, lo=1.0, hi=1000.0)  # the target's four: its expander draws them
-url_state("sv_t_in", 8192, lo=1, hi=10_000_000)
-url_state("sv_t_out", 1024, lo=0, hi=1_000_000)
+for key, v, lo, hi in P.SHAPE_INPUTS:  # the one request shape every price is for
+    url_state(key, v, lo=lo, hi=hi)
 url_state("sv_t_users", 1000, lo=1, hi=100_000_000)
 pair = compared(base=st.session_state.sv_preset)
 fig_col, ctl = st.columns([3, 1])  # the chart first: on a phone columns stack, controls below it
@@ -52,6 +51,9 @@ ctl.selectbox("model", PRESETS, key="sv_preset", on_change=partial(fill_from, "s
 ctl.select_slider("context per sequence (tokens)", S.CONTEXTS, key="sv_context")
 ctl.number_input("interactive speed (tokens/s per user)", 1.0, 1000.0, step=5.0, key="sv_speed",
                  help="our assumption of a typical interactive speed: 2.5x DeepSeek's 20-22 tokens/s average")
+ctl.number_input("request: input tokens", 1, 10_000_000, step=1024, key="sv_t_in", help=P.SHAPE_HELP)
+ctl.number_input("request: output tokens", 2, 1_000_000, step=256, key="sv_t_out")
+ctl.number_input("request: share of the input from a prefix cache", 0.0, 0.99, step=0.05, key="sv_cached")
 ctl.toggle("speculative decoding", key="sv_spec", help="MTP layer where the model ships one, else a draft model")
 ctl.toggle("roofline bound instead of the prediction", key="sv_bound",
            help="the bound assumes every step runs at the HBM, FLOP or wire roofline; measured runs are slower")
@@ -73,7 +75,7 @@ with ctl, lazy_expander("Your own GPU", key="serving_x_my_gpu") as is_open:
             st.number_input(what, float(lo), float(hi), step=1.0 if f == "nvlink_domain" else None, key=f"sv_my_{f}")
 if my_error:
     ctl.error(f"⚠️ Your GPU: {my_error}")
-url_state("sv_formats", ["released"], choices=list(P.FORMAT_KEYS))
+url_state("sv_formats", list(P.DEFAULT_FORMATS), choices=list(P.FORMAT_KEYS))
 url_state("sv_tps", [str(t) for t in FRONTIER_TP], choices=[str(t) for t in FRONTIER_TP])
 url_state("sv_caches", list(FRONTIER_CACHES), choices=list(CACHE_FORMATS))
 with ctl, lazy_expander("What the frontier searches", key="serving_x_search") as is_open:
@@ -98,16 +100,17 @@ with lazy_expander("Your deployment: GPU, parallelism, formats, batch (sections 
         c4.toggle("overlap communication with compute", key="sv_overlap")
 push_url("sv_my_on", *(f"sv_my_{f}" for f, *_ in CUSTOM_FIELDS), "sv_formats", "sv_tps", "sv_caches", "sv_preset",
          "sv_gpu", "sv_gpus", "sv_ep", "sv_tp", "sv_experts", "sv_rest", "sv_context", "sv_batch", "sv_overlap", "sv_spec",
-         "sv_draft", "sv_accept", "sv_speed", "sv_bound", "sv_t_speed", "sv_t_in", "sv_t_out", "sv_t_users",
+         "sv_draft", "sv_accept", "sv_speed", "sv_bound", "sv_t_speed", "sv_t_in", "sv_t_out", "sv_cached", "sv_t_users",
          *PRICE_URL_KEYS.values())
 NAME, CONTEXT, SPEED = ss.sv_preset, int(ss.sv_context), float(ss.sv_speed)
+SHAPE = P.Shape(int(ss.sv_t_in), int(ss.sv_t_out), float(ss.sv_cached))
 with user_errors():  # a speculation the model cannot run is every panel's input: it stops the page
     spec = P.speculation(ss.sv_spec, ss.sv_draft, ss.sv_accept, NAME)
 # the deployment's own errors stay in its own panel: the frontier and the verdict do not depend on it
 d = P.deployment(NAME, ss.sv_gpu, ss.sv_gpus, ss.sv_ep, ss.sv_tp, ss.sv_experts, ss.sv_rest, CONTEXT, ss.sv_overlap,
-                 prices, spec, ss.sv_batch)
+                 prices, spec, ss.sv_batch, SHAPE)
 with user_errors():
-    view = P.frontier_view(NAME, CONTEXT, prices, spec, bool(ss.sv_bound), SEARCH, SPEED, pair)
+    view = P.frontier_view(NAME, SHAPE, prices, spec, bool(ss.sv_bound), SEARCH, SPEED, pair)
 first = [(P.prediction_check_panel(), "sv_check"), (view.panel, "sv_frontier")]  # compared: the frontier first
 for panel, key in first if pair is None else first[::-1]:
     show_panel(panel, key, container=fig_col)
@@ -126,16 +129,14 @@ with lazy_expander("Each GPU at this speed, and where the prices come from", key
         yours, bad = S.your_providers(kept_editor(frame.to_dict("records"), "sv_providers", draw=False))
         draw_items(S.providers(view.frontier, view.verdict.winner, SPEED, yours, bad), "sv_providers")
         kept_editor(frame.to_dict("records"), "sv_providers", draw=True, hide_index=True, column_config=config)
-TARGET_IN = S.target_inputs(ss.sv_t_speed, ss.sv_t_users, ss.sv_t_in, ss.sv_t_out)
+TARGET_IN = S.target_inputs(ss.sv_t_speed, ss.sv_t_users, SHAPE)
 tgt, target_error = S.target(d, **TARGET_IN)
 with lazy_expander("Solve for my target (users, speed)", key="serving_x_solve") as is_open:
     if is_open and d.step is None:
         st.info(P.NOT_RUN)
     elif is_open:
-        t1, t2, t3, t4 = st.columns(4)
+        t1, t4 = st.columns(2)  # the request shape is the page's, beside the chart
         t1.number_input("tokens/s per user", 1.0, 1000.0, step=5.0, key="sv_t_speed")
-        t2.number_input("input tokens per request", 1, 10_000_000, step=1024, key="sv_t_in")
-        t3.number_input("output tokens per request", 0, 1_000_000, step=256, key="sv_t_out")
         t4.number_input("users online at once", 1, 100_000_000, step=100, key="sv_t_users")
         if target_error:
             st.error(f"⚠️ {target_error}")
@@ -174,10 +175,9 @@ def prefill_panel(d: P.Deployment) -> None:
             pre_ctl.number_input("prefill pool: GPUs = EP", 1, 1024, key="sv_pre_ep", help="DeepSeek's inference "
                                  "overview (day 6): prefill units of 32 GPUs (EP32), decode of 144 (EP144)")
             pre_ctl.number_input("prefill batch (tokens per GPU per forward)", 256, 1_000_000, step=1024,
-                                 key="sv_pre_chunk", help=f"default 16,384: {PREFILL_CHUNK_SOURCE}")
+                                 key="sv_pre_chunk", help=f"default 16,384: {P.PREFILL_CHUNK_SOURCE}")
             push_url("sv_pre_ep", "sv_pre_chunk")
-            with user_errors():
-                fig, metrics, *rest = S.prefill(d, int(st.session_state.sv_pre_ep), int(st.session_state.sv_pre_chunk))
+            fig, metrics, *rest = S.prefill(d, int(st.session_state.sv_pre_ep), int(st.session_state.sv_pre_chunk))
             draw_items([fig], "sv_prefill_fig", pre_fig)
             for m in metrics:
                 metric(pre_ctl, m.label, m.value, m.evidence, help=m.help)
@@ -190,9 +190,9 @@ for label, key, items in (("4. What each choice buys", "serving_x_4_choice_buys"
                            lambda: S.published(CONTEXT, S.k3_acceptance(NAME, float(ss.sv_accept))))):
     with lazy_expander(label, key=key) as is_open:
         if is_open:
-            with user_errors():
+            with section_errors():  # a section's error stays in it: the sections after it still draw
                 draw_items(items(), key)
-block = P.page_assumptions(view, NAME, CONTEXT, prices, spec, SEARCH, SPEED)  # None: no setup reaches the speed
+block = P.page_assumptions(view, NAME, SHAPE, prices, spec, SEARCH, SPEED)  # None: no setup reaches the speed
 if block is not None:
     assumptions_block("serving_x_assumptions", block.headline_name, block.headline, block.assumptions, block.fmt,
                       also=block.also)

@@ -3,7 +3,7 @@
 For K3 as released and each variant of `k3lite.model.variants.K3_MINUS` (one idea swapped for what it replaces):
     bytes per decoded token   the home ledger's count (`ledger.ledger_of`): wire, weights, cache, AttnRes reads
     cache per sequence        the decode cache one sequence holds at the context (`memory.sequence_cache_bytes`)
-    $ per M output tokens     at a speed every user sees, on one deployment, by the fitted predictor
+    $ per M tokens (in + out) at a speed every user sees, on one deployment, by the fitted predictor
                               (`serving.target.solve`: the concurrency that keeps the speed, capped by HBM)
 The balancing variants move the same bytes in this count: the ledger assumes every method balances the GPUs
 evenly (how evenly each does is measured on the MoE page), so their effect here is none, and the sentence says so.
@@ -23,7 +23,7 @@ from k3lite.model.cards import display_name
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import COMPARISONS, K3, K3_MINUS, comparison_config
 
-AXES = ("bytes per decoded token", "cache per sequence", "$ per M output tokens")
+AXES = ("bytes per decoded token", "cache per sequence", "$ per M tokens (8k in + 1k out)")
 # the deployment the $ axis prices on: one 8-GPU B300 node, TP 8 (the replica SGLang's K3 recipe runs), K3's released
 # formats; 30 tokens/s per user, 8K in / 1K out
 SERVE = dict(gpu="B300", n_gpus=8, ep=8, tp=8)
@@ -36,17 +36,17 @@ class Row(NamedTuple):
     idea: str | None
     bytes_per_token: float
     cache_per_sequence: float
-    usd_per_m_output: float  # nan when the speed is out of reach or nothing fits
+    usd_per_m: float  # nan when the speed is out of reach or nothing fits
 
     def value(self, axis: str) -> float:
-        return {AXES[0]: self.bytes_per_token, AXES[1]: self.cache_per_sequence, AXES[2]: self.usd_per_m_output}[axis]
+        return {AXES[0]: self.bytes_per_token, AXES[1]: self.cache_per_sequence, AXES[2]: self.usd_per_m}[axis]
 
 
 def _row(key: str, label: str, idea: str | None, cfg, context: int, deploy: Deploy) -> Row:
     led = ledger_of(cfg, context, deploy, label=label)
     cache = memory.sequence_cache_bytes(cfg, context).total
     try:
-        usd = solve(Serving(preset=cfg, **SERVE), SPEED, 1, INPUT_LEN, OUTPUT_LEN).usd_per_m_output
+        usd = solve(Serving(preset=cfg, **SERVE), SPEED, 1, INPUT_LEN, OUTPUT_LEN).usd_per_m
     except ValueError:  # nothing fits on the node
         usd = float("nan")
     return Row(key, label, idea, led.total, float(cache), usd)
@@ -85,14 +85,14 @@ def sentences(rows: list[Row], elsewhere: Callable[[str], str] = lambda key: "")
     for r in rows[1:]:
         effects = [f"bytes per decoded token {_effect(k3.bytes_per_token, r.bytes_per_token, fmt_bytes)}",
                    f"cache per sequence {_effect(k3.cache_per_sequence, r.cache_per_sequence, fmt_bytes)}",
-                   f"$ per M output {_effect(k3.usd_per_m_output, r.usd_per_m_output, usd, 1e-3)}"]
+                   f"$ per M tokens {_effect(k3.usd_per_m, r.usd_per_m, usd, 1e-3)}"]
         if all(e.split(" (")[0].endswith("the same") for e in effects):
             out.append(f"**{r.idea}** (vs {COMPARISONS[r.key].instead}): the same on all three axes; "
                        f"{elsewhere(r.key) or 'what it buys is not in these numbers'}.")
             continue
         verdict = ""
-        if not math.isnan(k3.usd_per_m_output) and not math.isnan(r.usd_per_m_output):
-            word = compare(k3.usd_per_m_output, r.usd_per_m_output, "dearer", "cheaper", "no cheaper or dearer",
+        if not math.isnan(k3.usd_per_m) and not math.isnan(r.usd_per_m):
+            word = compare(k3.usd_per_m, r.usd_per_m, "dearer", "cheaper", "no cheaper or dearer",
                            rel_tol=1e-3)
             verdict = f": at {SPEED:.0f} tokens/s per user it makes K3 {word} to serve"
         where = f" {elsewhere(r.key)[0].upper()}{elsewhere(r.key)[1:]}." if elsewhere(r.key) else ""
@@ -108,18 +108,17 @@ def deployment_sentence() -> str:
     (step.decode_step at the best batch that keeps the speed): the bound on this very node says how much of the gap
     is the model and not the deployment."""
     from k3lite.analytic.serving.frontier import RELEASED  # here: only the home page's panel asks
-    from k3lite.analytic.serving.step import best_batch, decode_step  # (the reason above)
+    from k3lite.analytic.serving.price import Shape, price_at_speed  # (the reason above)
 
     s = Serving(preset=get_preset(K3), **SERVE)
     t = solve(s, SPEED, 1, INPUT_LEN, OUTPUT_LEN)
-    bound_s = s.with_(context=INPUT_LEN + OUTPUT_LEN)
-    bound = decode_step(bound_s, best_batch(bound_s, SPEED)).usd_per_m_output_tokens
+    bound = price_at_speed(s, Shape(INPUT_LEN, OUTPUT_LEN), SPEED, "bound").usd_per_m  # the one request price
     cap = "the speed caps it" if t.binding == "speed" else f"{t.binding} caps it"
     return (f"The $ axis prices one deployment: one node of {s.n_gpus} x {s.gpu} (EP {s.ep}, attention TP {s.tp}, "
             f"{RELEASED}), {INPUT_LEN:,} input and {OUTPUT_LEN:,} output tokens per request, {SPEED:.0f} tokens/s "
             f"per user, by the fitted predictor (achieved shares of peak, a fixed time per layer, prefill stalls): "
-            f"{t.concurrency:,} requests keep the speed there ({cap}), ${t.usd_per_m_output:.2f} per M output "
-            f"tokens for K3. The Serving page's frontier draws the roofline bound by default, searched over GPUs and "
-            f"replicas; the bound on this same node at this speed is ${bound:.2f}: the predictor prices the node "
-            f"{times(t.usd_per_m_output, bound, 'dearer', 'cheaper')} than the bound does. Every variant here is "
+            f"{t.concurrency:,} requests keep the speed there ({cap}), ${t.usd_per_m:.3f} per M tokens "
+            f"(input + output) for K3. The Serving page's frontier predicts by default, searched over GPUs and "
+            f"replicas; the bound on this same node at this speed is ${bound:.3f}: the predictor prices the node "
+            f"{times(t.usd_per_m, bound, 'dearer', 'cheaper')} than the bound does. Every variant here is "
             "priced the same way on the same node.")

@@ -371,6 +371,8 @@ def _frontier_points(preset: str, context: int) -> tuple[tuple, tuple]:
     """(bound, GPU, EP) of every point the serving page's frontier search tries (its roofline model), and of the
     points on the frontier itself (its lower envelope), cached per setting."""
     from k3lite.analytic.serving.frontier import frontier  # here: pulls the serving fit (see wire_or_hbm)
+    from k3lite.analytic.serving.price import DEFAULT_SHAPE, Shape  # (the reason above)
 
-    fr = frontier(preset, context)
+    out = DEFAULT_SHAPE.output_len  # a request whose decode reads `context` tokens on average (price.Shape)
+    fr = frontier(preset, Shape(max(1, context - out // 2), out))
     return tuple((p.bound, p.gpu, p.ep) for p in fr.points), tuple((p.bound, p.gpu, p.ep) for p in fr.envelope)

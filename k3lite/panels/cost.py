@@ -19,7 +19,8 @@ from k3lite.analytic.cost_words import SplitNotice, comparison_sentence, split_s
 from k3lite.analytic.sensitivity import Assumption
 from k3lite.analytic.serving.compare import FAST_TOKENS_PER_USER, SUPER_NODE, frontier_prices
 from k3lite.analytic.serving.deployment import MIN_TOKENS_PER_USER, USD_PER_GPU_HOUR, Serving, price_table
-from k3lite.analytic.serving.step import best_batch, placement, decode_step, prefill_step, token_flops
+from k3lite.analytic.serving.price import DEFAULT_SHAPE, price_at_speed
+from k3lite.analytic.serving.step import placement, decode_step, prefill_step, token_flops
 from k3lite.base import sources
 from k3lite.base.units import fmt_bytes
 from k3lite.base.evidence import assumed, derived, kind_of
@@ -169,15 +170,20 @@ def physics_serving(cfg, prices: tuple = ()) -> Serving:
 def physics_cost(cfg, prices: tuple = ()) -> PhysicsCost:
     """`cfg` priced on `physics_serving`: decode at the best batch, prefill on the same GPUs (as
     compare.physics_price prices K3); the prompt-cache discount is K3's listed one for every config."""
-    s = physics_serving(cfg, prices)
-    b = best_batch(s, MIN_TOKENS_PER_USER)
-    st, pre = decode_step(s, b), prefill_step(s)
-    price = ModelPrice(f"{display_name(s.name)} (serving physics)", pre.usd_per_m_input_tokens,
-                       st.usd_per_m_output_tokens, PRICES["kimi-k3"].cache_discount,
-                       f"k3lite.analytic.serving on {s.n_gpus} x {s.gpu}", kind="derived")
+    s, shape = physics_serving(cfg, prices), DEFAULT_SHAPE
+    p = price_at_speed(s, shape, MIN_TOKENS_PER_USER, "bound")  # the one request price (serving/price.py)
+    if p is None:
+        raise ValueError(f"{s.n_gpus} x {s.gpu} serve {display_name(s.name)} at no batch that keeps "
+                         f"{MIN_TOKENS_PER_USER:.0f} tokens/s per user")
+    dec = s.with_(context=shape.decode_context)
+    b = int(p.concurrency) // s.n_gpus
+    st, pre = decode_step(dec, b), prefill_step(s.with_(context=shape.input_len))
+    price = ModelPrice(f"{display_name(s.name)} (serving physics)", p.usd_per_m_input, p.usd_per_m_output,
+                       PRICES["kimi-k3"].cache_discount,
+                       f"k3lite.analytic.serving on {s.n_gpus} x {s.gpu}, one request of {shape.label}", kind="derived")
     return PhysicsCost(price, b, st.hbm_bytes / (b * st.tokens_per_step),
-                       token_flops(s.cfg, max(1, s.context // 2), prefill=True).total, pre.bound,
-                       placement(s).cache_bytes_per_sequence)
+                       token_flops(s.cfg, max(1, shape.input_len // 2), prefill=True).total, pre.bound,
+                       placement(dec).cache_bytes_per_sequence)
 
 
 PARTS = ("input", "cached input", "output", "whole task")
@@ -205,7 +211,7 @@ def pair_panel(pair: Pair, profile: TaskProfile, prices: tuple = ()) -> Panel:
     word = _times(ra.per_completed_task, rb.per_completed_task, "dearer", "cheaper", "about as dear")
     task = agreeing(ra.per_completed_task, rb.per_completed_task, _digits(ra.per_completed_task, rb.per_completed_task))
     head = (f"Priced by the same serving physics ({s.n_gpus} x {s.gpu}, K3's released weight formats, "
-            f"{s.context:,}-token context, {MIN_TOKENS_PER_USER:.0f}+ tokens/s per user), a completed task costs "
+            f"requests of {DEFAULT_SHAPE.label}, {MIN_TOKENS_PER_USER:.0f}+ tokens/s per user), a completed task costs "
             f"${task[0]} on {k3n} and ${task[1]} on {on}: {k3n} is {word}"
             + (" per task." if word != "about as dear" else f" as {on} per task.")
             + " The task is assumed the same for both (K3's turns, tokens per turn, cache hits and success): "

@@ -169,7 +169,7 @@ def _elsewhere(key: str) -> str:
 
 
 def ablation_panel(context: int) -> Panel:
-    """K3 against K3 without each idea on bytes per decoded token, cache per sequence and $ per M output tokens."""
+    """K3 against K3 without each idea on bytes per decoded token, cache per sequence and $ per M tokens (input + output)."""
     rows = ablation_cached(int(context))
     fig = shared_figure(ablation_figure, rows, evidence=derived(ablation_rows, ledger_of, solve))
     ev = derived(ablation_sentences)
@@ -185,5 +185,5 @@ def ablation_table(context: int) -> list[dict]:
              "with": COMPARISONS[r.key].instead if r.key in COMPARISONS else "—",
              "bytes per decoded token": fmt_bytes(r.bytes_per_token),
              "cache per sequence": fmt_bytes(r.cache_per_sequence),
-             "$ per M output": f"${r.usd_per_m_output:.2f}" if r.usd_per_m_output == r.usd_per_m_output
+             "$ per M tokens (in + out)": f"${r.usd_per_m:.2f}" if r.usd_per_m == r.usd_per_m
              else "out of reach"} for r in ablation_cached(int(context))]

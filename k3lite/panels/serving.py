@@ -27,11 +27,13 @@ from k3lite.analytic.serving.deployment import (
 )
 from k3lite.analytic.serving.fit import FITTED, MEANING, checked, checked_sentence, fit
 from k3lite.analytic.serving.frontier import (
-    FRONTIER_CACHES, FRONTIER_EP, FRONTIER_FORMATS, FRONTIER_GPUS, FRONTIER_TP, RELEASED, cheapest_usd_per_m, frontier,
+    DEFAULT_FORMATS, FORMAT_KEYS, FRONTIER_CACHES, FRONTIER_EP, FRONTIER_FORMATS, FRONTIER_GPUS, FRONTIER_TP,
+    cheapest_usd_per_m, frontier,
     per_gpu_at, per_gpu_rows, verdict,
 )
 from k3lite.analytic.serving.measured import SGLANG_MI350X_SOURCE, SGLANG_SOURCE, VLLM_K3_SOURCE
 from k3lite.analytic.serving.predict import as_step, terms
+from k3lite.analytic.serving.price import DEFAULT_SHAPE, Shape, request_price
 from k3lite.analytic.serving.step import PREFILL_CHUNK_SOURCE
 from k3lite.base.evidence import Evidence, assumed, derived, measured_elsewhere, released
 from k3lite.model.variants import comparison_config
@@ -55,8 +57,14 @@ HOW = (
     "(HBM reads, compute, dispatch + combine) and turns it into tokens/s and dollars. That roofline is an **upper "
     "bound** on throughput (a floor on cost). The **prediction** adds what real engines spend: a fixed time per "
     "layer, the share of HBM bandwidth and of peak FLOPs they achieve (three terms fitted to published K3 runs), "
-    "TP all-reduces, and prefills queued against decode when users arrive together.")
+    "TP all-reduces, and prefills queued against decode when users arrive together. Every price on the page is one "
+    "request of the **request shape** (input tokens, output tokens, the share of the input a prefix cache serves): "
+    "its prefill and decode GPU-seconds, as $ per M input, $ per M output, and blended over both at that shape.")
 CODE = (checked, frontier, terms, decode_step)  # the first screen's "code behind this figure"
+SHAPE_HELP = ("every price on the page is one request of this shape (price.request_price): its prefill and decode "
+              "GPU-seconds, quoted per M input, per M output and blended over both")
+SHAPE_INPUTS = (("sv_t_in", DEFAULT_SHAPE.input_len, 1, 10_000_000), ("sv_t_out", DEFAULT_SHAPE.output_len, 2, 1_000_000),
+                ("sv_cached", DEFAULT_SHAPE.cached, 0.0, 0.99))  # (URL key, default, low, high)
 NOT_RUN = "Your deployment does not run (its message is under the frontier): change it in 'Your deployment'."
 
 
@@ -64,15 +72,13 @@ PRESETS = [K3_PRESET, "kimi-k2", "deepseek-v3", "kimi-linear-48b-a3b"]  # the pa
 FORMATS = [f for f in FORMAT_ALIASES if f != "fp4"]  # a deployment's storage formats ("fp4" is NVFP4's alias)
 # the URL carries short keys for the searched formats: a format's name has a comma in it, and a list travels
 # comma-joined
-FORMAT_KEYS = {"released": RELEASED, "nvfp4": "NVFP4 experts, fp8 rest", "fp8": "fp8"}
-assert set(FORMAT_KEYS.values()) == set(FRONTIER_FORMATS), "every frontier format has a URL key"
 
 
 def search(formats, tps, caches, my_gpu: str | None = None) -> tuple:
     """(weight formats, TP sizes, cache formats, GPUs) the frontier searches, from the page's three boxes (format
     keys, TP sizes as text, cache formats; an emptied box searches its default) and the reader's own GPU, searched
     beside the table's when given."""
-    return (tuple(FORMAT_KEYS[k] for k in formats) or (RELEASED,), tuple(int(t) for t in tps) or FRONTIER_TP,
+    return (tuple(FORMAT_KEYS[k] for k in formats or DEFAULT_FORMATS), tuple(int(t) for t in tps) or FRONTIER_TP,
             tuple(caches) or FRONTIER_CACHES, FRONTIER_GPUS + ((my_gpu,) if my_gpu else ()))
 
 
@@ -96,6 +102,8 @@ class Deployment(NamedTuple):
     error: str = ""
     price_source: str = ""
     layout: str = ""  # "64 x GB300 NVL72, EP 64, TP 1": what its error names
+    price: Any = None  # price.RequestPrice: one request of the page's shape at this batch, predicted
+    bound_price: Any = None  # the same by the roofline bound
 
     @property
     def price_evidence(self) -> Evidence:
@@ -103,9 +111,11 @@ class Deployment(NamedTuple):
 
 
 def deployment(preset: str, gpu: str, n_gpus: int, ep: int, tp: int, experts: str, rest: str, context: int,
-               overlap: bool, prices: dict, spec: Speculation | None, batch: int = 0) -> Deployment:
+               overlap: bool, prices: dict, spec: Speculation | None, batch: int = 0,
+               shape: Shape = DEFAULT_SHAPE) -> Deployment:
     """The reader's deployment, priced from the page's one price table (`prices`: GPU -> $ per GPU-hour as typed);
-    batch 0 = the most that fit. A layout that does not fit or does not build keeps its message in `error`."""
+    batch 0 = the most that fit at `context` and at the shape's length. Its price is one request of `shape` at that batch (price.request_price,
+    batch x GPUs requests in flight). A layout that does not fit or does not build keeps its message in `error`."""
     source = price_table(prices)[gpu_name(gpu)]
     layout = f"{n_gpus} x {gpu_label(gpu)}, EP {ep}, TP {tp}"
     s = None
@@ -114,21 +124,26 @@ def deployment(preset: str, gpu: str, n_gpus: int, ep: int, tp: int, experts: st
                     {"routed_experts": experts, "attention": rest, "shared": rest, "embeddings": rest},
                     int(context), bool(overlap), source[0], spec=spec)
         place = check_fits(s, int(batch) or None)  # refuses what does not fit before anything else runs
-        b = int(batch) or place.max_batch_per_gpu
+        shaped = s.with_(context=shape.input_len + shape.output_len)  # the priced request must fit too
+        b = int(batch) or min(place.max_batch_per_gpu, check_fits(shaped).max_batch_per_gpu)
+        check_fits(shaped, b)
+        c = b * s.n_gpus
         return Deployment(s, place, b, decode_step(s, b), as_step(terms(s), FITTED.efficiency, b), "", source[1],
-                          layout)
+                          layout, request_price(s, shape, c, "predicted", acceptance=spec.acceptance if spec else None),
+                          request_price(s, shape, c, "bound"))
     except ValueError as e:
         return Deployment(s, error=str(e), price_source=source[1], layout=layout)
 
 
 def deployment_panel(d: Deployment) -> Panel:
     """The deployment's sentence under the frontier (its error is the page's to draw: d.error)."""
-    s, p, b = d.serving, d.predicted, d.step
-    text = (f"Your deployment ({s.n_gpus} × {gpu_label(s.gpu)}, EP {s.ep}, TP {s.tp}, batch {d.batch}/GPU): predicted "
-            f"{p.tokens_per_s_per_user:.1f} tokens/s per user, ${p.usd_per_m_output_tokens:.3f} per M output tokens; "
-            f"bound {b.tokens_per_s_per_user:.1f}, ${b.usd_per_m_output_tokens:.3f}.")
-    return Panel(None, (Said(text, (derived(as_step, decode_step), d.price_evidence)),),
-                 values={"predicted_usd": p.usd_per_m_output_tokens, "bound_usd": b.usd_per_m_output_tokens})
+    s, p, b = d.serving, d.price, d.bound_price
+    text = (f"Your deployment ({s.n_gpus} × {gpu_label(s.gpu)}, EP {s.ep}, TP {s.tp}, batch {d.batch}/GPU, "
+            f"{p.concurrency:,} requests in flight): predicted {p.tokens_per_s_per_user:.1f} tokens/s per user, "
+            f"{p.says()}; bound {b.tokens_per_s_per_user:.1f}, ${b.usd_per_m:.3f} per M tokens.")
+    return Panel(None, (Said(text, (derived(request_price, as_step, decode_step), d.price_evidence)),),
+                 values={"predicted_usd": p.usd_per_m, "bound_usd": b.usd_per_m,
+                         "predicted_usd_input": p.usd_per_m_input, "predicted_usd_output": p.usd_per_m_output})
 
 
 # ------------------------------------------------------------------------------------------ the predictor, checked
@@ -165,13 +180,13 @@ def prediction_terms() -> list:
 
 # ------------------------------------------------------------------------------------------ the frontier
 @lru_cache(maxsize=32)  # every reader at the same settings shares one search (~0.2 s each)
-def page_frontier(preset: str, context: int, prices: tuple, spec: Speculation | None, model: str, search: tuple,
+def page_frontier(preset: str, shape: Shape, prices: tuple, spec: Speculation | None, model: str, search: tuple,
                   vs: str | None = None):
     """The frontier of `preset` (or of the config compared with it, `vs` a COMPARISONS key) over the page's search
     (formats, TP sizes, cache formats) at the page's prices ((GPU, $) pairs)."""
     formats, tps, caches, gpus = search
     cfg = preset if vs is None else comparison_config(vs, get_preset(preset))
-    return frontier(cfg, context, prices=dict(prices), spec=spec, model=model, formats=formats, tps=tps, caches=caches,
+    return frontier(cfg, shape, prices=dict(prices), spec=spec, model=model, formats=formats, tps=tps, caches=caches,
                     gpus=gpus)
 
 
@@ -182,37 +197,40 @@ class FrontierView(NamedTuple):
     predicted: Any  # the predicted frontier (the assumptions block's), the same object when the page predicts
 
 
-def frontier_view(preset: str, context: int, prices: dict, spec: Speculation | None, bound: bool, search: tuple,
+def frontier_view(preset: str, shape: Shape, prices: dict, spec: Speculation | None, bound: bool, search: tuple,
                   speed: float, pair: Pair | None = None) -> FrontierView:
     """The speed-price frontier at the page's settings and its verdict; with a pair, the compared config searched
     the same way on the same axes, and two sentences on the difference at `speed`."""
     model, key = ("bound" if bound else "predicted"), tuple(sorted(prices.items()))
-    fr = page_frontier(preset, context, key, spec, model, search)
+    fr = page_frontier(preset, shape, key, spec, model, search)
     v = verdict(fr, speed)
     w = v.winner
     said = [Said(("**Roofline bound** (a floor on price). " if bound else "**Predicted.** ") + v.sentence,
                  (derived(frontier, verdict), price_evidence(fr.prices[w.gpu][1]) if w else PRICE_EV, FITTED_EV))]
-    values = {"usd_per_m": w.usd_per_m_output_tokens} if w else {}
+    values = {"usd_per_m": w.usd_per_m, "usd_per_m_input": w.usd_per_m_input,
+              "usd_per_m_output": w.usd_per_m_output} if w else {}
     args = (fr.points, fr.envelope, fr.by_gpu, speed, w)
     if pair is None:
         fig = shared_figure(frontier_figure, *args, evidence=derived(frontier),
                             evidence_by_name={"cheapest at that speed": derived(verdict)})
     else:
-        other = page_frontier(preset, context, key, compared_spec(pair, spec), model, search, pair.key)
+        other = page_frontier(preset, shape, key, compared_spec(pair, spec), model, search, pair.key)
         o = verdict(other, speed).winner
         fig = shared_figure(frontier_pair_figure, *args, other.envelope, o, (pair.k3_label, pair.label), pair.ablation,
                             evidence=derived(frontier), evidence_by_name={"cheapest at that speed": derived(verdict)})
         sentences, diff = difference(fr, other, speed, pair)
         said += [Said(s.text, (derived(frontier, difference), PRICE_EV, FITTED_EV)) for s in sentences]
         values.update(diff)
-    pred = fr if not bound else page_frontier(preset, context, key, spec, "predicted", search)
+    pred = fr if not bound else page_frontier(preset, shape, key, spec, "predicted", search)
     return FrontierView(Panel(fig, tuple(said), derived(frontier), values=values), fr, v, pred)
 
 
 def per_gpu(fr, search: tuple, speed: float, spec: Speculation | None, name: str) -> list:
     """'Each GPU at this speed': what was searched, speculation's source, and every GPU's cheapest point or why none."""
     hopper = ", ".join(g for g in FRONTIER_GPUS if not GPUS[g].fp4_flops)
-    items = [Note(f"Searched (change it under 'What the frontier searches'): one replica on EP GPUs, EP in "
+    items = [Note(f"Priced: one request of {fr.shape.label} (price.request_price: its prefill and decode GPU-seconds; "
+                  "$ per M tokens blended at that shape, and split into $ per M input and per M output). "
+                  f"Searched (change it under 'What the frontier searches'): one replica on EP GPUs, EP in "
                   f"{', '.join(map(str, FRONTIER_EP))}; attention TP {', '.join(map(str, search[1]))} (TP 1: "
                   f"data-parallel attention); weights {'; '.join(search[0])}; MLA cache {', '.join(search[2])}; every "
                   "batch that fits. Prices (sources on hover): " + ", ".join(
@@ -224,8 +242,10 @@ def per_gpu(fr, search: tuple, speed: float, spec: Speculation | None, name: str
         items.append(Note(f"Speculation: {name} ships {MTP_LAYERS[name][0]} MTP layer(s) ({MTP_LAYERS[name][1]}), so "
                           f"the drafter is {'its MTP layer' if spec.drafter == 'mtp' else 'a separate model'}. "
                           f"Defaults: {speculation_source(name)}."))
-    none = {"$ / M output": None, "tok/s / user": None, "tok/s / GPU": None, "bound by": ""}
-    rows = [{"GPU": gpu_label(g), "setup": p.label, "$ / M output": round(p.usd_per_m_output_tokens, 3),
+    none = {"$ / M tokens (in + out)": None, "$ / M input": None, "$ / M output": None, "tok/s / user": None,
+            "tok/s / GPU": None, "bound by": ""}
+    rows = [{"GPU": gpu_label(g), "setup": p.label, "$ / M tokens (in + out)": round(p.usd_per_m, 3),
+             "$ / M input": round(p.usd_per_m_input, 3), "$ / M output": round(p.usd_per_m_output, 3),
              "tok/s / user": round(p.tokens_per_s_per_user, 1), "tok/s / GPU": round(p.tokens_per_s_per_gpu),
              "bound by": p.bound} if p is not None else {"GPU": gpu_label(g), "setup": f"none: {why}", **none}
             for g, p, why in per_gpu_rows(fr, search[3], speed)]
@@ -261,7 +281,7 @@ class Assumptions(NamedTuple):
     also: list
 
 
-def page_assumptions(view: FrontierView, preset: str, context: int, prices: dict, spec: Speculation | None,
+def page_assumptions(view: FrontierView, preset: str, shape: Shape, prices: dict, spec: Speculation | None,
                      search: tuple, speed: float) -> Assumptions | None:
     """The tornado's rows (each assumed input of the headline, moved ±20% by the block) and the assumptions that are
     not a number; None when no setup reaches the speed (no headline to move)."""
@@ -274,40 +294,43 @@ def page_assumptions(view: FrontierView, preset: str, context: int, prices: dict
     rows = [
         Assumption("usd_per_gpu_hour", f"{gpu_label(top.gpu)} $ per GPU-hour", table[top.gpu][0], table[top.gpu][1],
                    "the 'GPU-hour prices ($)' expander", "$"),
-        Assumption("context", "context per sequence", float(context), "a typical chat-and-tools request",
-                   "the 'context per sequence' slider", "tokens"),
+        Assumption("input_len", "input tokens per request", float(shape.input_len),
+                   "SGLang's and vLLM's K3 benchmarks (8k in / 1k out)", "the 'request shape' inputs", "tokens"),
         Assumption("hbm_fraction", "achieved share of HBM bandwidth", eff.hbm_fraction, fitted_why),
         Assumption("flops_fraction", "achieved share of peak FLOPs", eff.flops_fraction, fitted_why),
         Assumption("layer_s", "fixed time per layer per forward pass", eff.layer_s, fitted_why, unit="s"),
     ] + ([Assumption("acceptance", "tokens kept per speculation step", float(spec.acceptance),
                      speculation_source(preset), "the 'acceptance' input")] if spec is not None else [])
-    faster = headline(preset, key, spec, top.gpu, search, speed=1.2 * speed)
+    rest = dict(output_len=shape.output_len, cached=shape.cached)  # the shape's parts the tornado does not move
+    faster = headline(preset, key, spec, top.gpu, search, speed=1.2 * speed, input_len=float(shape.input_len), **rest)
     also = [("interactive speed", f"{speed:.0f} tokens/s per user, our assumption ({against_deepseek(speed)}): "
              + (f"at {1.2 * speed:.0f} no setup reaches it with the fitted efficiencies, so it is a threshold, "
                 "not a dial for the tornado" if math.isinf(faster) else
-                f"at {1.2 * speed:.0f} the cheapest setup costs ${faster:.3f} per M output tokens")),
-            ("weight format", format_swing(preset, key, spec, top.gpu, search, speed)),
-            ("output length", "not modelled on its own: every sequence holds the whole context"),
+                f"at {1.2 * speed:.0f} the cheapest setup costs ${faster:.3f} per M tokens (input + output)")),
+            ("weight format", format_swing(preset, key, spec, top.gpu, search, speed, shape)),
+            ("request shape", f"{shape.label}: the price is blended over its input and output tokens"),
             ("Hopper and 4-bit experts", "H100, H800 and H200 have no FP4 tensor cores: their NVFP4 / MXFP4 "
              "experts are modelled as dequantised to FP8 (4-bit bytes, FP8 FLOPs)"),
             ("prefill chunk", f"{PREFILL_CHUNK_TOKENS:,} tokens per GPU per forward: {PREFILL_CHUNK_SOURCE}"),
             ("routing", "uniform: every expert equally likely for every token (wire bytes, experts hit)"),
             ("engine reserve", "15% of HBM kept out of the cache pools (SGLang's --mem-fraction-static 0.85)")]
-    return Assumptions(f"Predicted $ per M output tokens at >= {speed:.0f} tok/s per user",
-                       partial(headline, preset, key, spec, top.gpu, search, speed=float(speed)), rows,
+    return Assumptions(f"Predicted $ per M tokens ({shape.label}, input + output) at >= {speed:.0f} tok/s per user",
+                       partial(headline, preset, key, spec, top.gpu, search, speed=float(speed), **rest), rows,
                        partial(usd_or_out_of_reach, float(speed)), also)
 
 
 def format_swing(preset: str, prices: tuple, spec: Speculation | None, price_gpu: str, search: tuple,
-                 speed: float) -> str:
+                 speed: float, shape: Shape = DEFAULT_SHAPE) -> str:
     """The headline with the frontier held to each weight format and to each MLA cache format in turn: a format is a
     choice, not a number to move ±20%, so its range is the formats themselves (the page searches the ones ticked)."""
     def usd(s: tuple) -> str:
-        return usd_or_out_of_reach(speed, headline(preset, prices, spec, price_gpu, s, speed=float(speed)))
+        return usd_or_out_of_reach(speed, headline(preset, prices, spec, price_gpu, s, speed=float(speed),
+                                                   input_len=float(shape.input_len), output_len=shape.output_len,
+                                                   cached=shape.cached))
 
     weights = [f"{f}: {usd(((f,), *search[1:]))}" for f in FRONTIER_FORMATS]
     caches = [f"{c}: {usd((search[0], search[1], (c,), search[3]))}" for c in CACHE_FORMATS]
-    return (f"the cheapest setup at >= {speed:.0f} tok/s per user, per M output tokens, with the weights as "
+    return (f"the cheapest setup at >= {speed:.0f} tok/s per user, per M tokens at {shape.label}, with the weights as "
             f"{'; '.join(weights)}; with the MLA cache as {'; '.join(caches)} (the page searches "
             f"{'; '.join(search[0])} and a {', '.join(search[2])} cache).")
 

@@ -3,7 +3,7 @@ on the same speed-price axes, with computed sentences on the difference and what
 
     compared_spec(pair, spec)      the speculation the compared model runs when the page speculates
     frontier_pair_figure(...)      the page's frontier figure with the compared model's envelope on the same axes
-    difference(k3, other, ...)     at the page's speed: $ per M output for each, and what drives the difference
+    difference(k3, other, ...)     at the page's speed: $ per M tokens (input + output) for each, and what drives the difference
                                    (bytes read per decoded token, cache per sequence and the sequences that fit,
                                    how many searched setups hold the weights)
 """
@@ -39,19 +39,19 @@ def frontier_pair_figure(points, envelope, by_gpu, speed: float, chosen, other_e
     colour = pair_colors(other_name, ablation)[1]
     hover = ("%{customdata[0]}<br>%{x:.1f} tok/s/user, $%{y:.3f}/M output, %{customdata[1]:,.0f} tok/s/GPU"
              f"<extra>{other_name}</extra>")
-    xs, ys = [p.tokens_per_s_per_user for p in other_envelope], [p.usd_per_m_output_tokens for p in other_envelope]
+    xs, ys = [p.tokens_per_s_per_user for p in other_envelope], [p.usd_per_m for p in other_envelope]
     # a wide band like K3's cheapest of all (the GPUs' thin lines use the palette's hues too)
     fig.add_scatter(x=xs, y=ys, mode="lines", name=f"{other_name}: cheapest of all", hovertemplate=hover,
                     customdata=[[p.label, p.tokens_per_s_per_gpu] for p in other_envelope], opacity=0.6,
                     line=dict(color=colour, width=7, dash="dash" if ablation else "solid"))
     if other_chosen is not None:
-        fig.add_scatter(x=[other_chosen.tokens_per_s_per_user], y=[other_chosen.usd_per_m_output_tokens],
+        fig.add_scatter(x=[other_chosen.tokens_per_s_per_user], y=[other_chosen.usd_per_m],
                         mode="markers", name=f"{other_name}: cheapest at that speed", hovertemplate=hover,
                         customdata=[[other_chosen.label, other_chosen.tokens_per_s_per_gpu]],
                         marker=dict(color=colour, size=13, symbol="diamond", line=HIGHLIGHT_LINE))
     xs_all = [p.tokens_per_s_per_user for p in points] + xs + [speed]
     fig.update_layout(xaxis=log_axis_125("tokens/s per user (interactivity)", xs_all),
-                      yaxis=log_axis_125("$ per M output tokens", [p.usd_per_m_output_tokens for p in points] + ys))
+                      yaxis=log_axis_125("$ per M tokens, input + output", [p.usd_per_m for p in points] + ys))
     return fig
 
 
@@ -68,7 +68,7 @@ def bytes_per_token(fr: Frontier, p: FrontierPoint) -> float:
 
 
 def difference(k3: Frontier, other: Frontier, speed: float, pair: Pair) -> tuple[tuple[Said, ...], dict]:
-    """At >= speed tokens/s per user: each model's cheapest $ per M output tokens on the same search and prices,
+    """At >= speed tokens/s per user: each model's cheapest $ per M tokens (input + output, at the shape) on the same search and prices,
     the ratio, and what drives it; a comparison that changes nothing here says so and where it shows.
     Returns (sentences, values): values holds every number the sentences print, by name."""
     a, b = pair.k3_label, pair.label
@@ -78,10 +78,10 @@ def difference(k3: Frontier, other: Frontier, speed: float, pair: Pair) -> tuple
         text = "; ".join(f"{n} reaches no {speed:.0f} tokens/s per user on any searched setup (its fastest: "
                          f"{max(q.tokens_per_s_per_user for q in f.points):.0f})" for n, f in slow)
         fast = [(n, p) for n, p in ((a, w), (b, o)) if p is not None]
-        text += "".join(f"; {n} costs ${p.usd_per_m_output_tokens:.3f} per M output tokens there ({p.label})"
+        text += "".join(f"; {n} costs ${p.usd_per_m:.3f} per M tokens (input + output) there ({p.label})"
                         for n, p in fast)
         return (Said(text[0].upper() + text[1:] + ".", ()),), {}
-    values = {"k3_usd": w.usd_per_m_output_tokens, "other_usd": o.usd_per_m_output_tokens,
+    values = {"k3_usd": w.usd_per_m, "other_usd": o.usd_per_m,
               "k3_bytes": bytes_per_token(k3, w), "other_bytes": bytes_per_token(other, o),
               "k3_cache": cache_bytes_per_sequence(pair.k3, k3.context, cache=w.cache),
               "other_cache": cache_bytes_per_sequence(pair.other, other.context, cache=o.cache),
@@ -90,8 +90,8 @@ def difference(k3: Frontier, other: Frontier, speed: float, pair: Pair) -> tuple
               "k3_fit": w.max_batch_per_gpu, "other_fit": o.max_batch_per_gpu,
               "k3_setups": len(k3.setups), "other_setups": len(other.setups)}
     ratio = times(values["other_usd"], values["k3_usd"], "dearer", "cheaper", same="the same price")
-    first = (f"At >= {speed:.0f} tokens/s per user, the same search and prices: {a} ${w.usd_per_m_output_tokens:.3f} "
-             f"per M output tokens ({w.label}), {b} ${o.usd_per_m_output_tokens:.3f} ({o.label}): {b} is {ratio}.")
+    first = (f"At >= {speed:.0f} tokens/s per user, the same search and prices: {a} ${w.usd_per_m:.3f} "
+             f"per M tokens, input + output ({w.label}), {b} ${o.usd_per_m:.3f} ({o.label}): {b} is {ratio}.")
     same_bytes = compare(values["other_bytes"], values["k3_bytes"], "more", "less", "same")
     same_cache = compare(values["other_cache"], values["k3_cache"], "more", "less", "same")
     if pair.other.with_(name=pair.k3.name) == pair.k3:  # the page's model is the compared one, or lacks the idea

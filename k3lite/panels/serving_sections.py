@@ -21,15 +21,16 @@ from k3lite.analytic.serving import (
     decode_step, pareto, placement as place_weights, prefill_step,
 )
 from k3lite.analytic.serving.compare import (
-    gpus_for_weights, price_split_sentence, side_by_side, speculation_sentence, validate, validate_vllm_k3,
-    vllm_k3_sentence, waterfall,
+    gpus_for_weights, prefill_pool, price_split_sentence, side_by_side, speculation_sentence, waterfall,
 )
+from k3lite.analytic.serving.published import validate, validate_vllm_k3, vllm_k3_sentence
 from k3lite.analytic.serving.deployment import speculation_source
 from k3lite.analytic.serving.export import serving_scenario
 from k3lite.analytic.serving.measured import VLLM_K3_SOURCE
 from k3lite.analytic.serving.providers import (
-    PROVIDERS, YOURS, Provider, spread_sentence, typed_provider, typed_sentence,
+    PROVIDERS, YOURS, Provider, blended_at, spread_sentence, typed_provider, typed_sentence,
 )
+from k3lite.analytic.serving.price import Shape, request_price
 from k3lite.analytic.serving.frontier import cheapest_at, frontier
 from k3lite.analytic.serving.target import solve
 from k3lite.base.evidence import assumed, derived, measured_elsewhere
@@ -126,22 +127,28 @@ def decode(d: Deployment) -> list:
 
 
 def prefill(d: Deployment, pool: int, chunk: int) -> list:
-    """3b: the prefill pool (`pool` GPUs = EP, `chunk` tokens per GPU per forward) against the deployment's decode:
-    [the output/input price-ratio figure, its two metrics, its sentence, its code]."""
+    """3b: the prefill pool (`pool` GPUs = EP of the deployment's GPU, `chunk` tokens per GPU per forward; a layout
+    that fits, compare.prefill_pool, said by name when it is not the one asked for) against the deployment's decode:
+    [the output/input price-ratio figure (or the Note saying why no pool fits), its metrics, its sentences, its code]."""
     s, step = d.serving, d.step
-    pre = prefill_step(s.with_(n_gpus=int(pool), ep=int(pool), tp=1, spec=None), int(chunk))
-    ratio, listed, text = price_split_sentence(step, pre, f"{pool} x {gpu_label(s.gpu)}, EP {pool}", s.name)
+    pp = prefill_pool(s, int(pool), int(chunk))
+    if pp.prefill is None:
+        return [Note(f"⚠️ {pp.note}"), (), Code((prefill_pool,))]
+    pre, lay = pp.prefill, pp.serving
+    ratio, listed, text = price_split_sentence(step, pre, f"{lay.n_gpus} x {gpu_label(s.gpu)}, EP {lay.ep}, TP {lay.tp}",
+                                               s.name)
     fig = shared_figure(price_ratio_figure, ["this deployment, at cost"] + [f"{n} list price" for n in listed],
                         [ratio, *listed.values()], evidence=derived(prefill_step, decode_step),
                         evidence_by_name={"list prices": LIST_EV})
-    return [Panel(fig, values={"ratio": ratio}),
+    return [Panel(fig, values={"ratio": ratio, "pool_ep": lay.ep, "pool_tp": lay.tp}),
             (Metric("$ per M input (prefill)", f"${pre.usd_per_m_input_tokens:.3f}", derived(prefill_step),
                     f"{pre.bound}-bound"),
              Metric("$ per M output (decode)", f"${step.usd_per_m_output_tokens:.3f}", derived(decode_step),
                     f"{step.bound}-bound")),
+            *([Note(pp.note)] if pp.note else []),
             Panel(None, (Said(text, (derived(price_split_sentence, prefill_step, decode_step), LIST_EV,
                                      d.price_evidence)),)),
-            Code((prefill_step, price_split_sentence))]
+            Code((prefill_pool, prefill_step, price_split_sentence))]
 
 
 @lru_cache(maxsize=8)  # the same three searches for every reader at one context
@@ -226,18 +233,19 @@ def published(context: int, acceptance: float) -> list:
             Code((validate, validate_vllm_k3))]
 
 
-def target_inputs(speed: float, users: int, input_len: int, output_len: int) -> dict:
-    """solve()'s target as the page's four inputs give it (and the export lists it)."""
-    return {"speed": float(speed), "users": int(users), "input_len": int(input_len), "output_len": int(output_len)}
+def target_inputs(speed: float, users: int, shape: Shape) -> dict:
+    """solve()'s target as the page's inputs give it (and the export lists it): the page's one request shape."""
+    return {"speed": float(speed), "users": int(users), "input_len": int(shape.input_len),
+            "output_len": int(shape.output_len), "cached": float(shape.cached)}
 
 
-def target(d: Deployment, speed: float, users: int, input_len: int, output_len: int):
+def target(d: Deployment, speed: float, users: int, input_len: int, output_len: int, cached: float = 0.0):
     """solve() for the deployment: (its answer, or None and the message that stops it)."""
     if d.step is None:
         return None, ""
     try:  # a fraction of a millisecond: computed for the export too, whether its panel is open or not
         return solve(d.serving, speed, users, input_len, output_len,
-                     acceptance=d.serving.spec.acceptance if d.serving.spec else None), ""
+                     acceptance=d.serving.spec.acceptance if d.serving.spec else None, cached=cached), ""
     except ValueError as e:
         return None, str(e)
 
@@ -247,27 +255,29 @@ def target_section(d: Deployment, t) -> list:
     money = f"at ${s.price:.2f} per GPU-hour ({d.price_source})"
     return [(Metric("requests per replica", f"{t.concurrency:,}", ev,
                     f"of {t.admitted:,} admitted in HBM; what caps it: {t.binding}"),
-             Metric("at your target: $ per M output", f"${t.usd_per_m_output:.3f}" if t.concurrency else "—", ev,
-                    money),
+             Metric("at your target: $ per M tokens", f"${t.usd_per_m:.3f}" if t.concurrency else "—", ev,
+                    f"input + output at {t.price.shape.label}: ${t.price.usd_per_m_input:.3f} per M input, "
+                    f"${t.price.usd_per_m_output:.3f} per M output; {money}" if t.concurrency else money),
              Metric("replicas", f"{t.replicas:,}", ev, f"{s.n_gpus} GPUs each"),
              Metric("GPUs", f"{t.gpus:,}", ev),
              Metric("$ per month", f"${t.usd_per_month:,.0f}" if t.concurrency else "—", ev, f"730 hours {money}")),
-            Panel(None, (Said(t.sentence, (ev, FITTED_EV, d.price_evidence)),)), Code((solve,))]
+            Panel(None, (Said(t.sentence, (ev, FITTED_EV, d.price_evidence)),)), Code((solve, request_price))]
 
 
 def scenario(d: Deployment, speed: float, winner, t, target_inputs: dict, preset: str, context: int,
              link: str) -> tuple[str, str]:
     """The export: the page's inputs and outputs (export.serving_scenario) as (JSON, CSV) text, with the link."""
-    ins, outs = serving_scenario(d.serving, d.price_evidence, speed, winner, d.batch if d.step else None, d.predicted,
-                                 d.step, t, target_inputs, d.error)
+    ins, outs = serving_scenario(d.serving, d.price_evidence, speed, winner, d.batch if d.step else None, d.price,
+                                 d.bound_price, t, target_inputs, d.error)
     return to_json(f"k3lite serving scenario: {preset} at {context:,} tokens", ins, outs, link), to_csv(ins, outs)
 
 
 # ------------------------------------------------------------------------------------------ providers
 # the page's "your providers" table: rows to fill (a name, $ per M output, the speed it sells at)
-YOUR_PROVIDER_ROWS = [{"provider": f"provider {i}", "$ / M output": None, "speed (tok/s per user)": None}
-                      for i in (1, 2, 3)]
-YOUR_PROVIDER_EV = {"$ / M output": assumed(YOURS), "speed (tok/s per user)": assumed(YOURS)}
+YOUR_PROVIDER_ROWS = [{"provider": f"provider {i}", "$ / M input": None, "$ / M output": None,
+                       "speed (tok/s per user)": None} for i in (1, 2, 3)]
+YOUR_PROVIDER_EV = {"$ / M input": assumed(YOURS), "$ / M output": assumed(YOURS),
+                    "speed (tok/s per user)": assumed(YOURS)}
 
 
 def your_providers(rows: list[dict]) -> tuple[tuple[Provider, ...], str]:
@@ -278,10 +288,11 @@ def your_providers(rows: list[dict]) -> tuple[tuple[Provider, ...], str]:
         return None if v is None or v != v or v == "" else v
 
     out, bad = [], ""
-    for n, u, t in ((value(r, "provider"), value(r, "$ / M output"), value(r, "speed (tok/s")) for r in rows):
+    for n, i, u, t in ((value(r, "provider"), value(r, "$ / M input"), value(r, "$ / M output"),
+                        value(r, "speed (tok/s")) for r in rows):
         if u is not None and t is not None:
             try:
-                out.append(typed_provider(str(n or ""), float(u), float(t)))
+                out.append(typed_provider(str(n or ""), float(u), float(t), float(i or 0.0)))
             except ValueError as e:
                 bad = bad or str(e)
     return tuple(out), bad
@@ -292,21 +303,29 @@ def providers(fr, winner, speed: float, yours: tuple = (), bad: str = "") -> lis
     frontier `fr`'s cheapest setups, with what they show beside its cheapest point at the page's speed (`winner`, the
     verdict's; None when no setup reaches it); `bad`: a typed row's broken constraint, said in red (the table stays
     to fix it)."""
+    sh = fr.shape
+    shown = PROVIDERS + tuple(yours)
+    at_shape = [blended_at(p, sh.input_len, sh.output_len, sh.cached) for p in shown]
+    col = f"$ / M tokens at {sh.input_len:,} in / {sh.output_len:,} out"
     rows = [{"provider": p.name, "$ / M input": p.input_per_m, "$ / M cached input": p.cached_per_m,
-             "$ / M output": p.output_per_m, "speed (tok/s)": "not published" if p.tokens_per_s is None
-             else f"{p.tokens_per_s:.0f}", "as of": p.dated} for p in PROVIDERS]
+             "$ / M output": p.output_per_m, col: round(u, 3), "speed (tok/s)": "not published"
+             if p.tokens_per_s is None else f"{p.tokens_per_s:.0f}", "as of": p.dated}
+            for p, u in zip(PROVIDERS, at_shape)]
     ev = {c: tuple(dict.fromkeys(p.evidence for p in PROVIDERS)) or PROVIDERS[0].evidence  # each row's class
           for c in ("$ / M input", "$ / M cached input", "$ / M output", "as of")}
-    fig = shared_figure(providers_figure, tuple(fr.envelope), PROVIDERS + tuple(yours), speed,
+    ev[col] = derived(blended_at)
+    fig = shared_figure(providers_figure, tuple(fr.envelope), shown, speed, tuple(at_shape),
                         evidence=derived(frontier))
     items: list = [Note("**What providers charge for K3** (dated, cited; add your own below the chart)", True),
                    Panel(fig, evidence=derived(frontier)), Table(rows, ev),
                    Note("Sources: " + " · ".join(f"**{p.name}**: {p.source}" for p in PROVIDERS))]
-    said = [Said(spread_sentence(winner.usd_per_m_output_tokens, speed),
+    said = [Said(spread_sentence(winner.usd_per_m_input, winner.usd_per_m_output, speed, sh.input_len,
+                                 sh.output_len, sh.cached),
                  (*(p.evidence for p in PROVIDERS), derived(spread_sentence)))] if winner is not None else []
     for p in yours:
         at = cheapest_at(fr.setups, p.tokens_per_s)
-        said.append(Said(typed_sentence(p, None if at is None else at.usd_per_m_output_tokens),
+        said.append(Said(typed_sentence(p, None if at is None else (at.usd_per_m_input, at.usd_per_m_output),
+                                        sh.input_len, sh.output_len, sh.cached),
                          (p.evidence, derived(cheapest_at))))
     items += [Panel(None, tuple(said))] if said else []
     return items + ([Note(f":red[⚠️ {bad}]", True)] if bad else [])

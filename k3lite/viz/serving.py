@@ -45,8 +45,9 @@ def log_axis_125(title: str, values, max_labels: int = 7) -> dict:
     ticks = next((o for o in options[:3] if 3 <= len(o) <= max_labels), None) \
         or next((o for o in options[3:] if len(o) <= max_labels), None) \
         or options[-1][::max(1, math.ceil(len(options[-1]) / max_labels))]  # every other decade or sparser
-    if len(ticks) < 2:  # a span too narrow for two of them: the ends, rounded to two figures
-        ticks = sorted({float(f"{min(vs):.2g}"), float(f"{max(vs):.2g}")})
+    if len(options[2]) < 3:  # a span too narrow for three even of the densest: the ends and the (geometric) middle,
+        #                        rounded to two figures (a request price dominated by a 1M-token prefill spans 1.5x)
+        ticks = sorted({float(f"{v:.2g}") for v in (min(vs), math.sqrt(min(vs) * max(vs)), max(vs))})
     return {**log_axis(title), "tickvals": ticks, "ticktext": [_short(v) for v in ticks]}
 
 
@@ -152,11 +153,11 @@ def frontier_figure(points: Sequence, envelope: Sequence, by_gpu: Mapping[str, S
     The setups are lines, not ~900 separate markers: one path per setup draws in a fraction of the time (the
     markers were ~0.3 s of the page's first chart in the browser), and a line shows the batch trade-off directly."""
     fig = go.Figure()
-    hover = ("%{customdata[0]}<br>%{x:.1f} tok/s/user, $%{y:.3f}/M output, %{customdata[1]:,.0f} tok/s/GPU, "
+    hover = ("%{customdata[0]}<br>%{x:.1f} tok/s/user, $%{y:.3f}/M tokens (input + output), %{customdata[1]:,.0f} tok/s/GPU, "
              "%{customdata[2]}-bound<extra></extra>")
 
     def data(ps):
-        return dict(x=[p.tokens_per_s_per_user for p in ps], y=[p.usd_per_m_output_tokens for p in ps],
+        return dict(x=[p.tokens_per_s_per_user for p in ps], y=[p.usd_per_m for p in ps],
                     customdata=[[p.label, p.tokens_per_s_per_gpu, p.bound] for p in ps], hovertemplate=hover)
 
     fig.add_scatter(**data(envelope), mode="lines", name="cheapest of all", line=dict(color=NEUTRAL, width=10),
@@ -181,12 +182,12 @@ def frontier_figure(points: Sequence, envelope: Sequence, by_gpu: Mapping[str, S
                         line=dict(color=colour, width=2), marker=dict(color=colour, size=5))
     log_vline(fig, speed, line=dict(color=NEUTRAL, dash="dot"), annotation_text=f"{speed:.0f} tok/s/user")
     if chosen is not None:
-        fig.add_scatter(x=[chosen.tokens_per_s_per_user], y=[chosen.usd_per_m_output_tokens], mode="markers",
+        fig.add_scatter(x=[chosen.tokens_per_s_per_user], y=[chosen.usd_per_m], mode="markers",
                         name="cheapest at that speed", marker=HIGHLIGHT_MARKER,
                         customdata=[[chosen.label, chosen.tokens_per_s_per_gpu, chosen.bound]], hovertemplate=hover)
     xs = [p.tokens_per_s_per_user for p in points] + [speed]
     fig.update_layout(height=460, xaxis=log_axis_125("tokens/s per user (interactivity)", xs),
-                      yaxis=log_axis_125("$ per M output tokens", [p.usd_per_m_output_tokens for p in points]),
+                      yaxis=log_axis_125("$ per M tokens, input + output", [p.usd_per_m for p in points]),
                       **_LAYOUT)
     return fit_titles(fig, "Speed vs price: every GPU, format, EP and TP size (lower right is better)")
 
@@ -242,36 +243,38 @@ def prediction_figure(rows: Sequence[dict]) -> go.Figure:
     return fit_titles(fig, "Published K3 runs: measured vs predicted")
 
 
-def providers_figure(envelope, providers, speed: float) -> go.Figure:
-    """What providers charge for K3's output against the self-hosted frontier's cheapest setups (`envelope`:
-    FrontierPoints), on the frontier's axes: a provider with a speed is a point, one without (none of the cited
-    publishes one) a dashed line across, providers at one price sharing it."""
+def providers_figure(envelope, providers, speed: float, provider_usd: Sequence[float]) -> go.Figure:
+    """What providers charge for K3 against the self-hosted frontier's cheapest setups (`envelope`: FrontierPoints),
+    on the frontier's axes, both $ per M tokens at the frontier's request shape, input and output (`provider_usd`: each
+    provider's, in order): a provider with a speed is a point, one without (none of the cited publishes one) a dashed
+    line across, providers at one price sharing it."""
     fig = go.Figure()
     xs = [p.tokens_per_s_per_user for p in envelope]
-    fig.add_scatter(x=xs, y=[p.usd_per_m_output_tokens for p in envelope], mode="lines", name="self-hosted: cheapest",
+    fig.add_scatter(x=xs, y=[p.usd_per_m for p in envelope], mode="lines", name="self-hosted: cheapest",
                     line=dict(color=NEUTRAL, width=4), customdata=[[p.label] for p in envelope],
                     hovertemplate="%{x:.0f} tok/s per user: $%{y:.3f} per M (%{customdata[0]})<extra></extra>")
     timed = [p for p in providers if p.tokens_per_s is not None]
     lo, hi = min(xs + [speed] + [p.tokens_per_s for p in timed]), max(xs + [speed] + [p.tokens_per_s for p in timed])
     prices: dict[float, list] = {}
+    usd_of = dict(zip(providers, provider_usd))
     for p in providers:
         if p.tokens_per_s is None:
-            prices.setdefault(p.output_per_m, []).append(p)
+            prices.setdefault(usd_of[p], []).append(p)
     for i, (usd, group) in enumerate(sorted(prices.items())):
         names = ", ".join(p.name for p in group)
-        fig.add_scatter(x=[lo, hi], y=[usd, usd], mode="lines", name=f"{names}: ${usd:.2f}",
+        fig.add_scatter(x=[lo, hi], y=[usd, usd], mode="lines", name=f"{names}: ${usd:.3f}",
                         line=dict(color=series_color(i + 1), dash="dash", width=2),
-                        hovertemplate=f"{names}: ${usd:.2f} per M output, speed not published<extra></extra>")
+                        hovertemplate=f"{names}: ${usd:.3f} per M tokens, speed not published<extra></extra>")
         tag_trace(fig.data[-1], group[0].evidence)  # a cited price, not the frontier's derivation
     for p in timed:
-        fig.add_scatter(x=[p.tokens_per_s], y=[p.output_per_m], mode="markers+text", name=p.name, text=[p.name],
+        fig.add_scatter(x=[p.tokens_per_s], y=[usd_of[p]], mode="markers+text", name=p.name, text=[p.name],
                         textposition="top center", marker=dict(color=series_color(len(prices) + 1), size=10,
                                                                symbol="diamond"),
-                        hovertemplate=f"{p.name}: ${p.output_per_m:.2f} per M output at %{{x:.0f}} tok/s<extra></extra>")
+                        hovertemplate=f"{p.name}: ${usd_of[p]:.3f} per M tokens at %{{x:.0f}} tok/s<extra></extra>")
         tag_trace(fig.data[-1], p.evidence)
     log_vline(fig, speed, line=dict(color=NEUTRAL, dash="dot"), annotation_text=f"{speed:.0f} tok/s/user")
-    ys = [p.usd_per_m_output_tokens for p in envelope] + [p.output_per_m for p in providers]
-    y_axis = {**log_axis_125("$ per M output tokens", ys),  # headroom: the speed's label sits above the top line
+    ys = [p.usd_per_m for p in envelope] + list(provider_usd)
+    y_axis = {**log_axis_125("$ per M tokens, input + output", ys),  # headroom: the speed's label sits above the top line
               "range": [math.log10(0.8 * min(ys)), math.log10(2.0 * max(ys))]}
     fig.update_layout(height=360, xaxis=log_axis_125("tokens/s per user", xs + [lo, hi]), yaxis=y_axis, **_LAYOUT)
     return fit_titles(fig, "Providers' price against the self-hosted cost")

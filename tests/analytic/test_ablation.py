@@ -22,7 +22,7 @@ def test_rows_are_the_library_computations(rows):
     cfg = comparison_config("all-mla")
     assert mla.bytes_per_token == ledger_of(cfg, 131_072, Deploy()).total
     assert mla.cache_per_sequence == memory.sequence_cache_bytes(cfg, 131_072).total
-    assert mla.usd_per_m_output == solve(Serving(preset=cfg, **SERVE), SPEED, 1).usd_per_m_output
+    assert mla.usd_per_m == solve(Serving(preset=cfg, **SERVE), SPEED, 1).usd_per_m
 
 
 def test_signs_are_as_computed_not_as_hoped(rows):
@@ -32,7 +32,7 @@ def test_signs_are_as_computed_not_as_hoped(rows):
     text = " ".join(sentences(rows))
     assert "82.4 MB more" in text and "makes K3 dearer to serve" in text  # said, not hidden
     assert "the same on all three axes" in text  # balancing and SiTU buy nothing on these axes
-    assert all(not math.isnan(r.usd_per_m_output) for r in rows)
+    assert all(not math.isnan(r.usd_per_m) for r in rows)
 
 
 def test_comparison_words_follow_the_numbers_over_contexts():

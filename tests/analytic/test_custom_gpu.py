@@ -28,10 +28,10 @@ def test_a_custom_gpu_equals_the_table_row_it_copies():
 
 def test_a_custom_gpu_goes_through_the_frontier_and_the_price_table():
     name = custom_gpu_name(**B200_LIKE)
-    fr = frontier("kimi-k3", 32768, gpus=["B200", name], points=4)
+    fr = frontier("kimi-k3", gpus=["B200", name], points=4)
     assert set(fr.by_gpu) == {"B200", name}
     best = per_gpu_at(fr, 30.0)
-    assert best[name].usd_per_m_output_tokens == pytest.approx(best["B200"].usd_per_m_output_tokens, rel=0.05)
+    assert best[name].usd_per_m == pytest.approx(best["B200"].usd_per_m, rel=0.05)
     price, source = price_table()[name]
     assert price == 3.5 and price_kind(source) == "yours"
     assert price_table({name: 2.0})[name][0] == 2.0
@@ -40,13 +40,13 @@ def test_a_custom_gpu_goes_through_the_frontier_and_the_price_table():
 def test_a_faster_custom_gpu_is_cheaper_at_the_same_price():
     slow = custom_gpu_name(**B200_LIKE)
     fast = custom_gpu_name(**{**B200_LIKE, "hbm_tb_s": 16})
-    fr = frontier("kimi-k3", 32768, gpus=[slow, fast], points=4)
+    fr = frontier("kimi-k3", gpus=[slow, fast], points=4)
     best = per_gpu_at(fr, 30.0)
-    assert best[fast].usd_per_m_output_tokens < best[slow].usd_per_m_output_tokens
+    assert best[fast].usd_per_m < best[slow].usd_per_m
 
 
 def test_the_frontier_takes_a_variant_config():
-    fr = frontier(comparison_config("all-mla"), 32768, gpus=["B300"], points=3)
+    fr = frontier(comparison_config("all-mla"), gpus=["B300"], points=3)
     assert fr.preset.endswith("with MLA everywhere") and fr.points
 
 

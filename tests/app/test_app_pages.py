@@ -161,7 +161,8 @@ def test_serving_inputs_keep_their_values_after_their_expander_closes(monkeypatc
     monkeypatch.delenv("K3LITE_EXPANDERS")
     at = AppTest.from_file(str(ROOT / "views" / "serving.py"), default_timeout=120).run()
     assert not at.exception, [e.message for e in at.exception]
-    assert [n.key for n in at.number_input] == ["sv_speed"], "closed: only the first screen's input is drawn"
+    assert [n.key for n in at.number_input] == ["sv_speed", "sv_t_in", "sv_t_out", "sv_cached"], \
+        "closed: only the first screen's inputs are drawn (the speed and the request shape)"
     at.session_state["serving_x_gpu_hour_prices"] = True
     at.session_state["serving_x_your_deployment"] = True
     at.run()

@@ -44,14 +44,15 @@ def test_the_scenario_downloads_as_json_and_csv_with_the_link():
 def test_one_price_table_drives_frontier_deployment_and_labels_a_typed_price_yours():
     """A GPU-hour price set in the one table moves the frontier and the deployment alike, and is labelled 'yours'
     (it had been 'cited' in the caption, and the deployment had its own price box that ignored the table)."""
-    from k3lite.analytic.serving import Serving, check_fits, decode_step  # here: only this test prices by hand
+    from k3lite.analytic.serving import Serving, check_fits  # here: only this test prices by hand
+    from k3lite.analytic.serving.price import DEFAULT_SHAPE, request_price  # (the reason above)
 
     at = _page(sv_usd_GB300_NVL72="2.5")
     assert not at.exception, [e.message for e in at.exception]
     s = Serving(gpu="GB300 NVL72", usd_per_gpu_hour=2.5)
-    bound = decode_step(s, check_fits(s).max_batch_per_gpu)
+    bound = request_price(s, DEFAULT_SHAPE, check_fits(s).max_batch_per_gpu * s.n_gpus, "bound")  # one request
     text = _text(at)
-    assert f"bound {bound.tokens_per_s_per_user:.1f}, ${bound.usd_per_m_output_tokens:.3f}." in text
+    assert f"bound {bound.tokens_per_s_per_user:.1f}, ${bound.usd_per_m:.3f} per M tokens." in text
     assert "GB300 NVL72 yours" in text and "B200 assumed" in text and "H200 cited" in text
     assert "sv_price" not in [w.key for w in at.number_input]
 
@@ -111,7 +112,8 @@ def test_providers_prices_are_drawn_against_the_frontier_and_price_the_cost_page
     assert not at.exception, [e.message for e in at.exception]
     names = [t.get("name") for c in at.get("plotly_chart") for t in json.loads(c.proto.spec)["data"]]
     assert "self-hosted: cheapest" in names and any(n and n.startswith("Moonshot AI, OpenRouter") for n in names)
-    assert "The 3 providers we can cite sell K3's output at $15.00 per M tokens" in _text(at)
+    listed = (8192 * 3.00 + 1024 * 15.00) / 9216  # their list at the page's request shape, input and output
+    assert f"the 3 providers we can cite sell K3 at ${listed:.3f} per M tokens, input and output" in _text(at)
     cost = AppTest.from_file(str(ROOT / "views" / "cost_per_task.py"), default_timeout=300)
     cost.query_params["cost_k3_price"] = "OpenRouter"
     cost.run()

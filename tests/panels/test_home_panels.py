@@ -121,18 +121,17 @@ def test_the_ablation_names_the_deployment_its_dollars_are_priced_on():
     the roofline bound the frontier draws, so the two numbers' difference is computed, not left unexplained."""
     from k3lite.analytic.ablation import INPUT_LEN, OUTPUT_LEN, SERVE, SPEED, solve
     from k3lite.analytic.serving.deployment import Serving
-    from k3lite.analytic.serving.step import best_batch, decode_step
+    from k3lite.analytic.serving.price import Shape, price_at_speed
     from k3lite.model.presets import get_preset
 
     text = ledgers.ablation_panel(131_072).sentences[0].text
     s = Serving(preset=get_preset("kimi-k3"), **SERVE)
-    usd = solve(s, SPEED, 1, INPUT_LEN, OUTPUT_LEN).usd_per_m_output
-    b = s.with_(context=INPUT_LEN + OUTPUT_LEN)
-    bound = decode_step(b, best_batch(b, SPEED)).usd_per_m_output_tokens
+    usd = solve(s, SPEED, 1, INPUT_LEN, OUTPUT_LEN).usd_per_m
+    bound = price_at_speed(s, Shape(INPUT_LEN, OUTPUT_LEN), SPEED, "bound").usd_per_m  # one request, both models
     assert f"{SERVE['n_gpus']} x {SERVE['gpu']} (EP {SERVE['ep']}, attention TP {SERVE['tp']}" in text
-    assert f"${usd:.2f} per M output" in text and f"${bound:.2f}" in text
+    assert f"${usd:.3f} per M tokens (input + output)" in text and f"${bound:.3f}" in text
     assert f"{max(usd, bound) / min(usd, bound):.2f}x" in text and f"{SPEED:.0f} tokens/s" in text
-    assert ledgers.ablation_rows(131_072)[0].usd_per_m_output == usd  # the bars' K3 $ is the sentence's
+    assert ledgers.ablation_rows(131_072)[0].usd_per_m == usd  # the bars' K3 $ is the sentence's
 
 
 def test_the_ledger_checkboxes_switch_k3_minus_variants_and_only_that_bar_is_hatched():

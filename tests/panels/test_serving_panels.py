@@ -8,6 +8,7 @@ import pytest
 from k3lite.analytic import memory
 from k3lite.analytic.serving import K3_PRESET
 from k3lite.analytic.serving.frontier import FRONTIER_CACHES, FRONTIER_TP, RELEASED, cheapest_at, verdict
+from k3lite.analytic.serving.price import DEFAULT_SHAPE, Shape
 from k3lite.model.presets import get_preset
 from k3lite.model.variants import COMPARISONS, comparison_config
 from k3lite.panels import serving as P
@@ -20,9 +21,14 @@ SEARCH = ((RELEASED,), FRONTIER_TP, FRONTIER_CACHES, P.FRONTIER_GPUS)
 NOTHING_HERE = ("aux-loss", "bias", "swiglu")  # the same bytes and FLOPs per token as K3
 
 
-def _view(vs=None, preset=K3_PRESET, speed=50.0, context=32768, bound=False, prices=None):
+def _shape(context: int) -> Shape:
+    """A request whose decode reads `context` tokens on average (1,024 out); the page's shape when None."""
+    return DEFAULT_SHAPE if context is None else Shape(context - 512, 1024)
+
+
+def _view(vs=None, preset=K3_PRESET, speed=50.0, context=None, bound=False, prices=None):
     pair = None if vs is None else pair_of(vs, preset)
-    return P.frontier_view(preset, context, prices or {}, None, bound, SEARCH, speed, pair), pair
+    return P.frontier_view(preset, _shape(context), prices or {}, None, bound, SEARCH, speed, pair), pair
 
 
 def _usd(text: str) -> list[float]:
@@ -37,7 +43,7 @@ def test_the_frontier_draws_k3_and_the_compared_model_on_one_figure(vs):
     other = next(t for t in view.panel.figure.data if t.name == f"{pair.label}: cheapest at that speed")
     first = view.panel.sentences[1].text  # the verdict, then the difference
     k3_usd, other_usd = _usd(first)[:2]
-    assert k3_usd == round(view.panel.values["k3_usd"], 3) == round(view.verdict.winner.usd_per_m_output_tokens, 3)
+    assert k3_usd == round(view.panel.values["k3_usd"], 3) == round(view.verdict.winner.usd_per_m, 3)
     assert other_usd == round(view.panel.values["other_usd"], 3) == round(other.y[0], 3)  # the figure's point
 
 
@@ -98,17 +104,19 @@ def test_variant_configs_count_as_the_comparison_relies_on():
 def test_the_deployment_sentence_prints_its_steps():
     d = P.deployment(K3_PRESET, "GB300 NVL72", 64, 64, 1, "mxfp4", "bf16", 32768, True, {}, None)
     panel = P.deployment_panel(d)
-    assert _usd(panel.text) == [round(d.predicted.usd_per_m_output_tokens, 3), round(d.step.usd_per_m_output_tokens, 3)]
+    p, b = d.price, d.bound_price  # one request of the page's shape at the deployment's batch (price.request_price)
+    assert _usd(panel.text) == [round(x, 3) for x in (p.usd_per_m, p.usd_per_m_input, p.usd_per_m_output, b.usd_per_m)]
+    assert p.concurrency == d.batch * 64 and p.prefill_gpu_s > 0  # the prefill is in it
     bad = P.deployment(K3_PRESET, "H100 SXM", 8, 8, 1, "bf16", "bf16", 32768, True, {}, None)
     assert bad.step is None and "does not fit" in bad.error
 
 
 def test_the_assumptions_headline_is_the_verdicts_price():
     view, _ = _view(None)
-    block = P.page_assumptions(view, K3_PRESET, 32768, {}, None, SEARCH, 50.0)
+    block = P.page_assumptions(view, K3_PRESET, DEFAULT_SHAPE, {}, None, SEARCH, 50.0)
     assert block.headline(**{a.key: a.value for a in block.assumptions}) == pytest.approx(
-        verdict(view.predicted, 50.0).winner.usd_per_m_output_tokens)
-    assert {a.key for a in block.assumptions} >= {"usd_per_gpu_hour", "context", "hbm_fraction", "layer_s"}
+        verdict(view.predicted, 50.0).winner.usd_per_m)
+    assert {a.key for a in block.assumptions} >= {"usd_per_gpu_hour", "input_len", "hbm_fraction", "layer_s"}
 
 
 def test_the_sections_print_what_they_computed():
@@ -133,9 +141,9 @@ def test_the_sections_print_what_they_computed():
 
 def test_the_compared_frontier_is_the_same_search_of_the_other_config():
     view, pair = _view("deepseek-v3")
-    other = P.page_frontier(K3_PRESET, 32768, (), None, "predicted", SEARCH, "deepseek-v3")
+    other = P.page_frontier(K3_PRESET, DEFAULT_SHAPE, (), None, "predicted", SEARCH, "deepseek-v3")
     assert other.preset == "deepseek-v3"
-    assert cheapest_at(other.setups, 50.0).usd_per_m_output_tokens == view.panel.values["other_usd"]
+    assert cheapest_at(other.setups, 50.0).usd_per_m == view.panel.values["other_usd"]
 
 
 def test_the_compared_model_speculates_with_its_own_drafter():
@@ -195,7 +203,7 @@ def test_your_gpu_is_searched_beside_the_table_and_named_in_words():
     assert "HBM bandwidth" in custom_or_none({**CUSTOM_DEFAULTS, "hbm_tb_s": 0.0}, True)[1]
     search = P.search(["released"], ["1", "8"], ["bf16"], mine)
     assert search[3][-1] == mine and P.gpu_choices(mine)[-1] == mine
-    view = P.frontier_view(K3_PRESET, 32768, {}, None, False, search, 50.0)
+    view = P.frontier_view(K3_PRESET, DEFAULT_SHAPE, {}, None, False, search, 50.0)
     assert mine in view.frontier.by_gpu
     rows = next(i for i in P.per_gpu(view.frontier, search, 50.0, None, K3_PRESET) if isinstance(i, P.Table)).rows
     assert rows[-1]["GPU"] == "custom GPU (179 GiB, 16 TB/s)" and rows[-1]["price is"].startswith("yours")
@@ -219,25 +227,28 @@ def test_your_providers_are_points_against_the_frontier_with_a_sentence_each():
     from k3lite.analytic.serving.frontier import cheapest_at
     from k3lite.panels import serving_sections as S
 
-    rows = [{"provider": "FastCo", "$ / M output ᵃ": 20.0, "speed (tok/s per user) ᵃ": 80.0},
+    rows = [{"provider": "FastCo", "$ / M input ᵃ": 4.0, "$ / M output ᵃ": 20.0, "speed (tok/s per user) ᵃ": 80.0},
             {"provider": "SlowCo", "$ / M output ᵃ": 2.0, "speed (tok/s per user) ᵃ": 15.0},
             {"provider": "Broken", "$ / M output ᵃ": -1.0, "speed (tok/s per user) ᵃ": 30.0},
             {"provider": "provider 3", "$ / M output ᵃ": None, "speed (tok/s per user) ᵃ": None}]
     yours, bad = S.your_providers(rows)
     assert [p.name for p in yours] == ["FastCo", "SlowCo"] and "Broken" in bad and "(0, 10000)" in bad
     assert all(p.evidence.kind == "assumed" for p in yours)
-    fr = P.page_frontier(K3_PRESET, 32768, (), None, "predicted", SEARCH)
+    fr = P.page_frontier(K3_PRESET, DEFAULT_SHAPE, (), None, "predicted", SEARCH)
     items = S.providers(fr, cheapest_at(fr.setups, 50.0), 50.0, yours, bad)
     fig = next(i.figure for i in items if isinstance(i, P.Panel) and i.figure is not None)
     points = {t.name: (t.x[0], t.y[0]) for t in fig.data if t.mode == "markers+text"}
-    assert points == {"FastCo": (80.0, 20.0), "SlowCo": (15.0, 2.0)}
+    blend = {"FastCo": (8192 * 4.0 + 1024 * 20.0) / 9216, "SlowCo": 1024 * 2.0 / 9216}  # at the page's shape
+    assert points == {"FastCo": (80.0, blend["FastCo"]), "SlowCo": (15.0, blend["SlowCo"])}
     text = " ".join(s.text for i in items if isinstance(i, P.Panel) for s in i.sentences)
     fast = cheapest_at(fr.setups, 80.0)
     if fast is None:
-        assert "FastCo sells at 80 tokens/s per user for $20.00 per M output: no self-hosted setup" in text
+        assert (f"FastCo sells at 80 tokens/s per user for ${blend['FastCo']:.3f} per M tokens at 8,192 in / 1,024 out "
+                "($4.00 in, $20.00 out): no self-hosted setup") in text
     else:
-        assert f"the cheapest self-hosted setup that fast (${fast.usd_per_m_output_tokens:.3f})" in text
+        assert f"the cheapest self-hosted setup that fast (${fast.usd_per_m:.3f}: " in text
     slow = cheapest_at(fr.setups, 15.0)
-    word = "above" if 2.0 > slow.usd_per_m_output_tokens else "below"
-    assert "SlowCo sells at 15 tokens/s per user for $2.00 per M output, " in text and word in text
+    word = "above" if blend["SlowCo"] > slow.usd_per_m else "below"
+    assert (f"SlowCo sells at 15 tokens/s per user for ${blend['SlowCo']:.3f} per M tokens at 8,192 in / 1,024 out "
+            "($0.00 in, $2.00 out), ") in text and word in text
     assert any(isinstance(i, P.Note) and "Broken" in i.text for i in items)

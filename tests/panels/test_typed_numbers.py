@@ -165,7 +165,10 @@ def test_the_frontier_count_counts_the_frontier():
     from k3lite.analytic import ledger
     from k3lite.analytic.serving.frontier import frontier
 
-    fr = frontier("kimi-k3", ledger.SERVING_DEFAULT[2])
+    from k3lite.analytic.serving.price import Shape  # (the reason above)
+
+    context = ledger.SERVING_DEFAULT[2]  # a request whose decode reads that context on average, as the ledger asks
+    fr = frontier("kimi-k3", Shape(context - 512, 1024))
     text = ledger.wire_or_hbm()
     assert f"Of the {len(fr.points):,} setups and batches its speed–price search tries" in text
     assert f"of the {len(fr.envelope):,} on its frontier" in text

@@ -5,6 +5,8 @@ import math
 
 import pytest
 
+from k3lite.analytic.serving.price import Shape
+
 from k3lite.analytic.serving import Serving, pareto
 from k3lite.analytic.serving.frontier import RELEASED, frontier, verdict
 from k3lite.viz.serving import frontier_figure, log_axis_125, pareto_figure
@@ -18,10 +20,10 @@ def _labels_inside(axis, values) -> list[str]:
 
 @pytest.mark.parametrize("context", [32768, 1048576])
 def test_frontier_and_pareto_axes_have_three_labels_inside_the_data(context):
-    fr = frontier("kimi-k3", context, model="predicted", formats=[RELEASED])
+    fr = frontier("kimi-k3", Shape(context - 512, 1024), model="predicted", formats=[RELEASED])
     fig = frontier_figure(fr.points, fr.envelope, fr.by_gpu, 50.0, verdict(fr, 50.0).winner)
     xs = [p.tokens_per_s_per_user for p in fr.points] + [50.0]
-    ys = [p.usd_per_m_output_tokens for p in fr.points]
+    ys = [p.usd_per_m for p in fr.points]
     assert len(_labels_inside(fig.layout.xaxis, xs)) >= 3 and len(_labels_inside(fig.layout.yaxis, ys)) >= 3
     curve = pareto(Serving(gpu="GB300 NVL72", context=context))
     per_user, per_gpu = [p.tokens_per_s_per_user for p in curve], [p.tokens_per_s_per_gpu for p in curve]

@@ -26,7 +26,8 @@ One decode step (every sequence emits one token):
                 message per (token, selected expert))
     step time   max(HBM, compute) + wire (no overlap) or max(HBM, compute, wire) (full overlap: DeepSeek and
                 SGLang overlap two micro-batches)
-    tokens/s per GPU = B / step; per user = 1 / step; $ per M output tokens = $/GPU-hour / 3600 / (tokens/s) x 1e6
+    tokens/s per GPU = B / step; per user = 1 / step; a decode step's $ per M output = $/GPU-hour / 3600 / (tokens/s) x 1e6
+    (the price the pages quote is one request's, prefill and decode: price.py)
 Speculative decoding (`Speculation`): the step verifies d + 1 tokens of each sequence (compute, wire and the
 expert hits see B (d + 1) tokens; the cache is read once), a drafter adds its time (an MTP layer: one layer of the
 model per drafted token; a draft model: its bf16 weights once per step, its FLOPs per drafted token), and each
@@ -50,13 +51,14 @@ Modules:
                    speculation, requests arriving together; three named efficiencies
     fit.py         the efficiencies fitted to measured.py's rows, leave-one-out error, the page's comparison rows
     admission.py   how many requests fit (weights, reserve, KDA state, MLA latent, draft cache) and what binds
+    price.py       one request, one price: a shape's prefill + decode GPU-seconds -> $ per M input, output, blended
     export.py      the page's scenario (inputs, outputs, evidence classes) and its link
     __main__.py    the CLI
 
 The package namespace is deployment.py and step.py (the physics); import the rest from their modules.
 
 CLI: python -m k3lite.analytic.serving --preset kimi-k3 --gpu B300 --gpus 64 --ep 64 --weights bf16 --experts mxfp4 --context 32768 --json
-     python -m k3lite.analytic.serving frontier --preset kimi-k3 --context 32768 [--gpus B300 GB300] --json
+     python -m k3lite.analytic.serving frontier --preset kimi-k3 --input-len 8192 --output-len 1024 [--gpus B300 GB300] --json
      python -m k3lite.analytic.serving predict --gpu B300 --gpus 8 --tp 8 --weights mxfp4 --concurrency 16 --json
 """
 from k3lite.analytic.serving.deployment import (

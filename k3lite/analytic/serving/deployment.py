@@ -11,7 +11,7 @@ from k3lite.base.evidence import Evidence, assumed, listed
 from k3lite.model.cards import CARDS
 from k3lite.model.config import K3Config
 from k3lite.model.presets import PRESETS, get_preset
-from k3lite.analytic.hardware import custom_price, gpu_name, is_custom
+from k3lite.analytic.hardware import custom_price, get_gpu, gpu_label, gpu_name, is_custom
 from k3lite.interconnect import check_scheme
 
 # $ per GPU-hour defaults (editable on the page)
@@ -86,6 +86,17 @@ CACHE_SOURCE = ("fp8 latent cache: FlashMLA's FP8 KV layout (deepseek-ai/FlashML
                 "512 + 64: E4M3 latent, four fp32 scales, bf16 rope); bf16: 2 bytes a number")
 DEEPSEEK_TOKENS_PER_USER = (20.0, 22.0)  # DeepSeek's reported average output speed, tokens/s (day-6 overview)
 MIN_TOKENS_PER_USER = DEEPSEEK_TOKENS_PER_USER[0]  # the slowest speed the pages price at: DeepSeek's reported floor
+
+
+def check_tp(gpu: str, tp: int) -> None:
+    """The one TP rule (every Serving, so the deployment panel, the solver, the frontier and the CLI): a TP group
+    all-reduces after every layer over NVLink and is priced at NVLink's bandwidth, so it stays inside one NVLink
+    domain; a wider one is refused by name (pricing it across the NIC is not modelled)."""
+    domain = get_gpu(gpu).nvlink_domain
+    if tp > domain:
+        raise ValueError(f"TP {tp} is wider than the {domain}-GPU NVLink domain of {gpu_label(gpu)}: a TP group "
+                         f"all-reduces every layer over NVLink, so it must stay inside one domain (TP <= {domain}; "
+                         "across the NIC is not modelled)")
 
 
 def against_deepseek(speed: float) -> str:
@@ -221,6 +232,7 @@ class Serving:
                 raise ValueError(f"{name} must be an integer in 1..4096, got {v!r}")
         if self.tp > self.n_gpus:
             raise ValueError(f"tp ({self.tp}) must be <= the {self.n_gpus} GPUs of the replica")
+        check_tp(self.gpu, self.tp)
         if self.n_gpus % self.ep or self.n_gpus % self.tp:
             raise ValueError(f"n_gpus ({self.n_gpus}) must be a multiple of ep ({self.ep}) and of tp ({self.tp})")
         if not isinstance(self.dcp, int) or self.dcp < 1 or self.tp % self.dcp:

@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Callable, NamedTuple
 
 from k3lite.analytic.hardware import get_gpu
-from k3lite.analytic.serving.compare import PUBLISHED, predicted_decode
+from k3lite.analytic.serving.published import PUBLISHED, predicted_decode
 from k3lite.analytic.serving.deployment import Serving, precision_map
 from k3lite.analytic.serving.fit import FITTED, Fitted, fit, leave_one_out, row_error, row_serving, summary
 from k3lite.analytic.serving.measured import CHECKPOINTS, FITTED_ROWS, MEASURED, Measured
@@ -105,7 +105,7 @@ def other_gpu_error() -> dict[str, float]:
 
 @lru_cache(maxsize=1)
 def multinode_error() -> float:
-    """The shipped fit's mean TPOT error on the published multi-node decode deployments (compare.PUBLISHED: expert
+    """The shipped fit's mean TPOT error on the published multi-node decode deployments (published.PUBLISHED: expert
     dispatch over the NIC, EP 72-144; other models and Hopper GPUs too, so the error is not the NIC's alone). At the
     publication's batch, TPOT error = measured tokens/s / predicted tokens/s - 1."""
     errs = [abs(p.measured_tokens_per_s_per_gpu / predicted_decode(p).tokens_per_s_per_gpu - 1) for p in PUBLISHED]

@@ -53,13 +53,16 @@ PROVIDERS: tuple[Provider, ...] = (
 YOURS = "yours: typed on the page"
 
 
-def typed_provider(name: str, output_per_m: float, tokens_per_s: float) -> Provider:
-    """A provider the reader types (a name, $ per M output, the speed it sells at), checked: both in range."""
+def typed_provider(name: str, output_per_m: float, tokens_per_s: float, input_per_m: float = 0.0) -> Provider:
+    """A provider the reader types (a name, $ per M output, the speed it sells at, $ per M input), checked."""
     if not (0 < output_per_m < 10_000):
         raise ValueError(f"{name or 'your provider'}: $ per M output must be in (0, 10000), got {output_per_m}")
+    if not (0 <= input_per_m < 10_000):
+        raise ValueError(f"{name or 'your provider'}: $ per M input must be in [0, 10000), got {input_per_m}")
     if not (0 < tokens_per_s < 100_000):
         raise ValueError(f"{name or 'your provider'}: speed must be in (0, 100000) tokens/s, got {tokens_per_s}")
-    return Provider(name or "your provider", 0.0, 0.0, float(output_per_m), float(tokens_per_s), "typed", YOURS)
+    return Provider(name or "your provider", float(input_per_m), float(input_per_m), float(output_per_m),
+                    float(tokens_per_s), "typed", YOURS)
 
 
 def get_provider(name: str) -> Provider:
@@ -76,29 +79,61 @@ def as_model_price(p: Provider) -> ModelPrice:
                       f"{p.name}'s listed price ({p.dated}): {p.source}", kind=p.evidence.kind)
 
 
-def typed_sentence(p: Provider, self_hosted_usd_per_m_output: float | None) -> str:
-    """A typed provider beside the frontier's cheapest setup at its speed (None: no setup is that fast)."""
-    if self_hosted_usd_per_m_output is None:
-        return (f"{p.name} sells at {p.tokens_per_s:.0f} tokens/s per user for ${p.output_per_m:.2f} per M output: no "
-                "self-hosted setup searched here is that fast.")
-    word = times(p.output_per_m, self_hosted_usd_per_m_output, "above", "below", "at")
-    return (f"{p.name} sells at {p.tokens_per_s:.0f} tokens/s per user for ${p.output_per_m:.2f} per M output, "
-            f"{word} the cheapest self-hosted setup that fast (${self_hosted_usd_per_m_output:.3f}).")
+def input_at(p: Provider, cached: float = 0.0) -> float:
+    """A provider's $ per M input tokens at a cached share: cache misses at its input price, hits at its cached one
+    (the basis price.RequestPrice.usd_per_m_input is on: every input token of the shape)."""
+    return (1.0 - cached) * p.input_per_m + cached * p.cached_per_m
 
 
-def spread_sentence(self_hosted_usd_per_m_output: float, speed: float, providers=PROVIDERS) -> str:
-    """What the cited rows show beside a self-hosted cost at `speed` tokens/s per user: their output prices' range
-    (all one price, in what we can cite) against the frontier's cost there."""
-    lo = min(p.output_per_m for p in providers)
-    hi = max(p.output_per_m for p in providers)
-    listed = f"${lo:.2f}" if lo == hi else f"${lo:.2f}-${hi:.2f}"
+def blended_at(p: Provider, input_len: int, output_len: int, cached: float = 0.0) -> float:
+    """A provider's $ per M tokens at a request shape, input and output: price.RequestPrice.usd_per_m's basis."""
+    return (input_len * input_at(p, cached) + output_len * p.output_per_m) / (input_len + output_len)
+
+
+def _blend(input_per_m: float, output_per_m: float, input_len: int, output_len: int) -> float:
+    return (input_len * input_per_m + output_len * output_per_m) / (input_len + output_len)
+
+
+def _shape(input_len: int, output_len: int, cached: float) -> str:
+    return f"{input_len:,} in{f' ({100 * cached:.0f}% cached)' if cached else ''} / {output_len:,} out"
+
+
+def typed_sentence(p: Provider, self_hosted: tuple[float, float] | None, input_len: int = 8192,
+                   output_len: int = 1024, cached: float = 0.0) -> str:
+    """A typed provider beside the frontier's cheapest setup at its speed ($ per M input, $ per M output there;
+    None: no setup is that fast), compared at the request shape, input and output."""
+    mine = blended_at(p, input_len, output_len, cached)
+    shape = _shape(input_len, output_len, cached)
+    if self_hosted is None:
+        return (f"{p.name} sells at {p.tokens_per_s:.0f} tokens/s per user for ${mine:.3f} per M tokens at {shape} "
+                f"(${p.input_per_m:.2f} in, ${p.output_per_m:.2f} out): no self-hosted setup searched here is that fast.")
+    ours = _blend(*self_hosted, input_len, output_len)
+    word = times(mine, ours, "above", "below", "at")
+    return (f"{p.name} sells at {p.tokens_per_s:.0f} tokens/s per user for ${mine:.3f} per M tokens at {shape} "
+            f"(${p.input_per_m:.2f} in, ${p.output_per_m:.2f} out), {word} the cheapest self-hosted setup that fast "
+            f"(${ours:.3f}: ${self_hosted[0]:.3f} in, ${self_hosted[1]:.3f} out).")
+
+
+def spread_sentence(input_per_m: float, output_per_m: float, speed: float, input_len: int = 8192,
+                    output_len: int = 1024, cached: float = 0.0, providers=PROVIDERS) -> str:
+    """What the cited rows show beside a self-hosted cost at `speed` tokens/s per user (its $ per M input and per M
+    output at the request shape, price.RequestPrice): input against input, output against output, and both blended
+    at the shape, as providers quote input and output apart."""
+    blends = [blended_at(p, input_len, output_len, cached) for p in providers]
+    lo_p = providers[blends.index(min(blends))]
+    lo, hi = min(blends), max(blends)
+    ours = _blend(input_per_m, output_per_m, input_len, output_len)
+    listed = f"${lo:.3f}" if lo == hi else f"${lo:.3f}-${hi:.3f}"
     spread = ("all at one price" if lo == hi else f"{hi / lo:.1f}x apart")
-    word = compare(lo, self_hosted_usd_per_m_output, "above", "below", "at")
+    word = compare(lo, ours, "above", "below", "at")
     published = sum(p.tokens_per_s is not None for p in providers)
     gap = {"above": "the gap is what a provider's margin, idle hours and overheads this model leaves out must cover",
            "below": "a provider selling there would not cover the modelled cost",
            "at": "a provider selling there covers the modelled cost, no margin"}[word]
-    return (f"The {len(providers)} providers we can cite sell K3's output at {listed} per M tokens, {spread}; "
+    return (f"At {_shape(input_len, output_len, cached)} the {len(providers)} providers we can cite sell K3 at "
+            f"{listed} per M tokens, input and output ({spread}; the cheapest, {lo_p.name}: "
+            f"${input_at(lo_p, cached):.2f} per M input, ${lo_p.output_per_m:.2f} per M output); "
             f"{'none publishes its speed' if not published else f'{published} publish a speed'}. The lowest is "
-            f"{word} the self-hosted cost at {speed:.0f} tokens/s per user (${self_hosted_usd_per_m_output:.3f}, "
-            f"{max(lo, self_hosted_usd_per_m_output) / min(lo, self_hosted_usd_per_m_output):.1f}x): {gap}.")
+            f"{word} the self-hosted cost at {speed:.0f} tokens/s per user (${ours:.3f} per M tokens: "
+            f"${input_per_m:.3f} per M input, ${output_per_m:.3f} per M output; "
+            f"{max(lo, ours) / min(lo, ours):.1f}x): {gap}.")

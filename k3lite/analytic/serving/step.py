@@ -77,7 +77,8 @@ def overflow_advice(s: Serving, p: Placement) -> str:
                    if _fits(s.with_(ep=e, n_gpus=e * s.tp // math.gcd(e, s.tp)))), None)
         if ep is not None:
             fixes.append(f"EP >= {ep} (the experts over more GPUs)")
-    tp = next((t for t in (2, 4, 8, 16, 32, 64) if t > s.tp and _fits(
+    domain = get_gpu(s.gpu).nvlink_domain  # a TP group stays in one NVLink domain (deployment.check_tp)
+    tp = next((t for t in (2, 4, 8, 16, 32, 64) if s.tp < t <= domain and _fits(
         s.with_(tp=t, n_gpus=max(s.n_gpus, t) * t // math.gcd(max(s.n_gpus, t), t)))), None)
     if tp is not None:
         fixes.append(f"TP >= {tp} (the non-expert weights split over {tp} GPUs)")
@@ -89,7 +90,7 @@ def overflow_advice(s: Serving, p: Placement) -> str:
             fixes.append(f"the non-expert weights stored as {fmt}")
             break
     if not fixes:  # no one knob: the least EP with each TP
-        both = next(((t, e) for t in (2, 4, 8) if t > s.tp for e in range(s.ep + 1, s.cfg.moe.n_routed_experts + 1)
+        both = next(((t, e) for t in (2, 4, 8) if s.tp < t <= domain for e in range(s.ep + 1, s.cfg.moe.n_routed_experts + 1)
                      if _fits(s.with_(tp=t, ep=e, n_gpus=e * t // math.gcd(e, t)))), None)
         if both is not None:
             fixes.append(f"TP {both[0]} and EP >= {both[1]} together")

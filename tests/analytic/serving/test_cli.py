@@ -10,9 +10,8 @@ from k3lite.analytic.serving import Speculation
 from k3lite.analytic.serving.__main__ import main
 from k3lite.analytic.serving.fit import FITTED
 from k3lite.analytic.serving.measured import SGLANG_K3
-from k3lite.analytic.serving.frontier import (
-    frontier,
-)
+from k3lite.analytic.serving.frontier import RELEASED, frontier
+from k3lite.analytic.serving.price import Shape
 
 
 
@@ -22,7 +21,7 @@ def test_cli_json(capsys):
     out = json.loads(capsys.readouterr().out)
     assert rc == 0
     for key in ("weight_bytes_per_gpu", "free_hbm_bytes_per_gpu", "max_batch_per_gpu", "batch_per_gpu", "step_time_s",
-                "tokens_per_s_per_gpu", "usd_per_m_output_tokens"):
+                "tokens_per_s_per_gpu", "request_price"):
         assert key in out, key
     assert out["batch_per_gpu"] == out["max_batch_per_gpu"]  # no --batch: the most that fit
     assert out["inputs"]["preset"] == "kimi-k2" and out["inputs"]["n_gpus"] == 16 and out["inputs"]["context"] == 8192
@@ -34,13 +33,13 @@ def test_cli_json(capsys):
 
 
 def test_cli_prints_the_envelope(capsys):
-    rc = main(["frontier", "--preset", "deepseek-v3", "--context", "4096", "--gpus", "H800", "b300", "--json"])
+    rc = main(["frontier", "--preset", "deepseek-v3", "--input-len", "4096", "--gpus", "H800", "b300", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert set(out["by_gpu"]) == {"H800", "B300"} and out["inputs"]["preset"] == "deepseek-v3"
     speeds = [p["tokens_per_s_per_user"] for p in out["envelope"]]
     assert speeds == sorted(speeds) and len(speeds) >= 2
-    fr = frontier("deepseek-v3", 4096, ["H800", "B300"])
+    fr = frontier("deepseek-v3", Shape(4096, 1024), ["H800", "B300"], [RELEASED], model="predicted")  # the page's
     assert [p["label"] for p in out["envelope"]] == [p.label for p in fr.envelope]
     assert main(["frontier", "--gpus", "TPU"]) == 2
     assert "GPU must be one of" in capsys.readouterr().err

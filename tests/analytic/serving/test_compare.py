@@ -10,11 +10,10 @@ from k3lite.model.presets import get_preset
 from k3lite.analytic.serving import (
     K3_PRESET, Serving, check_fits, decode_step,
 )
-from k3lite.analytic.serving.compare import (
-    FP8, PUBLISHED, classic_variant, gpus_for_weights, physics_price, validate, waterfall,
-)
+from k3lite.analytic.serving.compare import FP8, classic_variant, gpus_for_weights, physics_price, waterfall
+from k3lite.analytic.serving.published import PUBLISHED, validate
 from k3lite.analytic.serving.frontier import (
-    FRONTIER_FORMATS, cheapest_at, frontier,
+    cheapest_at, frontier,
 )
 
 
@@ -48,7 +47,15 @@ def test_waterfall_changes_one_thing_per_step():
     k3_step = decode_step(steps[-1].serving, steps[-1].batch)
     assert steps[-1].usd_per_m == pytest.approx(k3_step.usd_per_m_output_tokens)
     assert steps[-1].usd_per_m < steps[0].usd_per_m
-    assert physics_price().output_per_m == pytest.approx(steps[-1].usd_per_m)
+    # the cost page's physics row is the one request price (price.price_at_speed) on the same node, not the decode
+    # step alone: its output part is the decode's GPU-seconds, its input part the prefill's, at the page's shape
+    from k3lite.analytic.serving.compare import SUPER_NODE
+    from k3lite.analytic.serving.deployment import MIN_TOKENS_PER_USER
+    from k3lite.analytic.serving.price import DEFAULT_SHAPE, price_at_speed
+    one = price_at_speed(Serving(**SUPER_NODE), DEFAULT_SHAPE, MIN_TOKENS_PER_USER, "bound")
+    phys = physics_price()
+    assert (phys.input_per_m, phys.output_per_m) == (one.usd_per_m_input, one.usd_per_m_output)
+    assert phys.input_per_m > 0 and one.prefill_gpu_s > 0
 
 
 def test_waterfall_caption_names_the_largest_step_either_way():
@@ -90,7 +97,7 @@ def test_cost_page_can_use_the_physics_price():
 def test_bound_stands_above_vllms_k3_figures(spec):
     """vLLM's K3 post, one B300 node TP8: the bound is never below a measurement, with or without speculation."""
     from k3lite.analytic.serving import Speculation
-    from k3lite.analytic.serving.compare import VLLM_K3, validate_vllm_k3
+    from k3lite.analytic.serving.published import VLLM_K3, validate_vllm_k3
     rows = validate_vllm_k3(Speculation() if spec == "default" else None)
     assert [r["concurrency"] for r in rows] == [m.concurrency for m in VLLM_K3] == [1, 4, 16]
     for r in rows:
@@ -114,7 +121,7 @@ def test_speculation_sentence_is_the_two_steps():
 
 def test_vllm_sentence_reports_the_computed_ratios_and_the_acceptance_floor():
     from k3lite.analytic.serving import Speculation
-    from k3lite.analytic.serving.compare import validate_vllm_k3, vllm_k3_sentence
+    from k3lite.analytic.serving.published import validate_vllm_k3, vllm_k3_sentence
     rows = validate_vllm_k3(Speculation())
     text = vllm_k3_sentence(rows, Speculation().acceptance)
     lo, hi = min(r["model / measured"] for r in rows), max(r["model / measured"] for r in rows)
@@ -127,20 +134,20 @@ def test_vllm_sentence_reports_the_computed_ratios_and_the_acceptance_floor():
 
 @pytest.fixture(scope="module")
 def k3():
-    return frontier(K3_PRESET, 32768)
+    return frontier(K3_PRESET)
 
 
 # ------------------------------------------------------------------------------------------ into the cost page
-def test_frontier_prices_are_frontier_points_with_a_prefill_pool(k3):
-    from k3lite.analytic.serving import MIN_TOKENS_PER_USER, Serving, prefill_usd_per_m_input
-    from k3lite.analytic.serving.compare import FAST_TOKENS_PER_USER, PREFILL_POOL_GPUS, frontier_prices
-    prices = frontier_prices(K3_PRESET, 32768)
+def test_frontier_prices_are_the_frontier_points_request_prices(k3):
+    """The cost page's two serving points are frontier points, input and output as their request price splits it
+    (price.request_price: the prefill on the same GPUs), not a decode point with a separate prefill pool."""
+    from k3lite.analytic.serving import MIN_TOKENS_PER_USER
+    from k3lite.analytic.serving.compare import FAST_TOKENS_PER_USER, frontier_prices
+    prices = frontier_prices(K3_PRESET)
     tp1 = [u for u in k3.setups if u.tp == 1]  # the cost page's points: data-parallel attention
     for speed, price in prices.items():
         w = cheapest_at(tp1, speed)
-        assert price.output_per_m == pytest.approx(w.usd_per_m_output_tokens)
-        pool = Serving(K3_PRESET, w.gpu, PREFILL_POOL_GPUS, PREFILL_POOL_GPUS, 1, FRONTIER_FORMATS[w.formats], 32768)
-        assert price.input_per_m == pytest.approx(prefill_usd_per_m_input(pool))
+        assert (price.input_per_m, price.output_per_m) == (w.usd_per_m_input, w.usd_per_m_output)
         assert w.label in price.source
     assert prices[FAST_TOKENS_PER_USER].output_per_m > prices[MIN_TOKENS_PER_USER].output_per_m  # fast is pricier
 

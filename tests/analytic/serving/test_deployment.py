@@ -1,5 +1,6 @@
 """A serving deployment (k3lite/analytic/serving/deployment.py): storage formats, refusals that name the constraint
 before anything large is built, which models ship an MTP layer."""
+import re
 import tracemalloc
 
 import pytest
@@ -92,3 +93,25 @@ def test_the_price_table_labels_cited_assumed_and_yours():
     assert price_evidence(YOURS).kind == "assumed" and "yours" in price_evidence(YOURS).source
     with pytest.raises(ValueError, match="GPU-hour"):
         price_table({"B200": 0.0})
+
+
+def test_one_tp_rule_everywhere(capsys):
+    """TP wider than the NVLink domain was accepted by the deployment panel and the solver and priced at NVLink
+    speed, while the frontier refused it: one rule now (deployment.check_tp, in every Serving), one message."""
+    from k3lite.analytic.serving.__main__ import main
+    from k3lite.analytic.serving.frontier import RELEASED, frontier
+    from k3lite.analytic.hardware import CUSTOM_DEFAULTS, custom_gpu_name
+    from k3lite.panels import serving as P
+
+    rule = r"TP 16 is wider than the 8-GPU NVLink domain of H200"
+    with pytest.raises(ValueError, match=rule):
+        Serving(gpu="H200", n_gpus=16, ep=16, tp=16)
+    assert Serving(gpu="GB300 NVL72", n_gpus=16, ep=16, tp=16).tp == 16  # 72 GPUs share one NVLink domain there
+    d = P.deployment("kimi-k3", "H200", 16, 16, 16, "mxfp4", "bf16", 32768, True, {}, None)
+    assert d.step is None and re.search(rule, d.error)  # the deployment panel names it (and the solver never runs)
+    for verb in ([], ["predict"]):
+        assert main([*verb, "--gpu", "H200", "--gpus", "16", "--ep", "16", "--tp", "16"]) == 2
+        assert re.search(rule, capsys.readouterr().err)
+    four = custom_gpu_name(**{**CUSTOM_DEFAULTS, "nvlink_domain": 4.0})  # the frontier skips by the same words
+    fr = frontier(gpus=[four], formats=[RELEASED], eps=(16, 32), tps=(4, 8))
+    assert any("TP 8 is wider than the 4-GPU NVLink domain" in r for r in fr.skipped) and {u.tp for u in fr.setups} == {4}

@@ -61,14 +61,15 @@ def test_the_default_deployment_leaves_on_the_axes_no_run_varies_and_the_band_is
 
 
 def test_the_nic_band_is_the_fits_error_on_the_multi_node_deployments():
-    from k3lite.analytic.serving.compare import PUBLISHED, validate
+    from k3lite.analytic.serving.published import PUBLISHED, validate
     rows = {r["deployment"]: r for r in validate()}
     # TPOT error at the publication's batch = measured / predicted tokens/s - 1, from validate's own columns
     errs = [abs(rows[p.label]["measured tokens/s / GPU"] / rows[p.label]["predicted tokens/s / GPU"] - 1)
             for p in PUBLISHED]
     assert ev.multinode_error() == pytest.approx(sum(errs) / len(errs)) and ev.multinode_error() > 0
-    one_node = ev.distance_of(Serving(gpu="B300", n_gpus=16, ep=16, tp=16, context=8704), 2)  # EP = TP, 2 nodes
-    assert [a.name for a in one_node.axes] == ["NIC", "TP"]
+    two = ev.distance_of(Serving(gpu="B300", n_gpus=16, ep=16, tp=8, context=8704), 2)  # EP over 2 nodes
+    assert [a.name for a in two.axes] == ["expert dispatch", "NIC"]
+    assert all(a.error == pytest.approx(ev.multinode_error()) for a in two.axes) and not two.at_least
 
 
 def test_another_gpu_carries_the_held_out_gpus_error():

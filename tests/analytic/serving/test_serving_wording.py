@@ -7,10 +7,8 @@ import pytest
 
 from k3lite.analytic.cost import ModelPrice, TaskProfile
 from k3lite.analytic.serving import Serving, Speculation, decode_step, prefill_step
-from k3lite.analytic.serving.compare import (
-    FP8, FP4_EXPERTS, price_split_sentence, speculation_sentence, task_vs_token_ranking, validate_vllm_k3,
-    vllm_k3_sentence,
-)
+from k3lite.analytic.serving.compare import FP8, FP4_EXPERTS, price_split_sentence, speculation_sentence, task_vs_token_ranking
+from k3lite.analytic.serving.published import validate_vllm_k3, vllm_k3_sentence
 from k3lite.analytic.serving.deployment import default_speculation
 from k3lite.analytic.serving.fit import checked, checked_sentence
 from k3lite.analytic.serving.frontier import frontier, verdict
@@ -41,7 +39,7 @@ def _price_split(preset: str, gpu: str, context: int, batch: int, chunk: int) ->
 
 @functools.lru_cache(maxsize=None)
 def _frontier(preset: str, model: str):
-    return frontier(preset, 32768, gpus=GPUS, model=model, points=2)
+    return frontier(preset, gpus=GPUS, model=model, points=2)  # at the page's request shape
 
 
 def _verdict(preset: str, model: str, speed: float) -> str:

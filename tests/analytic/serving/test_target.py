@@ -33,7 +33,7 @@ def test_a_faster_target_costs_more_per_token():
     slow, fast = solve(S, speed=20, users=100), solve(S, speed=80, users=100)
     assert fast.concurrency <= slow.concurrency
     if fast.concurrency:
-        assert fast.usd_per_m_output >= slow.usd_per_m_output
+        assert fast.usd_per_m >= slow.usd_per_m  # the request's price, prefill and decode (price.request_price)
 
 
 def test_an_unreachable_target_says_what_would_help():

@@ -1,11 +1,11 @@
-"""The multi-node published deployments as predictions (compare.validate / validate_prefill): each predicted value
+"""The multi-node published deployments as predictions (published.validate / validate_prefill): each predicted value
 comes from the predictor with the shipped efficiencies (not refitted, not typed), and its error is reported beside
 the bound, whatever its size."""
 import math
 
 import pytest
 
-from k3lite.analytic.serving.compare import (
+from k3lite.analytic.serving.published import (
     PUBLISHED, PUBLISHED_PREFILL, predicted_decode, validate, validate_prefill,
 )
 from k3lite.analytic.serving.fit import FITTED
@@ -60,7 +60,7 @@ def test_every_prefill_pool_is_predicted_against_the_tokens_it_computed():
 
 
 def test_the_sentence_is_built_from_the_rows():
-    from k3lite.analytic.serving.compare import multinode_sentence
+    from k3lite.analytic.serving.published import multinode_sentence
     rows, pre = validate(), validate_prefill()
     text = multinode_sentence(rows, pre)
     lo, hi = min(r["predicted error"] for r in rows), max(r["predicted error"] for r in rows)
