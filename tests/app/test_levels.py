@@ -1,0 +1,145 @@
+"""The sidebar's *Explain for* (views/levels.py) and the pages that honour it (k3lite/panels/words/).
+
+Every such page at every level: no exception, the visible-words budget (counted as ../shared/tools/visible_words.py
+counts: text outside expanders, popovers and later tabs, lazy bodies closed), each level's words differ, engineer is
+the page as it was; once with a comparison on. The URL: ?level= round trip, kept across pages, a bad value refused
+by name. The claims: every equation the paper level shows is evaluated as written and compared with the code."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from k3lite.panels.words import LEVELS
+
+LEVEL_PAGES = ("moe.py",)
+BUDGET = {"first": 150, "engineer": 350, "paper": 600}  # visible words a page at each level
+TEXT = {"markdown", "caption", "info", "warning", "success", "error", "text", "latex"}
+TIMEOUT = 300
+
+
+def visible_texts(node, hidden: bool = False, out: list | None = None) -> list[str]:
+    """The texts a reader sees without opening anything (the same walk as visible_words.py)."""
+    out = [] if out is None else out
+    kind = getattr(node, "type", "")
+    if kind in TEXT and hasattr(node, "value"):
+        if not hidden:
+            out.append(str(node.value))
+        return out
+    kids = getattr(node, "children", {}) or {}
+    items = [kids[k] for k in sorted(kids)] if isinstance(kids, dict) else list(kids)
+    for i, child in enumerate(items):
+        inner = getattr(child, "type", "") in ("expandable", "expander", "popover") or (kind == "tab_container" and i > 0)
+        visible_texts(child, hidden or inner, out)
+    return out
+
+
+def words(texts: list[str]) -> int:
+    return sum(len(re.findall(r"[A-Za-z0-9][\w'.,%$×/-]*", t)) for t in texts)
+
+
+def run_page(page: str, monkeypatch, **query) -> AppTest:
+    monkeypatch.delenv("K3LITE_EXPANDERS", raising=False)  # what a reader gets: lazy bodies closed
+    at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=TIMEOUT)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+@pytest.fixture(scope="module", params=LEVEL_PAGES)
+def rendered(request) -> dict:
+    """A page's visible texts at no ?level=, and at each level."""
+    mp = pytest.MonkeyPatch()
+    try:
+        shown = {"default": visible_texts(run_page(request.param, mp)._tree)}
+        for lv in LEVELS:
+            shown[lv] = visible_texts(run_page(request.param, mp, level=lv)._tree)
+    finally:
+        mp.undo()
+    return {"page": request.param, **shown}
+
+
+def test_engineer_is_the_page_as_it_was(rendered):
+    assert rendered["engineer"] == rendered["default"]
+
+
+@pytest.mark.parametrize("lv", LEVELS)
+def test_words_budget(rendered, lv):
+    n = words(rendered[lv])
+    assert n <= BUDGET[lv], f"{rendered['page']} at {lv}: {n} visible words, budget {BUDGET[lv]}"
+
+
+def test_each_level_says_it_differently(rendered):
+    first, engineer, paper = (set(rendered[lv]) for lv in LEVELS)
+    assert first != engineer and paper != engineer and first != paper
+    assert first - engineer, f"{rendered['page']}: first look adds no words of its own"
+    assert paper - engineer, f"{rendered['page']}: paper adds no words of its own"
+
+
+def test_first_look_has_no_formulas(rendered):
+    shown = "\n".join(rendered["first"])
+    assert "$" not in shown and "\\" not in shown, shown
+
+
+@pytest.mark.parametrize("page", LEVEL_PAGES)
+@pytest.mark.parametrize("lv", LEVELS)
+def test_level_with_a_comparison(page, lv, monkeypatch):
+    run_page(page, monkeypatch, level=lv, vs="deepseek-v3")
+
+
+# ------------------------------------------------------------------------------------------ the URL
+def test_bad_level_is_refused_by_name(monkeypatch):
+    at = run_page("moe.py", monkeypatch, level="eli5")
+    notices = [w.value for w in at.warning if w.value.startswith("Ignored `level=eli5`")]
+    assert notices and "first, engineer, paper" in notices[0], [w.value for w in at.warning]
+    assert at.session_state["level"] == "engineer"
+
+
+def test_level_round_trip_and_kept_across_pages():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params["level"] = "paper"
+    at.run()
+    assert not at.exception
+    box = at.sidebar.selectbox(key="level")
+    assert box.label == "Explain for" and box.value == "paper"
+    box.set_value("first").run()
+    assert at.query_params["level"] == "first"
+    at.switch_page("views/moe.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.sidebar.selectbox(key="level").value == "first" and at.query_params["level"] == "first"
+    at.sidebar.selectbox(key="level").set_value("engineer").run()
+    assert "level" not in at.query_params  # the default leaves the link as it was
+
+
+# ------------------------------------------------------------------------------------------ the claims
+def paper_formulas(page: str, at: AppTest) -> list:
+    """The Formulas the page drew at paper level, built from the page's own session state (its numbers)."""
+    state = at.session_state
+    if page == "moe.py":
+        from k3lite.panels import moe as panels
+        from k3lite.panels.words import moe
+
+        shape = panels.k3_width_moe(state["moe_experts"], state["moe_top_k"], state["moe_shared"],
+                                    panels.RATIOS[state["moe_latent"]])
+        return moe.formulas(shape, 16 if "moe_batch" not in state else state["moe_batch"])
+    raise KeyError(page)
+
+
+@pytest.mark.parametrize("page", LEVEL_PAGES)
+def test_every_paper_equation_is_what_the_code_computes(page, monkeypatch):
+    at = run_page(page, monkeypatch, level="paper")
+    shown_latex = [e.value.strip("$\n") for e in at.latex]  # st.latex wraps its body in $$ lines
+    captions = [c.value for c in at.caption]
+    formulas = paper_formulas(page, at)
+    assert formulas and len(shown_latex) == len(formulas), shown_latex
+    for f in formulas:
+        assert f.latex in shown_latex, f"{page}: {f.latex} is not on the page"
+        assert f.text in captions, f"{page}: the sentence under {f.latex} is not on the page"
+        written, computed = f.evaluate(**f.inputs), f.value
+        assert np.allclose(np.asarray(written, dtype=float), np.asarray(computed, dtype=float), rtol=1e-6,
+                           atol=1e-5), f"{page}: {f.latex} as written gives {written}, the code {computed}"
