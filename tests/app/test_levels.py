@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from conftest import ROOT
 from k3lite.panels.words import LEVELS
 
-LEVEL_PAGES = ("moe.py",)
+LEVEL_PAGES = ("moe.py", "kda.py")
 BUDGET = {"first": 150, "engineer": 350, "paper": 600}  # visible words a page at each level
 TEXT = {"markdown", "caption", "info", "warning", "success", "error", "text", "latex"}
 TIMEOUT = 300
@@ -127,6 +127,11 @@ def paper_formulas(page: str, at: AppTest) -> list:
         shape = panels.k3_width_moe(state["moe_experts"], state["moe_top_k"], state["moe_shared"],
                                     panels.RATIOS[state["moe_latent"]])
         return moe.formulas(shape, 16 if "moe_batch" not in state else state["moe_batch"])
+    if page == "kda.py":
+        from k3lite.model.presets import get_preset
+        from k3lite.panels.words import kda
+
+        return kda.formulas(len(state["kda_prompt"].encode()), get_preset("lite").kda.head_dim)
     raise KeyError(page)
 
 
