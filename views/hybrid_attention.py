@@ -6,19 +6,21 @@ import streamlit as st
 
 from k3lite.analytic.hybrid import (
     HYBRID_GPUS, batch_limited_speedup, bytes_ceiling, capacity_sentence, decode_cost, headline_sentence,
-    hybrid_config, kv_reduction, method_text, model_name, reference_gpu, throughput_gain,
+    hybrid_config, kv_reduction, method_text, reference_gpu, throughput_gain,
 )
 from k3lite.analytic.hardware import CUSTOM_FIELDS, gpu_label
 from k3lite.panels import hybrid as panels
+from k3lite.panels.words import hybrid as words
 from views.common import (
     assumptions_block, compared, explain, lazy_expander, metric, my_gpu, push_url, reset_button, show_code, show_panel,
     url_state, user_errors,
 )
 from views.common import try_it  # the page's practice problems, at its foot
+from views.levels import draw_formulas, level
 
 st.title("3:1 hybrid attention")
-st.markdown(f"**{model_name()} at a 1M-token context: what does swapping three of every four global attention "
-            "layers for fixed-state KDA layers save in cache and time per output token?**")
+LEVEL = level()  # the sidebar's *Explain for*: the words change (k3lite/panels/words/hybrid.py), the pictures do not
+st.markdown(words.question(LEVEL))
 reset_button("hy_")
 pair = compared()
 with st.expander("The idea: a growing cache against a fixed state"):
@@ -65,10 +67,13 @@ def main_panel() -> None:
 
     # capacity: the model has to fit before its time means anything
     level, text = capacity_sentence(ratio, batch, hw, eff)
-    (fig_col.warning if level == "warning" else fig_col.info)(text)
-    fig_col.markdown(headline_sentence(ratio, batch, hw, eff))
+    (fig_col.warning if level == "warning" else fig_col.info)(words.capacity(LEVEL, level, text, hw))
+    fig_col.markdown(words.headline(LEVEL, ratio, batch, hw, eff))
     if hw == DEFAULT_GPU:
-        fig_col.caption(panels.default_gpu_caption(hw))
+        fig_col.caption(words.gpu_caption(LEVEL, hw))
+    if LEVEL == "paper":
+        with fig_col:
+            draw_formulas("The equations, each symbol in the code", words.formulas(ratio, batch, hw, eff), words.PAPER_NOTES)
     show_code(decode_cost, kv_reduction, headline_sentence)
     with lazy_expander("Ours vs the reported figures, and the speedup at every ratio",
                        key="hybrid_attention_x_ours_reported_figures_speedup") as is_open:

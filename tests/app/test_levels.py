@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from conftest import ROOT
 from k3lite.panels.words import LEVELS
 
-LEVEL_PAGES = ("moe.py", "kda.py")
+LEVEL_PAGES = ("moe.py", "kda.py", "hybrid_attention.py")
 BUDGET = {"first": 150, "engineer": 350, "paper": 600}  # visible words a page at each level
 TEXT = {"markdown", "caption", "info", "warning", "success", "error", "text", "latex"}
 TIMEOUT = 300
@@ -132,6 +132,10 @@ def paper_formulas(page: str, at: AppTest) -> list:
         from k3lite.panels.words import kda
 
         return kda.formulas(len(state["kda_prompt"].encode()), get_preset("lite").kda.head_dim)
+    if page == "hybrid_attention.py":
+        from k3lite.panels.words import hybrid
+
+        return hybrid.formulas(state["hy_ratio"], state["hy_batch"], state["hy_hw"], state["hy_eff"])
     raise KeyError(page)
 
 
