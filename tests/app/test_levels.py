@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from conftest import ROOT
 from k3lite.panels.words import LEVELS
 
-LEVEL_PAGES = ("moe.py", "kda.py", "hybrid_attention.py")
+LEVEL_PAGES = ("moe.py", "kda.py", "hybrid_attention.py", "attention_residuals.py")
 BUDGET = {"first": 150, "engineer": 350, "paper": 600}  # visible words a page at each level
 TEXT = {"markdown", "caption", "info", "warning", "success", "error", "text", "latex"}
 TIMEOUT = 300
@@ -136,6 +136,14 @@ def paper_formulas(page: str, at: AppTest) -> list:
         from k3lite.panels.words import hybrid
 
         return hybrid.formulas(state["hy_ratio"], state["hy_batch"], state["hy_hw"], state["hy_eff"])
+    if page == "attention_residuals.py":
+        from k3lite.model.presets import get_preset
+        from k3lite.panels.words import attnres
+        from k3lite.viz.archmap import sources_at
+
+        mode, block, reader = state["ar_mode"], state["ar_block"], state["ar_reader"]
+        n = len(sources_at(mode, reader, block if mode == "block" else 1))  # what the page's reads hold
+        return attnres.formulas(n, get_preset("lite").d_model, reader, block)
     raise KeyError(page)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from k3lite.panels import moe as moe_panels
-from k3lite.panels.words import LEVELS, hybrid, kda, moe, pick
+from k3lite.panels.words import LEVELS, attnres, hybrid, kda, moe, pick
 
 SETTINGS = {
     "moe": [dict(E=896, k=16, shared=2, ratio=0.5, batch=16), dict(E=64, k=4, shared=0, ratio=1.0, batch=1),
@@ -15,6 +15,8 @@ SETTINGS = {
     "kda": [dict(T=47, K=32), dict(T=1, K=8), dict(T=200, K=64)],
     "hybrid": [dict(ratio=3, batch=1, hw="H200", eff=1.0), dict(ratio=0, batch=16, hw="B200", eff=0.5),
                dict(ratio=7, batch=256, hw="H100 SXM", eff=0.05)],
+    "attnres": [dict(n=5, d=128, reader=16, block=4), dict(n=1, d=64, reader=0, block=1),
+                dict(n=17, d=256, reader=37, block=16)],
 }
 
 
@@ -23,6 +25,8 @@ def formulas_of(page: str, s: dict):
         return moe.formulas(moe_panels.k3_width_moe(s["E"], s["k"], s["shared"], s["ratio"]), s["batch"])
     if page == "kda":
         return kda.formulas(s["T"], s["K"])
+    if page == "attnres":
+        return attnres.formulas(s["n"], s["d"], s["reader"], s["block"])
     return hybrid.formulas(s["ratio"], s["batch"], s["hw"], s["eff"])
 
 
@@ -49,5 +53,6 @@ def test_pick_refuses_an_unknown_level():
 
 
 def test_first_look_questions_carry_no_formula():
-    for text in (moe.question("first"), kda.question("first"), hybrid.question("first"), moe.how("first")):
+    for text in (moe.question("first"), kda.question("first"), hybrid.question("first"), attnres.question("first"),
+                 moe.how("first")):
         assert "$" not in text and "\\" not in text and "`" not in text
