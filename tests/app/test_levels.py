@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from conftest import ROOT
 from k3lite.panels.words import LEVELS
 
-LEVEL_PAGES = ("moe.py", "kda.py", "hybrid_attention.py", "attention_residuals.py")
+LEVEL_PAGES = ("moe.py", "kda.py", "hybrid_attention.py", "attention_residuals.py", "forward_pass.py")
 BUDGET = {"first": 150, "engineer": 350, "paper": 600}  # visible words a page at each level
 TEXT = {"markdown", "caption", "info", "warning", "success", "error", "text", "latex"}
 TIMEOUT = 300
@@ -144,6 +144,18 @@ def paper_formulas(page: str, at: AppTest) -> list:
         mode, block, reader = state["ar_mode"], state["ar_block"], state["ar_reader"]
         n = len(sources_at(mode, reader, block if mode == "block" else 1))  # what the page's reads hold
         return attnres.formulas(n, get_preset("lite").d_model, reader, block)
+    if page == "forward_pass.py":
+        import torch
+
+        from k3lite.base.tokenizer import encode
+        from k3lite.model.checkpoint import load_lite_model
+        from k3lite.panels.words import forward
+        from k3lite.viz.model import stages
+
+        model, _ = load_lite_model()
+        with torch.inference_mode():
+            trace = model(torch.tensor([encode(state["fp_prompt"], max_chars=200, max_bytes=400)]), trace=True).trace
+        return forward.formulas(model.cfg, trace, stages(trace)[state["fp_stage"]])
     raise KeyError(page)
 
 

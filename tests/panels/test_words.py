@@ -39,6 +39,31 @@ def test_each_equation_as_written_is_what_the_code_computes(page, setting):
         assert f.text.strip() and f.evidence.kind and all(symbol for symbol, _ in f.symbols)
 
 
+@pytest.mark.parametrize("stage", [0, 9, -1])
+def test_forward_pass_equations_at_stages(stage):
+    import torch
+
+    from k3lite.base.tokenizer import encode
+    from k3lite.model.checkpoint import load_lite_model
+    from k3lite.panels.words import forward
+    from k3lite.viz.model import stages
+
+    model, _ = load_lite_model()
+    with torch.inference_mode():
+        trace = model(torch.tensor([encode("def f(x):\n    return x")]), trace=True).trace
+    for f in forward.formulas(model.cfg, trace, stages(trace)[stage]):
+        assert np.isclose(f.evaluate(**f.inputs), f.value), f.latex
+
+
+def test_every_stage_has_words_at_every_level():
+    from k3lite.panels.words import forward
+    from k3lite.viz.model import WHAT
+
+    for kind in WHAT:
+        texts = [forward.what(lv, kind) for lv in LEVELS]
+        assert len(set(texts)) == 3 and texts[1] == WHAT[kind] and len(texts[0].split()) <= 30
+
+
 def test_a_wrong_formula_is_caught():
     """The check has teeth: the touched-experts formula with k/E squared no longer matches the code."""
     f = moe.formulas(moe_panels.k3_width_moe(896, 16, 2, 0.5), 16)[-1]
