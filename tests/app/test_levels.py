@@ -172,3 +172,30 @@ def test_every_paper_equation_is_what_the_code_computes(page, monkeypatch):
         written, computed = f.evaluate(**f.inputs), f.value
         assert np.allclose(np.asarray(written, dtype=float), np.asarray(computed, dtype=float), rtol=1e-6,
                            atol=1e-5), f"{page}: {f.latex} as written gives {written}, the code {computed}"
+
+
+# ------------------------------------------------------------------------------------------ practice
+@pytest.mark.parametrize("lv,difficulty", [("first", "1"), ("engineer", "any"), ("paper", "3")])
+def test_practice_starts_at_the_level_s_difficulty(lv, difficulty, monkeypatch):
+    at = run_page("practice.py", monkeypatch, level=lv)
+    assert at.radio(key="pr_difficulty").value == difficulty
+
+
+def test_practice_link_difficulty_and_homework_win_over_the_level(monkeypatch):
+    at = run_page("practice.py", monkeypatch, level="first", pr_difficulty="2")
+    assert at.radio(key="pr_difficulty").value == "2"
+    at = run_page("practice.py", monkeypatch, level="paper", homework="1", **{"class": "room-1"})
+    assert at.session_state["pr_difficulty"] == "any"
+
+
+def test_practice_follows_the_sidebar_level():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    at.switch_page("views/practice.py").run()
+    assert at.radio(key="pr_difficulty").value == "any"
+    at.sidebar.selectbox(key="level").set_value("first").run()
+    assert not at.exception and at.radio(key="pr_difficulty").value == "1"
+    at.radio(key="pr_difficulty").set_value("2").run()  # the reader's own choice stays while the level does
+    at.run()
+    assert at.radio(key="pr_difficulty").value == "2"
+    at.sidebar.selectbox(key="level").set_value("paper").run()
+    assert at.radio(key="pr_difficulty").value == "3"
