@@ -44,7 +44,7 @@ def draw_formulas(title: str, formulas, notes=()) -> None:
     st.markdown(f"**{title}**")
     for f in formulas:
         st.latex(f.latex)
-        st.caption(" · ".join(f"${symbol}$ `{name}`" for symbol, name in f.symbols))
+        st.caption("  \n".join(f"${symbol}$ → `{name}`" for symbol, name in f.symbols))  # one symbol a line
         sentence(f.text, f.evidence)
     for note in notes:
         st.markdown(note)

@@ -87,8 +87,8 @@ def formulas(n_sources: int, d: int, reader: int, block: int) -> list[Formula]:
     k3_cost = attnres_cost(L, K3.d_model, "block", S)
     full = attnres_cost(L, K3.d_model, "full")
     return [
-        Formula(r"a_{i\to l} = \mathrm{softmax}_i\big(w_l \cdot \mathrm{RMSNorm}(v_i)\big),\qquad "
-                r"h_l = \sum_i a_{i\to l}\, v_i",
+        Formula(r"\begin{aligned} a_{i\to l} &= \mathrm{softmax}_i\big(w_l \cdot \mathrm{RMSNorm}(v_i)\big) \\ "
+                r"h_l &= \sum_i a_{i\to l}\, v_i \end{aligned}",
                 (("v_i", "sources (N, B, T, d)"), ("w_l", "DepthAttention.query (zero-initialised)"),
                  ("\\mathrm{RMSNorm}", "DepthAttention.key_norm"), ("a_{i\\to l}", "weights"), ("h_l", "h")),
                 _depth_softmax, _depth_module, seeded_sources(max(n_sources, 1), d),

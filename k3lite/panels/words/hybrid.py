@@ -101,8 +101,9 @@ def formulas(ratio: int, batch: int, hw: str, eff: float) -> list[Formula]:
                 lambda r: f"{100 * r:.1f}% smaller than all-MLA at 1M tokens; the report: "
                           f"{REPORTED['kv_reduction'][0]:.0%} for 3:1",
                 REPORTED["kv_reduction"][1], derived(kv_reduction)),
-        Formula(r"t = \max\!\Big(\frac{W_B + B\,M_{\mathrm{KDA}}}{\mathrm{BW}} + \frac{B\,M_{\mathrm{MLA}}}"
-                r"{\eta\,\mathrm{BW}},\ \frac{F_B}{P}\Big)",
+        Formula(r"\begin{aligned} t &= \max\big(t_{\mathrm{HBM}},\ F_B / P\big) \\ t_{\mathrm{HBM}} &= "
+                r"\frac{W_B + B\,M_{\mathrm{KDA}}}{\mathrm{BW}} + \frac{B\,M_{\mathrm{MLA}}}{\eta\,\mathrm{BW}} "
+                r"\end{aligned}",
                 (("t", "decode_cost(...).tpot_s"), ("W_B", "weight_bytes (experts the batch touches)"),
                  ("B", "batch"), ("M_{\\mathrm{KDA}}, M_{\\mathrm{MLA}}", "kda_state_bytes, mla_cache_bytes"),
                  ("\\mathrm{BW}", "GPU.hbm_bw"), ("\\eta", "attention_efficiency"),

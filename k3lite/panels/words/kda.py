@@ -92,8 +92,8 @@ def formulas(T: int, head_dim: int) -> list[Formula]:
     bound, kda = K3.kda.decay_lower_bound, K3.kda
     n_kda = K3.layer_types().count("kda")
     return [
-        Formula(r"S_t = \big(I - \beta_t k_t k_t^{\top}\big)\,\mathrm{Diag}(a_t)\,S_{t-1} + \beta_t k_t v_t^{\top},"
-                r"\qquad o_t = K^{-1/2}\, S_t^{\top} q_t",
+        Formula(r"\begin{aligned} S_t &= \big(I - \beta_t k_t k_t^{\top}\big)\,\mathrm{Diag}(a_t)\,S_{t-1} \\ "
+                r"&\quad + \beta_t k_t v_t^{\top} \\ o_t &= K^{-1/2}\, S_t^{\top} q_t \end{aligned}",
                 (("S_t", "S (B, H, K, V)"), ("a_t = e^{g_t}", "g_t.exp()"), ("\\beta_t", "beta_t"),
                  ("k_t, v_t, q_t", "k_t, v_t, q_t of ops.gated_delta_step"), ("K^{-1/2}", "scale"),
                  ("o_t", "o_t (naive.naive_kda_matrix writes the same product)")),
@@ -104,7 +104,8 @@ def formulas(T: int, head_dim: int) -> list[Formula]:
                             f"{head_dim * head_dim:,} numbers per head whatever T",
                 f"gated delta rule, {KIMI_LINEAR}; per-channel a_t is what makes it KDA rather than Gated DeltaNet",
                 derived(kda_trajectory)),
-        Formula(r"g_t = g_{\min}\,\sigma(\cdot) \ \ge\ g_{\min},\qquad n_{1\%} = \frac{\ln 0.01}{g_{\min}}",
+        Formula(r"\begin{aligned} g_t &= g_{\min}\,\sigma(\cdot) \ \ge\ g_{\min} \\ "
+                r"n_{1\%} &= \frac{\ln 0.01}{g_{\min}} \end{aligned}",
                 (("g_{\\min}", "KDAConfig.decay_lower_bound (config.json gate_lower_bound)"),
                  ("n_{1\\%}", "memory.decay_memory(g, tokens).tokens_to_threshold")),
                 _one_percent, lambda g_min: memory.decay_memory(g_min, [1]).tokens_to_threshold, dict(g_min=bound),

@@ -123,8 +123,8 @@ def formulas(moe: MoEConfig, batch: int) -> list[Formula]:
                           f"experts, {v / 1e9:.2f} GFLOP; the latent shrinks it by d / l = {K3_D / lat:g}x",
                 "K3 config.json expert FFN 3072 in a 3584 latent; LatentMoE reinvests the saving in more experts",
                 derived(active_expert_flops_per_token)),
-        Formula(r"\alpha_i = \mathrm{top}_{k+1}\!\big(s_{i,:} + b\big),\quad "
-                r"\hat b_j = -Q_{1-k/E}\big(s_{:,j} - \alpha\big),\quad b = \hat b - \overline{\hat b}",
+        Formula(r"\begin{aligned} \alpha_i &= \mathrm{top}_{k+1}\!\big(s_{i,:} + b\big) \\ "
+                r"\hat b_j &= -Q_{1-k/E}\big(s_{:,j} - \alpha\big) \\ b &= \hat b - \overline{\hat b} \end{aligned}",
                 (("s", "scores (N, E)"), ("b", "bias (E,)"), ("\\alpha_i", "alpha"), ("\\hat b_j", "b_hat"),
                  ("Q", "torch.quantile"), ("k", "k"), ("E", "n_experts")),
                 _eq14, lambda s, k, b: quantile_bias(torch.as_tensor(s), k, torch.as_tensor(b)).numpy(),
