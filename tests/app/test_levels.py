@@ -199,3 +199,30 @@ def test_practice_follows_the_sidebar_level():
     assert at.radio(key="pr_difficulty").value == "2"
     at.sidebar.selectbox(key="level").set_value("paper").run()
     assert at.radio(key="pr_difficulty").value == "3"
+
+
+# ------------------------------------------------------------------------------------------ the tour
+def test_tour_first_look_walks_its_path_in_plain_words(monkeypatch):
+    from k3lite.tour.first_look import FIRST_PATH, path
+    from k3lite.tour.steps import STEPS
+
+    at = run_page("tour.py", monkeypatch, level="first")
+    assert words(visible_texts(at._tree)) <= BUDGET["first"]
+    seen = []
+    for _ in range(len(FIRST_PATH)):
+        seen.append(at.session_state["tour_step"])
+        claim = next(m.value for m in at.markdown if m.value.startswith("*The claim:*"))
+        assert STEPS[seen[-1] - 1].claim not in claim  # reworded
+        if len(seen) < len(FIRST_PATH):
+            at.button(key="tour_next").click().run()
+            assert not at.exception
+    assert seen == path("first") and at.button(key="tour_next").disabled  # the path ends at its last step
+
+
+@pytest.mark.parametrize("lv", ["engineer", "paper"])
+def test_tour_walks_every_step_at_the_other_levels(lv, monkeypatch):
+    at = run_page("tour.py", monkeypatch, level=lv)
+    at.button(key="tour_next").click().run()
+    assert at.session_state["tour_step"] == 2
+    has_source = any(c.value.startswith("Where the answer comes from") for c in at.caption)
+    assert has_source == (lv == "paper")
