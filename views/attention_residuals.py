@@ -96,15 +96,8 @@ if mode != trained[0] or (mode == "block" and block != trained[1]):
     st.caption(f"The checkpoint was trained with {trained[0]} S = {trained[1]}; this view reuses its weights under "
                "another residual, not retrained.")
 show_code(depth_reads, sources_at, depth_reads_figure)
-with st.expander("How Attention Residuals work (the formula and the paper)"):
-    st.markdown(
-        "A standard residual stream adds every sublayer's output into one running sum, so layer 60 cannot tell "
-        "layer 3's contribution from layer 59's. **Attention Residuals** (Kimi Team, arXiv 2603.15031) keep the "
-        "outputs apart and give each sublayer a learned pseudo-query `w` that attends over depth: "
-        "`h = Σ_i softmax_i(w · RMSNorm(v_i)) v_i`, with `v_0` the token embedding. The **block** variant K3 uses "
-        "sums the outputs inside blocks of S sublayers and attends over the block sums (and the partial sum of the "
-        "current block), so a token keeps L·2/S vectors instead of 2L. The weights drawn are the trained lite "
-        "model's on your prompt (KDA = Kimi Delta Attention, MLA = Multi-head Latent Attention, the two mixers).")
+with st.expander(words.HOW_TITLE[LEVEL]):
+    st.markdown(words.HOW[LEVEL])
 if LEVEL == "paper":
     draw_formulas("The equations, each symbol in the code", words.formulas(len(reads.sources), model.cfg.d_model, reader,
                   block), words.PAPER_NOTES)

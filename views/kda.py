@@ -105,9 +105,9 @@ def state_panel() -> None:
 
     # lazy: its formulas are LaTeX, and a first run that sends any makes the browser load KaTeX (~260 kB of script)
     # before the animation draws
-    with lazy_expander("The rule being animated: the gated delta rule, per channel", key="kda_x_rule") as is_open:
+    with lazy_expander(words.RULE_TITLE[LEVEL], key="kda_x_rule") as is_open:
         if is_open:
-            st.markdown(panels.GATED_DELTA_RULE)
+            st.markdown(words.rule(LEVEL, panels.GATED_DELTA_RULE))
 
     with lazy_expander("(a) The decay: one factor per key channel, per token", key="kda_x_decay_one_factor_per") as is_open:
         if is_open:

@@ -79,5 +79,5 @@ def test_pick_refuses_an_unknown_level():
 
 def test_first_look_questions_carry_no_formula():
     for text in (moe.question("first"), kda.question("first"), hybrid.question("first"), attnres.question("first"),
-                 moe.how("first")):
-        assert "$" not in text and "\\" not in text and "`" not in text
+                 moe.how("first"), kda.rule("first", "engineer's"), attnres.HOW["first"]):  # behind a click too
+        assert "$" not in text and "\\" not in text and "`" not in text and "=" not in text, text

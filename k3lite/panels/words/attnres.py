@@ -31,6 +31,24 @@ def question(level: str) -> str:
                 "earlier outputs to read, and how much does reading blocks of them instead save?**")
 
 
+HOW_TITLE = {"first": "How it works, in plain words", "engineer": "How Attention Residuals work (the formula and the paper)",
+             "paper": "How Attention Residuals work (the formula and the paper)"}
+HOW = {"first": "In a standard model every layer adds its result to one running pile, so a late layer cannot tell an "
+                "early layer's work from the one just before it. Attention Residuals keep the results apart, and each "
+                "layer learns how much of each earlier result to take. To keep that cheap, K3 groups the layers into "
+                "blocks and only keeps one summary per block. The arcs drawn are what the small trained model chose "
+                "on your prompt.",
+       "engineer": "A standard residual stream adds every sublayer's output into one running sum, so layer 60 cannot "
+                   "tell layer 3's contribution from layer 59's. **Attention Residuals** (Kimi Team, arXiv "
+                   "2603.15031) keep the outputs apart and give each sublayer a learned pseudo-query `w` that attends "
+                   "over depth: `h = Σ_i softmax_i(w · RMSNorm(v_i)) v_i`, with `v_0` the token embedding. The "
+                   "**block** variant K3 uses sums the outputs inside blocks of S sublayers and attends over the block "
+                   "sums (and the partial sum of the current block), so a token keeps L·2/S vectors instead of 2L. "
+                   "The weights drawn are the trained lite model's on your prompt (KDA = Kimi Delta Attention, MLA = "
+                   "Multi-head Latent Attention, the two mixers)."}
+HOW["paper"] = HOW["engineer"]
+
+
 def reading(level: str, engineer: str, panel: Panel, reads, weights, reader: int) -> str:
     """The sentence under the depth reads: engineer's; first look: how many it reads and the largest share, from
     the same panel values."""

@@ -44,6 +44,21 @@ def input_caption(level: str, engineer: str, layer: int) -> str:
                        "byte at a time.", engineer)
 
 
+RULE_TITLE = {"first": "What the animation shows, in plain words",
+              "engineer": "The rule being animated: the gated delta rule, per channel",
+              "paper": "The rule being animated: the gated delta rule, per channel"}
+
+
+def rule(level: str, engineer: str) -> str:
+    """The rule's expander: engineer's GATED_DELTA_RULE (LaTeX); first look says it without a formula."""
+    return pick(level, "Ordinary attention keeps every past token, so its memory grows with the prompt. KDA keeps one "
+                       "fixed grid of numbers per head instead and edits it token by token. First every column of the "
+                       "grid fades a little, each at its own pace, so old details can go while useful ones stay. Then "
+                       "the layer asks the grid what it already knows about the new token and writes in only the "
+                       "difference. In the animation the red bars are that difference; without the correction the "
+                       "grid would only ever grow.", engineer)
+
+
 KERNEL_NOTE = {"first": "The app checks its fast training code against these plain versions.",
                "engineer": "The model trains with a faster kernel (`k3lite/model/kda/ops.py`, `chunk.py`: factored "
                            "exponents, a recursive triangular inverse, a hand-written backward); tests/model/"
