@@ -226,3 +226,13 @@ def test_tour_walks_every_step_at_the_other_levels(lv, monkeypatch):
     assert at.session_state["tour_step"] == 2
     has_source = any(c.value.startswith("Where the answer comes from") for c in at.caption)
     assert has_source == (lv == "paper")
+
+
+def test_bad_level_in_the_app_is_refused_in_the_sidebar():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params["level"] = "undergraduate"
+    at.run()
+    assert not at.exception
+    notices = [w.value for w in at.sidebar.warning if w.value.startswith("Ignored `level=undergraduate`")]
+    assert notices and "must be one of first, engineer, paper" in notices[0]
+    assert at.sidebar.selectbox(key="level").value == "engineer" and "level" not in at.query_params
