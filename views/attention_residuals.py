@@ -86,7 +86,7 @@ weights = depth_matrix(trace)[reader][: len(reads.sources)] if mode != "standard
 LIVE = measured_here("live on this server: the shipped lite checkpoint (assets/lite.safetensors) on the prompt, "
                      f"{mode} residual, S = {block}: model(ids, trace=True).trace.depth_view()")
 if pair is not None:  # K3's residual beside the compared model's at full scale; the live view under it
-    show_panel(panels.compare_panel(pair), "ar_compare", container=picture)
+    show_panel(words.compare(LEVEL, panels.compare_panel(pair), pair), "ar_compare", container=picture)
 reads_panel, reading = panels.reads_panel(reads, weights, mode, block, reader,
                                           LIVE if mode != "standard" else derived(depth_reads))
 show_panel(reads_panel, "ar_reads", container=picture)

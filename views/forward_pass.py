@@ -33,7 +33,7 @@ LEVEL = level()  # the sidebar's *Explain for*: the words change (k3lite/panels/
 st.markdown(words.QUESTION[LEVEL])
 PAIR = compared()
 if PAIR is not None:  # the comparison first: the two real configs at full scale (the live run below is lite)
-    show_panel(bytes_by_part_panel(PAIR), "fp_vs_bytes")
+    show_panel(words.compare(LEVEL, bytes_by_part_panel(PAIR), PAIR), "fp_vs_bytes")
     show_code(bytes_by_part_panel)
 
 @st.cache_resource(show_spinner="Loading the trained lite model…")

@@ -59,7 +59,7 @@ def main_panel() -> None:
         hybrid_config(ratio)
         panels.curves(ratio, batch, hw, eff)
     if pair is not None:  # K3 beside the compared model first: what the reader asked for
-        show_panel(panels.compare_panel(pair, hw), "hy_compare", fig_col)
+        show_panel(words.compare(LEVEL, panels.compare_panel(pair, hw), pair), "hy_compare", fig_col)
     show_panel(panels.pattern_panel(ratio), "hy_pattern", fig_col)
     left, right = fig_col.columns(2)
     show_panel(panels.cache_panel(ratio, batch, hw, eff), "hy_cache", left)

@@ -37,7 +37,7 @@ if PAIR is not None:  # the comparison first: what one sequence holds for decodi
     url_state("kda_vs_context", CONTEXT, choices=list(CONTEXT_CHOICES))
     st.select_slider("context (tokens)", CONTEXT_CHOICES, key="kda_vs_context", format_func="{:,}".format)
     push_url("kda_vs_context")
-    show_panel(decode_memory_panel(PAIR, st.session_state.kda_vs_context), "kda_vs_memory")
+    show_panel(words.compare(LEVEL, decode_memory_panel(PAIR, st.session_state.kda_vs_context), PAIR), "kda_vs_memory")
     show_code(decode_memory_panel)
 
 

@@ -40,11 +40,14 @@ def level() -> str:
 
 def draw_formulas(title: str, formulas, notes=()) -> None:
     """A paper-level block: each equation in st.latex, its symbols mapped to the code, its computed sentence (with
-    its evidence class) and citation; `notes`: markdown paragraphs after them (derivation steps, neighbours)."""
+    its evidence class) and citation; `notes`: markdown paragraphs in an expander after them (the derivation steps,
+    neighbours, the sources in full)."""
     st.markdown(f"**{title}**")
     for f in formulas:
         st.latex(f.latex)
         st.caption("  \n".join(f"${symbol}$ → `{name}`" for symbol, name in f.symbols))  # one symbol a line
         sentence(f.text, f.evidence)
-    for note in notes:
-        st.markdown(note)
+    if notes:  # the derivation one click away: the equations and their sources stay in view
+        with st.expander("The derivation, and the sources"):
+            for note in notes:
+                st.markdown(note)

@@ -65,7 +65,7 @@ with user_errors():  # the mechanism at K3 width: analytic, so it answers every 
 if pair is not None:  # the two configs at full scale first; your sliders' path under them
     with user_errors():
         balance = routing.shipped_balance() if pair.other.moe.balancing != pair.k3.moe.balancing else None
-    show_panel(panels.compare_panel(pair, balance), "moe_compare", container=picture)
+    show_panel(words.compare(LEVEL, panels.compare_panel(pair, balance), pair), "moe_compare", container=picture)
 show_panel(replace(path, sentences=()), "moe_path", container=picture)
 show_panel(replace(path, figure=None, sentences=words.path_said(LEVEL, path, st.session_state.moe_latent)), "moe_path_said")
 show_code(latent_path, latent_path_figure)

@@ -89,7 +89,11 @@ def test_first_look_has_no_formulas(rendered):
 @pytest.mark.parametrize("page", LEVEL_PAGES)
 @pytest.mark.parametrize("lv", LEVELS)
 def test_level_with_a_comparison(page, lv, monkeypatch):
-    run_page(page, monkeypatch, level=lv, vs="deepseek-v3")
+    """With a comparison on the page draws one more panel; at first look it says the one number for both models."""
+    shown = visible_texts(run_page(page, monkeypatch, level=lv, vs="deepseek-v3")._tree)
+    assert words(shown) <= BUDGET[lv], f"{page} at {lv} beside DeepSeek-V3: {words(shown)} visible words"
+    if lv == "first":
+        assert any("for DeepSeek-V3 (" in t for t in shown), shown
 
 
 # ------------------------------------------------------------------------------------------ the URL

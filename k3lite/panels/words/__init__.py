@@ -14,10 +14,13 @@ object, so a test evaluates what the page shows and compares it with what the co
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from k3lite.base.evidence import Evidence
+from k3lite.base.wording import direction, times
+from k3lite.panels.core import Pair, Panel, Said
+from k3lite.viz.style import fmt_bytes
 
 LEVELS = ("first", "engineer", "paper")
 DEFAULT = "engineer"
@@ -53,3 +56,19 @@ class Formula:
     @property
     def text(self) -> str:
         return f"{self.says(self.value)} ({self.cite})"
+
+
+def first_look_compare(level: str, panel: Panel, pair: Pair, key: str, what: str) -> Panel:
+    """A page's comparison panel at first look: its figure, and one sentence with the number that matters for both
+    models (the panel's own values `k3_<key>` and `other_<key>`, in bytes, with the panel's evidence); at the other
+    levels the panel as it is."""
+    if level != "first":
+        return panel
+    a, b = panel.values[f"k3_{key}"], panel.values[f"other_{key}"]
+    k3, other = pair.k3_label, pair.label
+    what = what[0].upper() + what[1:]
+    if direction(a, b) == 0:
+        text = f"{what}: **{fmt_bytes(a)}** for both {k3} and {other}; {other} differs elsewhere."
+    else:
+        text = f"{what}: **{fmt_bytes(a)}** for {k3}, {fmt_bytes(b)} for {other} ({times(a, b, 'more', 'less')})."
+    return replace(panel, sentences=(Said(text, panel.sentences[0].evidence if panel.sentences else ()),))

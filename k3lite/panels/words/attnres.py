@@ -14,7 +14,7 @@ from k3lite.base.evidence import derived, released
 from k3lite.model.attnres import DepthAttention, attnres_cost
 from k3lite.model.presets import get_preset
 from k3lite.panels.core import Panel
-from k3lite.panels.words import Formula, pick
+from k3lite.panels.words import Formula, first_look_compare, pick
 from k3lite.viz.archmap import sources_at
 from k3lite.viz.style import fmt_bytes
 
@@ -29,6 +29,10 @@ def question(level: str) -> str:
                 "chapters instead of one summary of the whole book.**",
                 "**Instead of adding every earlier layer's output into one sum, what if each layer chose which "
                 "earlier outputs to read, and how much does reading blocks of them instead save?**")
+
+
+def compare(level: str, panel: Panel, pair) -> Panel:
+    return first_look_compare(level, panel, pair, "last", "what one token carries from layer to layer at the end")
 
 
 HOW_TITLE = {"first": "How it works, in plain words", "engineer": "How Attention Residuals work (the formula and the paper)",

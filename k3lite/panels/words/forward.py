@@ -11,7 +11,7 @@ from k3lite.base.evidence import derived
 from k3lite.base.tokenizer import token_label
 from k3lite.interconnect import REFERENCE, deployment_bytes, wire_bytes_per_token
 from k3lite.panels.forward import bytes_so_far, prompt_sentence
-from k3lite.panels.words import Formula, pick
+from k3lite.panels.words import Formula, first_look_compare, pick
 from k3lite.viz.model import WHAT
 from k3lite.viz.style import fmt_bytes
 
@@ -81,6 +81,10 @@ NOTICE = {"first": "What to notice: only the expert layers send bytes between GP
                       "are the only ones whose cost grows with the prompt; only the MoE layers move bytes between "
                       "GPUs, and the latent projection is what keeps that number small."}
 NOTICE["paper"] = NOTICE["engineer"]
+
+
+def compare(level: str, panel, pair):
+    return first_look_compare(level, panel, pair, "hbm", "bytes one new token reads from GPU memory")
 
 
 def interconnect_label(level: str, wire_total: float) -> str:

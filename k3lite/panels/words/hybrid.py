@@ -12,7 +12,7 @@ from k3lite.analytic.hybrid import (ONE_M_CONTEXT, REPORTED, decode_cost, headli
 from k3lite.base.evidence import derived
 from k3lite.base.wording import times
 from k3lite.panels import hybrid as panels
-from k3lite.panels.words import Formula, pick
+from k3lite.panels.words import Formula, first_look_compare, pick
 from k3lite.viz.style import fmt_bytes
 
 KIMI_LINEAR = "Kimi Linear tech report, arXiv 2510.26692"
@@ -43,14 +43,18 @@ def headline(level: str, ratio: int, batch: int, hw: str, eff: float) -> str:
                 "conversation of a million tokens. Move the ratio to see what the summaries save.")
     return (f"The number that matters: for one conversation of a million tokens the {ratio}:1 model keeps "
             f"**{fmt_bytes(at.cache_bytes)}** of memory instead of {fmt_bytes(full.cache_bytes)}, and writes each "
-            f"new token {times(full.tpot_s, at.tpot_s, 'faster', 'slower')}. Like keeping a running summary "
-            "instead of a transcript; a summary can miss a detail, which is why some layers keep the transcript.")
+            f"new token {times(full.tpot_s, at.tpot_s, 'faster', 'slower')}. Like a running summary instead "
+            "of a transcript; a summary can miss details, so some layers keep the transcript.")
 
 
 def capacity(level: str, kind: str, engineer: str, hw: str) -> str:
     """The capacity notice: a warning in the engineer's words at every level (it says what does not fit); when
     everything fits, first look says so plainly."""
     return f"Both versions fit on one {gpu_label(hw)}." if level == "first" and kind == "info" else engineer
+
+
+def compare(level: str, panel, pair):
+    return first_look_compare(level, panel, pair, "cache", "the memory one conversation of a million tokens keeps")
 
 
 def gpu_caption(level: str, hw: str) -> str:

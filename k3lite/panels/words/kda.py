@@ -14,7 +14,7 @@ from k3lite.base.evidence import derived, released
 from k3lite.model.kda.ops import kda_trajectory
 from k3lite.model.presets import get_preset
 from k3lite.panels.core import Panel
-from k3lite.panels.words import Formula, pick
+from k3lite.panels.words import Formula, first_look_compare, pick
 from k3lite.viz.style import fmt_bytes
 
 K3 = get_preset("kimi-k3")
@@ -37,6 +37,12 @@ def state_said(level: str, shown: Panel, head_dim: int, T: int) -> str:
     return (f"The state stays **{head_dim} × {head_dim} numbers** per head for all {T} tokens, and would for a "
             "million. Every column fades at its own pace, some within a token, others far slower, and each token "
             "writes only what the state did not already hold. Press ▶ play to watch it.")
+
+
+def compare(level: str, panel: Panel, pair) -> Panel:
+    context = int(panel.values["context"])
+    return first_look_compare(level, panel, pair, "total", f"the memory one conversation of {context:,} tokens holds "
+                              "for writing its next token")
 
 
 def input_caption(level: str, engineer: str, layer: int) -> str:
@@ -110,13 +116,12 @@ def formulas(T: int, head_dim: int) -> list[Formula]:
         Formula(r"\begin{aligned} S_t &= \big(I - \beta_t k_t k_t^{\top}\big)\,\mathrm{Diag}(a_t)\,S_{t-1} \\ "
                 r"&\quad + \beta_t k_t v_t^{\top} \\ o_t &= K^{-1/2}\, S_t^{\top} q_t \end{aligned}",
                 (("S_t", "S (B, H, K, V)"), ("a_t = e^{g_t}", "g_t.exp()"), ("\\beta_t", "beta_t"),
-                 ("k_t, v_t, q_t", "k_t, v_t, q_t of ops.gated_delta_step"), ("K^{-1/2}", "scale"),
-                 ("o_t", "o_t (naive.naive_kda_matrix writes the same product)")),
+                 ("k_t, v_t, q_t", "ops.gated_delta_step(q_t, k_t, v_t, ...)"), ("K^{-1/2}", "scale"), ("o_t", "o_t")),
                 _delta_rule, _trajectory, seeded_inputs(T, head_dim),
-                lambda out: f"Run on {T} seeded tokens with K = V = {head_dim}, the rule as written and "
-                            f"`kda_trajectory` (decay first, then the correction v_t − S'ᵀk_t along k_t) end on the "
-                            f"same state, ‖S‖ = {np.linalg.norm(out[:head_dim * head_dim]):.3f}: "
-                            f"{head_dim * head_dim:,} numbers per head whatever T",
+                lambda out: f"On {T} seeded tokens with K = V = {head_dim} the rule as written and `kda_trajectory` "
+                            f"(decay, then the correction) end on the same state, ‖S‖ = "
+                            f"{np.linalg.norm(out[:head_dim * head_dim]):.3f}: {head_dim * head_dim:,} numbers per "
+                            "head whatever T",
                 f"gated delta rule, {KIMI_LINEAR}; per-channel a_t is what makes it KDA rather than Gated DeltaNet",
                 derived(kda_trajectory)),
         Formula(r"\begin{aligned} g_t &= g_{\min}\,\sigma(\cdot) \ \ge\ g_{\min} \\ "

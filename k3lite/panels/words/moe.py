@@ -16,7 +16,7 @@ from k3lite.model.moe.balancing import quantile_bias
 from k3lite.model.moe.experts import active_expert_flops_per_token
 from k3lite.panels.core import Panel, Said
 from k3lite.panels.moe import K3, K3_D, how_it_works
-from k3lite.panels.words import Formula, pick
+from k3lite.panels.words import Formula, first_look_compare, pick
 from k3lite.viz.style import fmt_bytes
 
 REPORT = "Kimi K3 Technical Report, arXiv 2607.24653"
@@ -47,6 +47,10 @@ def path_said(level: str, path: Panel, ratio_label: str) -> tuple[Said, ...]:
                 "of its width before it travels, like posting a small copy of a photo instead of the original, "
                 "and the experts work on the small copy.")
     return (Said(text, path.sentences[0].evidence),)
+
+
+def compare(level: str, panel: Panel, pair) -> Panel:
+    return first_look_compare(level, panel, pair, "wire", "bytes on the wire per token per MoE layer")
 
 
 HOW_TITLE = {"first": "How it works, in plain words",
