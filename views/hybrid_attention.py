@@ -71,10 +71,9 @@ def main_panel() -> None:
     fig_col.markdown(words.headline(LEVEL, ratio, batch, hw, eff))
     if hw == DEFAULT_GPU:
         fig_col.caption(words.gpu_caption(LEVEL, hw))
-    if LEVEL == "paper":
-        with fig_col:
-            draw_formulas("The equations, each symbol in the code", words.formulas(ratio, batch, hw, eff), words.PAPER_NOTES)
     show_code(decode_cost, kv_reduction, headline_sentence)
+    if LEVEL == "paper":  # under the figures and their controls (a phone stacks the controls after the figures)
+        draw_formulas("The equations, each symbol in the code", words.formulas(ratio, batch, hw, eff), words.PAPER_NOTES)
     with lazy_expander("Ours vs the reported figures, and the speedup at every ratio",
                        key="hybrid_attention_x_ours_reported_figures_speedup") as is_open:
         if is_open:
