@@ -10,6 +10,7 @@ from k3lite.analytic.latent import record_overhead
 from k3lite.base.evidence import derived
 from k3lite.base.tokenizer import token_label
 from k3lite.interconnect import REFERENCE, deployment_bytes, wire_bytes_per_token
+from k3lite.model.presets import get_preset
 from k3lite.panels.forward import bytes_so_far, prompt_sentence
 from k3lite.panels.words import Formula, first_look_compare, pick
 from k3lite.viz.model import WHAT
@@ -21,8 +22,9 @@ QUESTION = {"first": "**Follow your prompt through the model: it becomes bytes, 
                         "between GPUs?**"}
 QUESTION["paper"] = QUESTION["engineer"]
 
+VOCAB = get_preset("lite").vocab_size  # the byte-level vocabulary the run model reads and predicts
 FIRST_WHAT = {
-    "tokenize": "The prompt is cut into bytes, the model's letters: 256 possible ones, so any language works.",
+    "tokenize": f"The prompt is cut into bytes, the model's letters: {VOCAB} possible ones, so any language works.",
     "embed": "Each byte becomes a list of numbers the model can compute with, looked up in a table.",
     "depth": "Before it works, this layer chooses which earlier layers' results to read, and how much of each.",
     "kda": "A fast attention layer: it keeps a fixed-size memory of the prompt, fading old parts and writing what "
@@ -33,7 +35,7 @@ FIRST_WHAT = {
                "them is what costs network bytes.",
     "combine": "The experts' answers come back and are added up, each weighted by the scorer's trust in it.",
     "dense": "This early layer runs one ordinary network for every byte, no experts: nothing crosses the network.",
-    "logits": "The model turns its final numbers into a score for each of the 256 possible next bytes.",
+    "logits": f"The model turns its final numbers into a score for each of the {VOCAB} possible next bytes.",
     "next": "The scores become chances; the top one is the best guess, and Generate keeps going byte by byte.",
 }
 # where each stage's code lives and who states it: the paper level's addition to the engineer's words

@@ -125,7 +125,8 @@ def formulas(moe: MoEConfig, batch: int) -> list[Formula]:
                 _flops, lambda lat, F, k: active_expert_flops_per_token(lat, F, k), dict(lat=lat, F=F, k=k),
                 lambda v: f"The routed experts' work per token: three matmuls of l x F in each of {k} SwiGLU-style "
                           f"experts, {v / 1e9:.2f} GFLOP; the latent shrinks it by d / l = {K3_D / lat:g}x",
-                "K3 config.json expert FFN 3072 in a 3584 latent; LatentMoE reinvests the saving in more experts",
+                f"K3 config.json: expert FFN {K3.moe.expert_ffn_dim} in a {K3.moe.latent_dim} latent; LatentMoE "
+                "reinvests the saving in more experts",
                 derived(active_expert_flops_per_token)),
         Formula(r"\begin{aligned} \alpha_i &= \mathrm{top}_{k+1}\!\big(s_{i,:} + b\big) \\ "
                 r"\hat b_j &= -Q_{1-k/E}\big(s_{:,j} - \alpha\big) \\ b &= \hat b - \overline{\hat b} \end{aligned}",
