@@ -6,6 +6,7 @@ import streamlit as st
 from k3lite.base.guards import bounded_threads, quiet_gc
 from k3lite.viz.style import APP_CSS
 from views.common import compare_control, evidence_legend, set_state
+from views.levels import level_control
 from views.registry import LEDGER_SECTION, PAGES
 
 bounded_threads()  # process-wide torch thread cap, once for every page: one session cannot take every core
@@ -35,6 +36,7 @@ for spec in PAGES:
 current = st.navigation(sections)
 with st.sidebar:
     compare_control()
+    level_control()
     st.caption(
         "The mechanism pages run a small PyTorch model of each K3 idea live on this server's CPU; serving, cost "
         "and the byte ledger are analytic models; a few charts show shipped results (the trained checkpoint, the "

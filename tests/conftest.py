@@ -20,8 +20,8 @@ from views.registry import PAGES  # noqa: E402  (the one page list app.py naviga
 
 # every page app.py's st.navigation lists, as "views/x.py", in navigation order
 APP_PAGE_PATHS = [p.file for p in PAGES]
-# views/ also holds the shared helpers (not pages): common.py, registry.py, and the Practice page's parts
-HELPER_FILES = ("common.py", "registry.py", "__init__.py", "practice_ui.py", "homework_ui.py")
+# views/ also holds the shared helpers (not pages): common.py, levels.py, registry.py, and the Practice page's parts
+HELPER_FILES = ("common.py", "registry.py", "__init__.py", "practice_ui.py", "homework_ui.py", "levels.py")
 PAGE_FILES = sorted(p.name for p in (ROOT / "views").glob("*.py") if p.name not in HELPER_FILES)
 
 

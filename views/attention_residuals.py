@@ -13,6 +13,7 @@ from k3lite.model.checkpoint import load_lite_model, with_config
 from k3lite.base.tokenizer import MAX_PROMPT_CHARS, encode
 from k3lite.panels import attnres as panels
 from k3lite.panels.attnres import K3, KIMI_LINEAR, WIDTHS
+from k3lite.panels.words import attnres as words
 from k3lite.viz.archmap import sources_at
 from k3lite.viz.attnres import (block_read_bytes, block_saving_sentence, cost_curves_figure, depth_heatmap_figure,
                                 depth_matrix, residual_experiment_claim, residual_experiment_figure)
@@ -21,11 +22,12 @@ from k3lite.viz.style import fmt_bytes
 from views.common import (assumptions_block, compared, explain, lazy_sections, push_url, reset_button, show_code,
                           show_panel, url_state, user_errors)
 from views.common import try_it  # the page's practice problems, at its foot
+from views.levels import draw_formulas, level
 
 
 st.title("Attention Residuals")
-st.markdown("**Instead of adding every earlier layer's output into one sum, what if each layer chose which earlier "
-            "outputs to read, and how much does reading blocks of them instead save?**")
+LEVEL = level()  # the sidebar's *Explain for*: the words change (k3lite/panels/words/attnres.py), the pictures do not
+st.markdown(words.question(LEVEL))
 pair = compared()
 
 
@@ -84,25 +86,21 @@ weights = depth_matrix(trace)[reader][: len(reads.sources)] if mode != "standard
 LIVE = measured_here("live on this server: the shipped lite checkpoint (assets/lite.safetensors) on the prompt, "
                      f"{mode} residual, S = {block}: model(ids, trace=True).trace.depth_view()")
 if pair is not None:  # K3's residual beside the compared model's at full scale; the live view under it
-    show_panel(panels.compare_panel(pair), "ar_compare", container=picture)
+    show_panel(words.compare(LEVEL, panels.compare_panel(pair), pair), "ar_compare", container=picture)
 reads_panel, reading = panels.reads_panel(reads, weights, mode, block, reader,
                                           LIVE if mode != "standard" else derived(depth_reads))
 show_panel(reads_panel, "ar_reads", container=picture)
-st.markdown(reading)
+st.markdown(words.reading(LEVEL, reading, reads_panel, reads, weights, reader))
 trained = (model.cfg.attn_res, model.cfg.attn_res_block_size)
 if mode != trained[0] or (mode == "block" and block != trained[1]):
     st.caption(f"The checkpoint was trained with {trained[0]} S = {trained[1]}; this view reuses its weights under "
                "another residual, not retrained.")
 show_code(depth_reads, sources_at, depth_reads_figure)
-with st.expander("How Attention Residuals work (the formula and the paper)"):
-    st.markdown(
-        "A standard residual stream adds every sublayer's output into one running sum, so layer 60 cannot tell "
-        "layer 3's contribution from layer 59's. **Attention Residuals** (Kimi Team, arXiv 2603.15031) keep the "
-        "outputs apart and give each sublayer a learned pseudo-query `w` that attends over depth: "
-        "`h = Σ_i softmax_i(w · RMSNorm(v_i)) v_i`, with `v_0` the token embedding. The **block** variant K3 uses "
-        "sums the outputs inside blocks of S sublayers and attends over the block sums (and the partial sum of the "
-        "current block), so a token keeps L·2/S vectors instead of 2L. The weights drawn are the trained lite "
-        "model's on your prompt (KDA = Kimi Delta Attention, MLA = Multi-head Latent Attention, the two mixers).")
+with st.expander(words.HOW_TITLE[LEVEL]):
+    st.markdown(words.HOW[LEVEL])
+if LEVEL == "paper":
+    draw_formulas("The equations, each symbol in the code", words.formulas(len(reads.sources), model.cfg.d_model, reader,
+                  block), words.PAPER_NOTES)
 
 
 @st.fragment

@@ -14,24 +14,26 @@ from k3lite.interconnect import REFERENCE, deployment_bytes, wire_bytes_per_toke
 from k3lite.base.tokenizer import decode, encode, token_label
 from k3lite.panels import forward as panels
 from k3lite.panels.forward import RAN, TOKENIZED, bytes_by_part_panel
+from k3lite.panels.words import forward as words
 from k3lite.viz.archmap import architecture_map, node_stage
-from k3lite.viz.model import WHAT, stage_figure, stages
+from k3lite.viz.model import stage_figure, stages
 from k3lite.viz.style import fmt_bytes
 from k3lite.viz.stepper import at_stage, stepper_map
 from views.common import (assumptions_block, compared, evidence_columns, explain, interconnect_query, metric, one_of,
                           pick_from_map, push_url, reset_button, set_state, show_code, show_panel, url_state,
                           user_errors)
 from views.common import try_it  # the page's practice problems, at its foot
+from views.levels import draw_formulas, level
 from views.registry import by_url_path
 
 MAX_CHARS, MAX_BYTES = 200, 400  # bounded so every stage's picture stays readable and fast
 
 st.title("Step through a forward pass")
-st.markdown("**What happens to your prompt inside the model, stage by stage, and which stages move bytes between "
-            "GPUs?**")
+LEVEL = level()  # the sidebar's *Explain for*: the words change (k3lite/panels/words/forward.py), the pictures do not
+st.markdown(words.QUESTION[LEVEL])
 PAIR = compared()
 if PAIR is not None:  # the comparison first: the two real configs at full scale (the live run below is lite)
-    show_panel(bytes_by_part_panel(PAIR), "fp_vs_bytes")
+    show_panel(words.compare(LEVEL, bytes_by_part_panel(PAIR), PAIR), "fp_vs_bytes")
     show_code(bytes_by_part_panel)
 
 @st.cache_resource(show_spinner="Loading the trained lite model…")
@@ -67,8 +69,7 @@ with controls:
     if warning:
         st.warning(warning)
     elif (meta := checkpoint_meta()).get("val_loss"):
-        st.caption(f"The trained **lite** model: {meta.get('steps')} training steps, validation loss "
-                   f"{meta['val_loss']:.2f} nats/byte (uniform guessing: 5.55).")
+        st.caption(words.checkpoint(LEVEL, meta))
 push_url("fp_prompt")
 with user_errors():
     trace, top = run(st.session_state.fp_prompt)
@@ -103,7 +104,7 @@ with picture:  # a click on an element opens its stage (a callback from a module
     b3.select_slider("stage (the map and the detail below)", options=list(range(len(STAGES))), key="fp_stage",
                      format_func=partial(one_of, len(STAGES)))
     push_url("fp_stage")
-st.markdown(panels.prompt_sentence(trace, top, len(STAGES)))
+st.markdown(words.prompt_said(LEVEL, trace, top, len(STAGES)))
 show_code(stepper_map, at_stage, architecture_map)
 with st.expander("What the map shows"):
     st.caption(panels.map_caption(lite_model()[0].cfg))
@@ -116,7 +117,7 @@ def stage_panel() -> None:
     stage = STAGES[st.session_state.fp_stage]
 
     st.subheader(f"{st.session_state.fp_stage + 1}/{len(STAGES)} · {stage.title}")
-    st.info(f"**What happens here.** {WHAT[stage.kind]}")
+    st.info(f"**What happens here.** {words.what(LEVEL, stage.kind)}")
     head = 0
     if stage.kind == "kda":
         head = st.slider("KDA head", 0, trace.layers[stage.layer].kda_beta.shape[-1] - 1, 0, key="fp_head")
@@ -134,7 +135,7 @@ def stage_panel() -> None:
                    "the link below opens the Interconnect page on the same setting, where it shows the same number)")
     metric(m3, "next byte (greedy)", f"{token_label(top[0][0])}  ({100 * top[1][0]:.1f}%)", RAN)
     ic_spec, ic_query = by_url_path("interconnect"), interconnect_query(REFERENCE, "lite")
-    ic_label = f"{wire.total:,.0f} B per MoE layer on the Interconnect page: lite preset, {REFERENCE.describe()}"
+    ic_label = words.interconnect_label(LEVEL, wire.total)
     try:
         st.page_link(ic_spec.file, label=ic_label, icon=ic_spec.icon, query_params=ic_query)
     except StreamlitAPIException:  # this file run on its own (AppTest of one page): no navigation to link into
@@ -158,9 +159,9 @@ def stage_panel() -> None:
             st.caption("Generated with the decode caches: each new byte runs one token through every layer "
                        "(KDA state + conv tail, MLA latent cache), not the whole prompt again.")
 
-    explain("What to notice: KDA layers are cheap per token and carry a fixed-size memory; the MLA layers are the "
-            "only ones whose cost grows with the prompt; only the MoE layers move bytes between GPUs, and the "
-            "latent projection is what keeps that number small.")
+    explain(words.NOTICE[LEVEL])
+    if LEVEL == "paper":
+        draw_formulas("The equations, each symbol in the code", words.formulas(model.cfg, trace, stage), words.PAPER_NOTES)
 
 
 stage_panel()

@@ -6,19 +6,21 @@ import streamlit as st
 
 from k3lite.analytic.hybrid import (
     HYBRID_GPUS, batch_limited_speedup, bytes_ceiling, capacity_sentence, decode_cost, headline_sentence,
-    hybrid_config, kv_reduction, method_text, model_name, reference_gpu, throughput_gain,
+    hybrid_config, kv_reduction, method_text, reference_gpu, throughput_gain,
 )
 from k3lite.analytic.hardware import CUSTOM_FIELDS, gpu_label
 from k3lite.panels import hybrid as panels
+from k3lite.panels.words import hybrid as words
 from views.common import (
     assumptions_block, compared, explain, lazy_expander, metric, my_gpu, push_url, reset_button, show_code, show_panel,
     url_state, user_errors,
 )
 from views.common import try_it  # the page's practice problems, at its foot
+from views.levels import draw_formulas, level
 
 st.title("3:1 hybrid attention")
-st.markdown(f"**{model_name()} at a 1M-token context: what does swapping three of every four global attention "
-            "layers for fixed-state KDA layers save in cache and time per output token?**")
+LEVEL = level()  # the sidebar's *Explain for*: the words change (k3lite/panels/words/hybrid.py), the pictures do not
+st.markdown(words.question(LEVEL))
 reset_button("hy_")
 pair = compared()
 with st.expander("The idea: a growing cache against a fixed state"):
@@ -57,7 +59,7 @@ def main_panel() -> None:
         hybrid_config(ratio)
         panels.curves(ratio, batch, hw, eff)
     if pair is not None:  # K3 beside the compared model first: what the reader asked for
-        show_panel(panels.compare_panel(pair, hw), "hy_compare", fig_col)
+        show_panel(words.compare(LEVEL, panels.compare_panel(pair, hw), pair), "hy_compare", fig_col)
     show_panel(panels.pattern_panel(ratio), "hy_pattern", fig_col)
     left, right = fig_col.columns(2)
     show_panel(panels.cache_panel(ratio, batch, hw, eff), "hy_cache", left)
@@ -65,11 +67,13 @@ def main_panel() -> None:
 
     # capacity: the model has to fit before its time means anything
     level, text = capacity_sentence(ratio, batch, hw, eff)
-    (fig_col.warning if level == "warning" else fig_col.info)(text)
-    fig_col.markdown(headline_sentence(ratio, batch, hw, eff))
+    (fig_col.warning if level == "warning" else fig_col.info)(words.capacity(LEVEL, level, text, hw))
+    fig_col.markdown(words.headline(LEVEL, ratio, batch, hw, eff))
     if hw == DEFAULT_GPU:
-        fig_col.caption(panels.default_gpu_caption(hw))
+        fig_col.caption(words.gpu_caption(LEVEL, hw))
     show_code(decode_cost, kv_reduction, headline_sentence)
+    if LEVEL == "paper":  # under the figures and their controls (a phone stacks the controls after the figures)
+        draw_formulas("The equations, each symbol in the code", words.formulas(ratio, batch, hw, eff), words.PAPER_NOTES)
     with lazy_expander("Ours vs the reported figures, and the speedup at every ratio",
                        key="hybrid_attention_x_ours_reported_figures_speedup") as is_open:
         if is_open:

@@ -13,6 +13,7 @@ from k3lite.model.presets import get_preset
 from k3lite.model.checkpoint import load_lite_model
 from k3lite.panels import kda as panels
 from k3lite.panels.kda_compare import CONTEXT, CONTEXT_CHOICES, decode_memory_panel
+from k3lite.panels.words import kda as words
 from k3lite.viz.kda import decay_heatmap
 from k3lite.viz.kda_state import kda_layers, trained_kda_run
 from k3lite.model.kda.layer import KimiDeltaAttention
@@ -21,21 +22,22 @@ from k3lite.model.kda.reference import chunk_kda_reference
 from views.common import (assumptions_block, compared, explain, lazy_expander, push_url, reset_button, show_code,
                           show_panel, table, url_state, user_errors)
 from views.common import try_it  # the page's practice problems, at its foot
+from views.levels import draw_formulas, level
 
 MAX_T = panels.MAX_T
 LITE = get_preset("lite")
 H = LITE.kda.n_heads
 
 st.title("Kimi Delta Attention")
-st.markdown("**How does a fixed-size state remember a prompt: what does each token write into it, and what does "
-            "it forget?**")
+LEVEL = level()  # the sidebar's *Explain for*: the words change (k3lite/panels/words/kda.py), the pictures do not
+st.markdown(words.question(LEVEL))
 reset_button("kda_")
 PAIR = compared()
 if PAIR is not None:  # the comparison first: what one sequence holds for decoding, K3 beside the compared model
     url_state("kda_vs_context", CONTEXT, choices=list(CONTEXT_CHOICES))
     st.select_slider("context (tokens)", CONTEXT_CHOICES, key="kda_vs_context", format_func="{:,}".format)
     push_url("kda_vs_context")
-    show_panel(decode_memory_panel(PAIR, st.session_state.kda_vs_context), "kda_vs_memory")
+    show_panel(words.compare(LEVEL, decode_memory_panel(PAIR, st.session_state.kda_vs_context), PAIR), "kda_vs_memory")
     show_code(decode_memory_panel)
 
 
@@ -95,15 +97,17 @@ def state_panel() -> None:
         fig_col.warning(WARNING)
     shown = panels.state_panel(res, head, layer, LITE.kda.head_dim, live)
     fig_col.plotly_chart(shown.figure, width="stretch")
-    fig_col.markdown(shown.text)
+    fig_col.markdown(words.state_said(LEVEL, shown, LITE.kda.head_dim, T))
     show_code(kda.gated_delta_step, kda.kda_trajectory, trained_kda_run)
-    st.caption(panels.input_caption(LITE, layer, source, T))
+    st.caption(words.input_caption(LEVEL, panels.input_caption(LITE, layer, source, T), layer))
+    if LEVEL == "paper":
+        draw_formulas("The equations, each symbol in the code", words.formulas(T, LITE.kda.head_dim), words.PAPER_NOTES)
 
     # lazy: its formulas are LaTeX, and a first run that sends any makes the browser load KaTeX (~260 kB of script)
     # before the animation draws
-    with lazy_expander("The rule being animated: the gated delta rule, per channel", key="kda_x_rule") as is_open:
+    with lazy_expander(words.RULE_TITLE[LEVEL], key="kda_x_rule") as is_open:
         if is_open:
-            st.markdown(panels.GATED_DELTA_RULE)
+            st.markdown(words.rule(LEVEL, panels.GATED_DELTA_RULE))
 
     with lazy_expander("(a) The decay: one factor per key channel, per token", key="kda_x_decay_one_factor_per") as is_open:
         if is_open:
@@ -185,8 +189,6 @@ assumptions_block("kda_x_assumptions", f"The hybrid's decode cache per sequence 
 
 show_code(naive_kda_matrix, chunk_kda_reference, KimiDeltaAttention.kernel_inputs_reference,
           title="The algorithm as the paper writes it: the recurrence token by token, then chunk-wise (WY/UT transform)")
-st.caption("The model trains with a faster kernel (`k3lite/model/kda/ops.py`, `chunk.py`: factored exponents, a "
-           "recursive triangular inverse, a hand-written backward); tests/model/test_kda.py holds it equal to these "
-           "readable versions.")
+st.caption(words.KERNEL_NOTE[LEVEL])
 
 try_it("kda")

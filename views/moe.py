@@ -18,6 +18,7 @@ from k3lite.model.nn import glu_curves, situ_glu
 from k3lite.panels import moe as panels
 from k3lite.panels import moe_routing as routing
 from k3lite.panels.moe import K3, K3_RATIO, LITE, RATIOS
+from k3lite.panels.words import moe as words
 from k3lite.viz import moe_live as live
 from k3lite.viz.diagrams import latent_path, latent_path_figure
 from k3lite.viz.moe import (METHOD_LABELS, activation_rows, gpu_heatmap, latent_tradeoff, load_bars, load_histogram,
@@ -26,12 +27,13 @@ from k3lite.viz.style import fmt_bytes
 from views.common import (assumptions_block, compared, explain, lazy_expander, lazy_sections, metric, push_url,
                           reset_button, show_code, show_panel, table, url_state, user_errors)
 from views.common import try_it  # the page's practice problems, at its foot
+from views.levels import draw_formulas, level
 
 MOE_LAYERS = [i for i, kind in enumerate(LITE.ffn_types()) if kind == "moe"]
 
 st.title("Stable LatentMoE & routing")
-st.markdown(f"**How does one token reach {K3.moe.top_k} of {K3.moe.n_routed_experts} experts on other GPUs cheaply, "
-            "and how do those experts stay evenly loaded?**")
+LEVEL = level()  # the sidebar's *Explain for*: the words change (k3lite/panels/words/moe.py), the pictures do not
+st.markdown(words.question(LEVEL))
 pair = compared()
 
 url_state("moe_experts", K3.moe.n_routed_experts, lo=8, hi=896)  # the page opens at K3's shape (config.json)
@@ -63,12 +65,14 @@ with user_errors():  # the mechanism at K3 width: analytic, so it answers every 
 if pair is not None:  # the two configs at full scale first; your sliders' path under them
     with user_errors():
         balance = routing.shipped_balance() if pair.other.moe.balancing != pair.k3.moe.balancing else None
-    show_panel(panels.compare_panel(pair, balance), "moe_compare", container=picture)
+    show_panel(words.compare(LEVEL, panels.compare_panel(pair, balance), pair), "moe_compare", container=picture)
 show_panel(replace(path, sentences=()), "moe_path", container=picture)
-show_panel(replace(path, figure=None), "moe_path_said")
+show_panel(replace(path, figure=None, sentences=words.path_said(LEVEL, path, st.session_state.moe_latent)), "moe_path_said")
 show_code(latent_path, latent_path_figure)
-with st.expander("How LatentMoE and quantile balancing work (the formulas and the sources)"):
-    st.markdown(panels.how_it_works())
+with st.expander(words.HOW_TITLE[LEVEL]):
+    st.markdown(words.how(LEVEL))
+if LEVEL == "paper":
+    draw_formulas("The equations, each symbol in the code", words.formulas(k3_moe, st.session_state.get("moe_batch", 16)), words.PAPER_NOTES)
 
 
 live.warm_stream_states()  # once per server, in the background (k3lite.viz.moe_live)

@@ -8,13 +8,21 @@ from k3lite.tour.practice import BY_ID, KIND_WORDS, PROBLEMS, SET_LABELS, SETS, 
 from k3lite.tour.practice.homework import TRIES, check_class_id
 from views import homework_ui
 from views.common import lazy_expander, push_url, reset_button, table, url_state, user_errors
+from views.levels import level
 from views.practice_ui import practice_problem, share_block
 
 DIFFICULTY = {"any": "any", "1": "●", "2": "●●", "3": "●●●"}
+# the sidebar's *Explain for* picks the difficulty a reader starts on: one lookup at first look, every problem for an
+# engineer, the several-step ones at paper level. A link's own pr_difficulty wins; homework and the key ignore it.
+BY_LEVEL = {"first": "1", "engineer": "any", "paper": "3"}
 
 url_state("set", "all", choices=list(SETS))
 url_state("seed", 1, lo=0, hi=10**6)
-url_state("pr_difficulty", "any", choices=list(DIFFICULTY))
+LEVEL = level()
+by_level = "any" if {"homework", "teacher", "key"} & set(st.query_params) else BY_LEVEL[LEVEL]
+url_state("pr_difficulty", by_level, choices=list(DIFFICULTY))
+if st.session_state.setdefault("pr_seen_level", LEVEL) != LEVEL:  # the level moved in the sidebar: the filter follows
+    st.session_state.pr_seen_level, st.session_state.pr_difficulty = LEVEL, by_level
 url_state("pr_n", 1, lo=1, hi=len(PROBLEMS))
 url_state("pr_only", [], choices=list(BY_ID))
 url_state("key", False)

@@ -3,8 +3,10 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from k3lite.base.evidence import assumed, derived
+from k3lite.tour import first_look
 from k3lite.tour.steps import STEPS, gap_text, summary, with_unit
 from views.common import metric, push_url, reset_button, set_state, show_code, table, url_state, user_errors
+from views.levels import level
 from views.registry import by_url_path
 
 N = len(STEPS)
@@ -17,9 +19,9 @@ def md(text: str) -> str:
 
 
 st.title(f"The K3 argument in {N} steps")
-st.markdown("**Can you predict what K3's design buys before the computation tells you?** For each claim (most as "
-            "quoted in the seed article, a third-party blog post; each step says where its number comes from): "
-            "**predict** first, then **reveal** what the page that goes deeper computes at its defaults.")
+LEVEL = level()  # the sidebar's *Explain for*: first look walks a shorter path in plain words (k3lite/tour/first_look.py)
+PATH = first_look.path(LEVEL)
+st.markdown(first_look.INTRO[LEVEL])
 with st.expander("How the tour works"):
     st.caption("Your step and your answers stay in the link, so a teacher can share step 4. The last step ends with a "
                "summary of every guess against its computed answer.")
@@ -43,11 +45,13 @@ def computed(index: int):
 
 st.slider("step", 1, N, key="tour_step")
 st.caption(" → ".join(f"{'✓ ' if k in revealed else ''}{f'**{s.title}**' if k == i else s.title}"
-                      for k, s in enumerate(STEPS, start=1))
+                      for k, s in enumerate(STEPS, start=1) if k in PATH or k == i)
            + f" · {len(revealed & set(range(1, N + 1)))} of {N} revealed")
 st.subheader(f"{i}. {step.title}")
-st.markdown(md(f"*The claim:* {step.claim}"))
-st.markdown(md(f"**Predict:** {step.question}"))
+st.markdown(md(f"*The claim:* {first_look.claim(LEVEL, step)}"))
+st.markdown(md(f"**Predict:** {first_look.question(LEVEL, step)}"))
+if first_look.source(LEVEL, step):
+    st.caption(md(first_look.source(LEVEL, step)))
 key = f"tour_g{i}"
 if step.kind == "number":
     st.number_input(f"your guess ({step.unit})", min_value=float(step.lo), max_value=float(step.hi), key=key,
@@ -78,10 +82,11 @@ if i in revealed:
 push_url("tour_revealed")
 
 b1, b2 = st.columns(2)
-b1.button("◀ Previous step", on_click=set_state, args=("tour_step", max(i - 1, 1)), disabled=i == 1, key="tour_prev",
-          width="stretch")
-b2.button("Next step ▶", on_click=set_state, args=("tour_step", min(i + 1, N)), disabled=i == N, key="tour_next",
-          width="stretch")
+before, after = [k for k in PATH if k < i], [k for k in PATH if k > i]  # every step, or the first-look path's
+b1.button("◀ Previous step", on_click=set_state, args=("tour_step", before[-1] if before else i), disabled=not before,
+          key="tour_prev", width="stretch")
+b2.button("Next step ▶", on_click=set_state, args=("tour_step", after[0] if after else i), disabled=not after,
+          key="tour_next", width="stretch")
 if len(revealed) == N:
     st.success("All steps revealed. Share this page's link: it carries every answer you gave.")
 
