@@ -40,7 +40,7 @@ from k3lite.model.variants import comparison_config
 from k3lite.model.presets import get_preset
 from k3lite.panels.core import Code, Metric, Note, Pair, Panel, Said, Table  # noqa: F401 (the sections' items)
 from k3lite.panels.serving_compare import compared_spec, difference, frontier_pair_figure
-from k3lite.panels.serving_envelope import groups_items
+from k3lite.panels.serving_envelope import groups_items, verdict_said
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.serving import frontier_figure, prediction_figure
 
@@ -209,6 +209,8 @@ def frontier_view(preset: str, shape: Shape, prices: dict, spec: Speculation | N
                  (derived(frontier, verdict), price_evidence(fr.prices[w.gpu][1]) if w else PRICE_EV, FITTED_EV))]
     values = {"usd_per_m": w.usd_per_m, "usd_per_m_input": w.usd_per_m_input,
               "usd_per_m_output": w.usd_per_m_output} if w else {}
+    if not bound:  # the band is the predictor's error: a bound carries none
+        said += verdict_said(fr, w, speed)
     args = (fr.points, fr.envelope, fr.by_gpu, speed, w)
     if pair is None:
         fig = shared_figure(frontier_figure, *args, evidence=derived(frontier),

@@ -4,6 +4,7 @@
                               axis the runs vary, and the terms the runs do not identify
     distance_said(dist, usd)  one sentence for one answer: the axes it leaves the runs on, and the band its price
                               carries
+    verdict_said(fr, w, speed)  the verdict's answer with its band, and the cheapest answer inside the runs beside it
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from k3lite.analytic.serving.envelope import (
     Distance, distance, envelope, inside_error, leave_group_out, other_gpu_error,
 )
 from k3lite.analytic.serving.fit import fit
+from k3lite.analytic.serving.frontier import FRONTIER_FORMATS
 from k3lite.analytic.serving.measured import SGLANG_MI350X_SOURCE, SGLANG_SOURCE, VLLM_K3_SOURCE
 from k3lite.base.evidence import derived, measured_elsewhere
 from k3lite.panels.core import Panel, Said, Table
@@ -84,3 +86,26 @@ def distance_said(d: Distance, usd: float | None = None, what: str = "This answe
             + (f": no published run checks the {join_words(unchecked)} part{'s' if len(unchecked) > 1 else ''} of the model, so the error there is "
                "not known" if unchecked else ": the largest error measured for leaving them") + ".")
     return Said(text, (derived(distance, inside_error, other_gpu_error),))
+
+
+def point_distance(p, shape) -> Distance:
+    """A frontier point's distance from the runs (its GPU, EP, TP, formats, batch; the shape's decode context)."""
+    return distance(p.gpu, p.ep, p.tp, FRONTIER_FORMATS[p.formats], shape.decode_context, p.batch_per_gpu)
+
+
+def verdict_said(fr, w, speed: float) -> list[Said]:
+    """The verdict's cheapest answer at `speed` with the band its distance from the runs gives, and the cheapest
+    point of the same search that sits inside the runs (or that none does)."""
+    if w is None:
+        return []
+    out = [distance_said(point_distance(w, fr.shape), w.usd_per_m, "The cheapest answer")]
+    inside = [p for p in fr.points if p.tokens_per_s_per_user >= speed and point_distance(p, fr.shape).inside]
+    if not inside:
+        return out + [Said("No setup this search tries at this speed sits inside the published runs (one "
+                           f"{envelope().gpus[0]} node at TP = EP = {envelope().tps[0]}, "
+                           f"{envelope().contexts[0]:,}-{envelope().contexts[1]:,} tokens of context), so no answer "
+                           "here is checked by them.", (derived(distance),))]
+    best = min(inside, key=lambda p: p.usd_per_m)
+    return out + [Said(f"Inside the published runs, the cheapest at this speed is {best.label}: ${best.usd_per_m:,.3f} "
+                       f"per M tokens (±{_pct(inside_error())}), {best.usd_per_m / w.usd_per_m:,.2f}x the cheapest "
+                       "answer overall.", (derived(distance, inside_error), RUNS))]

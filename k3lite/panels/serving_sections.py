@@ -23,7 +23,9 @@ from k3lite.analytic.serving import (
 from k3lite.analytic.serving.compare import (
     gpus_for_weights, prefill_pool, price_split_sentence, side_by_side, speculation_sentence, waterfall,
 )
-from k3lite.analytic.serving.published import validate, validate_vllm_k3, vllm_k3_sentence
+from k3lite.analytic.serving.published import (
+    multinode_sentence, validate, validate_prefill, validate_vllm_k3, vllm_k3_sentence,
+)
 from k3lite.analytic.serving.deployment import speculation_source
 from k3lite.analytic.serving.export import serving_scenario
 from k3lite.analytic.serving.measured import VLLM_K3_SOURCE
@@ -190,6 +192,11 @@ def choices(context: int) -> list:
             Code((waterfall, side_by_side))]
 
 
+@lru_cache(maxsize=1)  # the published prefill pools, predicted: the same for every reader
+def _prefill_checks():
+    return validate_prefill()
+
+
 @lru_cache(maxsize=16)
 def _vllm_checks(acceptance: float):
     return validate_vllm_k3(Speculation(DSPARK_DRAFT_TOKENS, acceptance))
@@ -215,17 +222,23 @@ def published(context: int, acceptance: float) -> list:
     standing = ("never below, as an upper bound must" if lo >= 1 else
                 f"BELOW a measurement for {', '.join(c['deployment'] for c in checks if c['model / measured'] < 1)}: "
                 "the model misses something those systems do")
-    text = (f"The model lands {lo:.2f}x to {hi:.2f}x the measured tokens/s (with overlap, at each publication's "
+    text = (f"The bound lands {lo:.2f}x to {hi:.2f}x the measured tokens/s (with overlap, at each publication's "
             f"batch and context): {standing}. What it leaves out: kernel efficiency below "
             "peak, expert load imbalance (EPLB gave SGLang 2.54x in decode), launch and synchronisation "
             "latency and activation memory (the wire bytes are DeepEP low-latency's, one message per token and "
             "selected expert, from `k3lite.interconnect`). DeepSeek's own figure "
-            "also includes speculative multi-token prediction, which the model does not credit.")
+            "also includes speculative multi-token prediction, which the bound does not credit.")
     vllm = measured_elsewhere(VLLM_K3_SOURCE)
+    prefill = _prefill_checks()
+    pre_pub = measured_elsewhere("; ".join(r["source"] for r in prefill))
     return [Panel(fig),
             Table(_rounded([{k: v for k, v in c.items() if k != "short"} for c in checks], 2),
                   {"measured tokens/s / GPU": pub, "batch / GPU": pub, "context": pub}, derived(validate)),
             Panel(None, (Said(text, (derived(validate), pub)),), values={"lo": lo, "hi": hi}),
+            Panel(None, (Said(multinode_sentence(checks, prefill), (derived(validate, validate_prefill), pub, pre_pub,
+                                                                    FITTED_EV)),)),
+            Table(_rounded([{k: v for k, v in r.items() if k != "source"} for r in prefill], 2),
+                  {"measured input tokens/s / GPU": pre_pub}, derived(validate_prefill)),
             Table(_rounded(k3_rows, 2), {"concurrency": vllm, "measured tokens/s (node)": vllm},
                   derived(validate_vllm_k3)),
             Panel(None, (Said(vllm_k3_sentence(k3_rows, acceptance), (derived(vllm_k3_sentence, validate_vllm_k3),

@@ -41,3 +41,19 @@ def test_an_answer_inside_and_outside_says_its_band_and_price_range():
     d = ev.distance_of(Serving(gpu="H200", n_gpus=8, ep=8, tp=8, context=8704), 2)
     gpu = distance_said(d).text
     assert "one axis" in gpu and f"±{round(100 * d.band)}%" in gpu and "$" not in gpu
+
+
+def test_the_verdict_says_its_band_and_the_cheapest_answer_inside_the_runs():
+    from k3lite.analytic.serving.frontier import frontier, verdict
+    from k3lite.analytic.serving.price import DEFAULT_SHAPE
+    from k3lite.panels.serving_envelope import point_distance, verdict_said
+    fr = frontier("kimi-k3", DEFAULT_SHAPE, model="predicted", gpus=("B300", "GB300 NVL72"))
+    w = verdict(fr, 30.0).winner
+    first, second = verdict_said(fr, w, 30.0)
+    d = point_distance(w, fr.shape)
+    assert f"±{round(100 * d.band)}%" in first.text and f"${w.usd_per_m * (1 - d.band):,.2f}" in first.text
+    inside = [p for p in fr.points if p.tokens_per_s_per_user >= 30.0 and point_distance(p, fr.shape).inside]
+    best = min(inside, key=lambda p: p.usd_per_m)
+    assert best.gpu == "B300" and best.ep == best.tp == 8 and best.usd_per_m >= w.usd_per_m
+    assert f"${best.usd_per_m:,.3f} per M tokens" in second.text and best.label in second.text
+    assert verdict_said(fr, None, 30.0) == []

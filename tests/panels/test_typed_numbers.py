@@ -26,6 +26,7 @@ QUOTED = {
     "k3lite/analytic/serving/deployment.py": ("1.8x",),  # the speculation source's reported TPS gain
     "k3lite/panels/attnres.py": ("1.25x",),  # the AttnRes paper's compute-equivalent gain
     "k3lite/panels/lab.py": ("1.25x",),  # the same paper, quoted on the lab page
+    "k3lite/panels/words/attnres.py": ("1.25x",),  # the same paper, quoted at the paper level
     "k3lite/panels/serving_sections.py": ("2.54x",),  # SGLang's reported EPLB gain
     "k3lite/panels/cost.py": ("10x",),  # the seed article's "~9-10x" per-task saving, quoted
     "k3lite/panels/moe_routing.py": ("10x",),  # γ 0.01 against DeepSeek-V3's 0.001: both typed constants (see report)

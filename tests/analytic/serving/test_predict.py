@@ -95,3 +95,46 @@ def test_every_term_moves_the_way_physics_says():
 def test_bad_workloads_name_the_constraint(w, match):
     with pytest.raises(ValueError, match=match):
         check_workload(w)
+
+
+# ------------------------------------------------------------------------------------------ the queue, in closed form
+def _queue_reference(forward_s, n_requests: int, w):
+    """The queue forward by forward, as it reads: every forward's end, then each request's first token."""
+    import math
+    c, L = w.chunk_tokens, w.input_len
+    alone = sum(forward_s(min(c, L - i)) for i in range(0, L, c))
+    if w.arrivals == "staggered":
+        return alone, (n_requests - 1) * alone, alone
+    total, ends, t = n_requests * L, [], 0.0
+    for start in range(0, total, c):
+        t += forward_s(min(c, total - start))
+        ends.append(t)
+    mean = sum(ends[math.ceil((i + 1) * L / c) - 1] for i in range(n_requests)) / n_requests
+    return mean, ends[-1] - mean, alone
+
+
+def test_floor_sum_is_the_sum_it_names():
+    from k3lite.analytic.serving.predict import floor_sum
+    for n, m, a, b in [(1, 1, 0, 0), (7, 3, 5, 2), (100, 16384, 8192, 16383), (50, 7, 100, 13), (13, 1000, 1, 999)]:
+        assert floor_sum(n, m, a, b) == sum((a * i + b) // m for i in range(n)), (n, m, a, b)
+
+
+@pytest.mark.parametrize("n, L, c, arrivals", [
+    (1, 8192, 16384, "together"), (16, 8192, 16384, "together"), (64, 8192, 16384, "together"),
+    (5, 40_000, 16384, "together"), (3, 16384, 16384, "together"), (1000, 1, 16384, "together"),
+    (7, 30_000, 4096, "together"), (16, 8000, 16384, "staggered"), (2, 1, 1, "together")])
+def test_the_closed_form_queue_is_the_forward_by_forward_queue(n, L, c, arrivals):
+    from k3lite.analytic.serving.predict import Workload, queue
+
+    def forward_s(tokens):  # a fixed cost per forward and a cost per token, as prefill_forward_s has
+        return 1e-3 + 2e-7 * tokens
+    got = queue(forward_s, n, Workload(n, L, 1024, arrivals, c))
+    want = _queue_reference(forward_s, n, Workload(n, L, 1024, arrivals, c))
+    assert tuple(got) == pytest.approx(want, rel=1e-12)
+
+
+def test_a_million_one_token_requests_queue_at_once():
+    from k3lite.analytic.serving.predict import Workload, queue
+    q = queue(lambda tokens: 1e-3, 1_000_000, Workload(1_000_000, 1, 2, "together", 16384))
+    forwards = -(-1_000_000 // 16384)  # 62: every request waits for its forward, the last for all of them
+    assert q.stall_s + q.ttft_s == pytest.approx(forwards * 1e-3)
