@@ -63,6 +63,11 @@ def compare(a: float, b: float, more: str, less: str, same: str = "about the sam
     return word
 
 
+def join_words(words: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c': a list of names in a sentence."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 def times(a: float, b: float, more: str, less: str, same: str = "about the same", digits: int = 2,
           rel_tol: float = 0.005) -> str:
     """"2.8x more" / "2.8x less" (the larger over the smaller, so the factor is always >= 1), or `same`.

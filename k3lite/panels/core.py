@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from k3lite.base.evidence import Evidence
+from k3lite.base.wording import join_words
 from k3lite.model.config import K3Config
 from k3lite.model.presets import get_preset
 from k3lite.model.cards import card_of, display_name
@@ -132,8 +133,7 @@ def where_else(pair: Pair | str, here: str) -> str:
     pages = [title(p) for p in c.shows_on if p != here]
     if not pages:
         return ""
-    names = pages[0] if len(pages) == 1 else ", ".join(pages[:-1]) + " and " + pages[-1]
-    return f"its difference shows on the {names} page{'s' if len(pages) > 1 else ''}" + (f" ({c.why})" if c.why else "")
+    return f"its difference shows on the {join_words(pages)} page{'s' if len(pages) > 1 else ''}" + (f" ({c.why})" if c.why else "")
 
 
 def sentence(clause: str) -> str:

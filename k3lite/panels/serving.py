@@ -31,21 +31,19 @@ from k3lite.analytic.serving.frontier import (
     cheapest_usd_per_m, frontier,
     per_gpu_at, per_gpu_rows, verdict,
 )
-from k3lite.analytic.serving.measured import SGLANG_MI350X_SOURCE, SGLANG_SOURCE, VLLM_K3_SOURCE
 from k3lite.analytic.serving.predict import as_step, terms
 from k3lite.analytic.serving.price import DEFAULT_SHAPE, Shape, request_price
 from k3lite.analytic.serving.step import PREFILL_CHUNK_SOURCE
-from k3lite.base.evidence import Evidence, assumed, derived, measured_elsewhere, released
+from k3lite.base.evidence import Evidence, assumed, derived, released
 from k3lite.model.variants import comparison_config
 from k3lite.model.presets import get_preset
 from k3lite.panels.core import Code, Metric, Note, Pair, Panel, Said, Table  # noqa: F401 (the sections' items)
 from k3lite.panels.serving_compare import compared_spec, difference, frontier_pair_figure
-from k3lite.panels.serving_envelope import groups_items, verdict_said
+from k3lite.panels.serving_envelope import RUNS, groups_items, verdict_said
 from k3lite.viz.memo import shared_figure
 from k3lite.viz.serving import frontier_figure, prediction_figure
 
 # the evidence each number on this page carries (k3lite.base.evidence)
-RUNS = measured_elsewhere(f"published K3 runs: {SGLANG_SOURCE}; {VLLM_K3_SOURCE}; MI350X: {SGLANG_MI350X_SOURCE}")
 FITTED_EV = derived(fit)  # the efficiencies: least squares over RUNS (`python -m k3lite.analytic.serving predict`)
 PRICE_EV = assumed("$ per GPU-hour: assumed, or a quoted rental rate (listed) where the price list cites one")
 CONFIG_EV = released("the model's config.json (k3lite.model.presets) and the GPU table's datasheets")
@@ -209,8 +207,6 @@ def frontier_view(preset: str, shape: Shape, prices: dict, spec: Speculation | N
                  (derived(frontier, verdict), price_evidence(fr.prices[w.gpu][1]) if w else PRICE_EV, FITTED_EV))]
     values = {"usd_per_m": w.usd_per_m, "usd_per_m_input": w.usd_per_m_input,
               "usd_per_m_output": w.usd_per_m_output} if w else {}
-    if not bound:  # the band is the predictor's error: a bound carries none
-        said += verdict_said(fr, w, speed)
     args = (fr.points, fr.envelope, fr.by_gpu, speed, w)
     if pair is None:
         fig = shared_figure(frontier_figure, *args, evidence=derived(frontier),
@@ -223,6 +219,8 @@ def frontier_view(preset: str, shape: Shape, prices: dict, spec: Speculation | N
         sentences, diff = difference(fr, other, speed, pair)
         said += [Said(s.text, (derived(frontier, difference), PRICE_EV, FITTED_EV)) for s in sentences]
         values.update(diff)
+    if not bound:  # how far the answer sits from the runs, last: the band is the predictor's error, a bound has none
+        said += verdict_said(fr, w, speed)
     pred = fr if not bound else page_frontier(preset, shape, key, spec, "predicted", search)
     return FrontierView(Panel(fig, tuple(said), derived(frontier), values=values), fr, v, pred)
 

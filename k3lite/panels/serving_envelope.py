@@ -15,14 +15,11 @@ from k3lite.analytic.serving.fit import fit
 from k3lite.analytic.serving.frontier import FRONTIER_FORMATS
 from k3lite.analytic.serving.measured import SGLANG_MI350X_SOURCE, SGLANG_SOURCE, VLLM_K3_SOURCE
 from k3lite.base.evidence import derived, measured_elsewhere
+from k3lite.base.wording import join_words
 from k3lite.panels.core import Panel, Said, Table
 
 RUNS = measured_elsewhere(f"published K3 runs: {SGLANG_SOURCE}; {VLLM_K3_SOURCE}; MI350X: {SGLANG_MI350X_SOURCE}")
 GROUP_EV = derived(leave_group_out, fit)
-
-
-def join_words(words: list[str]) -> str:
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _pct(x: float) -> str:

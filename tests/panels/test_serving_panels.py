@@ -84,10 +84,14 @@ def test_frontier_sentences_choose_their_comparison_words_from_the_numbers():
 
 
 def test_with_no_comparison_the_frontier_is_the_page_as_before():
+    """The verdict, then how far its answer sits from the published runs (serving_envelope.verdict_said)."""
+    from k3lite.panels.serving_envelope import verdict_said
     view, _ = _view(None)
-    assert [s.text.split(".")[0] for s in view.panel.sentences] == ["**Predicted"]
+    first, *envelope = view.panel.sentences
+    assert first.text.split(".")[0] == "**Predicted" and view.verdict.sentence in first.text
+    assert [s.text for s in envelope] == [s.text for s in verdict_said(view.frontier, view.verdict.winner, 50.0)]
+    assert envelope and "published runs" in envelope[0].text
     assert "cheapest of all" in [t.name for t in view.panel.figure.data]
-    assert view.verdict.sentence in view.panel.sentences[0].text
 
 
 def test_variant_configs_count_as_the_comparison_relies_on():
