@@ -4,7 +4,8 @@
                               axis the runs vary, and the terms the runs do not identify
     distance_said(dist, usd)  one sentence for one answer: the axes it leaves the runs on, and the band its price
                               carries
-    verdict_said(fr, w, speed)  the verdict's answer with its band, and the cheapest answer inside the runs beside it
+    verdict_said(fr, w, speed)  one sentence beside the verdict: its answer's band, and the cheapest answer inside
+                              the runs
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from k3lite.analytic.serving.envelope import (
     Distance, distance, envelope, inside_error, leave_group_out, other_gpu_error,
 )
 from k3lite.analytic.serving.fit import fit
+from k3lite.analytic.hardware import gpu_label
 from k3lite.analytic.serving.frontier import FRONTIER_FORMATS
 from k3lite.analytic.serving.measured import SGLANG_MI350X_SOURCE, SGLANG_SOURCE, VLLM_K3_SOURCE
 from k3lite.base.evidence import derived, measured_elsewhere
@@ -91,18 +93,20 @@ def point_distance(p, shape) -> Distance:
 
 
 def verdict_said(fr, w, speed: float) -> list[Said]:
-    """The verdict's cheapest answer at `speed` with the band its distance from the runs gives, and the cheapest
-    point of the same search that sits inside the runs (or that none does)."""
+    """One sentence beside the verdict: the band its answer's distance from the runs gives (the axes by name), and
+    the cheapest point of the same search that sits inside the runs (or that none does)."""
     if w is None:
         return []
-    out = [distance_said(point_distance(w, fr.shape), w.usd_per_m, "The cheapest answer")]
+    d = point_distance(w, fr.shape)
+    band = ("at least " if d.at_least else "") + f"±{_pct(d.band)}"
+    where = ("inside the published runs" if d.inside else
+             f"outside the published runs on {join_words([a.name for a in d.axes])}")
     inside = [p for p in fr.points if p.tokens_per_s_per_user >= speed and point_distance(p, fr.shape).inside]
-    if not inside:
-        return out + [Said("No setup this search tries at this speed sits inside the published runs (one "
-                           f"{envelope().gpus[0]} node at TP = EP = {envelope().tps[0]}, "
-                           f"{envelope().contexts[0]:,}-{envelope().contexts[1]:,} tokens of context), so no answer "
-                           "here is checked by them.", (derived(distance),))]
-    best = min(inside, key=lambda p: p.usd_per_m)
-    return out + [Said(f"Inside the published runs, the cheapest at this speed is {best.label}: ${best.usd_per_m:,.3f} "
-                       f"per M tokens (±{_pct(inside_error())}), {best.usd_per_m / w.usd_per_m:,.2f}x the cheapest "
-                       "answer overall.", (derived(distance, inside_error), RUNS))]
+    if inside:
+        best = min(inside, key=lambda p: p.usd_per_m)
+        beside = (f"inside them the cheapest is {gpu_label(best.gpu)}, EP {best.ep}, TP {best.tp} at "
+                  f"${best.usd_per_m:,.3f} (±{_pct(inside_error())}), {best.usd_per_m / w.usd_per_m:,.2f}x")
+    else:
+        beside = "no setup searched at this speed sits inside them"
+    return [Said(f"Its price carries {band} ({where}; the table under 'What the prediction fits'); {beside}.",
+                 (derived(distance, inside_error), RUNS))]

@@ -49,11 +49,12 @@ def test_the_verdict_says_its_band_and_the_cheapest_answer_inside_the_runs():
     from k3lite.panels.serving_envelope import point_distance, verdict_said
     fr = frontier("kimi-k3", DEFAULT_SHAPE, model="predicted", gpus=("B300", "GB300 NVL72"))
     w = verdict(fr, 30.0).winner
-    first, second = verdict_said(fr, w, 30.0)
+    (said,) = verdict_said(fr, w, 30.0)
     d = point_distance(w, fr.shape)
-    assert f"±{round(100 * d.band)}%" in first.text and f"${w.usd_per_m * (1 - d.band):,.2f}" in first.text
+    assert f"±{round(100 * d.band)}%" in said.text and all(a.name in said.text for a in d.axes)
     inside = [p for p in fr.points if p.tokens_per_s_per_user >= 30.0 and point_distance(p, fr.shape).inside]
     best = min(inside, key=lambda p: p.usd_per_m)
     assert best.gpu == "B300" and best.ep == best.tp == 8 and best.usd_per_m >= w.usd_per_m
-    assert f"${best.usd_per_m:,.3f} per M tokens" in second.text and best.label in second.text
+    assert f"${best.usd_per_m:,.3f}" in said.text and f"EP {best.ep}, TP {best.tp}" in said.text
+    assert f"{best.usd_per_m / w.usd_per_m:,.2f}x" in said.text
     assert verdict_said(fr, None, 30.0) == []
