@@ -33,6 +33,11 @@ TERM_WORDS = {"hbm_fraction": "the HBM efficiency", "flops_fraction": "the compu
               "acceptance vllm-guidellm": "DSpark's acceptance on vLLM's data"}
 
 
+def _band(d: Distance) -> str:
+    """The band in words: "±10%", or "at least ±59%" where an axis left has no measured error."""
+    return ("at least " if d.at_least else "") + f"±{_pct(d.band)}"
+
+
 def _why_not(g) -> str:
     parts = [f"{TERM_WORDS[k]} runs to its bound of 1" for k in g.at_bound]
     parts += [f"{TERM_WORDS[k]}: only these runs fit it (kept at the shipped value, so the error is optimistic)"
@@ -69,7 +74,7 @@ def groups_items() -> list:
 
 def distance_said(d: Distance, usd: float | None = None, what: str = "This answer") -> Said:
     """`what` sits inside the runs or leaves them on these axes; its band (and the price's, when given)."""
-    band = ("at least " if d.at_least else "") + f"±{_pct(d.band)}"
+    band = _band(d)
     price = f" (${usd * (1 - d.band):,.2f}-{usd * (1 + d.band):,.2f}" + (" or wider" if d.at_least else "") + ")" \
         if usd else ""
     if d.inside:
@@ -98,7 +103,7 @@ def verdict_said(fr, w, speed: float) -> list[Said]:
     if w is None:
         return []
     d = point_distance(w, fr.shape)
-    band = ("at least " if d.at_least else "") + f"±{_pct(d.band)}"
+    band = _band(d)
     where = ("inside the published runs" if d.inside else
              f"outside the published runs on {join_words([a.name for a in d.axes])}")
     inside = [p for p in fr.points if p.tokens_per_s_per_user >= speed and point_distance(p, fr.shape).inside]
